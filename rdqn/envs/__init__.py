@@ -1,0 +1,77 @@
+"""The environments rdqn trains on, registered with gymnasium under the ``rdqn/`` namespace.
+
+Importing this package registers them (``register_envs()`` is idempotent), so
+``gymnasium.make("rdqn/BlindCliffwalk-v0", n=6)`` works after ``import rdqn.envs``. ``make_env``
+is the checked entry point: it accepts only the ids in ``ENV_IDS``.
+
+* ``CartPole-v1``: gymnasium's CartPole; ends on a fall, truncated at 500 steps.
+* ``rdqn/MaskedCartPole-v0``: CartPole observing only (x, theta); same ends.
+* ``rdqn/BlindCliffwalk-v0``: Schaul et al. 2015, figure 1; ends at the cliff or goal (<= n steps).
+* ``rdqn/SparseChain-v0``: reward 1 at the chain's right end; goal, or truncated at max_steps.
+* ``rdqn/SyntheticMarket-v0``: flat/long/short on a seeded price path; truncated at episode_length.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+from rdqn.envs.blind_cliffwalk import BlindCliffwalkEnv
+from rdqn.envs.masked_cartpole import MaskedCartPoleEnv
+from rdqn.envs.sparse_chain import SparseChainEnv
+from rdqn.envs.synthetic_market import SyntheticMarketEnv, load_prices_csv
+
+__all__ = [
+    "ENV_IDS",
+    "BlindCliffwalkEnv",
+    "MaskedCartPoleEnv",
+    "SparseChainEnv",
+    "SyntheticMarketEnv",
+    "load_prices_csv",
+    "make_env",
+    "register_envs",
+]
+
+_REGISTRATIONS: dict[str, dict[str, Any]] = {
+    "rdqn/MaskedCartPole-v0": {
+        "entry_point": "rdqn.envs.masked_cartpole:MaskedCartPoleEnv",
+        "max_episode_steps": 500,
+        "reward_threshold": 475.0,
+    },
+    "rdqn/BlindCliffwalk-v0": {"entry_point": "rdqn.envs.blind_cliffwalk:BlindCliffwalkEnv"},
+    "rdqn/SparseChain-v0": {"entry_point": "rdqn.envs.sparse_chain:SparseChainEnv"},
+    "rdqn/SyntheticMarket-v0": {"entry_point": "rdqn.envs.synthetic_market:SyntheticMarketEnv"},
+}
+"""The rdqn envs. Only CartPole gets a registry time limit: the others end episodes themselves."""
+
+ENV_IDS: tuple[str, ...] = ("CartPole-v1", *_REGISTRATIONS)
+"""Every env id the project supports, gymnasium's CartPole first."""
+
+
+def register_envs() -> None:
+    """Register the ``rdqn/`` envs with gymnasium; ids already registered are left alone."""
+    for env_id, kwargs in _REGISTRATIONS.items():
+        if env_id not in gym.registry:
+            gym.register(id=env_id, **kwargs)
+
+
+def make_env(env_id: str, seed: int | None = None, **kwargs: Any) -> gym.Env[Any, Any]:
+    """Make one of ``ENV_IDS`` with ``gymnasium.make(env_id, **kwargs)``.
+
+    With a ``seed``, the env is reset once with ``reset(seed=seed)`` and its action and observation
+    spaces are seeded, so everything that follows (the caller's own ``reset()`` calls included) is
+    determined by the seed. Raises ``ValueError`` for an id outside ``ENV_IDS``.
+    """
+    if env_id not in ENV_IDS:
+        raise ValueError(f"unknown env id {env_id!r}; allowed: {', '.join(ENV_IDS)}")
+    register_envs()
+    env = gym.make(env_id, **kwargs)
+    if seed is not None:
+        env.reset(seed=seed)
+        env.action_space.seed(seed)
+        env.observation_space.seed(seed)
+    return env
+
+
+register_envs()

@@ -1,0 +1,259 @@
+"""A synthetic high-frequency market: trade one asset flat / long / short on a seeded price path.
+
+Price process (one path per episode, drawn from the env's ``np_random``, so a seed fixes it). The
+log price ``x_t = log p_t`` is a discretized Ornstein-Uhlenbeck process around ``log
+initial_price`` whose volatility switches between a calm and a stormy regime::
+
+    x_{t+1} = x_t + kappa * (mu - x_t) + sigma[z_t] * eps_t,   eps_t ~ N(0, 1),  mu = x_0
+    z_{t+1} = z_t with probability 1 - switch_probability, else 1 - z_t   (z_0 uniform on {0, 1})
+
+with ``kappa = mean_reversion`` and ``sigma = (calm_volatility, stormy_volatility)``. Mean reversion
+makes returns negatively autocorrelated, so the recent returns carry a (small) tradeable signal.
+Instead of simulating, the env can replay a user-supplied price series (``prices=``, e.g. from
+:func:`load_prices_csv`); each episode then starts at a random offset drawn from ``np_random``
+(always 0 when the series is exactly as long as one episode needs).
+
+Actions (``Discrete(3)``): 0 flat, 1 long, 2 short; the action *sets* the position to 0, +1 or -1.
+Reward for the step from t to t+1, with ``position`` the position after the action::
+
+    reward_t = position * (p_{t+1} - p_t) - cost * p_t * |position - previous_position|
+
+``cost`` is a proportional transaction cost (default 1e-4, one basis point of the traded value per
+unit of position changed); going from long to short changes the position by 2 and pays twice.
+Rewards are in price units (profit and loss of one unit of the asset).
+
+Observation (float32, length ``n_returns + 1``): the last ``n_returns`` log returns
+``log(p_k / p_{k-1})`` for ``k = t-n_returns+1 .. t``, oldest first, followed by the current
+position. Time order is already encoded, so an MLP sees a short history and a recurrent net can
+see more through a window. ``n_returns`` warm-up prices precede the first decision, so the first
+observation is full. Log returns are about 1e-3 in size with the default process: agents may
+want to normalize their inputs.
+
+There is no failure state: an episode is *truncated* after ``episode_length`` steps and never
+terminates.
+"""
+
+from __future__ import annotations
+
+from os import PathLike
+from typing import IO, Any, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+from gymnasium import spaces
+from numpy.typing import ArrayLike, NDArray
+
+POSITIONS = (0, 1, -1)
+"""Position set by each action: 0 flat, 1 long, 2 short."""
+
+_NAN_SPELLINGS = frozenset({"nan", "+nan", "-nan"})
+
+
+def _validate_prices(prices: ArrayLike) -> NDArray[np.float64]:
+    """Return ``prices`` as a read-only float64 vector, or raise ``ValueError`` naming the index."""
+    array = np.array(prices, dtype=np.float64)
+    if array.ndim != 1:
+        raise ValueError(f"prices must be one-dimensional, got shape {array.shape}")
+    bad = np.flatnonzero(~np.isfinite(array) | (array <= 0.0))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(f"prices must be finite and > 0, got prices[{i}] = {array[i]}")
+    array.setflags(write=False)
+    return array
+
+
+def load_prices_csv(
+    path_or_buffer: str | PathLike[str] | IO[str],
+    column: str = "price",
+    *,
+    min_rows: int = 2,
+) -> NDArray[np.float64]:
+    """Read a price series from column ``column`` of a CSV file with a header row.
+
+    Rows are numbered from 1 for the first data row (the header is not counted). Every cell of
+    the column must be a finite number > 0, and there must be at least ``min_rows`` rows (two give
+    one return); otherwise ``ValueError`` names the column and, for a bad cell, the row.
+    """
+    try:
+        frame = pd.read_csv(path_or_buffer, dtype=str, keep_default_na=False)
+    except pd.errors.EmptyDataError as error:
+        raise ValueError(f"price CSV is empty: no header row with column {column!r}") from error
+    except pd.errors.ParserError as error:
+        raise ValueError(f"price CSV could not be parsed: {error}") from error
+    if column not in frame.columns:
+        raise ValueError(
+            f"price CSV has no column {column!r} in its header row; columns: {list(frame.columns)}"
+        )
+    cells = frame[column].str.strip()
+    values = pd.to_numeric(cells, errors="coerce").to_numpy(dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(values) | (values <= 0.0))
+    if bad.size:
+        i = int(bad[0])
+        cell = cells.iloc[i]
+        if np.isnan(values[i]) and cell.lower() not in _NAN_SPELLINGS:
+            problem = f"{cell!r} is not a number"
+        elif not np.isfinite(values[i]):
+            problem = f"{cell!r} is not finite"
+        else:
+            problem = f"{cell!r} is not > 0"
+        raise ValueError(f"price CSV: column {column!r}, row {i + 1}: {problem}")
+    if values.size < min_rows:
+        raise ValueError(
+            f"price CSV: column {column!r} has {values.size} row(s); need at least {min_rows}"
+        )
+    return values
+
+
+class SyntheticMarketEnv(gym.Env[NDArray[np.float32], np.int64]):
+    """Flat / long / short trading on a regime-switching mean-reverting price (module docstring)."""
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(
+        self,
+        *,
+        prices: ArrayLike | None = None,
+        episode_length: int = 500,
+        n_returns: int = 8,
+        cost: float = 1e-4,
+        initial_price: float = 100.0,
+        mean_reversion: float = 0.05,
+        calm_volatility: float = 0.001,
+        stormy_volatility: float = 0.004,
+        switch_probability: float = 0.01,
+    ) -> None:
+        """Configure the market.
+
+        Args:
+            prices: a price series to replay instead of simulating (finite, > 0, at least
+                ``n_returns + episode_length + 1`` values).
+            episode_length: decisions per episode before truncation.
+            n_returns: log returns in each observation.
+            cost: proportional transaction cost per unit of position changed.
+            initial_price: simulated start price, also the level prices revert to.
+            mean_reversion: OU pull kappa in (0, 1] per step toward log(initial_price).
+            calm_volatility: per-step standard deviation of log price in the calm regime.
+            stormy_volatility: the same in the stormy regime.
+            switch_probability: per-step probability of switching regime.
+        """
+        if episode_length < 1:
+            raise ValueError(f"episode_length must be >= 1, got {episode_length}")
+        if n_returns < 1:
+            raise ValueError(f"n_returns must be >= 1, got {n_returns}")
+        if not (np.isfinite(cost) and cost >= 0.0):
+            raise ValueError(f"cost must be finite and >= 0, got {cost}")
+        if not (np.isfinite(initial_price) and initial_price > 0.0):
+            raise ValueError(f"initial_price must be finite and > 0, got {initial_price}")
+        if not 0.0 < mean_reversion <= 1.0:
+            raise ValueError(f"mean_reversion must be in (0, 1], got {mean_reversion}")
+        volatilities = {"calm_volatility": calm_volatility, "stormy_volatility": stormy_volatility}
+        for name, sigma in volatilities.items():
+            if not (np.isfinite(sigma) and sigma >= 0.0):
+                raise ValueError(f"{name} must be finite and >= 0, got {sigma}")
+        if not 0.0 <= switch_probability <= 1.0:
+            raise ValueError(f"switch_probability must be in [0, 1], got {switch_probability}")
+
+        self.episode_length = int(episode_length)
+        self.n_returns = int(n_returns)
+        self.cost = float(cost)
+        self.initial_price = float(initial_price)
+        self.mean_reversion = float(mean_reversion)
+        self.volatilities = (float(calm_volatility), float(stormy_volatility))
+        self.switch_probability = float(switch_probability)
+        # Prices one episode reads: the warm-up, one per decision, and the final price.
+        self.path_length = self.n_returns + self.episode_length + 1
+
+        self.prices: NDArray[np.float64] | None = None
+        if prices is not None:
+            self.prices = _validate_prices(prices)
+            if self.prices.size < self.path_length:
+                raise ValueError(
+                    f"prices has {self.prices.size} values; an episode needs n_returns + "
+                    f"episode_length + 1 = {self.path_length}"
+                )
+
+        bound = np.finfo(np.float32).max
+        low = np.full(self.n_returns + 1, -bound, dtype=np.float32)
+        high = np.full(self.n_returns + 1, bound, dtype=np.float32)
+        low[-1], high[-1] = -1.0, 1.0
+        self.observation_space = spaces.Box(low, high, dtype=np.float32)
+        self.action_space = spaces.Discrete(3)
+
+        self._path = np.empty(0, dtype=np.float64)
+        self._log_returns = np.empty(0, dtype=np.float64)
+        self._regimes = np.empty(0, dtype=np.int64)
+        self._t = 0
+        self._steps = 0
+        self._position = 0
+        self._ready = False
+
+    def simulate(
+        self, rng: np.random.Generator, length: int
+    ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+        """Draw ``length`` prices of the regime-switching OU process and their regimes (0 calm)."""
+        first = rng.integers(0, 2)
+        switches = rng.random(length - 1) < self.switch_probability
+        regimes = (first + np.concatenate(([0], np.cumsum(switches)))) % 2
+        shocks = np.asarray(self.volatilities)[regimes[:-1]] * rng.standard_normal(length - 1)
+        mu = np.log(self.initial_price)
+        log_prices = np.empty(length, dtype=np.float64)
+        log_prices[0] = mu
+        for k in range(length - 1):
+            log_prices[k + 1] = (
+                log_prices[k] + self.mean_reversion * (mu - log_prices[k]) + shocks[k]
+            )
+        return np.exp(log_prices), regimes.astype(np.int64)
+
+    @property
+    def episode_prices(self) -> NDArray[np.float64]:
+        """A copy of this episode's prices (``n_returns`` warm-up prices, then one per step)."""
+        return self._path.copy()
+
+    def _obs(self) -> NDArray[np.float32]:
+        obs = np.empty(self.n_returns + 1, dtype=np.float32)
+        obs[:-1] = self._log_returns[self._t - self.n_returns : self._t]
+        obs[-1] = self._position
+        return obs
+
+    def _info(self) -> dict[str, Any]:
+        regime = int(self._regimes[self._t]) if self._regimes.size else -1
+        return {"price": float(self._path[self._t]), "position": self._position, "regime": regime}
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[NDArray[np.float32], dict[str, Any]]:
+        """Draw (or pick from the supplied series) this episode's prices; start flat."""
+        super().reset(seed=seed)
+        if self.prices is None:
+            self._path, self._regimes = self.simulate(self.np_random, self.path_length)
+        else:
+            offset = int(self.np_random.integers(0, self.prices.size - self.path_length + 1))
+            self._path = self.prices[offset : offset + self.path_length]
+            self._regimes = np.empty(0, dtype=np.int64)
+        self._log_returns = np.diff(np.log(self._path))
+        self._t = self.n_returns
+        self._steps = 0
+        self._position = 0
+        self._ready = True
+        return self._obs(), self._info()
+
+    def step(
+        self, action: np.int64 | int
+    ) -> tuple[NDArray[np.float32], SupportsFloat, bool, bool, dict[str, Any]]:
+        """Set the position, earn its PnL over one price step minus costs; truncate at the end."""
+        if not self._ready:
+            raise RuntimeError("step() called before reset() or after truncation; call reset()")
+        if not self.action_space.contains(action):
+            raise ValueError(f"action must be 0 (flat), 1 (long) or 2 (short), got {action!r}")
+        position = POSITIONS[int(action)]
+        price, next_price = self._path[self._t], self._path[self._t + 1]
+        reward = position * (next_price - price) - self.cost * price * abs(
+            position - self._position
+        )
+        self._position = position
+        self._t += 1
+        self._steps += 1
+        truncated = self._steps >= self.episode_length
+        self._ready = not truncated
+        return self._obs(), float(reward), False, truncated, self._info()

@@ -1,0 +1,231 @@
+"""Q-networks: the recurrent network of the high-frequency notebooks and the PER notebook's MLP.
+
+Both map a batch of observation windows ``(B, T, d)`` to one action value per action ``(B, A)``.
+They estimate Q(W, a), not action probabilities, so there is no softmax anywhere.
+
+Recurrent Q-network (seeds 000/001, E14 cell 2 and E15 cell 5; DESIGN item 10)::
+
+    W (B, T, d) -> LSTM d->128 -> LSTM 128->128 -> [:, -1, :] -> Linear 128->64 -> ReLU
+                -> Linear 64->A -> Q (B, A)
+
+The two LSTMs are *separate* single-layer ``nn.LSTM(batch_first=True)`` modules (not one module with
+``num_layers=2``), and every call starts both from a zero hidden state: no state is carried across
+windows or samples, so a window's Q-values depend on that window alone. With PyTorch's two bias
+vectors per LSTM the parameter count is::
+
+    512 (d + 130)  +  512 * 258  +  8256  +  65 A
+    (LSTM d->128)    (LSTM 128->128) (Linear 128->64) (Linear 64->A)
+
+MLP Q-network (seed 002, "Q-Network (Small MLP)"): Linear d->64, ReLU, 64->64, ReLU, 64->A. It reads
+only the last step of a window, so replay batches with window length T = 1, shape ``(B, 1, d)``, and
+plain ``(B, d)`` batches both work.
+
+Optional dueling head (Wang et al. 2016, arXiv:1511.06581), off by default: the last linear layer
+becomes an advantage stream ``A(h, a)`` plus a value stream ``V(h)`` (one extra ``Linear(64, 1)``,
+65 parameters), combined as ``Q = V + A - mean_a A``.
+
+Initialisation: modules are built on the ``meta`` device (no global RNG is consumed), materialised
+on the CPU and initialised by :meth:`reset_parameters` with the *same distributions as PyTorch's
+defaults* drawn from an explicit ``torch.Generator``: the same generator seed gives identical
+weights.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+__all__ = [
+    "NETWORK_KINDS",
+    "MLPQNet",
+    "QHead",
+    "RecurrentQNet",
+    "build_q_network",
+    "count_parameters",
+    "init_default_",
+    "parameter_bytes",
+]
+
+NETWORK_KINDS: tuple[str, ...] = ("recurrent", "mlp")
+"""Values accepted by :func:`build_q_network` (and ``AgentConfig.network``)."""
+
+LSTM_HIDDEN = 128
+HEAD_HIDDEN = 64
+
+
+def _check_positive_int(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+
+
+def init_default_(module: nn.Module, generator: torch.Generator | None = None) -> None:
+    """Re-initialise every ``nn.Linear`` / ``nn.LSTM`` in ``module`` with PyTorch's default scheme.
+
+    Linear: weight ``kaiming_uniform_(a=sqrt(5))``, i.e. U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and
+    bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)). LSTM: every weight and bias U(-1/sqrt(H), 1/sqrt(H)).
+    Draws come from ``generator`` (the global default generator when ``None``), in module order.
+    """
+    with torch.no_grad():
+        for sub in module.modules():
+            if isinstance(sub, nn.Linear):
+                nn.init.kaiming_uniform_(sub.weight, a=math.sqrt(5), generator=generator)
+                if sub.bias is not None:
+                    bound = 1.0 / math.sqrt(sub.in_features)
+                    nn.init.uniform_(sub.bias, -bound, bound, generator=generator)
+            elif isinstance(sub, nn.LSTM):
+                bound = 1.0 / math.sqrt(sub.hidden_size)
+                for weight in sub.parameters():
+                    nn.init.uniform_(weight, -bound, bound, generator=generator)
+
+
+class QHead(nn.Module):
+    """Linear ``in->hidden`` -> ReLU -> Linear ``hidden->A`` (``self.out``), optionally dueling.
+
+    With ``dueling=True`` a value stream ``self.value = Linear(hidden, 1)`` is added and
+    ``Q(h, a) = V(h) + A(h, a) - (1/|A|) sum_a' A(h, a')`` where ``A = self.out(relu(fc(h)))``.
+    """
+
+    def __init__(
+        self, in_features: int, hidden: int, n_actions: int, *, dueling: bool = False
+    ) -> None:
+        super().__init__()
+        self.fc = nn.Linear(in_features, hidden)
+        self.out = nn.Linear(hidden, n_actions)
+        self.value: nn.Linear | None = nn.Linear(hidden, 1) if dueling else None
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        hidden = torch.relu(self.fc(features))
+        q = self.out(hidden)
+        if self.value is not None:
+            q = self.value(hidden) + q - q.mean(dim=-1, keepdim=True)
+        return q
+
+
+class RecurrentQNet(nn.Module):
+    """Two separate single-layer LSTMs (d->128, 128->128), last step, MLP head; (B,T,d) -> (B,A).
+
+    See the module docstring for the architecture and the parameter-count formula
+    ``512(d+130) + 512*258 + 8256 + 65A``. Each forward pass starts from a zero hidden state.
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        n_actions: int,
+        *,
+        dueling: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        _check_positive_int("obs_dim", obs_dim)
+        _check_positive_int("n_actions", n_actions)
+        super().__init__()
+        self.obs_dim = obs_dim
+        self.n_actions = n_actions
+        with torch.device("meta"):
+            self.lstm1 = nn.LSTM(obs_dim, LSTM_HIDDEN, num_layers=1, batch_first=True)
+            self.lstm2 = nn.LSTM(LSTM_HIDDEN, LSTM_HIDDEN, num_layers=1, batch_first=True)
+            self.head = QHead(LSTM_HIDDEN, HEAD_HIDDEN, n_actions, dueling=dueling)
+        self.to_empty(device="cpu")
+        self.reset_parameters(generator)
+
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Initialise all weights with PyTorch's default distributions drawn from ``generator``."""
+        init_default_(self, generator)
+
+    def forward(self, windows: torch.Tensor) -> torch.Tensor:
+        """Q-values ``(B, A)`` for windows ``(B, T, d)``; hidden states start at zero every call."""
+        if windows.dim() != 3:
+            raise ValueError(
+                f"RecurrentQNet expects windows of shape (B, T, d), got {tuple(windows.shape)}"
+            )
+        sequence, _ = self.lstm1(windows)
+        sequence, _ = self.lstm2(sequence)
+        return self.head(sequence[:, -1, :])
+
+
+class MLPQNet(nn.Module):
+    """The PER notebook's MLP: Linear d->64, ReLU, 64->64, ReLU, 64->A (widths from ``hidden``).
+
+    Accepts ``(B, d)`` or windows ``(B, T, d)``; of a window only the last step ``[:, -1, :]`` is
+    used.
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        n_actions: int,
+        hidden: Sequence[int] = (64, 64),
+        *,
+        dueling: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        _check_positive_int("obs_dim", obs_dim)
+        _check_positive_int("n_actions", n_actions)
+        hidden = tuple(hidden)
+        if not hidden:
+            raise ValueError(f"hidden must list at least one layer width, got {hidden!r}")
+        for width in hidden:
+            _check_positive_int("hidden width", width)
+        super().__init__()
+        self.obs_dim = obs_dim
+        self.n_actions = n_actions
+        widths = (obs_dim, *hidden)
+        with torch.device("meta"):
+            layers: list[nn.Module] = []
+            for fan_in, fan_out in zip(widths[:-2], widths[1:-1], strict=True):
+                layers += [nn.Linear(fan_in, fan_out), nn.ReLU()]
+            self.body = nn.Sequential(*layers)
+            self.head = QHead(widths[-2], widths[-1], n_actions, dueling=dueling)
+        self.to_empty(device="cpu")
+        self.reset_parameters(generator)
+
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Initialise all weights with PyTorch's default distributions drawn from ``generator``."""
+        init_default_(self, generator)
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        """Q-values ``(B, A)`` for ``(B, d)`` observations or the last step of ``(B, T, d)``."""
+        if inputs.dim() == 3:
+            inputs = inputs[:, -1, :]
+        elif inputs.dim() != 2:
+            raise ValueError(
+                f"MLPQNet expects inputs of shape (B, d) or (B, T, d), got {tuple(inputs.shape)}"
+            )
+        return self.head(self.body(inputs))
+
+
+def build_q_network(
+    kind: str,
+    obs_dim: int,
+    n_actions: int,
+    *,
+    dueling: bool = False,
+    generator: torch.Generator | None = None,
+    hidden: Sequence[int] = (64, 64),
+) -> RecurrentQNet | MLPQNet:
+    """Build a Q-network by name: ``"recurrent"`` (:class:`RecurrentQNet`) or ``"mlp"``.
+
+    ``hidden`` applies to the MLP only; the recurrent widths are fixed by the source notebooks.
+    """
+    if kind == "recurrent":
+        return RecurrentQNet(obs_dim, n_actions, dueling=dueling, generator=generator)
+    if kind == "mlp":
+        return MLPQNet(obs_dim, n_actions, hidden, dueling=dueling, generator=generator)
+    raise ValueError(f"network kind must be one of {NETWORK_KINDS}, got {kind!r}")
+
+
+def count_parameters(module: nn.Module) -> int:
+    """Number of scalar parameters in ``module`` (trainable or not; buffers excluded)."""
+    return sum(p.numel() for p in module.parameters())
+
+
+def parameter_bytes(module: nn.Module) -> int:
+    """Bytes held by ``module``'s parameters alone.
+
+    Excludes gradients, optimizer state, buffers and activations (seed protocol: report parameter
+    bytes separately from peak process memory).
+    """
+    return sum(p.numel() * p.element_size() for p in module.parameters())

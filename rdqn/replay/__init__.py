@@ -1,0 +1,33 @@
+"""The replay engine: ring storage + pluggable samplers, sum tree, windows and schedules.
+
+>>> from rdqn.replay import ReplayBuffer, ProportionalSampler
+>>> buf = ReplayBuffer(50_000, (4,), window=8, sampler=ProportionalSampler(alpha=0.6), seed=0)
+"""
+
+from rdqn.replay.buffer import Batch, ReplayBuffer
+from rdqn.replay.samplers import (
+    Draw,
+    ProportionalSampler,
+    RankBasedSampler,
+    Sampler,
+    UniformSampler,
+)
+from rdqn.replay.schedules import LinearSchedule
+from rdqn.replay.storage import RingStorage
+from rdqn.replay.sumtree import SumTree
+from rdqn.replay.windows import WindowBuilder, gather_windows
+
+__all__ = [
+    "Batch",
+    "Draw",
+    "LinearSchedule",
+    "ProportionalSampler",
+    "RankBasedSampler",
+    "ReplayBuffer",
+    "RingStorage",
+    "Sampler",
+    "SumTree",
+    "UniformSampler",
+    "WindowBuilder",
+    "gather_windows",
+]

@@ -1,0 +1,276 @@
+"""ReplayBuffer = ring storage of transitions + a pluggable sampler.
+
+Swapping uniform for prioritized replay changes one argument (`sampler=`); the buffer validates
+every input at this boundary so that a bad call raises `ValueError` and leaves the buffer unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, DTypeLike, NDArray
+
+from rdqn.replay.samplers import Sampler, UniformSampler
+from rdqn.replay.storage import RingStorage
+
+__all__ = ["Batch", "ReplayBuffer"]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A sampled mini-batch. B = batch size, T = window length.
+
+    Attributes:
+        obs: (B, T, *obs_shape) windows W_t, zero-padded on the left.
+        actions: (B,) int64 a_t.
+        rewards: (B,) float32 r_t.
+        next_obs: (B, T, *obs_shape) windows W_{t+1} (the last frame is o_{t+1}).
+        terminated: (B,) bool; only termination removes the bootstrap term.
+        truncated: (B,) bool; a time limit, which still bootstraps.
+        indices: (B,) int64 buffer slots.
+        probabilities: (B,) float64 P(i) under the sampler.
+        weights: (B,) float64 importance-sampling weights.
+        generations: (B,) int64 stamp of each slot's occupant when sampled (stale-update guard).
+        obs_mask, next_obs_mask: (B, T) bool, True on real frames, False on padding.
+    """
+
+    obs: NDArray
+    actions: NDArray[np.int64]
+    rewards: NDArray[np.float32]
+    next_obs: NDArray
+    terminated: NDArray[np.bool_]
+    truncated: NDArray[np.bool_]
+    indices: NDArray[np.int64]
+    probabilities: NDArray[np.float64]
+    weights: NDArray[np.float64]
+    generations: NDArray[np.int64]
+    obs_mask: NDArray[np.bool_]
+    next_obs_mask: NDArray[np.bool_]
+
+    def __len__(self) -> int:
+        return int(self.indices.shape[0])
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+class ReplayBuffer:
+    """Fixed-capacity replay memory of single-stream transitions with windowed observations.
+
+    Args:
+        capacity: number of transitions kept (FIFO: the oldest is overwritten when full).
+        obs_shape: shape of one observation.
+        window: T, the number of observations per sampled window (1 = plain MLP case).
+        sampler: `UniformSampler()` (default), `ProportionalSampler(...)` or
+            `RankBasedSampler(...)`.
+        seed: seed of the buffer's own `np.random.Generator` (no global RNG is used).
+        obs_dtype: storage dtype of observations (float32 by default; uint8 for frames).
+
+    Episodes: a transition that is `terminated` or `truncated` ends its episode; call
+    `new_episode()` when an episode ends any other way (e.g. a reset without either flag).
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        obs_shape: tuple[int, ...] | int,
+        *,
+        window: int = 1,
+        sampler: Sampler | None = None,
+        seed: int | None = None,
+        obs_dtype: DTypeLike = np.float32,
+    ) -> None:
+        capacity = _positive_int("capacity", capacity)
+        self.window = _positive_int("window", window)
+        shape = (obs_shape,) if isinstance(obs_shape, (int, np.integer)) else tuple(obs_shape)
+        if not shape or any(_positive_int("obs_shape entries", s) <= 0 for s in shape):
+            raise ValueError(f"obs_shape must be a non-empty tuple of positive ints, got {shape}")
+        self.obs_shape = tuple(int(s) for s in shape)
+        dtype = np.dtype(obs_dtype)
+        if dtype.kind not in "fiub":
+            raise ValueError(f"obs_dtype must be a numeric dtype, got {dtype}")
+        self.storage = RingStorage(capacity, self.obs_shape, dtype)
+        self.sampler: Sampler = UniformSampler() if sampler is None else sampler
+        if not isinstance(self.sampler, Sampler):
+            raise ValueError(f"sampler must implement the Sampler protocol, got {sampler!r}")
+        self.sampler.attach(capacity)
+        self.rng = np.random.default_rng(seed)
+        self.stale_updates = 0
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def capacity(self) -> int:
+        return self.storage.capacity
+
+    def __len__(self) -> int:
+        return self.storage.size
+
+    @property
+    def cursor(self) -> int:
+        """Slot that the next `add` writes."""
+        return self.storage.cursor
+
+    @property
+    def total_added(self) -> int:
+        return self.storage.writes
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the storage arrays and the sampler's per-slot state."""
+        return self.storage.nbytes + self.sampler.nbytes
+
+    @property
+    def sample_counts(self) -> NDArray[np.int64]:
+        """How often each stored slot's current occupant has been sampled (copy)."""
+        return self.storage.sample_counts[: len(self)].copy()
+
+    def ages(self, indices: ArrayLike) -> NDArray[np.int64]:
+        """Age of the occupants of `indices` in writes: 0 = newest transition."""
+        return self.storage.writes - 1 - self.storage.generation[np.asarray(indices)]
+
+    def probabilities(self) -> NDArray[np.float64]:
+        """P(i) of every stored slot under the sampler's current priorities."""
+        return self.sampler.probabilities(len(self))
+
+    # ------------------------------------------------------------------ writing
+    def _check_obs(self, name: str, obs: ArrayLike) -> NDArray:
+        arr = np.asarray(obs)
+        target = self.storage.obs_dtype
+        if arr.dtype.kind not in "fiub" or not np.can_cast(arr.dtype, target, "same_kind"):
+            raise ValueError(f"{name} has dtype {arr.dtype}, which cannot be stored as {target}")
+        if arr.shape != self.obs_shape:
+            raise ValueError(f"{name} must have shape {self.obs_shape}, got {arr.shape}")
+        if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+            raise ValueError(f"{name} must be finite, got {arr.reshape(-1)[:8]}")
+        return arr.reshape(-1)
+
+    def add(
+        self,
+        obs: ArrayLike,
+        action: int,
+        reward: float,
+        next_obs: ArrayLike,
+        terminated: bool,
+        truncated: bool,
+    ) -> int:
+        """Store transition (o_t, a_t, r_t, o_{t+1}, terminated_t, truncated_t); returns its slot.
+
+        The new transition gets the sampler's maximum priority so it is replayed at least once soon.
+        """
+        o = self._check_obs("obs", obs)
+        o_next = self._check_obs("next_obs", next_obs)
+        if isinstance(action, bool) or not isinstance(action, (int, np.integer)) or action < 0:
+            raise ValueError(f"action must be a non-negative integer, got {action!r}")
+        if isinstance(reward, bool) or not isinstance(reward, (int, float, np.number)):
+            raise ValueError(f"reward must be a real number, got {reward!r}")
+        if not np.isfinite(reward):
+            raise ValueError(f"reward must be finite, got {reward}")
+        for name, flag in (("terminated", terminated), ("truncated", truncated)):
+            if not isinstance(flag, (bool, np.bool_)):
+                raise ValueError(f"{name} must be a bool, got {flag!r}")
+        slot = self.storage.write(o, int(action), float(reward), o_next, terminated, truncated)
+        self.sampler.on_add(slot)
+        return slot
+
+    def new_episode(self) -> None:
+        """Mark that the next `add` starts a new episode."""
+        self.storage.new_episode()
+
+    # ------------------------------------------------------------------ sampling
+    def sample(self, batch_size: int, *, beta: float = 1.0) -> Batch:
+        """Draw a batch of `batch_size` transitions with their windows and IS weights."""
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        size = len(self)
+        if not 0 < batch_size <= size:
+            raise ValueError(
+                f"batch_size must be in [1, {size}] (the number of stored transitions), "
+                f"got {batch_size}"
+            )
+        if not (isinstance(beta, (int, float, np.floating)) and 0.0 <= beta <= 1.0):
+            raise ValueError(f"beta must be in [0, 1], got {beta!r}")
+        draw = self.sampler.sample(size, int(batch_size), float(beta), self.rng)
+        indices = draw.indices
+        st = self.storage
+        obs, next_obs, mask, next_mask = st.windows(indices, self.window)
+        np.add.at(st.sample_counts, indices, 1)
+        return Batch(
+            obs=obs,
+            actions=st.actions[indices],
+            rewards=st.rewards[indices],
+            next_obs=next_obs,
+            terminated=st.terminated[indices],
+            truncated=st.truncated[indices],
+            indices=indices,
+            probabilities=draw.probabilities,
+            weights=draw.weights,
+            generations=st.generation[indices],
+            obs_mask=mask,
+            next_obs_mask=next_mask,
+        )
+
+    def update_priorities(self, batch: Batch, td_errors: ArrayLike) -> int:
+        """Record |delta_i| for the batch's transitions; returns how many were stale (skipped).
+
+        `td_errors` are magnitudes |delta_i| (finite, >= 0), one per batch row. An entry whose slot
+        has been overwritten since the batch was sampled is skipped and counted in
+        `stale_updates`, never applied to the new occupant. Duplicated slots: the last entry wins.
+        """
+        magnitudes = np.asarray(td_errors, dtype=np.float64)
+        if magnitudes.shape != batch.indices.shape:
+            raise ValueError(
+                f"td_errors must have shape {batch.indices.shape} (one per batch row), "
+                f"got {magnitudes.shape}"
+            )
+        bad = ~np.isfinite(magnitudes) | (magnitudes < 0)
+        if bad.any():
+            k = int(np.argmax(bad))
+            raise ValueError(
+                f"td_errors must be finite magnitudes |delta| >= 0; row {k} is {magnitudes[k]} "
+                "(pass np.abs(delta); a non-finite value means training diverged)"
+            )
+        live = self.storage.generation[batch.indices] == batch.generations
+        stale = int(live.size - np.count_nonzero(live))
+        if stale:
+            self.stale_updates += stale
+            self.sampler.update_priorities(batch.indices[live], magnitudes[live])
+        else:
+            self.sampler.update_priorities(batch.indices, magnitudes)
+        return stale
+
+    # ------------------------------------------------------------------ persistence
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue identically: data, priorities, cursor and RNG state."""
+        return {
+            "capacity": self.capacity,
+            "obs_shape": self.obs_shape,
+            "window": self.window,
+            "storage": self.storage.state_dict(),
+            "sampler": self.sampler.state_dict(),
+            "rng": self.rng.bit_generator.state,
+            "stale_updates": self.stale_updates,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for key, mine in (
+            ("capacity", self.capacity),
+            ("obs_shape", self.obs_shape),
+            ("window", self.window),
+        ):
+            theirs = tuple(state[key]) if key == "obs_shape" else state[key]
+            if theirs != mine:
+                raise ValueError(f"state_dict has {key}={theirs}, this buffer has {key}={mine}")
+        sampler_backup = self.sampler.state_dict()
+        self.sampler.load_state_dict(state["sampler"])
+        try:
+            self.storage.load_state_dict(state["storage"])
+        except ValueError:
+            self.sampler.load_state_dict(sampler_backup)
+            raise
+        self.rng.bit_generator.state = state["rng"]
+        self.stale_updates = int(state["stale_updates"])

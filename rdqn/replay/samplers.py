@@ -1,0 +1,494 @@
+"""Samplers: which stored transitions a batch contains, with what probability and IS weight.
+
+All samplers share one small protocol, so the replay buffer and the agent never branch on the
+scheme (DESIGN item 6). Vocabulary, one name per quantity (STYLE habit 2):
+
+- priority  p_i = |delta_i| + eps            (raw domain; what the learner reports)
+- mass      m_i = p_i ** alpha                (what the sum tree stores; alpha applied exactly once)
+- probability P(i) = m_i / sum_k m_k
+- weight    w_i = (N * P(i)) ** -beta / max_j w_j   (importance-sampling correction)
+
+alpha = 0 gives m_i = 1, i.e. exactly uniform replay; alpha = 1 is fully proportional. beta = 0
+leaves the prioritized distribution uncorrected (all w_i = 1); beta = 1 fully corrects the bias.
+
+IS-weight normalisation (`is_normalization`):
+- "global" (default; Schaul et al. 2015 and OpenAI baselines): divide by the largest weight any
+  stored item could get, the one of the smallest probability P_min:
+  w_i = (N P(i))^-beta / (N P_min)^-beta = (P(i) / P_min)^-beta, so N cancels and w_i <= 1.
+- "batch" (the E14 notebook): divide by the largest weight in the batch.
+- "none": the raw (N P(i))^-beta.
+`max_weight`, when set, clips the final weights from above.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+
+from rdqn.replay.sumtree import SumTree, descend, update_tree_kernel
+
+__all__ = [
+    "Draw",
+    "ProportionalSampler",
+    "RankBasedSampler",
+    "Sampler",
+    "UniformSampler",
+]
+
+Normalization = Literal["global", "batch", "none"]
+_NORMALIZATION_CODES = {"global": 0, "batch": 1, "none": 2}
+
+
+@dataclass(frozen=True)
+class Draw:
+    """What a sampler returns: slots, their sampling probabilities P(i) and IS weights w_i."""
+
+    indices: NDArray[np.int64]
+    probabilities: NDArray[np.float64]
+    weights: NDArray[np.float64]
+
+
+@runtime_checkable
+class Sampler(Protocol):
+    """The contract between a `ReplayBuffer` and its sampling scheme."""
+
+    name: str
+
+    def attach(self, capacity: int) -> None:
+        """Allocate per-slot state for a buffer of `capacity` slots (called once by the buffer)."""
+
+    def on_add(self, slot: int) -> None:
+        """A new transition was written to `slot`."""
+
+    def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
+        """Draw `batch_size` slots among the first `size`."""
+
+    def update_priorities(
+        self, indices: NDArray[np.int64], magnitudes: NDArray[np.float64]
+    ) -> None:
+        """Record |delta_i| for the sampled `indices` (validated finite and >= 0 by the buffer)."""
+
+    def probabilities(self, size: int) -> NDArray[np.float64]:
+        """P(i) for every slot i < size under the current priorities."""
+
+    @property
+    def nbytes(self) -> int: ...
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+def _check_alpha(alpha: float) -> float:
+    if not (isinstance(alpha, (int, float)) and np.isfinite(alpha) and alpha >= 0):
+        raise ValueError(f"alpha must be a finite number >= 0, got {alpha!r}")
+    return float(alpha)
+
+
+def _check_eps(eps: float) -> float:
+    if not (isinstance(eps, (int, float)) and np.isfinite(eps) and eps >= 0):
+        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
+    return float(eps)
+
+
+def _check_normalization(mode: str, max_weight: float | None) -> tuple[int, float]:
+    if mode not in _NORMALIZATION_CODES:
+        raise ValueError(
+            f"is_normalization must be one of {sorted(_NORMALIZATION_CODES)}, got {mode!r}"
+        )
+    if max_weight is not None and not (np.isfinite(max_weight) and max_weight > 0):
+        raise ValueError(f"max_weight must be None or a finite number > 0, got {max_weight!r}")
+    return _NORMALIZATION_CODES[mode], 0.0 if max_weight is None else float(max_weight)
+
+
+def _check_attached(capacity: int | None, name: str) -> int:
+    if capacity is None:
+        raise RuntimeError(f"{name} is not attached to a buffer; call attach(capacity) first")
+    return capacity
+
+
+@numba.njit(cache=True, nogil=True)
+def importance_weights_kernel(
+    probabilities: NDArray[np.float64],
+    min_probability: float,
+    size: int,
+    beta: float,
+    mode: int,
+    max_weight: float,
+    out: NDArray[np.float64],
+) -> None:
+    """w_i for each sampled P(i): mode 0 global, 1 batch, 2 none; clipped at max_weight if > 0."""
+    n = probabilities.shape[0]
+    if mode == 1:
+        min_probability = np.inf
+        for k in range(n):
+            min_probability = min(min_probability, probabilities[k])
+    for k in range(n):
+        if mode == 2:
+            w = (size * probabilities[k]) ** -beta
+        else:
+            w = (probabilities[k] / min_probability) ** -beta
+        if max_weight > 0.0 and w > max_weight:
+            w = max_weight
+        out[k] = w
+
+
+@numba.njit(cache=True, nogil=True)
+def stratified_sample_kernel(
+    sum_nodes: NDArray[np.float64],
+    min_nodes: NDArray[np.float64],
+    offset: int,
+    uniforms: NDArray[np.float64],
+    size: int,
+    beta: float,
+    mode: int,
+    max_weight: float,
+    out_indices: NDArray[np.int64],
+    out_probabilities: NDArray[np.float64],
+    out_weights: NDArray[np.float64],
+) -> None:
+    """One fused pass: stratified queries, tree descent, P(i) and IS weights.
+
+    Query k is m_k = (k + u_k) * total / B with u_k ~ U[0, 1): one uniform draw in each of B equal
+    segments of the total mass (Schaul et al. 2015, appendix B.2.1).
+    """
+    total = sum_nodes[1]
+    n = uniforms.shape[0]
+    segment = total / n
+    queries = np.empty(n, np.float64)
+    for k in range(n):
+        queries[k] = (k + uniforms[k]) * segment
+    nodes = descend(sum_nodes, offset, queries)
+    for k in range(n):
+        out_indices[k] = nodes[k] - offset
+        out_probabilities[k] = sum_nodes[nodes[k]] / total
+    importance_weights_kernel(
+        out_probabilities, min_nodes[1] / total, size, beta, mode, max_weight, out_weights
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def priority_update_kernel(
+    sum_nodes: NDArray[np.float64],
+    min_nodes: NDArray[np.float64],
+    offset: int,
+    indices: NDArray[np.int64],
+    magnitudes: NDArray[np.float64],
+    eps: float,
+    alpha: float,
+) -> float:
+    """Set masses (|delta| + eps)^alpha; returns the largest priority, or -1 (tree untouched)
+    when a mass overflows."""
+    n = indices.shape[0]
+    masses = np.empty(n, np.float64)
+    largest = 0.0
+    for k in range(n):
+        priority = magnitudes[k] + eps
+        masses[k] = priority**alpha
+        if not np.isfinite(masses[k]):
+            return -1.0
+        largest = max(largest, priority)
+    update_tree_kernel(sum_nodes, min_nodes, offset, indices, masses)
+    return largest
+
+
+class UniformSampler:
+    """Uniform replay: P(i) = 1/N with replacement, all IS weights 1.
+
+    `update_priorities` is a documented no-op, so an agent can report TD errors without knowing
+    which scheme the buffer uses.
+    """
+
+    name = "uniform"
+
+    def __init__(self) -> None:
+        self._capacity: int | None = None
+
+    def attach(self, capacity: int) -> None:
+        self._capacity = capacity
+
+    def on_add(self, slot: int) -> None:
+        pass
+
+    def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
+        _check_attached(self._capacity, "UniformSampler")
+        indices = rng.integers(0, size, batch_size, dtype=np.int64)
+        return Draw(indices, np.full(batch_size, 1.0 / size), np.ones(batch_size))
+
+    def update_priorities(
+        self, indices: NDArray[np.int64], magnitudes: NDArray[np.float64]
+    ) -> None:
+        """No-op: uniform replay ignores priorities."""
+
+    def probabilities(self, size: int) -> NDArray[np.float64]:
+        return np.full(size, 1.0 / size) if size else np.empty(0)
+
+    @property
+    def nbytes(self) -> int:
+        return 0
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state.get("name") != self.name:
+            raise ValueError(f"state_dict is for sampler {state.get('name')!r}, not {self.name!r}")
+
+
+class ProportionalSampler:
+    """Proportional prioritization, P(i) = p_i^alpha / sum_k p_k^alpha, drawn stratified.
+
+    New transitions get the largest priority seen so far (1.0 at start), kept in the raw domain
+    and raised to alpha once when written: storing max *mass* and raising it again was the
+    "double alpha" bug of several public implementations.
+
+    Args:
+        alpha: prioritization exponent (0 = uniform, 1 = fully proportional).
+        eps: added to |delta| so that no transition gets zero probability.
+        is_normalization: "global" (paper), "batch" (E14 notebook) or "none"; see module doc.
+        max_weight: optional upper clip of the final IS weights.
+    """
+
+    name = "proportional"
+
+    def __init__(
+        self,
+        alpha: float = 0.6,
+        eps: float = 1e-6,
+        is_normalization: Normalization = "global",
+        max_weight: float | None = None,
+    ) -> None:
+        self.alpha = _check_alpha(alpha)
+        self.eps = _check_eps(eps)
+        self.is_normalization = is_normalization
+        self.max_weight = max_weight
+        self._mode, self._max_weight = _check_normalization(is_normalization, max_weight)
+        self.max_priority = 1.0
+        self.tree: SumTree | None = None
+        self._slot = np.zeros(1, np.int64)
+        self._mass = np.zeros(1, np.float64)
+
+    def attach(self, capacity: int) -> None:
+        self.tree = SumTree(capacity, track_min=True)
+
+    def _tree(self) -> SumTree:
+        if self.tree is None:
+            raise RuntimeError("ProportionalSampler is not attached; call attach(capacity) first")
+        return self.tree
+
+    def on_add(self, slot: int) -> None:
+        tree = self._tree()
+        self._slot[0] = slot
+        self._mass[0] = self.max_priority**self.alpha
+        update_tree_kernel(tree.sum_nodes, tree.min_nodes, tree.offset, self._slot, self._mass)
+
+    def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
+        tree = self._tree()
+        total = tree.sum_nodes[1]
+        if not (total > 0.0 and np.isfinite(total)):
+            raise ValueError(f"cannot sample: the total priority mass is {total}")
+        indices = np.empty(batch_size, np.int64)
+        probabilities = np.empty(batch_size, np.float64)
+        weights = np.empty(batch_size, np.float64)
+        stratified_sample_kernel(
+            tree.sum_nodes,
+            tree.min_nodes,
+            tree.offset,
+            rng.random(batch_size),
+            size,
+            beta,
+            self._mode,
+            self._max_weight,
+            indices,
+            probabilities,
+            weights,
+        )
+        return Draw(indices, probabilities, weights)
+
+    def update_priorities(
+        self, indices: NDArray[np.int64], magnitudes: NDArray[np.float64]
+    ) -> None:
+        """p_i = |delta_i| + eps, mass p_i^alpha; duplicates in one call: the last one wins."""
+        tree = self._tree()
+        if indices.shape[0] == 0:
+            return
+        largest = priority_update_kernel(
+            tree.sum_nodes, tree.min_nodes, tree.offset, indices, magnitudes, self.eps, self.alpha
+        )
+        if largest < 0:
+            raise ValueError(
+                f"priority^alpha overflows: max |delta| {magnitudes.max()} with alpha {self.alpha}"
+            )
+        self.max_priority = max(self.max_priority, largest)
+
+    def probabilities(self, size: int) -> NDArray[np.float64]:
+        tree = self._tree()
+        return tree.leaves(size) / tree.total if size else np.empty(0)
+
+    @property
+    def nbytes(self) -> int:
+        return 0 if self.tree is None else self.tree.nbytes
+
+    def state_dict(self) -> dict[str, Any]:
+        tree = self._tree()
+        return {
+            "name": self.name,
+            "alpha": self.alpha,
+            "eps": self.eps,
+            "max_priority": self.max_priority,
+            "sum_nodes": tree.sum_nodes.copy(),
+            "min_nodes": tree.min_nodes.copy(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        tree = self._tree()
+        if state.get("name") != self.name:
+            raise ValueError(f"state_dict is for sampler {state.get('name')!r}, not {self.name!r}")
+        if state["sum_nodes"].shape != tree.sum_nodes.shape:
+            raise ValueError(
+                f"state_dict tree has {state['sum_nodes'].shape[0]} nodes, "
+                f"this buffer's has {tree.sum_nodes.shape[0]}"
+            )
+        if state["alpha"] != self.alpha or state["eps"] != self.eps:
+            raise ValueError(
+                f"state_dict was saved with alpha={state['alpha']}, eps={state['eps']}; "
+                f"this sampler has alpha={self.alpha}, eps={self.eps}"
+            )
+        tree.sum_nodes[...] = state["sum_nodes"]
+        tree.min_nodes[...] = state["min_nodes"]
+        self.max_priority = float(state["max_priority"])
+
+
+class RankBasedSampler:
+    """Rank-based prioritization (Schaul et al. 2015, section 3.3): P(i) ∝ (1 / rank(i))^alpha.
+
+    rank(i) is the position of transition i when sorted by priority |delta_i|, largest first
+    (ties: lower slot first). Sorting costs O(N log N), so, as in the paper, the order is refreshed
+    only every `sort_every` priority updates or additions and kept between refreshes: a transition
+    added since the last sort is not drawn until the next one, and a slot keeps its rank until then.
+    Every reported P(i) is the exact probability under the order actually used, so IS weights stay
+    consistent. The rank masses r^-alpha and their prefix sums (the segment boundaries) are computed
+    once per capacity; a draw is a stratified inverse-CDF search over ranks, O(B log N).
+
+    Args:
+        alpha: rank exponent (0 = uniform; the paper uses 0.7).
+        sort_every: re-sort after this many updates/additions (1 = always exact).
+        is_normalization, max_weight: as for `ProportionalSampler`.
+    """
+
+    name = "rank"
+
+    def __init__(
+        self,
+        alpha: float = 0.7,
+        sort_every: int = 64,
+        is_normalization: Normalization = "global",
+        max_weight: float | None = None,
+    ) -> None:
+        self.alpha = _check_alpha(alpha)
+        if not isinstance(sort_every, (int, np.integer)) or sort_every < 1:
+            raise ValueError(f"sort_every must be an integer >= 1, got {sort_every!r}")
+        self.sort_every = int(sort_every)
+        self.is_normalization = is_normalization
+        self.max_weight = max_weight
+        self._mode, self._max_weight = _check_normalization(is_normalization, max_weight)
+        self.max_priority = 1.0
+        self._capacity: int | None = None
+
+    def attach(self, capacity: int) -> None:
+        self._capacity = capacity
+        self.priorities = np.zeros(capacity, np.float64)
+        self._rank_mass = np.arange(1, capacity + 1, dtype=np.float64) ** -self.alpha
+        self._rank_cdf = np.cumsum(self._rank_mass)
+        self._order = np.empty(0, np.int64)
+        self._size = 0
+        self._changes = 0
+
+    def on_add(self, slot: int) -> None:
+        _check_attached(self._capacity, "RankBasedSampler")
+        self.priorities[slot] = self.max_priority
+        self._changes += 1
+
+    def _refresh(self, size: int) -> None:
+        if self._size == 0 or self._changes >= self.sort_every or self._size > size:
+            self._order = np.argsort(-self.priorities[:size], kind="stable")
+            self._size = size
+            self._changes = 0
+
+    def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
+        _check_attached(self._capacity, "RankBasedSampler")
+        self._refresh(size)
+        n = self._size
+        total = self._rank_cdf[n - 1]
+        queries = (np.arange(batch_size) + rng.random(batch_size)) * (total / batch_size)
+        ranks = np.minimum(np.searchsorted(self._rank_cdf[:n], queries, side="right"), n - 1)
+        probabilities = self._rank_mass[ranks] / total
+        weights = np.empty(batch_size, np.float64)
+        importance_weights_kernel(
+            probabilities,
+            self._rank_mass[n - 1] / total,
+            n,
+            beta,
+            self._mode,
+            self._max_weight,
+            weights,
+        )
+        return Draw(self._order[ranks], probabilities, weights)
+
+    def update_priorities(
+        self, indices: NDArray[np.int64], magnitudes: NDArray[np.float64]
+    ) -> None:
+        _check_attached(self._capacity, "RankBasedSampler")
+        if indices.shape[0] == 0:
+            return
+        self.priorities[indices] = magnitudes
+        self.max_priority = max(self.max_priority, float(magnitudes.max()))
+        self._changes += 1
+
+    def probabilities(self, size: int) -> NDArray[np.float64]:
+        _check_attached(self._capacity, "RankBasedSampler")
+        out = np.zeros(size)
+        if size:
+            self._refresh(size)
+            n = self._size
+            out[self._order] = self._rank_mass[:n] / self._rank_cdf[n - 1]
+        return out
+
+    @property
+    def nbytes(self) -> int:
+        if self._capacity is None:
+            return 0
+        return int(
+            self.priorities.nbytes
+            + self._rank_mass.nbytes
+            + self._rank_cdf.nbytes
+            + self._order.nbytes
+        )
+
+    def state_dict(self) -> dict[str, Any]:
+        _check_attached(self._capacity, "RankBasedSampler")
+        return {
+            "name": self.name,
+            "alpha": self.alpha,
+            "max_priority": self.max_priority,
+            "priorities": self.priorities.copy(),
+            "order": self._order.copy(),
+            "sorted_size": self._size,
+            "changes": self._changes,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        _check_attached(self._capacity, "RankBasedSampler")
+        if state.get("name") != self.name:
+            raise ValueError(f"state_dict is for sampler {state.get('name')!r}, not {self.name!r}")
+        if state["priorities"].shape != self.priorities.shape or state["alpha"] != self.alpha:
+            raise ValueError("state_dict does not match this sampler's capacity or alpha")
+        self.priorities[...] = state["priorities"]
+        self._order = np.asarray(state["order"], np.int64).copy()
+        self._size = int(state["sorted_size"])
+        self._changes = int(state["changes"])
+        self.max_priority = float(state["max_priority"])

@@ -1,0 +1,204 @@
+"""Sum tree (with an optional min tree) for proportional prioritized replay.
+
+A sum tree stores one non-negative *mass* per leaf and the sum of its children in every internal
+node, so the root holds the total mass and a prefix-sum search ("which leaf owns mass m?") takes
+O(log N). Schaul et al. 2015 (arXiv:1511.05952, appendix B.2.1) use it to sample
+P(i) = m_i / sum_k m_k.
+
+Layout: the tree is a flat float64 array of 2P nodes, P = the smallest power of two >= capacity.
+Node 1 is the root, node j has children 2j and 2j+1, leaf i lives at node P + i. Node 0 is unused.
+A capacity-4 tree with masses [1, 2, 3, 4]::
+
+                 [1] 10
+               /        \\
+         [2] 3            [3] 7
+         /    \\          /    \\
+      [4] 1  [5] 2    [6] 3  [7] 4        array: [_, 10, 3, 7, 1, 2, 3, 4]
+
+find(5.5): 5.5 >= 3 (left sum) -> go right with 5.5 - 3 = 2.5; 2.5 < 3 -> leaf 2.
+
+Invariants:
+- every internal node equals the sum of its two children, recomputed from the children on each
+  update (never incremented by a delta), so rounding errors cannot accumulate;
+- padding leaves (capacity <= i < P) hold 0 and are never returned by `find`;
+- a leaf of mass 0 is never returned by `find` while the total is positive: the descent refuses a
+  child whose sum is 0, which also covers a query that rounding pushed onto a segment edge.
+
+The optional min tree stores, per node, the minimum over its leaves of the *positive* masses
+(+inf for empty or zero leaves); its root is the smallest sampleable mass, which gives the largest
+possible importance-sampling weight (global normalisation, as in the paper and OpenAI baselines).
+
+Complexity: `update` of B leaves and `find` of B queries are O(B log N), compiled with numba; both
+walk all B paths one tree level at a time, so the B independent memory loads of a level overlap.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = ["SumTree"]
+
+
+def _leaf_offset(capacity: int) -> int:
+    return 1 << max(0, (capacity - 1).bit_length())
+
+
+@numba.njit(cache=True, nogil=True)
+def update_tree_kernel(
+    sum_nodes: NDArray[np.float64],
+    min_nodes: NDArray[np.float64],
+    offset: int,
+    indices: NDArray[np.int64],
+    masses: NDArray[np.float64],
+) -> None:
+    """Write `masses` at leaves `indices` (last write wins), then recompute their ancestors.
+
+    `min_nodes` may be an empty array, in which case only the sum tree is maintained.
+    """
+    n = indices.shape[0]
+    track_min = min_nodes.shape[0] > 0
+    nodes = np.empty(n, np.int64)
+    for k in range(n):
+        leaf = indices[k] + offset
+        sum_nodes[leaf] = masses[k]
+        if track_min:
+            min_nodes[leaf] = masses[k] if masses[k] > 0.0 else np.inf
+        nodes[k] = leaf >> 1
+    if n == 0:
+        return
+    # All leaves sit at the same depth, so all paths reach the root together.
+    while nodes[0] >= 1:
+        for k in range(n):
+            j = nodes[k]
+            sum_nodes[j] = sum_nodes[2 * j] + sum_nodes[2 * j + 1]
+            if track_min:
+                min_nodes[j] = min(min_nodes[2 * j], min_nodes[2 * j + 1])
+            nodes[k] = j >> 1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def descend(sum_nodes: NDArray[np.float64], offset: int, masses: NDArray[np.float64]) -> NDArray:
+    """Return the tree node of the leaf owning each prefix mass (cumsum[i-1] <= m < cumsum[i])."""
+    n = masses.shape[0]
+    nodes = np.ones(n, np.int64)
+    remaining = masses.copy()
+    level = 1
+    while level < offset:
+        for k in range(n):
+            j = nodes[k]
+            left = sum_nodes[2 * j]
+            right = sum_nodes[2 * j + 1]
+            # Branch-free: go right when the mass lies past the left subtree (and the right
+            # subtree has mass) or when the left subtree is empty.
+            go_right = ((remaining[k] >= left) & (right > 0.0)) | (left <= 0.0)
+            remaining[k] -= left * go_right
+            nodes[k] = 2 * j + go_right
+        level *= 2
+    return nodes
+
+
+@numba.njit(cache=True, nogil=True)
+def find_kernel(
+    sum_nodes: NDArray[np.float64], offset: int, masses: NDArray[np.float64]
+) -> NDArray[np.int64]:
+    return descend(sum_nodes, offset, masses) - offset
+
+
+class SumTree:
+    """A float64 sum tree over `capacity` leaves, optionally with a min tree beside it.
+
+    Args:
+        capacity: number of leaves (> 0).
+        track_min: also maintain the minimum positive leaf (see `min`).
+    """
+
+    def __init__(self, capacity: int, *, track_min: bool = True) -> None:
+        if not isinstance(capacity, (int, np.integer)) or isinstance(capacity, bool):
+            raise ValueError(f"capacity must be a positive integer, got {capacity!r}")
+        if capacity <= 0:
+            raise ValueError(f"capacity must be > 0, got {capacity}")
+        self.capacity = int(capacity)
+        self.offset = _leaf_offset(self.capacity)
+        self.sum_nodes = np.zeros(2 * self.offset, dtype=np.float64)
+        self.min_nodes = (
+            np.full(2 * self.offset, np.inf, dtype=np.float64)
+            if track_min
+            else np.empty(0, dtype=np.float64)
+        )
+
+    @property
+    def total(self) -> float:
+        """Sum of all leaf masses (the root)."""
+        return float(self.sum_nodes[1])
+
+    @property
+    def min(self) -> float:
+        """Smallest positive leaf mass; +inf when no leaf is positive."""
+        if self.min_nodes.shape[0] == 0:
+            raise RuntimeError("this SumTree was built with track_min=False")
+        return float(self.min_nodes[1])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.sum_nodes.nbytes + self.min_nodes.nbytes)
+
+    def _check_indices(self, indices: ArrayLike) -> NDArray[np.int64]:
+        idx = np.asarray(indices)
+        if idx.dtype.kind not in "iu":
+            raise ValueError(f"indices must be integers, got dtype {idx.dtype}")
+        idx = np.ascontiguousarray(idx, dtype=np.int64).reshape(-1)
+        if idx.size and (idx.min() < 0 or idx.max() >= self.capacity):
+            bad = idx[(idx < 0) | (idx >= self.capacity)][0]
+            raise ValueError(f"indices must be in [0, {self.capacity}), got {bad}")
+        return idx
+
+    def update(self, indices: ArrayLike, values: ArrayLike) -> None:
+        """Set leaves `indices` to `values` (>= 0, finite); duplicates: the last write wins."""
+        idx = self._check_indices(indices)
+        vals = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
+        if vals.shape != idx.shape:
+            raise ValueError(
+                f"values must have one entry per index: got {vals.size} values "
+                f"for {idx.size} indices"
+            )
+        if vals.size and not (np.isfinite(vals).all() and (vals >= 0).all()):
+            bad = vals[~(np.isfinite(vals) & (vals >= 0))][0]
+            raise ValueError(f"values must be finite and >= 0, got {bad}")
+        update_tree_kernel(self.sum_nodes, self.min_nodes, self.offset, idx, vals)
+
+    def find(self, masses: ArrayLike) -> NDArray[np.int64]:
+        """Leaf index owning each prefix mass m in [0, total): cumsum[i-1] <= m < cumsum[i].
+
+        A query on an edge that rounding made unreachable lands on the nearest positive leaf.
+        """
+        total = self.total
+        if not total > 0.0:
+            raise ValueError(f"cannot search a tree whose total mass is {total}")
+        m = np.ascontiguousarray(masses, dtype=np.float64).reshape(-1)
+        if m.size and not ((m >= 0).all() and (m <= total).all()):
+            bad = m[~((m >= 0) & (m <= total))][0]
+            raise ValueError(f"masses must be in [0, total={total}], got {bad}")
+        return find_kernel(self.sum_nodes, self.offset, m)
+
+    def __getitem__(self, indices: ArrayLike) -> NDArray[np.float64] | float:
+        """Read leaf masses."""
+        if np.isscalar(indices):
+            return float(self.sum_nodes[self._check_indices([indices])[0] + self.offset])
+        return self.sum_nodes[self._check_indices(indices) + self.offset]
+
+    def leaves(self, size: int | None = None) -> NDArray[np.float64]:
+        """A copy of the first `size` (default: all) leaf masses."""
+        n = self.capacity if size is None else size
+        return self.sum_nodes[self.offset : self.offset + n].copy()
+
+    def levels(self, depth: int) -> list[NDArray[np.float64]]:
+        """The top `depth` levels of the tree, root first (for visualisation)."""
+        out = []
+        for d in range(depth):
+            start = 1 << d
+            if start >= 2 * self.offset:
+                break
+            out.append(self.sum_nodes[start : 2 * start].copy())
+        return out

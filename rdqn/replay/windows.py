@@ -1,0 +1,140 @@
+"""Observation windows for recurrent Q-networks, shared by acting and by replay.
+
+The recurrent state at step t of an episode is the window W_t = [o_{t-T+1}, ..., o_t] of the last T
+observations *of the same episode*, left-padded with zeros when t < T - 1 (DESIGN item 2). Each
+window is fed to the network from a zero hidden state, so no state is carried across samples.
+
+Observations are stored once per step in a ring of frames; a window is gathered by index
+arithmetic: position p of the window (0 = oldest) reads the frame `back = T - 1 - p` steps before
+the newest one, or zero when `back` exceeds the window's *lookback* (the number of earlier frames
+that belong to the same episode and are still stored). `fill_window` is the one routine that does
+this: the `WindowBuilder` used while acting and the replay buffer's batch gatherer both call it, so
+the window the agent acted on at step t is bit for bit the window replay returns for transition t.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numpy.typing import ArrayLike, DTypeLike, NDArray
+
+__all__ = ["WindowBuilder", "gather_windows"]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def fill_window(
+    frames: NDArray,
+    last: int,
+    lookback: int,
+    length: int,
+    out: NDArray,
+    mask: NDArray[np.bool_],
+    row: int,
+) -> None:
+    """Write out[row, :length], the `length` frames ending at ring slot `last`.
+
+    Position p reads the frame `back = length - 1 - p` slots before `last` when back <= lookback
+    and is zero padding (mask False) otherwise.
+    """
+    capacity = frames.shape[0]
+    width = frames.shape[1]
+    for p in range(length):
+        back = length - 1 - p
+        if back <= lookback:
+            slot = last - back
+            if slot < 0:
+                slot += capacity
+            for d in range(width):
+                out[row, p, d] = frames[slot, d]
+            mask[row, p] = True
+        else:
+            for d in range(width):
+                out[row, p, d] = 0
+            mask[row, p] = False
+
+
+@numba.njit(cache=True, nogil=True)
+def gather_windows_kernel(
+    frames: NDArray,
+    last: NDArray[np.int64],
+    lookback: NDArray[np.int64],
+    out: NDArray,
+    mask: NDArray[np.bool_],
+) -> None:
+    for b in range(last.shape[0]):
+        fill_window(frames, last[b], lookback[b], out.shape[1], out, mask, b)
+
+
+def gather_windows(
+    frames: NDArray, last: ArrayLike, lookback: ArrayLike, window: int
+) -> tuple[NDArray, NDArray[np.bool_]]:
+    """Windows of `window` frames ending at ring slots `last`.
+
+    Args:
+        frames: ring of frames, shape (C, *frame_shape).
+        last: (B,) ring slot of each window's newest frame.
+        lookback: (B,) number of frames before `last` that may be read (older positions are
+            zero padding).
+        window: T, the window length.
+
+    Returns:
+        `(windows, mask)`: windows of shape (B, T, *frame_shape) in the frames' dtype and a
+        (B, T) boolean mask that is True on real frames and False on padding.
+    """
+    last_arr = np.ascontiguousarray(last, dtype=np.int64).reshape(-1)
+    lookback_arr = np.ascontiguousarray(lookback, dtype=np.int64).reshape(-1)
+    flat = frames.reshape(frames.shape[0], -1)
+    out = np.empty((last_arr.shape[0], window, flat.shape[1]), dtype=frames.dtype)
+    mask = np.empty((last_arr.shape[0], window), dtype=np.bool_)
+    gather_windows_kernel(flat, last_arr, lookback_arr, out, mask)
+    return out.reshape((last_arr.shape[0], window, *frames.shape[1:])), mask
+
+
+class WindowBuilder:
+    """The agent's view while acting: the last T observations of the current episode.
+
+    Usage: `reset(o_0)` at the start of each episode, `append(o_{t+1})` after each step, and
+    `window()` for W_t. Observations are converted to `dtype` exactly as the replay buffer stores
+    them, which is what makes acting and replay windows identical.
+    """
+
+    def __init__(self, window: int, obs_shape: tuple[int, ...], dtype: DTypeLike = np.float32):
+        if not isinstance(window, (int, np.integer)) or window < 1:
+            raise ValueError(f"window must be an integer >= 1, got {window!r}")
+        self.window = int(window)
+        self.obs_shape = tuple(int(s) for s in obs_shape)
+        self.dtype = np.dtype(dtype)
+        self._frames = np.zeros((self.window, *self.obs_shape), dtype=self.dtype)
+        self._last = -1
+        self._count = 0
+
+    def reset(self, obs: ArrayLike) -> None:
+        """Start a new episode whose first observation is `obs`."""
+        self._count = 0
+        self._last = -1
+        self.append(obs)
+
+    def append(self, obs: ArrayLike) -> None:
+        """Add the next observation of the current episode."""
+        arr = np.asarray(obs)
+        if arr.shape != self.obs_shape:
+            raise ValueError(f"obs must have shape {self.obs_shape}, got {arr.shape}")
+        self._last = (self._last + 1) % self.window
+        self._frames[self._last] = arr.astype(self.dtype, copy=False)
+        self._count += 1
+
+    @property
+    def steps(self) -> int:
+        """Observations seen in the current episode."""
+        return self._count
+
+    def window_and_mask(self) -> tuple[NDArray, NDArray[np.bool_]]:
+        if self._count == 0:
+            raise RuntimeError("call reset(obs) before asking for a window")
+        lookback = min(self._count - 1, self.window - 1)
+        windows, mask = gather_windows(self._frames, [self._last], [lookback], self.window)
+        return windows[0], mask[0]
+
+    def window(self) -> NDArray:
+        """W_t, shape (T, *obs_shape), zero-padded on the left early in an episode."""
+        return self.window_and_mask()[0]
