@@ -40,6 +40,7 @@ from torch import nn
 
 __all__ = [
     "NETWORK_KINDS",
+    "LinearQNet",
     "MLPQNet",
     "QHead",
     "RecurrentQNet",
@@ -49,7 +50,7 @@ __all__ = [
     "parameter_bytes",
 ]
 
-NETWORK_KINDS: tuple[str, ...] = ("recurrent", "mlp")
+NETWORK_KINDS: tuple[str, ...] = ("recurrent", "mlp", "linear")
 """Values accepted by :func:`build_q_network` (and ``AgentConfig.network``)."""
 
 LSTM_HIDDEN = 128
@@ -197,6 +198,33 @@ class MLPQNet(nn.Module):
         return self.head(self.body(inputs))
 
 
+class LinearQNet(nn.Module):
+    """Q(s, a) = W_a . s + b_a: with one-hot observations this is a Q-table (the PER paper's
+    Blind Cliffwalk learner). Reads the last step of a window like :class:`MLPQNet`.
+
+    Weights start at zero, so every Q-value starts at 0, as a table would.
+    """
+
+    def __init__(self, obs_dim: int, n_actions: int) -> None:
+        _check_positive_int("obs_dim", obs_dim)
+        _check_positive_int("n_actions", n_actions)
+        super().__init__()
+        self.obs_dim = obs_dim
+        self.n_actions = n_actions
+        self.out = nn.Linear(obs_dim, n_actions)
+        self.reset_parameters()
+
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Zero initialisation (no randomness, so `generator` is unused)."""
+        nn.init.zeros_(self.out.weight)
+        nn.init.zeros_(self.out.bias)
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        if inputs.dim() == 3:
+            inputs = inputs[:, -1, :]
+        return self.out(inputs)
+
+
 def build_q_network(
     kind: str,
     obs_dim: int,
@@ -205,8 +233,8 @@ def build_q_network(
     dueling: bool = False,
     generator: torch.Generator | None = None,
     hidden: Sequence[int] = (64, 64),
-) -> RecurrentQNet | MLPQNet:
-    """Build a Q-network by name: ``"recurrent"`` (:class:`RecurrentQNet`) or ``"mlp"``.
+) -> RecurrentQNet | MLPQNet | LinearQNet:
+    """Build a Q-network by name: ``"recurrent"``, ``"mlp"`` or ``"linear"`` (tabular).
 
     ``hidden`` applies to the MLP only; the recurrent widths are fixed by the source notebooks.
     """
@@ -214,6 +242,10 @@ def build_q_network(
         return RecurrentQNet(obs_dim, n_actions, dueling=dueling, generator=generator)
     if kind == "mlp":
         return MLPQNet(obs_dim, n_actions, hidden, dueling=dueling, generator=generator)
+    if kind == "linear":
+        if dueling:
+            raise ValueError("dueling must be False for the linear network")
+        return LinearQNet(obs_dim, n_actions)
     raise ValueError(f"network kind must be one of {NETWORK_KINDS}, got {kind!r}")
 
 

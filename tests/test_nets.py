@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from rdqn.nets import (
+    LinearQNet,
     MLPQNet,
     RecurrentQNet,
     build_q_network,
@@ -160,7 +161,7 @@ def test_init_follows_pytorch_default_bounds() -> None:
 def test_build_q_network_dispatch_and_unknown_kind() -> None:
     assert isinstance(build_q_network("recurrent", 2, 2), RecurrentQNet)
     assert isinstance(build_q_network("mlp", 2, 2), MLPQNet)
-    with pytest.raises(ValueError, match=r"one of \('recurrent', 'mlp'\), got 'gru'"):
+    with pytest.raises(ValueError, match=r"one of \('recurrent', 'mlp', 'linear'\), got 'gru'"):
         build_q_network("gru", 2, 2)
 
 
@@ -180,3 +181,15 @@ def test_parameter_bytes_is_four_bytes_per_float32_parameter() -> None:
     net = RecurrentQNet(2, 2)
     assert parameter_bytes(net) == 4 * count_parameters(net) == 4 * 208_066
     assert parameter_bytes(net.double()) == 8 * 208_066
+
+
+def test_linear_net_is_a_zero_initialised_q_table_on_one_hot_inputs() -> None:
+    net = build_q_network("linear", 3, 2)
+    assert isinstance(net, LinearQNet)
+    assert count_parameters(net) == 3 * 2 + 2
+    one_hot = torch.eye(3).unsqueeze(1)  # (3 states, T=1, d=3)
+    assert torch.equal(net(one_hot), torch.zeros(3, 2))
+    with torch.no_grad():
+        net.out.weight.copy_(torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
+    # Q(s, a) = W[a, s]: the weight matrix is the transposed Q-table.
+    assert torch.equal(net(one_hot), net.out.weight.T)

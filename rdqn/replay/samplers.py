@@ -54,7 +54,11 @@ class Draw:
 
 @runtime_checkable
 class Sampler(Protocol):
-    """The contract between a `ReplayBuffer` and its sampling scheme."""
+    """The contract between a `ReplayBuffer` and its sampling scheme.
+
+    `sample` and `probabilities` only read the sampler's state (the randomness comes from the
+    caller's generator), so a diagnostic draw never changes what training draws next.
+    """
 
     name: str
 
@@ -368,10 +372,11 @@ class RankBasedSampler:
 
     rank(i) is the position of transition i when sorted by priority |delta_i|, largest first
     (ties: lower slot first). Sorting costs O(N log N), so, as in the paper, the order is refreshed
-    only every `sort_every` priority updates or additions and kept between refreshes: a transition
-    added since the last sort is not drawn until the next one, and a slot keeps its rank until then.
-    Every reported P(i) is the exact probability under the order actually used, so IS weights stay
-    consistent. The rank masses r^-alpha and their prefix sums (the segment boundaries) are computed
+    only after `sort_every` priority updates or additions (and on the first addition) and kept
+    between refreshes: a transition added since the last sort is not drawn until the next one, and
+    a slot keeps its rank until then. Every reported P(i) is the exact probability under the order
+    actually used, so IS weights stay consistent. Sorting happens when priorities change, never
+    inside `sample`/`probabilities`, which are read-only. The rank masses r^-alpha and their prefix sums (the segment boundaries) are computed
     once per capacity; a draw is a stratified inverse-CDF search over ranks, O(B log N).
 
     Args:
@@ -405,24 +410,24 @@ class RankBasedSampler:
         self._rank_mass = np.arange(1, capacity + 1, dtype=np.float64) ** -self.alpha
         self._rank_cdf = np.cumsum(self._rank_mass)
         self._order = np.empty(0, np.int64)
-        self._size = 0
+        self._stored = 0
         self._changes = 0
+
+    def _changed(self, count: int) -> None:
+        self._changes += count
+        if self._changes >= self.sort_every or self._order.shape[0] == 0:
+            self._order = np.argsort(-self.priorities[: self._stored], kind="stable")
+            self._changes = 0
 
     def on_add(self, slot: int) -> None:
         _check_attached(self._capacity, "RankBasedSampler")
         self.priorities[slot] = self.max_priority
-        self._changes += 1
-
-    def _refresh(self, size: int) -> None:
-        if self._size == 0 or self._changes >= self.sort_every or self._size > size:
-            self._order = np.argsort(-self.priorities[:size], kind="stable")
-            self._size = size
-            self._changes = 0
+        self._stored = max(self._stored, slot + 1)
+        self._changed(1)
 
     def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
         _check_attached(self._capacity, "RankBasedSampler")
-        self._refresh(size)
-        n = self._size
+        n = self._order.shape[0]
         total = self._rank_cdf[n - 1]
         queries = (np.arange(batch_size) + rng.random(batch_size)) * (total / batch_size)
         ranks = np.minimum(np.searchsorted(self._rank_cdf[:n], queries, side="right"), n - 1)
@@ -447,14 +452,13 @@ class RankBasedSampler:
             return
         self.priorities[indices] = magnitudes
         self.max_priority = max(self.max_priority, float(magnitudes.max()))
-        self._changes += 1
+        self._changed(1)
 
     def probabilities(self, size: int) -> NDArray[np.float64]:
         _check_attached(self._capacity, "RankBasedSampler")
         out = np.zeros(size)
-        if size:
-            self._refresh(size)
-            n = self._size
+        n = self._order.shape[0]
+        if n:
             out[self._order] = self._rank_mass[:n] / self._rank_cdf[n - 1]
         return out
 
@@ -477,7 +481,7 @@ class RankBasedSampler:
             "max_priority": self.max_priority,
             "priorities": self.priorities.copy(),
             "order": self._order.copy(),
-            "sorted_size": self._size,
+            "stored": self._stored,
             "changes": self._changes,
         }
 
@@ -489,6 +493,6 @@ class RankBasedSampler:
             raise ValueError("state_dict does not match this sampler's capacity or alpha")
         self.priorities[...] = state["priorities"]
         self._order = np.asarray(state["order"], np.int64).copy()
-        self._size = int(state["sorted_size"])
+        self._stored = int(state["stored"])
         self._changes = int(state["changes"])
         self.max_priority = float(state["max_priority"])

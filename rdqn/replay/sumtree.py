@@ -68,13 +68,18 @@ def update_tree_kernel(
         nodes[k] = leaf >> 1
     if n == 0:
         return
-    # All leaves sit at the same depth, so all paths reach the root together.
+    # All leaves sit at the same depth, so all paths reach the root together. Paths of sorted
+    # indices (a stratified batch) merge near the root: a node equal to the previous one is
+    # recomputed only once.
     while nodes[0] >= 1:
+        previous = -1
         for k in range(n):
             j = nodes[k]
-            sum_nodes[j] = sum_nodes[2 * j] + sum_nodes[2 * j + 1]
-            if track_min:
-                min_nodes[j] = min(min_nodes[2 * j], min_nodes[2 * j + 1])
+            if j != previous:
+                sum_nodes[j] = sum_nodes[2 * j] + sum_nodes[2 * j + 1]
+                if track_min:
+                    min_nodes[j] = min(min_nodes[2 * j], min_nodes[2 * j + 1])
+                previous = j
             nodes[k] = j >> 1
 
 

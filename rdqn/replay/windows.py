@@ -101,10 +101,10 @@ class WindowBuilder:
     def __init__(self, window: int, obs_shape: tuple[int, ...], dtype: DTypeLike = np.float32):
         if not isinstance(window, (int, np.integer)) or window < 1:
             raise ValueError(f"window must be an integer >= 1, got {window!r}")
-        self.window = int(window)
+        self.length = int(window)
         self.obs_shape = tuple(int(s) for s in obs_shape)
         self.dtype = np.dtype(dtype)
-        self._frames = np.zeros((self.window, *self.obs_shape), dtype=self.dtype)
+        self._frames = np.zeros((self.length, *self.obs_shape), dtype=self.dtype)
         self._last = -1
         self._count = 0
 
@@ -119,7 +119,7 @@ class WindowBuilder:
         arr = np.asarray(obs)
         if arr.shape != self.obs_shape:
             raise ValueError(f"obs must have shape {self.obs_shape}, got {arr.shape}")
-        self._last = (self._last + 1) % self.window
+        self._last = (self._last + 1) % self.length
         self._frames[self._last] = arr.astype(self.dtype, copy=False)
         self._count += 1
 
@@ -131,8 +131,8 @@ class WindowBuilder:
     def window_and_mask(self) -> tuple[NDArray, NDArray[np.bool_]]:
         if self._count == 0:
             raise RuntimeError("call reset(obs) before asking for a window")
-        lookback = min(self._count - 1, self.window - 1)
-        windows, mask = gather_windows(self._frames, [self._last], [lookback], self.window)
+        lookback = min(self._count - 1, self.length - 1)
+        windows, mask = gather_windows(self._frames, [self._last], [lookback], self.length)
         return windows[0], mask[0]
 
     def window(self) -> NDArray:

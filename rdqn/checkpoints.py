@@ -1,0 +1,157 @@
+"""Checkpoint files: atomic writes and safe, well-explained loads.
+
+A checkpoint is one ``torch.save`` zip archive holding a dict: the caller's state plus the marker
+``{"format": "rdqn-checkpoint", "version": 1}``. Two properties matter:
+
+* **Atomic save.** The bytes go to a temporary file in the target's directory, are flushed and
+  fsynced, and only then ``os.replace`` moves them over the old checkpoint (a rename within one
+  directory is atomic on POSIX and Windows). A crash mid-write leaves the previous checkpoint
+  intact; the directory is fsynced too so the rename itself survives a power cut.
+* **Safe load.** ``torch.load(weights_only=True)`` unpickles only tensors and plain containers, so
+  opening a checkpoint from elsewhere cannot run code. Every failure becomes a
+  :class:`CheckpointError` that names the file and says which of missing / corrupt / foreign /
+  unsupported version it is. :func:`save_checkpoint` refuses state that ``weights_only`` could
+  not load back (numpy arrays, arbitrary objects), so a save never produces an unloadable file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections import OrderedDict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = [
+    "CHECKPOINT_FORMAT",
+    "CHECKPOINT_VERSION",
+    "CheckpointError",
+    "load_checkpoint",
+    "save_checkpoint",
+]
+
+CHECKPOINT_FORMAT = "rdqn-checkpoint"
+CHECKPOINT_VERSION = 1
+_MARKER_KEYS = ("format", "version")
+_ZIP_MAGIC = b"PK\x03\x04"
+
+# Exact types (not subclasses: np.float64 subclasses float but does not load with weights_only).
+_LEAF_TYPES: frozenset[type] = frozenset(
+    {type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device}
+)
+_CONTAINER_TYPES: tuple[type, ...] = (dict, list, tuple, set)
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file is missing, corrupt, foreign, or of an unsupported version."""
+
+
+def _check_loadable(value: Any, where: str) -> None:
+    """Raise ``TypeError`` naming the first value ``torch.load(weights_only=True)`` would refuse."""
+    kind = type(value)
+    if kind in _LEAF_TYPES or isinstance(value, torch.Tensor):
+        return
+    if kind in (dict, OrderedDict):
+        for key, item in value.items():
+            _check_loadable(key, f"{where} key {key!r}")
+            _check_loadable(item, f"{where}[{key!r}]")
+        return
+    if kind in _CONTAINER_TYPES or kind is torch.Size:
+        for i, item in enumerate(value):
+            _check_loadable(item, f"{where}[{i}]")
+        return
+    raise TypeError(
+        f"checkpoint state at {where} has type {kind.__module__}.{kind.__qualname__}, which "
+        "torch.load(weights_only=True) cannot read back; store tensors (torch.from_numpy), "
+        "Python scalars, strings and dict/list/tuple containers only"
+    )
+
+
+def save_checkpoint(state: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Write ``state`` plus the rdqn marker to ``path`` atomically; return the path.
+
+    Parent directories are created. ``state`` may not use the marker keys ``"format"`` and
+    ``"version"`` (``ValueError``) and must hold only what ``weights_only`` loading accepts
+    (``TypeError`` naming the offending entry). On any failure the previous file at ``path``, if
+    any, is untouched and no temporary file is left behind.
+    """
+    target = Path(path)
+    clash = [key for key in _MARKER_KEYS if key in state]
+    if clash:
+        raise ValueError(f"state must not use the reserved checkpoint keys {clash}")
+    payload = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, **state}
+    _check_loadable(payload, "state")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            torch.save(payload, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+    _fsync_directory(target.parent)
+    return target
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Persist a rename (POSIX); directories cannot be opened for fsync on Windows."""
+    if os.name != "posix":
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Load a checkpoint written by :func:`save_checkpoint`; return the state without the marker.
+
+    Tensors are mapped to the CPU. Raises :class:`CheckpointError` (a ``ValueError``) whose message
+    names ``path`` for a missing or unreadable file, a corrupt or truncated archive, a file that is
+    not an rdqn checkpoint (plain pickle, text, a torch file without the marker or holding
+    arbitrary objects), and a checkpoint version newer than this code.
+    """
+    source = Path(path)
+    try:
+        with source.open("rb") as handle:
+            head = handle.read(len(_ZIP_MAGIC))
+    except FileNotFoundError as exc:
+        raise CheckpointError(f"checkpoint file not found: {source}") from exc
+    except OSError as exc:
+        raise CheckpointError(f"cannot read checkpoint {source}: {exc}") from exc
+    if len(head) < len(_ZIP_MAGIC):
+        raise CheckpointError(f"checkpoint {source} is corrupt or truncated ({len(head)} bytes)")
+    if head != _ZIP_MAGIC:
+        raise CheckpointError(f"{source} is not an rdqn checkpoint: it is not a torch.save archive")
+    try:
+        loaded = torch.load(source, weights_only=True, map_location="cpu")
+    except Exception as exc:
+        # The weights-only unpickler names a class it refuses as an "Unsupported global"; any
+        # other unpickling failure means damaged bytes.
+        if "unsupported global" in str(exc).lower():
+            raise CheckpointError(
+                f"{source} is not an rdqn checkpoint: it holds objects other than tensors and "
+                "plain containers, which are not loaded for safety"
+            ) from exc
+        raise CheckpointError(f"checkpoint {source} is corrupt or truncated: {exc}") from exc
+    if not isinstance(loaded, dict) or loaded.get("format") != CHECKPOINT_FORMAT:
+        raise CheckpointError(
+            f"{source} is not an rdqn checkpoint: a torch file without the "
+            f"{CHECKPOINT_FORMAT!r} marker"
+        )
+    version = loaded.get("version")
+    if version != CHECKPOINT_VERSION:
+        raise CheckpointError(
+            f"checkpoint {source} has version {version!r}; this rdqn reads version "
+            f"{CHECKPOINT_VERSION}"
+        )
+    return {key: value for key, value in loaded.items() if key not in _MARKER_KEYS}

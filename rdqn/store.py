@@ -1,0 +1,704 @@
+"""The run store: runs, their configs, manifests and metrics in one embedded SQLite file.
+
+A background training thread writes while dashboard and CLI threads read, possibly from two
+processes (a dashboard and a CLI run sharing one ``RDQN_HOME``). SQLite's write-ahead log gives
+exactly that: readers see the last committed snapshot and never block the single writer, and a
+writer waits (``busy_timeout``) instead of failing when another process holds the write lock.
+``synchronous=NORMAL`` means a commit costs no fsync in WAL mode; a power cut can lose the last
+few commits but never corrupts the file.
+
+Rules kept here:
+
+* One ``sqlite3`` connection per thread (a ``threading.local``), never shared: a connection
+  carries transaction state, so two threads on one connection interleave each other's writes.
+* Every write is one ``BEGIN IMMEDIATE`` transaction: the write lock is taken up front, so a
+  writer waits on ``busy_timeout`` rather than failing with "database is locked" when it tries to
+  upgrade a read snapshot that another process has made stale.
+* Metric rows are written in batches (:class:`RunWriter`); per-row commits would cost the training
+  loop far more than the 2% the design allows.
+
+Layout (``default_home()`` is ``$RDQN_HOME`` or ``.rdqn``)::
+
+    <home>/rdqn.db            this store (plus rdqn.db-wal, rdqn.db-shm while open)
+    <home>/checkpoints/       checkpoint files; delete_run removes the ones that live here
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import pandas as pd
+
+__all__ = [
+    "ACTIVE_STATUSES",
+    "EPISODE_COLUMNS",
+    "SCHEMA_VERSION",
+    "STATUSES",
+    "STEP_COLUMNS",
+    "RunRecord",
+    "RunStore",
+    "RunWriter",
+    "default_home",
+]
+
+STATUSES: tuple[str, ...] = ("created", "running", "paused", "finished", "failed", "stopped")
+ACTIVE_STATUSES: tuple[str, ...] = ("running", "paused")
+
+# (column, converter). Converters turn numpy/torch scalars into the Python types sqlite3 binds.
+_Converter = Callable[[Any], Any]
+EPISODE_COLUMNS: tuple[tuple[str, _Converter], ...] = (
+    ("episode", int),
+    ("env_steps", int),
+    ("updates", int),
+    ("return", float),
+    ("length", int),
+    ("wall_time", float),
+)
+STEP_COLUMNS: tuple[tuple[str, _Converter], ...] = (
+    ("updates", int),
+    ("env_steps", int),
+    ("loss", float),
+    ("td_abs_mean", float),
+    ("q_mean", float),
+    ("beta", float),
+    ("epsilon", float),
+    ("ess", float),
+    ("wall_time", float),
+)
+_EPISODE_KEYS = frozenset(name for name, _ in EPISODE_COLUMNS)
+_STEP_KEYS = frozenset(name for name, _ in STEP_COLUMNS)
+
+_BUSY_TIMEOUT_MS = 10_000
+
+_STATUS_CHECK = ", ".join(f"'{s}'" for s in STATUSES)
+# _MIGRATIONS[i] moves a database from user_version i to i + 1; append, never edit.
+_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        f"""CREATE TABLE IF NOT EXISTS runs (
+            id TEXT PRIMARY KEY,
+            name TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            status TEXT NOT NULL DEFAULT 'created' CHECK (status IN ({_STATUS_CHECK})),
+            preset TEXT,
+            env_id TEXT NOT NULL,
+            scheme TEXT NOT NULL,
+            seed INTEGER NOT NULL,
+            config_json TEXT NOT NULL,
+            manifest_json TEXT,
+            error TEXT,
+            checkpoint_path TEXT,
+            env_steps INTEGER NOT NULL DEFAULT 0,
+            updates INTEGER NOT NULL DEFAULT 0,
+            episodes INTEGER NOT NULL DEFAULT 0,
+            group_id TEXT,
+            owner_pid INTEGER
+        )""",
+        "CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status)",
+        "CREATE INDEX IF NOT EXISTS runs_by_group ON runs (group_id)",
+        """CREATE TABLE IF NOT EXISTS episodes (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            episode INTEGER NOT NULL,
+            env_steps INTEGER,
+            updates INTEGER,
+            "return" REAL,
+            length INTEGER,
+            wall_time REAL,
+            PRIMARY KEY (run_id, episode)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE IF NOT EXISTS steps (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            updates INTEGER NOT NULL,
+            env_steps INTEGER,
+            loss REAL,
+            td_abs_mean REAL,
+            q_mean REAL,
+            beta REAL,
+            epsilon REAL,
+            ess REAL,
+            wall_time REAL,
+            PRIMARY KEY (run_id, updates)
+        ) WITHOUT ROWID""",
+    ),
+)
+SCHEMA_VERSION: int = len(_MIGRATIONS)
+
+
+def _quoted(columns: Sequence[tuple[str, _Converter]]) -> str:
+    return ", ".join(f'"{name}"' for name, _ in columns)
+
+
+# "Last write wins": a run resumed from an earlier checkpoint re-logs the rows it repeats.
+_INSERT_EPISODES = (
+    f"INSERT OR REPLACE INTO episodes (run_id, {_quoted(EPISODE_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * (len(EPISODE_COLUMNS) + 1))})"
+)
+_INSERT_STEPS = (
+    f"INSERT OR REPLACE INTO steps (run_id, {_quoted(STEP_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * (len(STEP_COLUMNS) + 1))})"
+)
+_PROGRESS_SET = "env_steps = ?, updates = ?, episodes = ?"
+
+
+def default_home() -> Path:
+    """The store's home directory: ``$RDQN_HOME`` if set, else ``.rdqn`` (relative to the cwd)."""
+    return Path(os.environ.get("RDQN_HOME", ".rdqn"))
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One row of ``runs`` with ``config`` and ``manifest`` parsed from their JSON columns.
+
+    ``owner_pid`` is the process that last created, started or paused the run; it lets
+    :meth:`RunStore.mark_interrupted` tell a crashed process's runs from a live one's.
+    """
+
+    id: str
+    name: str | None
+    created_at: float
+    updated_at: float
+    status: str
+    preset: str | None
+    env_id: str
+    scheme: str
+    seed: int
+    config: dict[str, Any]
+    manifest: dict[str, Any] | None
+    error: str | None
+    checkpoint_path: str | None
+    env_steps: int
+    updates: int
+    episodes: int
+    group_id: str | None
+    owner_pid: int | None
+
+
+_JSON_FIELDS = {"config": "config_json", "manifest": "manifest_json"}
+_RUN_COLUMNS: tuple[str, ...] = tuple(_JSON_FIELDS.get(f.name, f.name) for f in fields(RunRecord))
+
+
+def _check_status(status: str) -> None:
+    if status not in STATUSES:
+        raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
+
+
+def _to_json(value: Mapping[str, Any], what: str) -> str:
+    try:
+        return json.dumps(dict(value), sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what} must be JSON-serialisable: {exc}") from exc
+
+
+def _convert(value: Any, convert: _Converter) -> Any:
+    return None if value is None else convert(value)
+
+
+def _row_params(
+    run_id: str,
+    rows: Sequence[Mapping[str, Any]],
+    columns: tuple[tuple[str, _Converter], ...],
+    allowed: frozenset[str],
+    kind: str,
+) -> list[tuple[Any, ...]]:
+    key = columns[0][0]
+    params = []
+    for row in rows:
+        unknown = row.keys() - allowed
+        if unknown:
+            raise ValueError(
+                f"unknown {kind} column(s) {sorted(unknown)}; known: {sorted(allowed)}"
+            )
+        if row.get(key) is None:
+            raise ValueError(f"every {kind} row needs {key!r}, got {dict(row)!r}")
+        params.append((run_id, *(_convert(row.get(name), conv) for name, conv in columns)))
+    return params
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether another process with this pid exists (POSIX only; elsewhere unknown -> False)."""
+    if os.name != "posix" or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class RunStore:
+    """Runs, configs, manifests and per-episode / per-update metrics in SQLite (WAL).
+
+    ``path`` is the database file (default ``default_home() / "rdqn.db"``); checkpoints belong in
+    ``checkpoint_dir`` = ``<db directory>/checkpoints``. Safe to use from many threads (each gets
+    its own connection) and from several processes. Call :meth:`close` once all threads are done.
+    Unknown run ids raise ``KeyError``; invalid arguments raise ``ValueError``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        db = Path(path) if path is not None else default_home() / "rdqn.db"
+        if str(db) == ":memory:":
+            raise ValueError("path must be a file: an in-memory database is private to one thread")
+        db.parent.mkdir(parents=True, exist_ok=True)
+        self.path: Path = db
+        self.checkpoint_dir: Path = db.parent / "checkpoints"
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: dict[int, tuple[threading.Thread, sqlite3.Connection]] = {}
+        self._closed = False
+        self._migrate()
+
+    # -- connections and transactions -------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._closed:
+            raise RuntimeError(f"RunStore at {self.path} is closed")
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE for writes). The connection
+        # is only ever used by this thread; check_same_thread=False lets close() reclaim it.
+        conn = sqlite3.connect(
+            self.path,
+            timeout=_BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        with self._lock:
+            dead = [k for k, (thread, _) in self._connections.items() if not thread.is_alive()]
+            for key in dead:
+                self._connections.pop(key)[1].close()
+            self._connections[id(conn)] = (threading.current_thread(), conn)
+        self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        conn = self._connect()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """One read snapshot: every statement inside sees the same committed state."""
+        conn = self._connect()
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self._write() as conn:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"{self.path} has schema version {version}, newer than this rdqn "
+                    f"({SCHEMA_VERSION}); upgrade rdqn or use another RDQN_HOME"
+                )
+            for statements in _MIGRATIONS[version:]:
+                for statement in statements:
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    @property
+    def journal_mode(self) -> str:
+        """The journal mode SQLite reports for this thread's connection (``"wal"``)."""
+        return str(self._connect().execute("PRAGMA journal_mode").fetchone()[0])
+
+    @property
+    def schema_version(self) -> int:
+        """``PRAGMA user_version`` of the database file."""
+        return int(self._connect().execute("PRAGMA user_version").fetchone()[0])
+
+    def close(self) -> None:
+        """Close every thread's connection. Idempotent; later calls raise ``RuntimeError``."""
+        with self._lock:
+            self._closed = True
+            connections, self._connections = self._connections, {}
+        for _, conn in connections.values():
+            conn.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- runs -------------------------------------------------------------------------------
+
+    def create_run(
+        self,
+        *,
+        config: Mapping[str, Any],
+        name: str | None = None,
+        preset: str | None = None,
+        env_id: str,
+        scheme: str,
+        seed: int,
+        group_id: str | None = None,
+    ) -> str:
+        """Insert a run with status ``'created'`` and return its id (12 hex digits of a uuid4).
+
+        ``name`` defaults to ``"<preset or scheme> <env_id> seed <seed>"``.
+        """
+        config_json = _to_json(config, "config")
+        run_id = uuid.uuid4().hex[:12]
+        now = time.time()
+        label = name if name is not None else f"{preset or scheme} {env_id} seed {seed}"
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO runs (id, name, created_at, updated_at, status, preset, env_id, "
+                "scheme, seed, config_json, group_id, owner_pid) "
+                "VALUES (?, ?, ?, ?, 'created', ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, label, now, now, preset, env_id, scheme, int(seed), config_json)
+                + (group_id, os.getpid()),
+            )
+        return run_id
+
+    def _update_run(
+        self, conn: sqlite3.Connection, run_id: str, sql: str, params: tuple[Any, ...]
+    ) -> None:
+        cursor = conn.execute(
+            f"UPDATE runs SET {sql}, updated_at = ? WHERE id = ?", (*params, time.time(), run_id)
+        )
+        if cursor.rowcount == 0:
+            raise KeyError(f"no run with id {run_id!r} in {self.path}")
+
+    def set_status(self, run_id: str, status: str, error: str | None = None) -> None:
+        """Set ``status`` (one of :data:`STATUSES`) and ``error`` (``None`` clears it).
+
+        Moving to ``'running'`` or ``'paused'`` records this process as the run's owner.
+        """
+        _check_status(status)
+        with self._write() as conn:
+            if status in ACTIVE_STATUSES:
+                self._update_run(
+                    conn,
+                    run_id,
+                    "status = ?, error = ?, owner_pid = ?",
+                    (status, error, os.getpid()),
+                )
+            else:
+                self._update_run(conn, run_id, "status = ?, error = ?", (status, error))
+
+    def update_progress(self, run_id: str, *, env_steps: int, updates: int, episodes: int) -> None:
+        """Record the run's counters: environment steps, updates and episodes, separately."""
+        with self._write() as conn:
+            counters = (int(env_steps), int(updates), int(episodes))
+            self._update_run(conn, run_id, _PROGRESS_SET, counters)
+
+    def set_manifest(self, run_id: str, manifest: Mapping[str, Any]) -> None:
+        """Store the run manifest (see :func:`rdqn.manifest.build_manifest`) as JSON."""
+        manifest_json = _to_json(manifest, "manifest")
+        with self._write() as conn:
+            self._update_run(conn, run_id, "manifest_json = ?", (manifest_json,))
+
+    def set_checkpoint(self, run_id: str, path: str | os.PathLike[str] | None) -> None:
+        """Record the run's latest checkpoint file (``None`` forgets it)."""
+        value = None if path is None else str(path)
+        with self._write() as conn:
+            self._update_run(conn, run_id, "checkpoint_path = ?", (value,))
+
+    def checkpoint_path_for(self, run_id: str) -> Path:
+        """Where a run's checkpoint belongs: ``checkpoint_dir / "<run_id>.pt"``."""
+        return self.checkpoint_dir / f"{run_id}.pt"
+
+    def get_run(self, run_id: str) -> RunRecord:
+        """The run's record; ``KeyError`` naming the id if there is none."""
+        cursor = self._connect().cursor()
+        cursor.row_factory = sqlite3.Row
+        row = cursor.execute(
+            f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs WHERE id = ?", (run_id,)
+        ).fetchone()
+        if row is None:
+            raise KeyError(f"no run with id {run_id!r} in {self.path}")
+        values = dict(row)
+        config = json.loads(values.pop("config_json"))
+        manifest_json = values.pop("manifest_json")
+        manifest = None if manifest_json is None else json.loads(manifest_json)
+        return RunRecord(config=config, manifest=manifest, **values)
+
+    def list_runs(self, status: str | None = None, group_id: str | None = None) -> pd.DataFrame:
+        """Runs as a DataFrame, newest first, one column per ``runs`` column (JSON kept as text)."""
+        clauses, params = [], []
+        if status is not None:
+            _check_status(status)
+            clauses.append("status = ?")
+            params.append(status)
+        if group_id is not None:
+            clauses.append("group_id = ?")
+            params.append(group_id)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        sql = (
+            f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs {where} "
+            "ORDER BY created_at DESC, rowid DESC"
+        )
+        return pd.read_sql_query(sql, self._connect(), params=params)
+
+    def delete_run(self, run_id: str) -> None:
+        """Delete the run, its episode and step rows (cascade), and its checkpoint file if that
+        file lies under :attr:`checkpoint_dir` (files elsewhere are the caller's)."""
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT checkpoint_path FROM runs WHERE id = ?", (run_id,)
+            ).fetchone()
+            if row is None:
+                raise KeyError(f"no run with id {run_id!r} in {self.path}")
+            conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+        if row[0] is not None:
+            checkpoint = Path(row[0]).resolve()
+            if checkpoint.is_relative_to(self.checkpoint_dir.resolve()):
+                checkpoint.unlink(missing_ok=True)
+
+    def mark_interrupted(self) -> int:
+        """Mark runs left ``'running'``/``'paused'`` by a dead process as ``'stopped'``.
+
+        Call once at startup, before this process starts any run. A run whose owner is another
+        process that is still alive (say a CLI run beside the dashboard) is left alone; runs owned
+        by this process's pid are treated as left over from a crashed predecessor that had it.
+        Returns how many runs were marked.
+        """
+        me = os.getpid()
+        with self._write() as conn:
+            rows = conn.execute(
+                "SELECT id, owner_pid FROM runs WHERE status IN (?, ?)", ACTIVE_STATUSES
+            ).fetchall()
+            orphans = [
+                (run_id,)
+                for run_id, pid in rows
+                if pid is None or pid == me or not _pid_alive(int(pid))
+            ]
+            conn.executemany(
+                "UPDATE runs SET status = 'stopped', updated_at = ?, "
+                "error = COALESCE(error, 'interrupted: the process running it ended') WHERE id = ?",
+                [(time.time(), run_id) for (run_id,) in orphans],
+            )
+        return len(orphans)
+
+    # -- metrics ----------------------------------------------------------------------------
+
+    def write_metrics(
+        self,
+        run_id: str,
+        *,
+        episodes: Sequence[Mapping[str, Any]] = (),
+        steps: Sequence[Mapping[str, Any]] = (),
+        progress: Mapping[str, int] | None = None,
+    ) -> None:
+        """Write episode rows, step rows and (optionally) progress counters in one transaction.
+
+        Row keys are the columns of :data:`EPISODE_COLUMNS` / :data:`STEP_COLUMNS` (missing ones
+        are stored as NULL; ``episode`` / ``updates`` are required). ``progress`` takes
+        ``env_steps``, ``updates`` and ``episodes``. Rows that repeat a key replace the old row.
+        """
+        episode_params = _row_params(run_id, episodes, EPISODE_COLUMNS, _EPISODE_KEYS, "episode")
+        step_params = _row_params(run_id, steps, STEP_COLUMNS, _STEP_KEYS, "step")
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+                raise KeyError(f"no run with id {run_id!r} in {self.path}")
+            if episode_params:
+                conn.executemany(_INSERT_EPISODES, episode_params)
+            if step_params:
+                conn.executemany(_INSERT_STEPS, step_params)
+            if progress is not None:
+                counters = tuple(int(progress[k]) for k in ("env_steps", "updates", "episodes"))
+                self._update_run(conn, run_id, _PROGRESS_SET, counters)
+
+    def log_episodes(self, run_id: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert episode rows (one transaction); see :meth:`write_metrics` for the keys."""
+        self.write_metrics(run_id, episodes=rows)
+
+    def log_steps(self, run_id: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert per-update rows (one transaction); see :meth:`write_metrics` for the keys."""
+        self.write_metrics(run_id, steps=rows)
+
+    def _metric_frame(
+        self,
+        run_id: str,
+        table: str,
+        columns: tuple[tuple[str, _Converter], ...],
+        after: int | None,
+    ) -> pd.DataFrame:
+        key = columns[0][0]
+        sql = f"SELECT {_quoted(columns)} FROM {table} WHERE run_id = ?"
+        params: list[Any] = [run_id]
+        if after is not None:
+            sql += f" AND {key} > ?"
+            params.append(int(after))
+        with self._read() as conn:
+            if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+                raise KeyError(f"no run with id {run_id!r} in {self.path}")
+            frame = pd.read_sql_query(f"{sql} ORDER BY {key}", conn, params=params)
+        # Numeric dtypes even for all-NULL columns (sqlite returns None -> object otherwise).
+        for name, convert in columns:
+            column = frame[name]
+            if convert is float:
+                frame[name] = column.astype("float64")
+            else:
+                frame[name] = column.astype("Int64" if column.isna().any() else "int64")
+        return frame
+
+    def episodes(self, run_id: str, *, after: int | None = None) -> pd.DataFrame:
+        """The run's episode rows ordered by ``episode`` (only ``episode > after`` if given)."""
+        return self._metric_frame(run_id, "episodes", EPISODE_COLUMNS, after)
+
+    def steps(self, run_id: str, *, after: int | None = None) -> pd.DataFrame:
+        """The run's per-update rows ordered by ``updates`` (only ``updates > after`` if given)."""
+        return self._metric_frame(run_id, "steps", STEP_COLUMNS, after)
+
+    def export_csv(self, run_id: str, kind: Literal["episodes", "steps"]) -> str:
+        """The run's ``episodes`` or ``steps`` as CSV text with a header row (floats round-trip)."""
+        if kind == "episodes":
+            frame = self.episodes(run_id)
+        elif kind == "steps":
+            frame = self.steps(run_id)
+        else:
+            raise ValueError(f"kind must be 'episodes' or 'steps', got {kind!r}")
+        return str(frame.to_csv(index=False))
+
+
+class RunWriter:
+    """Buffers one run's metric rows in memory and writes them in batches.
+
+    A flush happens inside :meth:`add_episode` / :meth:`add_step` once ``flush_every`` seconds have
+    passed since the last one or ``max_pending`` rows are waiting, so the per-row cost on the
+    training thread is a list append and a clock compare. Rows, plus the latest
+    :meth:`set_progress` counters, go to the store in one transaction, so a reader never sees
+    progress counters ahead of the rows behind them. If a write fails the rows stay pending, the
+    error propagates, and the next automatic attempt waits for the next deadline.
+    """
+
+    def __init__(
+        self,
+        store: RunStore,
+        run_id: str,
+        *,
+        flush_every: float = 1.0,
+        max_pending: int = 1000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not (isinstance(flush_every, int | float) and flush_every >= 0):
+            raise ValueError(f"flush_every must be a number >= 0, got {flush_every!r}")
+        if not math.isfinite(flush_every):
+            raise ValueError(f"flush_every must be finite, got {flush_every!r}")
+        if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
+            raise ValueError(f"max_pending must be an integer >= 1, got {max_pending!r}")
+        store.get_run(run_id)
+        self.store = store
+        self.run_id = run_id
+        self.flush_every = float(flush_every)
+        self.max_pending = max_pending
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._episodes: list[dict[str, Any]] = []
+        self._steps: list[dict[str, Any]] = []
+        self._progress: dict[str, int] | None = None
+        self._flush_at = max_pending
+        self._deadline = clock() + self.flush_every
+        self._closed = False
+
+    @property
+    def pending(self) -> int:
+        """Rows waiting to be written."""
+        return len(self._episodes) + len(self._steps)
+
+    def add_episode(self, row: Mapping[str, Any] | None = None, /, **fields: Any) -> None:
+        """Queue one episode row, as a mapping or keywords (``return_=`` stands for ``return``)."""
+        merged = dict(row or {})
+        merged.update(fields)
+        if "return_" in merged:
+            merged["return"] = merged.pop("return_")
+        if not merged.keys() <= _EPISODE_KEYS or "episode" not in merged:
+            raise ValueError(
+                f"episode rows need 'episode' and only keys {sorted(_EPISODE_KEYS)}, got "
+                f"{sorted(merged)}"
+            )
+        self._add(self._episodes, merged)
+
+    def add_step(self, **row: Any) -> None:
+        """Queue one per-update row (keys of :data:`STEP_COLUMNS`; ``updates`` required)."""
+        if not row.keys() <= _STEP_KEYS or "updates" not in row:
+            raise ValueError(
+                f"step rows need 'updates' and only keys {sorted(_STEP_KEYS)}, got {sorted(row)}"
+            )
+        self._add(self._steps, row)
+
+    def set_progress(self, *, env_steps: int, updates: int, episodes: int) -> None:
+        """Record the run's counters; written with the next flush."""
+        self._progress = {"env_steps": env_steps, "updates": updates, "episodes": episodes}
+
+    def _add(self, queue: list[dict[str, Any]], row: dict[str, Any]) -> None:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(f"RunWriter for run {self.run_id!r} is closed")
+            queue.append(row)
+            if self.pending >= self._flush_at or self._clock() >= self._deadline:
+                self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        now = self._clock()
+        self._deadline = now + self.flush_every
+        if not (self._episodes or self._steps or self._progress is not None):
+            return
+        try:
+            self.store.write_metrics(
+                self.run_id, episodes=self._episodes, steps=self._steps, progress=self._progress
+            )
+        except BaseException:
+            self._flush_at = self.pending + self.max_pending
+            raise
+        self._episodes, self._steps, self._progress = [], [], None
+        self._flush_at = self.max_pending
+
+    def flush(self) -> None:
+        """Write every pending row and the latest progress now."""
+        with self._lock:
+            self._flush_locked()
+
+    def close(self) -> None:
+        """Flush and refuse further rows. Idempotent."""
+        with self._lock:
+            if not self._closed:
+                self._flush_locked()
+                self._closed = True
+
+    def __enter__(self) -> RunWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,274 @@
+"""Telemetry: what a run shows the outside world, as immutable snapshots of plain arrays.
+
+The `Trainer` owns one `TelemetryRecorder` and feeds it as it goes; `snapshot()` copies what the
+recorder holds into a frozen `Telemetry`, which is safe to hand to another thread (the dashboard)
+because nothing in it is shared with the training loop. Snapshots carry pre-binned histograms,
+never per-slot arrays of the buffer.
+
+Replay internals recorded (the dashboard's "Replay internals" and "Sum tree" pages):
+- the distribution of N * P(i) over the buffer (1 = what uniform replay would give), now and over
+  time (a heatmap, like TensorBoard's histogram view), on fixed log10 bins;
+- the last batch: slots, P(i), IS weights, |TD errors|, ages, and its effective sample size
+  ESS = (sum w)^2 / sum w^2 (B when all weights are equal);
+- IS-weight distribution over time; |TD error| distributions at chosen stages of training;
+- sample counts by age (which buffer positions get replayed);
+- a goodness-of-fit check of the sampler: a diagnostic draw from the current priorities, binned by
+  slot, against the expected counts sum_{i in bin} P(i) * draws (chi-square);
+- the top levels of the sum tree.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "BatchView",
+    "GoodnessOfFit",
+    "Histogram",
+    "HistogramHistory",
+    "Telemetry",
+    "TelemetryRecorder",
+    "effective_sample_size",
+]
+
+RELATIVE_PROBABILITY_EDGES = np.linspace(-3.0, 3.0, 41)
+"""log10(N * P(i)) bins: 0 is uniform; -3..3 spans a factor of 1000 either way."""
+WEIGHT_EDGES = np.linspace(0.0, 1.0, 21)
+AGE_BINS = 20
+TD_STAGES = (0.1, 0.25, 0.5, 1.0)
+"""Fractions of the planned updates at which the |TD error| distribution is kept."""
+
+
+def effective_sample_size(weights: NDArray[np.float64]) -> float:
+    """Kish's ESS = (sum w)^2 / sum w^2: B for equal weights, 1 when one weight dominates."""
+    w = np.asarray(weights, dtype=np.float64)
+    denominator = float(np.dot(w, w))
+    return float(w.sum() ** 2 / denominator) if denominator > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Counts over bins `edges[k] <= x < edges[k+1]`; values outside are clipped into the ends."""
+
+    edges: NDArray[np.float64]
+    counts: NDArray[np.float64]
+
+    @classmethod
+    def of(cls, values: NDArray, edges: NDArray[np.float64]) -> Histogram:
+        clipped = np.clip(values, edges[0], edges[-1])
+        counts, _ = np.histogram(clipped, bins=edges)
+        return cls(edges=edges.copy(), counts=counts.astype(np.float64))
+
+    @property
+    def centers(self) -> NDArray[np.float64]:
+        return 0.5 * (self.edges[1:] + self.edges[:-1])
+
+
+@dataclass(frozen=True)
+class HistogramHistory:
+    """One histogram per recorded step: `counts[k]` was recorded at update `steps[k]`."""
+
+    edges: NDArray[np.float64]
+    steps: NDArray[np.int64]
+    counts: NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class BatchView:
+    """The last sampled batch, small enough to show row by row."""
+
+    indices: NDArray[np.int64]
+    probabilities: NDArray[np.float64]
+    weights: NDArray[np.float64]
+    td_abs: NDArray[np.float64]
+    ages: NDArray[np.int64]
+    ess: float
+
+
+@dataclass(frozen=True)
+class GoodnessOfFit:
+    """Diagnostic draw vs P(i): observed/expected counts per slot bin and Pearson's chi-square."""
+
+    bin_edges: NDArray[np.int64]
+    observed: NDArray[np.float64]
+    expected: NDArray[np.float64]
+    chi_square: float
+    dof: int
+    p_value: float
+
+
+@dataclass(frozen=True)
+class Telemetry:
+    """An immutable snapshot of a run. Arrays are private copies."""
+
+    status: str
+    error: str | None
+    env_steps: int
+    updates: int
+    episodes: int
+    total_steps: int
+    beta: float
+    epsilon: float
+    steps_per_second: float
+    wall_time: float
+    scheme: str
+    buffer_size: int
+    capacity: int
+    stale_updates: int
+    episode_returns: NDArray[np.float64]
+    episode_end_steps: NDArray[np.int64]
+    episode_lengths: NDArray[np.int64]
+    log_updates: NDArray[np.int64]
+    losses: NDArray[np.float64]
+    td_abs_mean: NDArray[np.float64]
+    q_mean: NDArray[np.float64]
+    ess: NDArray[np.float64]
+    last_batch: BatchView | None
+    priorities: Histogram | None
+    priority_history: HistogramHistory
+    weight_history: HistogramHistory
+    td_stages: dict[str, Histogram]
+    age_counts: Histogram | None
+    fit: GoodnessOfFit | None
+    tree_levels: list[NDArray[np.float64]]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def progress(self) -> float:
+        return min(1.0, self.env_steps / self.total_steps) if self.total_steps else 0.0
+
+
+class _HistoryBuilder:
+    def __init__(self, edges: NDArray[np.float64], limit: int = 400) -> None:
+        self.edges = edges
+        self.steps: deque[int] = deque(maxlen=limit)
+        self.rows: deque[NDArray[np.float64]] = deque(maxlen=limit)
+
+    def add(self, step: int, counts: NDArray[np.float64]) -> None:
+        self.steps.append(step)
+        self.rows.append(counts)
+
+    def freeze(self) -> HistogramHistory:
+        counts = np.array(self.rows) if self.rows else np.zeros((0, len(self.edges) - 1))
+        return HistogramHistory(
+            edges=self.edges.copy(), steps=np.array(self.steps, dtype=np.int64), counts=counts
+        )
+
+
+class TelemetryRecorder:
+    """Mutable accumulator owned by the training loop (one thread); see `snapshot` for readers."""
+
+    def __init__(self, *, planned_updates: int, max_points: int = 20_000) -> None:
+        self.planned_updates = planned_updates
+        self.episode_returns: list[float] = []
+        self.episode_end_steps: list[int] = []
+        self.episode_lengths: list[int] = []
+        self.log_updates: deque[int] = deque(maxlen=max_points)
+        self.losses: deque[float] = deque(maxlen=max_points)
+        self.td_abs_mean: deque[float] = deque(maxlen=max_points)
+        self.q_mean: deque[float] = deque(maxlen=max_points)
+        self.ess: deque[float] = deque(maxlen=max_points)
+        self.last_batch: BatchView | None = None
+        self.priority_history = _HistoryBuilder(RELATIVE_PROBABILITY_EDGES)
+        self.weight_history = _HistoryBuilder(WEIGHT_EDGES)
+        self._weight_counts = np.zeros(len(WEIGHT_EDGES) - 1)
+        self._recent_td: deque[NDArray[np.float64]] = deque(maxlen=32)
+        self.td_stages: dict[str, Histogram] = {}
+        self._age_counts = np.zeros(AGE_BINS)
+        self._rate_marks: deque[tuple[float, int]] = deque(maxlen=64)
+        self.started = time.perf_counter()
+
+    def on_episode(self, episode_return: float, end_step: int, length: int) -> None:
+        self.episode_returns.append(episode_return)
+        self.episode_end_steps.append(end_step)
+        self.episode_lengths.append(length)
+
+    def on_update(
+        self,
+        *,
+        update: int,
+        indices: NDArray[np.int64],
+        probabilities: NDArray[np.float64],
+        weights: NDArray[np.float64],
+        td_abs: NDArray[np.float64],
+        ages: NDArray[np.int64],
+        buffer_size: int,
+        loss: float,
+        q_mean: float,
+        log: bool,
+    ) -> BatchView:
+        """Record one update; returns the batch view (the trainer reuses its ESS)."""
+        view = BatchView(
+            indices=indices,
+            probabilities=probabilities,
+            weights=weights,
+            td_abs=td_abs,
+            ages=ages,
+            ess=effective_sample_size(weights),
+        )
+        self.last_batch = view
+        self._weight_counts += np.histogram(np.clip(weights, 0.0, 1.0), bins=WEIGHT_EDGES)[0]
+        age_bins = np.minimum(ages * AGE_BINS // max(buffer_size, 1), AGE_BINS - 1)
+        self._age_counts += np.bincount(age_bins, minlength=AGE_BINS)
+        self._recent_td.append(td_abs)
+        if log:
+            self.log_updates.append(update)
+            self.losses.append(loss)
+            self.td_abs_mean.append(float(td_abs.mean()))
+            self.q_mean.append(q_mean)
+            self.ess.append(view.ess)
+        for stage in TD_STAGES:
+            key = f"{stage:.0%}"
+            if key not in self.td_stages and update >= stage * self.planned_updates:
+                recent = np.concatenate(self._recent_td)
+                top = max(float(recent.max()), 1e-12)
+                self.td_stages[key] = Histogram.of(recent, np.linspace(0.0, top, 31))
+        return view
+
+    def on_histograms(self, update: int, probabilities: NDArray[np.float64]) -> None:
+        """Record the buffer's N*P(i) distribution and the IS weights since the last call."""
+        n = probabilities.shape[0]
+        if n:
+            with np.errstate(divide="ignore"):
+                relative = np.log10(probabilities * n)
+            counts = Histogram.of(relative, RELATIVE_PROBABILITY_EDGES).counts
+            self.priority_history.add(update, counts)
+        self.weight_history.add(update, self._weight_counts.copy())
+        self._weight_counts[:] = 0
+
+    def mark_rate(self, env_steps: int) -> float:
+        """Env steps per second over the last few marks."""
+        now = time.perf_counter()
+        self._rate_marks.append((now, env_steps))
+        while len(self._rate_marks) > 2 and now - self._rate_marks[0][0] > 3.0:
+            self._rate_marks.popleft()
+        (t0, s0), (t1, s1) = self._rate_marks[0], self._rate_marks[-1]
+        return (s1 - s0) / (t1 - t0) if t1 > t0 else 0.0
+
+    def snapshot(self, **fields_: Any) -> Telemetry:
+        """Freeze the recorder; `fields_` supplies what the trainer knows (counters, tree, ...)."""
+        age_counts = self._age_counts.copy()
+        return Telemetry(
+            episode_returns=np.array(self.episode_returns, dtype=np.float64),
+            episode_end_steps=np.array(self.episode_end_steps, dtype=np.int64),
+            episode_lengths=np.array(self.episode_lengths, dtype=np.int64),
+            log_updates=np.array(self.log_updates, dtype=np.int64),
+            losses=np.array(self.losses, dtype=np.float64),
+            td_abs_mean=np.array(self.td_abs_mean, dtype=np.float64),
+            q_mean=np.array(self.q_mean, dtype=np.float64),
+            ess=np.array(self.ess, dtype=np.float64),
+            last_batch=self.last_batch,
+            priority_history=self.priority_history.freeze(),
+            weight_history=self.weight_history.freeze(),
+            td_stages=dict(self.td_stages),
+            age_counts=Histogram(np.linspace(0.0, 1.0, AGE_BINS + 1), age_counts)
+            if age_counts.sum()
+            else None,
+            **fields_,
+        )
