@@ -213,7 +213,7 @@ def _row_params(
     kind: str,
 ) -> list[tuple[Any, ...]]:
     key = columns[0][0]
-    params = []
+    params: list[tuple[Any, ...]] = []
     for row in rows:
         unknown = row.keys() - allowed
         if unknown:
@@ -259,6 +259,7 @@ class RunStore:
         self._lock = threading.Lock()
         self._connections: dict[int, tuple[threading.Thread, sqlite3.Connection]] = {}
         self._closed = False
+        self._pid = os.getpid()
         self._migrate()
 
     # -- connections and transactions -------------------------------------------------------
@@ -266,6 +267,13 @@ class RunStore:
     def _connect(self) -> sqlite3.Connection:
         if self._closed:
             raise RuntimeError(f"RunStore at {self.path} is closed")
+        if os.getpid() != self._pid:
+            # A forked child must not touch its parent's connections (SQLite forbids it), not
+            # even to close them: start afresh.
+            self._local = threading.local()
+            self._lock = threading.Lock()
+            self._connections = {}
+            self._pid = os.getpid()
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is not None:
             return conn
@@ -450,7 +458,8 @@ class RunStore:
 
     def list_runs(self, status: str | None = None, group_id: str | None = None) -> pd.DataFrame:
         """Runs as a DataFrame, newest first, one column per ``runs`` column (JSON kept as text)."""
-        clauses, params = [], []
+        clauses: list[str] = []
+        params: list[Any] = []
         if status is not None:
             _check_status(status)
             clauses.append("status = ?")
@@ -632,10 +641,10 @@ class RunWriter:
         """Rows waiting to be written."""
         return len(self._episodes) + len(self._steps)
 
-    def add_episode(self, row: Mapping[str, Any] | None = None, /, **fields: Any) -> None:
+    def add_episode(self, row: Mapping[str, Any] | None = None, /, **values: Any) -> None:
         """Queue one episode row, as a mapping or keywords (``return_=`` stands for ``return``)."""
         merged = dict(row or {})
-        merged.update(fields)
+        merged.update(values)
         if "return_" in merged:
             merged["return"] = merged.pop("return_")
         if not merged.keys() <= _EPISODE_KEYS or "episode" not in merged:
@@ -655,7 +664,8 @@ class RunWriter:
 
     def set_progress(self, *, env_steps: int, updates: int, episodes: int) -> None:
         """Record the run's counters; written with the next flush."""
-        self._progress = {"env_steps": env_steps, "updates": updates, "episodes": episodes}
+        with self._lock:
+            self._progress = {"env_steps": env_steps, "updates": updates, "episodes": episodes}
 
     def _add(self, queue: list[dict[str, Any]], row: dict[str, Any]) -> None:
         with self._lock:

@@ -11,9 +11,9 @@
         delta = agent.learn(batch)           IS weights inside the per-sample loss
         replay.update_priorities(batch, |delta|)
 
-Environment steps, learner updates and episodes are counted separately. A diverging update (NaN or
-inf) raises `DivergenceError` with everything recorded so far kept (status "failed"). The CLI and the
-dashboard's background runs are two clients of this class.
+Environment steps, learner updates and episodes are counted separately. A diverging update (NaN
+or inf) raises `DivergenceError` with everything recorded so far kept (status "failed"). The CLI
+and the dashboard's background runs are two clients of this class.
 """
 
 from __future__ import annotations

@@ -5,11 +5,13 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -464,6 +466,27 @@ def test_threads_get_their_own_connections(store: RunStore) -> None:
     conns.append(store._connect())
     assert len({id(c) for c in conns}) == 4
     assert len(store._connections) <= 2  # connections of finished threads are reclaimed
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_child_opens_its_own_connection(store: RunStore) -> None:
+    """Regression guard: a child must not reuse the parent's thread-local sqlite connection."""
+    run_id = new_run(store)
+    parent_conn = store._connect()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads alive
+        pid = os.fork()
+    if pid == 0:  # child
+        code = 1
+        try:
+            ok = store._connect() is not parent_conn
+            store.log_steps(run_id, step_rows(2))
+            code = 0 if ok else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert len(store.steps(run_id)) == 2
 
 
 # -- RunWriter ---------------------------------------------------------------------------------

@@ -17,7 +17,9 @@ def _assert_same(a: Any, b: Any, path: str) -> None:
             _assert_same(a[key], b[key], f"{path}[{key!r}]")
     elif isinstance(a, np.ndarray):
         assert isinstance(b, np.ndarray), path
-        assert a.dtype == b.dtype and a.shape == b.shape, f"{path}: {a.dtype}{a.shape} != {b.dtype}{b.shape}"
+        assert a.dtype == b.dtype and a.shape == b.shape, (
+            f"{path}: {a.dtype}{a.shape} != {b.dtype}{b.shape}"
+        )
         assert np.array_equal(a, b), f"{path} differs"
     elif isinstance(a, (list, tuple)):
         assert type(a) is type(b) and len(a) == len(b), path

@@ -214,9 +214,7 @@ def test_rank_weights_closed_form(scripted: type) -> None:
     none = filled(RankBasedSampler(alpha=1.0, sort_every=1, is_normalization="none"), 4, 4)
     none.update_priorities(np.arange(4), np.array([0.1, 0.4, 0.3, 0.2]))
     draw = none.sample(4, 4, 0.5, scripted([0.5, 0.96, 0.9, 0.75]))
-    np.testing.assert_allclose(
-        draw.weights, (4 * np.array([12, 6, 4, 3]) / 25) ** -0.5, rtol=1e-12
-    )
+    np.testing.assert_allclose(draw.weights, (4 * np.array([12, 6, 4, 3]) / 25) ** -0.5, rtol=1e-12)
 
 
 @pytest.mark.parametrize("mode", ["global", "batch", "none"])
@@ -325,7 +323,8 @@ def test_total_mass_overflow_is_an_error_and_leaves_tree_unchanged() -> None:
 
 def test_rank_resort_semantics() -> None:
     """sort_every = 3, alpha = 1. Adding slots 0..3 sorts at the first addition and again at the
-    third change since then, so all four are ranked, by slot (ties): P = [1, 1/2, 1/3, 1/4] / (25/12).
+    third change since then, so all four are ranked, by slot (ties):
+    P = [1, 1/2, 1/3, 1/4] / (25/12).
     Between sorts nothing moves: new |delta| [1, 4, 2, 3] (change 1) keeps these ranks, and slot 4
     (change 2) is never drawn, P(4) = 0. Slot 5 is change 3: a re-sort of priorities
     [1, 4, 2, 3, 4, 4] (new slots got the max priority 4; ties: lower slot first) gives the

@@ -279,7 +279,7 @@ _updates = st.lists(
 )
 
 
-@settings(deadline=None, max_examples=150)
+@settings(deadline=None, max_examples=150, derandomize=True)
 @given(
     capacity=st.integers(1, 70),
     batches=st.lists(_updates, min_size=1, max_size=6),
@@ -317,7 +317,7 @@ def test_find_matches_naive_cumsum_exactly(
     assert tree.find([total]).tolist() == [int(np.flatnonzero(naive)[-1])]
 
 
-@settings(deadline=None, max_examples=100)
+@settings(deadline=None, max_examples=100, derandomize=True)
 @given(
     capacity=st.integers(1, 70),
     masses=st.lists(

@@ -1,0 +1,355 @@
+"""Command line: `python -m rdqn train | compare | runs | presets`.
+
+    python -m rdqn train --preset e14 --env rdqn/MaskedCartPole-v0 --steps 20000 --seed 0 \\
+        --set replay.alpha=0.7
+    python -m rdqn compare --preset per-notebook --steps 30000 --seeds 0 1 2
+    python -m rdqn runs list | show ID | export ID [--kind steps] [--out FILE] | delete ID
+
+Every run is written to the run store ($RDQN_HOME or ./.rdqn, or --home). Bad arguments print one
+line and exit with status 2. This module is the one place in `rdqn` that prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+
+from rdqn.agent import DivergenceError
+from rdqn.checkpoints import save_checkpoint
+from rdqn.compare import Curve, report_figure, summary_table, write_report
+from rdqn.config import PRESETS, SCHEMES, RunConfig, field_docs, preset
+from rdqn.envs import ENV_IDS
+from rdqn.store import RunStore, RunWriter
+from rdqn.trainer import Trainer
+
+__all__ = ["main"]
+
+
+class UsageError(Exception):
+    """A bad argument: reported as one line with exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _set_help() -> str:
+    docs = field_docs()
+    lines = ["config fields for --set KEY=VALUE (VALUE is JSON; bare words are strings):"]
+    lines += [f"  {key:28s} {doc}" for key, doc in docs.items() if key not in ("preset", "seed")]
+    return "\n".join(lines)
+
+
+def _parse_set(items: Sequence[str]) -> dict[str, Any]:
+    overrides: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--set expects KEY=VALUE, got {item!r}")
+        try:
+            overrides[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            overrides[key.strip()] = raw
+    return overrides
+
+
+def _config_from_args(args: argparse.Namespace) -> RunConfig:
+    config = preset(args.preset)
+    overrides: dict[str, Any] = {}
+    if args.env is not None:
+        overrides["env.id"] = args.env
+        overrides["env.kwargs"] = {}
+    if args.steps is not None:
+        overrides["train.total_steps"] = args.steps
+    if getattr(args, "scheme", None) is not None:
+        overrides["replay.scheme"] = args.scheme
+    overrides.update(_parse_set(args.set or []))
+    return config.with_overrides(overrides) if overrides else config
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--preset", default="per-notebook", choices=list(PRESETS))
+    parser.add_argument("--env", choices=list(ENV_IDS), help="environment (default: the preset's)")
+    parser.add_argument("--steps", type=int, help="environment steps (default: the preset's)")
+    parser.add_argument(
+        "--set", action="append", metavar="KEY=VALUE", help="override a config field; repeatable"
+    )
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="python -m rdqn",
+        description="Prioritized experience replay for deep Q-learning.",
+    )
+    parser.add_argument("--home", help="run store folder (default: $RDQN_HOME or ./.rdqn)")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    train = sub.add_parser(
+        "train",
+        help="train one run",
+        epilog=_set_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_run_options(train)
+    train.add_argument("--seed", type=int, default=None, help="run seed (default: the preset's)")
+    train.add_argument("--scheme", choices=SCHEMES, help="replay scheme (default: the preset's)")
+    train.add_argument("--name", help="a name for the run")
+
+    compare = sub.add_parser(
+        "compare",
+        help="uniform vs proportional vs rank-based on the same env and seeds",
+        epilog=_set_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_run_options(compare)
+    compare.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    compare.add_argument("--schemes", nargs="+", choices=SCHEMES, default=list(SCHEMES))
+    compare.add_argument("--threshold", type=float, help="return threshold (default: env's)")
+    compare.add_argument("--window", type=int, default=20, help="episodes in the rolling mean")
+    compare.add_argument("--report", default="compare-report.html", help="HTML report path")
+
+    runs = sub.add_parser("runs", help="list, show, export or delete stored runs")
+    runs_sub = runs.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    runs_sub.add_parser("list", help="list stored runs")
+    show = runs_sub.add_parser("show", help="config, manifest and results of one run")
+    show.add_argument("run_id")
+    export = runs_sub.add_parser("export", help="metrics of one run as CSV")
+    export.add_argument("run_id")
+    export.add_argument("--kind", choices=["episodes", "steps"], default="episodes")
+    export.add_argument("--out", help="file to write (default: standard output)")
+    delete = runs_sub.add_parser("delete", help="delete a run and its checkpoint")
+    delete.add_argument("run_id")
+
+    sub.add_parser("presets", help="list the presets")
+    return parser
+
+
+# ------------------------------------------------------------------------------- progress
+class Progress:
+    """A one-line progress bar on stderr: steps, recent return and steps per second."""
+
+    def __init__(self, total: int, label: str, enabled: bool) -> None:
+        self.total, self.label, self.enabled = total, label, enabled
+        self.started = time.perf_counter()
+        self._last = 0.0
+
+    def __call__(self, trainer: Trainer) -> None:
+        now = time.perf_counter()
+        if not self.enabled or (now - self._last < 0.2 and trainer.env_steps < self.total):
+            return
+        self._last = now
+        done = trainer.env_steps / self.total
+        bar = "#" * int(28 * done) + "." * (28 - int(28 * done))
+        returns = trainer.recorder.episode_returns[-20:]
+        recent = f"{np.mean(returns):8.1f}" if returns else "       -"
+        rate = trainer.env_steps / max(now - self.started, 1e-9)
+        sys.stderr.write(
+            f"\r{self.label} [{bar}] {trainer.env_steps:>8,}/{self.total:,} "
+            f"return {recent}  {rate:6.0f} steps/s"
+        )
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+# -------------------------------------------------------------------------------- commands
+def train_one(
+    config: RunConfig,
+    store: RunStore,
+    *,
+    name: str | None = None,
+    group_id: str | None = None,
+    quiet: bool = False,
+    label: str = "train",
+) -> tuple[str, Trainer]:
+    """Run one config to the end, recording it in `store`; returns (run id, trainer)."""
+    run_id = store.create_run(
+        config=config.to_dict(),
+        name=name,
+        preset=config.preset,
+        env_id=config.env.id,
+        scheme=config.replay.scheme,
+        seed=config.seed,
+        group_id=group_id,
+    )
+    writer = RunWriter(store, run_id)
+    trainer = Trainer(config, sink=writer)
+    progress = Progress(config.train.total_steps, label, enabled=not quiet)
+    store.set_status(run_id, "running")
+    status, error = "finished", None
+    try:
+        trainer.run(progress=progress)
+        progress(trainer)
+    except DivergenceError as err:
+        status, error = "failed", str(err)
+    except KeyboardInterrupt:
+        status, error = "stopped", "interrupted by the user"
+    finally:
+        progress.close()
+        writer.set_progress(
+            env_steps=trainer.env_steps, updates=trainer.updates, episodes=trainer.episodes
+        )
+        writer.close()
+        store.set_manifest(run_id, trainer.manifest())
+        path = save_checkpoint(trainer.checkpoint_state(), store.checkpoint_path_for(run_id))
+        store.set_checkpoint(run_id, path)
+        store.set_status(run_id, status, error)
+        trainer.close()
+    if status == "stopped":
+        raise KeyboardInterrupt
+    if error is not None:
+        print(f"run {run_id} failed: {error}", file=sys.stderr)
+    return run_id, trainer
+
+
+def _cmd_train(args: argparse.Namespace, store: RunStore) -> int:
+    config = _config_from_args(args)
+    if args.seed is not None:
+        config = config.with_overrides({"seed": args.seed})
+    run_id, trainer = train_one(config, store, name=args.name, quiet=args.quiet)
+    returns = trainer.recorder.episode_returns
+    final = np.mean(returns[-20:]) if returns else float("nan")
+    print(
+        f"run {run_id}: {trainer.status}, {trainer.env_steps:,} env steps, "
+        f"{trainer.updates:,} updates, {trainer.episodes:,} episodes, "
+        f"mean return of the last 20 episodes {final:.1f}"
+    )
+    return 0 if trainer.status == "finished" else 1
+
+
+def _env_threshold(env_id: str) -> float | None:
+    import gymnasium as gym
+
+    return gym.spec(env_id).reward_threshold
+
+
+def _cmd_compare(args: argparse.Namespace, store: RunStore) -> int:
+    base = _config_from_args(args)
+    if not args.seeds or any(s < 0 for s in args.seeds):
+        raise UsageError(f"--seeds must be non-negative integers, got {args.seeds}")
+    threshold = args.threshold if args.threshold is not None else _env_threshold(base.env.id)
+    group_id = uuid.uuid4().hex[:12]
+    runs: dict[str, list[Curve]] = {scheme: [] for scheme in args.schemes}
+    failed = 0
+    for scheme in args.schemes:
+        for seed in args.seeds:
+            overrides: dict[str, Any] = {"replay.scheme": scheme, "seed": seed}
+            if scheme == "rank" and base.preset == "paper":
+                overrides["replay.alpha"] = 0.7  # the paper's rank-based exponent
+            config = base.with_overrides(overrides)
+            _, trainer = train_one(
+                config, store, group_id=group_id, quiet=args.quiet, label=f"{scheme:>12} s{seed}"
+            )
+            failed += trainer.status != "finished"
+            runs[scheme].append(
+                Curve(
+                    np.array(trainer.recorder.episode_end_steps, dtype=np.int64),
+                    np.array(trainer.recorder.episode_returns, dtype=np.float64),
+                )
+            )
+    table = summary_table(runs, threshold, args.window)
+    print(table.to_string(index=False, float_format=lambda v: f"{v:,.1f}"))
+    heading = f"{base.env.id}: {', '.join(args.schemes)} ({base.preset}, seeds {args.seeds})"
+    figure = report_figure(
+        runs, total_steps=base.train.total_steps, threshold=threshold, window=args.window
+    )
+    path = write_report(args.report, figure, table, heading=heading)
+    print(f"report written to {path} (group {group_id})")
+    return 0 if failed == 0 else 1
+
+
+def _cmd_runs(args: argparse.Namespace, store: RunStore) -> int:
+    if args.action == "list":
+        frame = store.list_runs()
+        if frame.empty:
+            print("no runs stored yet")
+            return 0
+        columns = ["id", "status", "preset", "env_id", "scheme", "seed", "env_steps", "episodes"]
+        print(frame[[c for c in columns if c in frame]].to_string(index=False))
+        return 0
+    try:
+        record = store.get_run(args.run_id)
+    except KeyError as err:
+        raise UsageError(str(err).strip("'\"")) from err
+    if args.action == "show":
+        episodes = store.episodes(args.run_id)
+        summary = {
+            "id": record.id,
+            "status": record.status,
+            "error": record.error,
+            "env_steps": record.env_steps,
+            "updates": record.updates,
+            "episodes": record.episodes,
+            "mean return (last 20)": float(episodes["return"].tail(20).mean())
+            if len(episodes)
+            else None,
+            "checkpoint": record.checkpoint_path,
+            "config": record.config,
+            "manifest": record.manifest,
+        }
+        print(json.dumps(summary, indent=2, default=str))
+    elif args.action == "export":
+        text = store.export_csv(args.run_id, args.kind)
+        if args.out:
+            Path(args.out).write_text(text, encoding="utf-8")
+            print(f"wrote {args.out}")
+        else:
+            sys.stdout.write(text)
+    elif args.action == "delete":
+        store.delete_run(args.run_id)
+        print(f"deleted run {args.run_id}")
+    return 0
+
+
+def _cmd_presets() -> int:
+    for name in PRESETS:
+        c = preset(name)
+        print(
+            f"{name:13s} net={c.agent.network:9s} replay={c.replay.scheme:12s} "
+            f"target={c.agent.target_update:4s} env={c.env.id} capacity={c.replay.capacity:,} "
+            f"batch={c.replay.batch_size} window={c.replay.window}"
+        )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command == "presets":
+            return _cmd_presets()
+        if getattr(args, "threads", 1) < 1:
+            raise UsageError(f"--threads must be >= 1, got {args.threads}")
+        if hasattr(args, "threads"):
+            import torch
+
+            torch.set_num_threads(args.threads)
+        store = RunStore(Path(args.home) / "rdqn.db" if args.home else None)
+        try:
+            if args.command == "train":
+                return _cmd_train(args, store)
+            if args.command == "compare":
+                return _cmd_compare(args, store)
+            return _cmd_runs(args, store)
+        finally:
+            store.close()
+    except (UsageError, ValueError) as err:
+        print(f"rdqn: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("rdqn: interrupted; the run is saved as 'stopped'", file=sys.stderr)
+        return 130
