@@ -377,7 +377,8 @@ class RankBasedSampler:
     a slot keeps its rank until then. Every reported P(i) is the exact probability under the order
     actually used, so IS weights stay consistent. Sorting happens when priorities change, never
     inside `sample`/`probabilities`, which are read-only. The rank masses r^-alpha and their
-    prefix sums (the segment boundaries) are computed once per capacity; a draw is a stratified inverse-CDF search over ranks, O(B log N).
+    prefix sums (the segment boundaries) are computed once per capacity; a draw is a stratified
+    inverse-CDF search over ranks, O(B log N).
 
     Args:
         alpha: rank exponent (0 = uniform; the paper uses 0.7).
