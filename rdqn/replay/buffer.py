@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from rdqn.replay.samplers import Sampler, UniformSampler
-from rdqn.replay.storage import RingStorage
+from rdqn.replay.storage import ACTION_MAX, RingStorage
 
 __all__ = ["Batch", "ReplayBuffer"]
 
@@ -145,9 +145,13 @@ class ReplayBuffer:
             raise ValueError(f"{name} has dtype {arr.dtype}, which cannot be stored as {target}")
         if arr.shape != self.obs_shape:
             raise ValueError(f"{name} must have shape {self.obs_shape}, got {arr.shape}")
-        if arr.dtype.kind == "f" and not np.isfinite(arr).all():
-            raise ValueError(f"{name} must be finite, got {arr.reshape(-1)[:8]}")
-        return arr.reshape(-1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            stored = arr.astype(target, copy=False).reshape(-1)
+        if target.kind == "f" and not np.isfinite(stored).all():
+            raise ValueError(
+                f"{name} must be finite when stored as {target}, got {arr.reshape(-1)[:8]}"
+            )
+        return stored
 
     def add(
         self,
@@ -164,12 +168,17 @@ class ReplayBuffer:
         """
         o = self._check_obs("obs", obs)
         o_next = self._check_obs("next_obs", next_obs)
-        if isinstance(action, bool) or not isinstance(action, (int, np.integer)) or action < 0:
-            raise ValueError(f"action must be a non-negative integer, got {action!r}")
-        if isinstance(reward, bool) or not isinstance(reward, (int, float, np.number)):
+        if (
+            isinstance(action, bool)
+            or not isinstance(action, (int, np.integer))
+            or not 0 <= action <= ACTION_MAX
+        ):
+            raise ValueError(f"action must be an integer in [0, {ACTION_MAX}], got {action!r}")
+        if isinstance(reward, bool) or not isinstance(reward, (int, float, np.integer, np.floating)):
             raise ValueError(f"reward must be a real number, got {reward!r}")
-        if not np.isfinite(reward):
-            raise ValueError(f"reward must be finite, got {reward}")
+        with np.errstate(over="ignore"):
+            if not np.isfinite(np.float32(reward)):
+                raise ValueError(f"reward must be finite as float32, got {reward}")
         for name, flag in (("terminated", terminated), ("truncated", truncated)):
             if not isinstance(flag, (bool, np.bool_)):
                 raise ValueError(f"{name} must be a bool, got {flag!r}")
@@ -201,7 +210,7 @@ class ReplayBuffer:
         np.add.at(st.sample_counts, indices, 1)
         return Batch(
             obs=obs,
-            actions=st.actions[indices],
+            actions=st.actions[indices].astype(np.int64),
             rewards=st.rewards[indices],
             next_obs=next_obs,
             terminated=st.terminated[indices],
@@ -237,8 +246,8 @@ class ReplayBuffer:
         live = self.storage.generation[batch.indices] == batch.generations
         stale = int(live.size - np.count_nonzero(live))
         if stale:
-            self.stale_updates += stale
             self.sampler.update_priorities(batch.indices[live], magnitudes[live])
+            self.stale_updates += stale
         else:
             self.sampler.update_priorities(batch.indices, magnitudes)
         return stale

@@ -185,10 +185,11 @@ def priority_update_kernel(
     eps: float,
     alpha: float,
 ) -> float:
-    """Set masses (|delta| + eps)^alpha; returns the largest priority, or -1 (tree untouched)
-    when a mass overflows."""
+    """Set masses (|delta| + eps)^alpha; returns the largest priority, or -1 when a mass or the
+    total would overflow (the tree is then left as it was)."""
     n = indices.shape[0]
     masses = np.empty(n, np.float64)
+    previous = np.empty(n, np.float64)
     largest = 0.0
     for k in range(n):
         priority = magnitudes[k] + eps
@@ -196,7 +197,11 @@ def priority_update_kernel(
         if not np.isfinite(masses[k]):
             return -1.0
         largest = max(largest, priority)
+        previous[k] = sum_nodes[indices[k] + offset]
     update_tree_kernel(sum_nodes, min_nodes, offset, indices, masses)
+    if not np.isfinite(sum_nodes[1]):
+        update_tree_kernel(sum_nodes, min_nodes, offset, indices, previous)
+        return -1.0
     return largest
 
 
@@ -325,7 +330,8 @@ class ProportionalSampler:
         )
         if largest < 0:
             raise ValueError(
-                f"priority^alpha overflows: max |delta| {magnitudes.max()} with alpha {self.alpha}"
+                f"priority^alpha or the total priority overflows float64: max |delta| "
+                f"{magnitudes.max()} with alpha {self.alpha}"
             )
         self.max_priority = max(self.max_priority, largest)
 
@@ -373,12 +379,13 @@ class RankBasedSampler:
     rank(i) is the position of transition i when sorted by priority |delta_i|, largest first
     (ties: lower slot first). Sorting costs O(N log N), so, as in the paper, the order is refreshed
     only after `sort_every` priority updates or additions (and on the first addition) and kept
-    between refreshes: a transition added since the last sort is not drawn until the next one, and
-    a slot keeps its rank until then. Every reported P(i) is the exact probability under the order
-    actually used, so IS weights stay consistent. Sorting happens when priorities change, never
-    inside `sample`/`probabilities`, which are read-only. The rank masses r^-alpha and their
-    prefix sums (the segment boundaries) are computed once per capacity; a draw is a stratified
-    inverse-CDF search over ranks, O(B log N).
+    between refreshes. Until the next sort, a transition stored beyond the last sort's size is not
+    drawn, and a slot keeps its rank: once the ring is full, a new transition inherits the rank of
+    the one it overwrote. Every reported P(i) is the exact probability under the order actually
+    used, so IS weights stay consistent. Sorting happens when priorities change, never inside
+    `sample`/`probabilities`, which are read-only. The rank masses r^-alpha and their prefix sums
+    (the segment boundaries) are computed once per capacity; a draw is a stratified inverse-CDF
+    search over ranks, O(B log N).
 
     Args:
         alpha: rank exponent (0 = uniform; the paper uses 0.7).

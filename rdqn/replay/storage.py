@@ -4,6 +4,7 @@ Step t of an episode stores (o_t, a_t, r_t, o_{t+1}, terminated_t, truncated_t) 
 two bookkeeping integers:
 
 - `episode_step`: t, the position of the step inside its episode (0 for the first step);
+  stored as int32 like the actions and sample counts, which keeps the per-item overhead small;
 - `generation`: the global write count when the row was written. It stamps each occupant of a slot,
   so a priority computed for a sampled transition is never applied to a newer occupant of the same
   slot, and it tells which earlier rows are still stored: slot `s - j` holds the predecessor of
@@ -21,7 +22,12 @@ from numpy.typing import DTypeLike, NDArray
 
 from rdqn.replay.windows import fill_window
 
-__all__ = ["RingStorage"]
+__all__ = ["ACTION_MAX", "RingStorage"]
+
+ACTION_MAX = int(np.iinfo(np.int32).max)
+"""Actions are stored as int32 (discrete action spaces are far smaller)."""
+EPISODE_STEP_MAX = int(np.iinfo(np.int32).max)
+"""`episode_step` saturates here; windows only ever look T - 1 steps back."""
 
 _ARRAYS = (
     "obs",
@@ -40,7 +46,7 @@ _ARRAYS = (
 def gather_transition_windows(
     obs: NDArray,
     next_obs: NDArray,
-    episode_step: NDArray[np.int64],
+    episode_step: NDArray[np.int32],
     generation: NDArray[np.int64],
     oldest: int,
     slots: NDArray[np.int64],
@@ -71,13 +77,13 @@ class RingStorage:
         flat = int(np.prod(obs_shape, dtype=np.int64))
         self.obs = np.zeros((capacity, flat), dtype=self.obs_dtype)
         self.next_obs = np.zeros((capacity, flat), dtype=self.obs_dtype)
-        self.actions = np.zeros(capacity, dtype=np.int64)
+        self.actions = np.zeros(capacity, dtype=np.int32)
         self.rewards = np.zeros(capacity, dtype=np.float32)
         self.terminated = np.zeros(capacity, dtype=np.bool_)
         self.truncated = np.zeros(capacity, dtype=np.bool_)
-        self.episode_step = np.zeros(capacity, dtype=np.int64)
+        self.episode_step = np.zeros(capacity, dtype=np.int32)
         self.generation = np.full(capacity, -1, dtype=np.int64)
-        self.sample_counts = np.zeros(capacity, dtype=np.int64)
+        self.sample_counts = np.zeros(capacity, dtype=np.int32)
         self.writes = 0
         self._next_episode_step = 0
 
@@ -123,7 +129,9 @@ class RingStorage:
         self.generation[slot] = self.writes
         self.sample_counts[slot] = 0
         self.writes += 1
-        self._next_episode_step = 0 if (terminated or truncated) else self._next_episode_step + 1
+        self._next_episode_step = (
+            0 if (terminated or truncated) else min(self._next_episode_step + 1, EPISODE_STEP_MAX)
+        )
         return slot
 
     def windows(
