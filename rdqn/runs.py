@@ -17,6 +17,7 @@ frees, finds runs by id for read-only watchers, and stops runs that nobody has p
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import traceback
@@ -260,10 +261,9 @@ class RunHandle:
         self, trainer: Trainer | None, writer: RunWriter | None, status: str, error: str | None
     ) -> None:
         if trainer is not None:
-            try:
+            # A failed final snapshot must not hide how the run ended.
+            with contextlib.suppress(Exception):
                 self._publish(trainer)
-            except Exception:  # noqa: BLE001 - a failed snapshot must not hide the run's end
-                pass
         try:
             if writer is not None:
                 if trainer is not None:

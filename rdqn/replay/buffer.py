@@ -174,7 +174,8 @@ class ReplayBuffer:
             or not 0 <= action <= ACTION_MAX
         ):
             raise ValueError(f"action must be an integer in [0, {ACTION_MAX}], got {action!r}")
-        if isinstance(reward, bool) or not isinstance(reward, (int, float, np.integer, np.floating)):
+        real = (int, float, np.integer, np.floating)
+        if isinstance(reward, bool) or not isinstance(reward, real):
             raise ValueError(f"reward must be a real number, got {reward!r}")
         with np.errstate(over="ignore"):
             if not np.isfinite(np.float32(reward)):

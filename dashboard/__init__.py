@@ -1,0 +1,1 @@
+"""Plotting layer of the rdqn dashboard: pure figure builders, no Streamlit import."""
