@@ -323,7 +323,7 @@ class RunRegistry:
         self._queue: list[RunHandle] = []
 
     def _active(self) -> list[RunHandle]:
-        return [h for h in self._runs.values() if h.alive or h.status in ("running", "paused")]
+        return [h for h in self._runs.values() if h.status in ("running", "paused")]
 
     @property
     def active_count(self) -> int:
