@@ -1,7 +1,31 @@
-"""rdqn dashboard entry point: `streamlit run app.py`."""
+"""rdqn dashboard: `streamlit run app.py`.
+
+A thin frame: page config, the one state initializer, and navigation over `pages/`.
+"""
 
 import streamlit as st
 
-st.set_page_config(page_title="rdqn: prioritized replay explorer", layout="wide")
-st.title("rdqn")
-st.write("Prioritized experience replay for deep Q-learning. The dashboard pages are coming next.")
+from dashboard.state import init_state, session
+
+st.set_page_config(
+    page_title="rdqn · prioritized replay explorer",
+    page_icon="assets/favicon.png",
+    layout="wide",
+)
+session()
+init_state()
+
+pages = {
+    "Learn": [
+        st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
+        st.Page("pages/live.py", title="Live training", icon=":material/monitoring:"),
+        st.Page("pages/internals.py", title="Replay internals", icon=":material/insights:"),
+        st.Page("pages/sum_tree.py", title="Sum tree", icon=":material/account_tree:"),
+        st.Page("pages/by_hand.py", title="One update by hand", icon=":material/calculate:"),
+    ],
+    "Study": [
+        st.Page("pages/compare.py", title="Compare schemes", icon=":material/compare_arrows:"),
+        st.Page("pages/runs.py", title="Saved runs", icon=":material/history:"),
+    ],
+}
+st.navigation(pages).run()

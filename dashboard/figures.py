@@ -28,6 +28,7 @@ from rdqn.telemetry import BatchView, GoodnessOfFit, Histogram, HistogramHistory
 __all__ = [
     "EMPTY_MESSAGE",
     "age_figure",
+    "column_fractions",
     "comparison_figure",
     "descent_path",
     "draw_histogram_figure",
@@ -66,7 +67,9 @@ MAX_LABELS_PER_LEVEL = 16
 """Node labels are drawn on a tree level only when it has at most this many nodes."""
 MAX_LABELLED_QUERIES = 16
 MAX_LABELLED_SEGMENTS = 32
+MAX_LABELLED_STRATA = 16
 
+_SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 _MARGIN = {"l": 64, "r": 24, "t": 84, "b": 56}
 
 
@@ -174,7 +177,9 @@ def _compact(value: float) -> str:
 
 
 def _power_of_ten_label(k: int) -> str:
-    """10^k written out: -2 -> '0.01', 0 -> '1', 3 -> '1000'."""
+    """10^k written out while short: -2 -> '0.01', 3 -> '1000', -6 -> '10⁻⁶'."""
+    if k < -3 or k > 4:
+        return "10" + str(k).translate(_SUPERSCRIPTS)
     return f"{10.0**k:.{-k}f}" if k < 0 else f"{10**k:d}"
 
 
@@ -182,6 +187,18 @@ def _log_ticks(low: float, high: float) -> tuple[list[int], list[str]]:
     """Integer exponents in [low, high] and their 10^k labels, for axes holding log10 values."""
     exponents = list(range(math.ceil(low), math.floor(high) + 1))
     return exponents, [_power_of_ten_label(k) for k in exponents]
+
+
+def _log_axis(values: NDArray[np.float64]) -> dict[str, Any]:
+    """Axis settings for a log axis over `values`: one labelled tick per decade when they span
+    at least one (plotly's default labels every digit in small type), else plotly's choice."""
+    positive = values[np.isfinite(values) & (values > 0)]
+    settings: dict[str, Any] = {"type": "log"}
+    if positive.size and np.log10(positive.max() / positive.min()) >= 1.0:
+        low, high = np.log10(positive.min()), np.log10(positive.max())
+        exponents, labels = _log_ticks(math.floor(low), math.ceil(high))
+        settings.update(tickmode="array", tickvals=[10.0**k for k in exponents], ticktext=labels)
+    return settings
 
 
 def _as_1d(values: ArrayLike) -> NDArray[np.float64]:
@@ -291,7 +308,6 @@ def loss_curve(
     _same_length(updates=x, losses=y)
     if x.size == 0:
         return empty_figure(title)
-    axis_type = "log" if log_y else "linear"
     fig = go.Figure()
     fig.add_scatter(
         x=x,
@@ -320,11 +336,13 @@ def loss_curve(
                 "overlaying": "y",
                 "side": "right",
                 "showgrid": False,
-                "type": axis_type,
+                **(_log_axis(td) if log_y else {}),
             },
             margin={**_MARGIN, "r": 72},
         )
-    fig.update_layout(yaxis={"type": axis_type, "title": {"text": "loss (batch mean)"}})
+    fig.update_layout(yaxis={"title": {"text": "loss (batch mean)"}})
+    if log_y:
+        fig.update_layout(yaxis=_log_axis(y))
     return _style(fig, title=title, x_title="learner updates", legend=two_lines)
 
 
@@ -562,7 +580,7 @@ def weights_scatter(
         hovertemplate="slot %{customdata[0]:.0f} (age %{customdata[1]:.0f})<br>"
         "P(i) %{x:.3g}<br>weight %{y:.3f}<br>|TD| %{customdata[2]:.3g}<extra></extra>",
     )
-    fig.update_xaxes(type="log")
+    fig.update_xaxes(**_log_axis(np.asarray(batch.probabilities, dtype=np.float64)))
     full_title = f"{title} (ESS {batch.ess:.1f} of {batch.probabilities.size})"
     return _style(
         fig,
@@ -595,7 +613,7 @@ def _descend(nodes: NDArray[np.float64], leaves: int, masses: NDArray[np.float64
     current = np.ones(masses.shape[0], dtype=np.int64)
     remaining = masses.astype(np.float64).copy()
     path = [current.copy()]
-    while current[0] < leaves if current.size else False:
+    while current.size and current[0] < leaves:
         left = nodes[2 * current]
         right = nodes[2 * current + 1]
         go_right = ((remaining >= left) & (right > 0.0)) | (left <= 0.0)
@@ -734,6 +752,7 @@ def _draw_tree(
         name="edges",
         line={"color": "#c4c9d4", "width": 1.5},
         hoverinfo="skip",
+        showlegend=False,
     )
 
     many = len(paths) > len(PATH_PALETTE)
@@ -787,6 +806,8 @@ def _draw_tree(
                 "color": g["fill"],
                 "line": {"color": border, "width": 1.5},
                 "symbol": "circle",
+                # An array of sizes makes plotly.js default to a translucent "bubble" marker.
+                "opacity": 1.0,
             },
             showlegend=False,
         )
@@ -804,9 +825,10 @@ def _draw_tree(
             customdata=ids,
             marker={
                 "size": [_node_size(1 << (j.bit_length() - 1)) + 8 for j in ids],
-                "color": "rgba(0,0,0,0)",
+                "color": color,
                 "symbol": "circle-open",
-                "line": {"color": color, "width": 4},
+                "line": {"width": 4},
+                "opacity": 1.0,
             },
             hoverinfo="skip",
             showlegend=False,
@@ -937,8 +959,8 @@ def segments_figure(
     default_title = f"Drawing a batch of {batch_size}"
     if masses.size == 0 or not masses.sum() > 0:
         return empty_figure(title or default_title)
-    nodes, _, n = _heap(masses)
-    total = float(masses.sum())
+    nodes, leaves, n = _heap(masses)
+    total = float(nodes[1])
     starts = np.concatenate([[0.0], np.cumsum(masses)[:-1]])
     fills = [SEGMENT_FILLS[i % 2] for i in range(n)]
     labelled = n <= MAX_LABELLED_SEGMENTS
@@ -960,29 +982,38 @@ def segments_figure(
         "covers [%{customdata[1]:.4g}, %{customdata[2]:.4g})<extra></extra>",
     )
     segment = total / batch_size
-    for k in range(batch_size + 1):
-        fig.add_shape(
-            type="line",
-            x0=k * segment,
-            x1=k * segment,
-            y0=-0.45,
-            y1=0.45,
-            line={"dash": "dash", "color": "#444", "width": 1.5},
-            name=f"stratum boundary {k}",
-        )
-    if batch_size <= MAX_LABELLED_SEGMENTS // 2:
-        for k in range(batch_size):
-            fig.add_annotation(
-                x=(k + 0.5) * segment,
-                y=-0.42,
-                text=f"stratum {k + 1}",
-                showarrow=False,
-                yanchor="top",
-                font={"size": BASE_FONT_SIZE - 3, "color": "#666"},
-            )
+    # One layout update instead of B + 1 `add_shape` calls: each call re-validates the layout.
+    shapes = [
+        {
+            "type": "line",
+            "x0": k * segment,
+            "x1": k * segment,
+            "y0": -0.45,
+            "y1": 0.45,
+            "line": {"dash": "dash", "color": "#444", "width": 1.5},
+            "name": f"stratum boundary {k}",
+        }
+        for k in range(batch_size + 1)
+    ]
+    labels = [
+        {
+            "x": (k + 0.5) * segment,
+            "y": -0.42,
+            "text": f"stratum {k + 1}",
+            "showarrow": False,
+            "yanchor": "top",
+            "font": {"size": BASE_FONT_SIZE - 3, "color": "#666"},
+        }
+        for k in range(batch_size)
+        if batch_size <= MAX_LABELLED_STRATA
+    ]
+    # Leaf labels that do not fit their segment are hidden rather than shrunk to specks.
+    fig.update_layout(
+        shapes=shapes, annotations=labels, uniformtext={"minsize": 11, "mode": "hide"}
+    )
     q = _as_1d(queries) if queries is not None else np.zeros(0)
     if q.size:
-        hit = _descend(nodes, nodes.size // 2, q)[:, -1] - nodes.size // 2
+        hit = _descend(nodes, leaves, q)[:, -1] - leaves
         text = [f"→ {h}" for h in hit] if q.size <= MAX_LABELLED_QUERIES else None
         fig.add_scatter(
             x=q,
@@ -997,7 +1028,7 @@ def segments_figure(
             hovertemplate="query mass %{x:.4g}<br>hits leaf %{customdata}<extra></extra>",
         )
     fig.update_yaxes(visible=False, range=[-0.75, 0.75], fixedrange=True)
-    fig.update_xaxes(range=[-0.01 * total, 1.01 * total], showgrid=False)
+    fig.update_xaxes(range=[-0.01 * total, 1.01 * total], showgrid=False, zeroline=False)
     return _style(
         fig,
         title=title
@@ -1027,7 +1058,8 @@ def draw_histogram_figure(
     leaves = np.arange(p.size)
     heading = f"{draws:,.0f} draws"
     if draws > 0:
-        heading += f": distance to P(i) {0.5 * float(np.abs(frequency - target).sum()):.3f}"
+        distance = 0.5 * float(np.abs(frequency - target).sum())
+        heading += f": total variation distance to P(i) {distance:.3f}"
     fig = go.Figure()
     fig.add_bar(
         x=leaves,
@@ -1042,10 +1074,12 @@ def draw_histogram_figure(
         y=target,
         mode="markers",
         name="target P(i)",
-        marker={"symbol": "line-ew-open", "size": 22, "line": {"width": 3, "color": EMPHASIS}},
+        marker={"symbol": "line-ew-open", "size": 30, "line": {"width": 3, "color": EMPHASIS}},
         hovertemplate="leaf %{x}<br>P(i) %{y:.3f}<extra></extra>",
     )
-    fig.update_xaxes(tickmode="linear" if p.size <= 32 else "auto", dtick=1)
+    fig.update_xaxes(range=[-0.6, p.size - 0.4])
+    if p.size <= MAX_LABELLED_SEGMENTS:
+        fig.update_xaxes(tickmode="array", tickvals=leaves.tolist())
     return _style(
         fig, title=title or heading, x_title="leaf", y_title="fraction of draws", legend=True
     )

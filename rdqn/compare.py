@@ -154,7 +154,7 @@ def report_figure(
                 "hoverinfo": "skip",
                 "showlegend": False,
                 "legendgroup": scheme,
-            }  # fmt: skip
+            }
         )
         traces.append(
             {
@@ -168,7 +168,7 @@ def report_figure(
                 "hoverinfo": "skip",
                 "showlegend": False,
                 "legendgroup": scheme,
-            }  # fmt: skip
+            }
         )
         traces.append(
             {
@@ -179,7 +179,7 @@ def report_figure(
                 "name": f"{scheme} ({len(curves)} seeds)",
                 "line": {"color": color, "width": 3},
                 "legendgroup": scheme,
-            }  # fmt: skip
+            }
         )
     layout: dict[str, Any] = {
         "title": {"text": title},
@@ -198,7 +198,7 @@ def report_figure(
                 "y0": threshold,
                 "y1": threshold,
                 "line": {"dash": "dot", "color": "#444"},
-            }  # fmt: skip
+            }
         ]
     return {"data": traces, "layout": layout}
 

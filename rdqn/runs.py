@@ -17,6 +17,7 @@ frees, finds runs by id for read-only watchers, and stops runs that nobody has p
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import threading
 import time
@@ -321,6 +322,8 @@ class RunRegistry:
         self._lock = threading.RLock()
         self._runs: dict[str, RunHandle] = {}
         self._queue: list[RunHandle] = []
+        # A training thread still inside torch when the interpreter exits aborts the process.
+        atexit.register(self.shutdown)
 
     def _active(self) -> list[RunHandle]:
         return [h for h in self._runs.values() if h.status in ("running", "paused")]

@@ -1,0 +1,285 @@
+"""Pure helpers behind the "Compare schemes" and "Saved runs" pages (no Streamlit here).
+
+- A comparison is one config per (scheme, seed), all seeds shared across schemes, tied together in
+  the store by one group id; `comparison_configs` builds them.
+- A run's learning curve (`rdqn.compare.Curve`) comes from a live snapshot while the run is in
+  the registry, and from the store's episode rows otherwise, so a reload loses nothing.
+- `RunProgress` is one row of the comparison's status table; `runs_table` and `manifest_summary`
+  are the saved-runs page's table and run card.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import gymnasium
+import numpy as np
+import pandas as pd
+
+import rdqn.envs  # noqa: F401 - registers the rdqn/ envs, so gymnasium.spec knows them
+from rdqn.compare import Curve
+from rdqn.config import RunConfig, preset
+from rdqn.runs import FINAL_STATUSES, RunHandle, RunRegistry
+from rdqn.store import RunRecord, RunStore
+
+__all__ = [
+    "COMPARE_STEP_CAP",
+    "MIN_COMPARE_STEPS",
+    "PAPER_RANK_ALPHA",
+    "ROLLING_WINDOW",
+    "RunProgress",
+    "comparison_configs",
+    "curve_from_episodes",
+    "curves_by_scheme",
+    "default_budget",
+    "env_threshold",
+    "final_return",
+    "format_bytes",
+    "group_progress",
+    "manifest_summary",
+    "progress_frame",
+    "progress_from_handle",
+    "progress_from_record",
+    "run_label",
+    "runs_table",
+]
+
+COMPARE_STEP_CAP = 15_000
+"""Default comparison budget: a few minutes of CPU for a handful of CartPole runs."""
+MIN_COMPARE_STEPS = 200
+PAPER_RANK_ALPHA = 0.7
+"""Schaul et al. 2015 (arXiv:1511.05952), table 3: rank-based PER uses alpha 0.7."""
+ROLLING_WINDOW = 20
+"""Episodes in the rolling mean of the learning curves and the threshold test."""
+
+_EMPTY_CURVE = Curve(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
+
+
+def env_threshold(env_id: str) -> float | None:
+    """The env's registered reward threshold (475 for CartPole-v1), None when it has none."""
+    threshold = gymnasium.spec(env_id).reward_threshold
+    return None if threshold is None else float(threshold)
+
+
+def default_budget(preset_name: str) -> int:
+    """The preset's step budget, capped so a comparison finishes in a few minutes."""
+    return min(preset(preset_name).train.total_steps, COMPARE_STEP_CAP)
+
+
+def comparison_configs(
+    preset_name: str,
+    env_id: str,
+    schemes: Sequence[str],
+    seeds: Sequence[int],
+    total_steps: int,
+) -> list[RunConfig]:
+    """One config per (scheme, seed), scheme-major, every scheme on the same seeds.
+
+    The preset's env kwargs are kept only on the preset's own env. Warm-up is at most a tenth of
+    the budget (but at least one batch), so a small budget still learns. For the `paper` preset
+    rank-based replay uses the paper's alpha 0.7 (proportional keeps 0.6).
+    """
+    if not schemes:
+        raise ValueError("schemes must name at least one replay scheme, got none")
+    if not seeds:
+        raise ValueError("seeds must hold at least one seed, got none")
+    base = preset(preset_name)
+    kwargs = dict(base.env.kwargs) if env_id == base.env.id else {}
+    learning_starts = max(base.replay.batch_size, min(base.train.learning_starts, total_steps // 10))
+    configs = []
+    for scheme in schemes:
+        for seed in seeds:
+            overrides: dict[str, Any] = {
+                "env.id": env_id,
+                "env.kwargs": kwargs,
+                "replay.scheme": scheme,
+                "seed": int(seed),
+                "train.total_steps": int(total_steps),
+                "train.learning_starts": learning_starts,
+            }
+            if scheme == "rank" and preset_name == "paper":
+                overrides["replay.alpha"] = PAPER_RANK_ALPHA
+            configs.append(base.with_overrides(overrides))
+    return configs
+
+
+def curve_from_episodes(episodes: pd.DataFrame) -> Curve:
+    """A `Curve` from store episode rows (columns `env_steps` and `return`)."""
+    rows = episodes.dropna(subset=["env_steps", "return"])
+    return Curve(
+        rows["env_steps"].to_numpy(dtype=np.int64),
+        rows["return"].to_numpy(dtype=np.float64),
+    )
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    """One run of a comparison as its status table shows it."""
+
+    run_id: str
+    scheme: str
+    seed: int
+    status: str
+    """created runs waiting for a slot read 'queued'; the rest are the store's statuses."""
+    env_steps: int
+    total_steps: int
+    episodes: int
+    curve: Curve
+    error: str | None = None
+
+    @property
+    def progress(self) -> float:
+        return min(1.0, self.env_steps / self.total_steps) if self.total_steps else 0.0
+
+    @property
+    def done(self) -> bool:
+        return self.status in FINAL_STATUSES
+
+
+def progress_from_handle(handle: RunHandle) -> RunProgress:
+    """A live run's row, from its latest snapshot (reading it counts as a poll)."""
+    snapshot = handle.snapshot()
+    status = "queued" if handle.status == "created" else handle.status
+    curve = (
+        Curve(snapshot.episode_end_steps.copy(), snapshot.episode_returns.copy())
+        if snapshot is not None
+        else _EMPTY_CURVE
+    )
+    return RunProgress(
+        run_id=handle.id,
+        scheme=handle.config.replay.scheme,
+        seed=handle.config.seed,
+        status=status,
+        env_steps=snapshot.env_steps if snapshot is not None else 0,
+        total_steps=handle.config.train.total_steps,
+        episodes=snapshot.episodes if snapshot is not None else 0,
+        curve=curve,
+        error=handle.error,
+    )
+
+
+def progress_from_record(record: RunRecord, episodes: pd.DataFrame) -> RunProgress:
+    """A stored run's row (a run no registry holds any more: finished, or from before a reload)."""
+    return RunProgress(
+        run_id=record.id,
+        scheme=record.scheme,
+        seed=record.seed,
+        status=record.status,
+        env_steps=record.env_steps,
+        total_steps=int(record.config.get("train", {}).get("total_steps", 0)),
+        episodes=record.episodes,
+        curve=curve_from_episodes(episodes),
+        error=record.error,
+    )
+
+
+def group_progress(
+    run_ids: Iterable[str], registry: RunRegistry, store: RunStore
+) -> list[RunProgress]:
+    """Rows for a comparison's runs: live ones from the registry, the rest from the store.
+
+    Runs deleted from the store meanwhile are left out.
+    """
+    rows = []
+    for run_id in run_ids:
+        handle = registry.get(run_id)
+        if handle is not None:
+            rows.append(progress_from_handle(handle))
+            continue
+        try:
+            rows.append(progress_from_record(store.get_run(run_id), store.episodes(run_id)))
+        except KeyError:
+            continue
+    return rows
+
+
+def curves_by_scheme(
+    rows: Iterable[RunProgress], order: Sequence[str] = ("uniform", "proportional", "rank")
+) -> dict[str, list[Curve]]:
+    """Each scheme's curves (one per seed), schemes in `order` then any others as met."""
+    grouped: dict[str, list[Curve]] = {}
+    for row in rows:
+        grouped.setdefault(row.scheme, []).append(row.curve)
+    ranked = sorted(grouped, key=lambda s: order.index(s) if s in order else len(order))
+    return {scheme: grouped[scheme] for scheme in ranked}
+
+
+def final_return(returns: Sequence[float] | np.ndarray, window: int = ROLLING_WINDOW) -> float:
+    """Mean return of the last `window` episodes (NaN with no episodes)."""
+    values = np.asarray(returns, dtype=np.float64)
+    return float(values[-window:].mean()) if values.size else float("nan")
+
+
+def progress_frame(rows: Sequence[RunProgress]) -> pd.DataFrame:
+    """The comparison's status table: one row per run, scheme-major then by seed."""
+    ordered = sorted(rows, key=lambda r: (r.scheme, r.seed))
+    return pd.DataFrame(
+        {
+            "scheme": [r.scheme for r in ordered],
+            "seed": [r.seed for r in ordered],
+            "status": [r.status for r in ordered],
+            "progress": [r.progress for r in ordered],
+            "env steps": [r.env_steps for r in ordered],
+            "episodes": [r.episodes for r in ordered],
+            f"return (last {ROLLING_WINDOW})": [final_return(r.curve.returns) for r in ordered],
+            "error": [r.error or "" for r in ordered],
+        }
+    )
+
+
+def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The saved-runs table from `RunStore.list_runs()` (order kept: newest first)."""
+    return pd.DataFrame(
+        {
+            "id": runs["id"],
+            "name": runs["name"],
+            "status": runs["status"],
+            "preset": runs["preset"],
+            "env": runs["env_id"],
+            "scheme": runs["scheme"],
+            "seed": runs["seed"],
+            "env steps": runs["env_steps"],
+            "episodes": runs["episodes"],
+            "created": [datetime.fromtimestamp(t) for t in runs["created_at"]],
+        }
+    )
+
+
+def run_label(run_id: str, scheme: str, seed: int) -> str:
+    """A short unique legend label: 'proportional s0 · 6c24e5'."""
+    return f"{scheme} s{seed} · {run_id[:6]}"
+
+
+def format_bytes(count: float | None) -> str:
+    """1536 -> '1.5 KiB'; None -> 'n/a'."""
+    if count is None:
+        return "n/a"
+    value = float(count)
+    if abs(value) < 1024:
+        return f"{value:,.0f} B"
+    for unit in ("KiB", "MiB"):
+        value /= 1024
+        if abs(value) < 1024:
+            return f"{value:,.1f} {unit}"
+    return f"{value / 1024:,.1f} GiB"
+
+
+def manifest_summary(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The run card's reproduction facts: versions, device, seed, shapes, source revision."""
+    environment = manifest.get("environment") or {}
+    inputs = manifest.get("inputs") or {}
+    versions = environment.get("versions") or {}
+    return {
+        "versions": ", ".join(f"{name} {version}" for name, version in versions.items() if version),
+        "device": f"{manifest.get('device', '?')} ({environment.get('torch_device_name', '?')}), "
+        f"{manifest.get('dtype', '?')}, {environment.get('torch_num_threads', '?')} thread(s)",
+        "seed": manifest.get("seed"),
+        "observation shape": inputs.get("obs_shape"),
+        "batch shape": inputs.get("batch_obs_shape"),
+        "actions": inputs.get("n_actions"),
+        "counters": manifest.get("counters"),
+        "source revision": environment.get("source_revision", "unknown"),
+    }

@@ -1,0 +1,155 @@
+"""Streamlit glue shared by the pages: the run store, the run registry and the session's runs.
+
+- `store()` and `registry()` are process-wide (`st.cache_resource`): the registry is the one
+  shared object of the app and caps concurrent training threads (RDQN_MAX_RUNS, default 4).
+- `session()` is session-scoped: when a browser tab goes away Streamlit releases it, and its
+  `on_release` hook stops that session's runs. Runs nobody polls for RDQN_IDLE_TIMEOUT seconds
+  are stopped too (`reap_idle` runs on every page load), since a closed tab may send no signal.
+- `init_state()` is the one place session-state keys get their defaults.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+import torch
+
+from dashboard.params import LIVE_DEFAULTS
+from rdqn.config import RunConfig
+from rdqn.runs import RunHandle, RunRegistry, ServerBusy
+from rdqn.store import RunStore
+from rdqn.telemetry import Telemetry
+
+__all__ = [
+    "SPEEDS",
+    "Session",
+    "current_run",
+    "init_state",
+    "latest_snapshot",
+    "registry",
+    "save_upload",
+    "session",
+    "speed_value",
+    "start_live_run",
+    "store",
+]
+
+
+@st.cache_resource(show_spinner=False)
+def store() -> RunStore:
+    """The run store ($RDQN_HOME/rdqn.db); runs a crashed server left 'running' become 'stopped'."""
+    run_store = RunStore()
+    run_store.mark_interrupted()
+    return run_store
+
+
+@st.cache_resource(show_spinner=False)
+def registry() -> RunRegistry:
+    """The process-wide run registry."""
+    # Several small runs share the machine's cores: one intra-op thread each avoids the thread
+    # oversubscription that makes every run slower.
+    torch.set_num_threads(1)
+    return RunRegistry(
+        store(),
+        max_active=int(os.environ.get("RDQN_MAX_RUNS", "4")),
+        idle_timeout=float(os.environ.get("RDQN_IDLE_TIMEOUT", "120")),
+    )
+
+
+@dataclass(frozen=True)
+class Session:
+    """One browser session; `owner` tags the runs it starts."""
+
+    owner: str
+
+
+def _release(value: Session) -> None:
+    registry().stop_owner(value.owner)
+
+
+@st.cache_resource(scope="session", on_release=_release, show_spinner=False)
+def session() -> Session:
+    return Session(owner=uuid.uuid4().hex)
+
+
+def init_state() -> None:
+    """Session-state defaults, set once per session."""
+    defaults = {
+        "live.run_id": None,
+        "live.previous_run_id": None,
+        "live.settings": dict(LIVE_DEFAULTS),
+        "live.params_loaded": False,
+        "live.smoothing": 0.9,
+        "live.speed": "full speed",
+        "compare.group": [],
+        "runs.selected": [],
+    }
+    for key, value in defaults.items():
+        st.session_state.setdefault(key, value)
+    registry().reap_idle()
+
+
+def current_run() -> RunHandle | None:
+    """This session's live run, if it still exists."""
+    run_id = st.session_state.get("live.run_id")
+    return registry().get(run_id) if run_id else None
+
+
+def latest_snapshot(run_id: str | None) -> Telemetry | None:
+    """The newest snapshot of a run known to the registry (None otherwise)."""
+    if not run_id:
+        return None
+    handle = registry().get(run_id)
+    return handle.snapshot() if handle is not None else None
+
+
+def start_live_run(config: RunConfig, *, paused: bool = False) -> RunHandle | None:
+    """Replace this session's live run with a new one; the old one becomes the overlay.
+
+    Returns None (after showing why) when the registry is at its cap.
+    """
+    old = current_run()
+    if old is not None:
+        registry().stop(old.id)
+        st.session_state["live.previous_run_id"] = old.id
+    try:
+        handle = registry().start(
+            config,
+            owner=session().owner,
+            paused=paused,
+            speed=speed_value(st.session_state.get("live.speed", "full speed")),
+        )
+    except ServerBusy as err:
+        st.session_state["live.run_id"] = None
+        st.warning(str(err))
+        return None
+    st.session_state["live.run_id"] = handle.id
+    return handle
+
+
+SPEEDS: dict[str, float | None] = {
+    "1 step/s": 1.0,
+    "5 steps/s": 5.0,
+    "20 steps/s": 20.0,
+    "100 steps/s": 100.0,
+    "1,000 steps/s": 1000.0,
+    "full speed": None,
+}
+
+
+def speed_value(label: str) -> float | None:
+    return SPEEDS.get(label)
+
+
+def save_upload(data: bytes) -> Path:
+    """Keep an uploaded prices CSV under $RDQN_HOME/uploads (named by content hash)."""
+    folder = store().path.parent / "uploads"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{hashlib.sha256(data).hexdigest()[:16]}.csv"
+    path.write_bytes(data)
+    return path

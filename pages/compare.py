@@ -1,0 +1,154 @@
+"""Compare schemes: one agent on the same seeds with uniform, proportional and rank-based replay.
+
+The runs of one comparison share a group id in the store; the group id also travels in the URL
+(`?group=...`), so a reload, or the link, shows the same comparison again.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import streamlit as st
+
+from dashboard.figures import comparison_figure
+from dashboard.history import (
+    MIN_COMPARE_STEPS,
+    PAPER_RANK_ALPHA,
+    ROLLING_WINDOW,
+    comparison_configs,
+    curves_by_scheme,
+    default_budget,
+    env_threshold,
+    group_progress,
+    progress_frame,
+)
+from dashboard.state import registry, session, store
+from rdqn.compare import summary_table
+from rdqn.config import PRESETS, SCHEMES, preset
+from rdqn.envs import ENV_IDS
+from rdqn.runs import FINAL_STATUSES, ServerBusy
+
+STATUS_COLUMNS = {
+    "progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0),
+    f"return (last {ROLLING_WINDOW})": st.column_config.NumberColumn(format="%.1f"),
+    "error": st.column_config.TextColumn(width="large"),
+}
+
+
+def linked_group() -> tuple[str | None, list[str]]:
+    """This session's comparison, or the one named by `?group=` (loaded from the store)."""
+    linked = st.query_params.get("group")
+    if linked and linked.isalnum() and linked != st.session_state.get("compare.group_id"):
+        ids = store().list_runs(group_id=linked)["id"].tolist()
+        st.session_state["compare.group"] = ids[::-1]
+        st.session_state["compare.group_id"] = linked
+    group_id = st.session_state.get("compare.group_id")
+    if group_id:
+        st.query_params["group"] = group_id
+    return group_id, st.session_state["compare.group"]
+
+
+def stop_runs(run_ids: list[str]) -> None:
+    # Queued runs first, so that a stopped run's free slot does not start one of them.
+    for run_id in reversed(run_ids):
+        registry().stop(run_id)
+
+
+def results(run_ids: list[str], threshold: float | None, live: bool) -> None:
+    """Status table, learning curves and threshold table; reruns every second while live."""
+    rows = group_progress(run_ids, registry(), store())
+    if not rows:
+        st.info("The runs of this comparison are no longer in the store.")
+        return
+    st.dataframe(progress_frame(rows), hide_index=True, column_config=STATUS_COLUMNS)
+    curves = curves_by_scheme(rows)
+    total_steps = max(row.total_steps for row in rows)
+    st.plotly_chart(
+        comparison_figure(
+            curves, total_steps=total_steps, threshold=threshold, window=ROLLING_WINDOW
+        ),
+        key="cmp.figure",
+    )
+    st.markdown(f"**Episodes to threshold** (rolling mean of {ROLLING_WINDOW} episodes)")
+    st.dataframe(
+        summary_table(curves, threshold, ROLLING_WINDOW).round(1),
+        hide_index=True,
+        key="cmp.summary",
+    )
+    if live and all(row.done for row in rows):
+        st.rerun()
+
+
+st.title("Compare replay schemes")
+st.caption(
+    "The same agent, the same seeds, three ways to replay: the mean learning curve of each "
+    "scheme with a band from its worst to its best seed."
+)
+
+left, middle, right, far = st.columns(4)
+preset_name = left.selectbox("Preset", tuple(PRESETS), index=2, key="cmp.preset")
+base = preset(preset_name)
+env_id = middle.selectbox(
+    "Environment", ENV_IDS, index=ENV_IDS.index(base.env.id), key=f"cmp.env.{preset_name}"
+)
+seed_count = right.number_input("Seeds per scheme", 1, 5, 3, key="cmp.seeds")
+steps = far.number_input(
+    "Env steps per run",
+    min_value=MIN_COMPARE_STEPS,
+    max_value=1_000_000,
+    value=default_budget(preset_name),
+    step=1_000,
+    key=f"cmp.steps.{preset_name}",
+    help="The budget of each run; the default finishes in a few minutes.",
+)
+schemes = st.multiselect(
+    "Replay schemes", SCHEMES, default=list(SCHEMES), key="cmp.schemes", format_func=str.title
+)
+runs_wanted = len(schemes) * int(seed_count)
+note = f"{runs_wanted} runs of {int(steps):,} env steps, seeds 0–{int(seed_count) - 1}; "
+note += f"at most {registry().max_active} train at once, the rest wait in a queue."
+if preset_name == "paper" and "rank" in schemes:
+    note += f" Rank-based replay uses the paper's alpha {PAPER_RANK_ALPHA}."
+st.caption(note)
+
+group_id, run_ids = linked_group()
+if st.button("Run comparison", type="primary", key="cmp.run", disabled=not schemes):
+    try:
+        configs = comparison_configs(
+            preset_name, env_id, schemes, range(int(seed_count)), int(steps)
+        )
+        stop_runs(run_ids)
+        new_group = uuid.uuid4().hex[:12]
+        handles = registry().enqueue(configs, owner=session().owner, group_id=new_group)
+    except ServerBusy as err:
+        st.warning(str(err))
+    except ValueError as err:
+        st.error(f"Cannot start this comparison: {err}")
+    else:
+        group_id, run_ids = new_group, [handle.id for handle in handles]
+        st.session_state["compare.group"] = run_ids
+        st.session_state["compare.group_id"] = group_id
+        st.query_params["group"] = group_id
+
+if group_id:
+    st.divider()
+    live = any(
+        handle is not None and handle.status not in FINAL_STATUSES
+        for handle in map(registry().get, run_ids)
+    )
+    heading, threshold_box, stop_box = st.columns([3, 1, 1], vertical_alignment="bottom")
+    heading.subheader(f"Comparison {group_id}")
+    records = store().list_runs(group_id=group_id)
+    group_env = records["env_id"].iloc[0] if not records.empty else env_id
+    threshold = threshold_box.number_input(
+        "Return threshold",
+        value=env_threshold(group_env),
+        step=10.0,
+        key=f"cmp.threshold.{group_id}",
+        help="'Solved' when the mean return of the last 20 episodes reaches it "
+        "(default: the environment's own reward threshold).",
+    )
+    if stop_box.button("Stop comparison", key="cmp.stop", disabled=not live):
+        stop_runs(run_ids)
+        st.rerun()
+    st.fragment(run_every=1.0 if live else None)(results)(run_ids, threshold, live)

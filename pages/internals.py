@@ -1,0 +1,101 @@
+"""Replay internals: who gets replayed, with which weights, and how that changes over training."""
+
+import numpy as np
+import streamlit as st
+
+from dashboard import figures
+from dashboard.params import parse_params
+from dashboard.state import registry
+from rdqn.telemetry import RELATIVE_PROBABILITY_EDGES, WEIGHT_EDGES, Histogram
+
+st.title("Replay internals")
+parsed = parse_params(st.query_params.to_dict())
+run_id = parsed.run_id or st.session_state.get("live.run_id")
+if not run_id:
+    st.info("No run yet. Start one on the Live training page; its replay memory appears here.")
+    st.page_link("pages/live.py", label="Live training", icon=":material/monitoring:")
+    st.stop()
+st.caption(
+    "N·P(i) compares each transition's sampling probability with uniform replay: 1 means "
+    "uniform, 10 means drawn ten times as often."
+)
+
+
+@st.fragment(run_every=1.0)
+def internals() -> None:
+    handle = registry().get(run_id)
+    snap = handle.snapshot() if handle is not None else None
+    if snap is None:
+        st.warning(f"Run `{run_id}` is not running on this server any more; see Saved runs.")
+        return
+    batch = snap.last_batch
+    color = figures.SCHEME_COLORS.get(snap.scheme)
+    top = st.columns(5)
+    top[0].metric("Scheme", snap.scheme)
+    top[1].metric("Buffer", f"{snap.buffer_size:,} / {snap.capacity:,}")
+    top[2].metric("ESS of last batch", f"{batch.ess:.1f} / {batch.indices.size}" if batch else "–")
+    top[3].metric("Stale priority updates", f"{snap.stale_updates:,}")
+    top[4].metric(
+        "Sampler check p",
+        f"{snap.fit.p_value:.3f}" if snap.fit else "–",
+        help="Chi-square test of a fresh draw against P(i); small values flag a bug",
+    )
+
+    row = st.columns(3)
+    row[0].plotly_chart(
+        figures.histogram_figure(
+            snap.priorities,
+            title="Buffer: N·P(i)",
+            x_title="N·P(i)",
+            log_x_labels=True,
+            color=color,
+            reference=0.0,
+        ),
+        width="stretch",
+    )
+    sampled = weights = None
+    if batch is not None:
+        with np.errstate(divide="ignore"):
+            relative = np.log10(batch.probabilities * snap.buffer_size)
+        sampled = Histogram.of(relative, RELATIVE_PROBABILITY_EDGES)
+        weights = Histogram.of(batch.weights, WEIGHT_EDGES)
+    row[1].plotly_chart(
+        figures.histogram_figure(
+            sampled,
+            title="Last batch: N·P(i)",
+            x_title="N·P(i)",
+            log_x_labels=True,
+            color=color,
+            reference=0.0,
+        ),
+        width="stretch",
+    )
+    row[2].plotly_chart(
+        figures.histogram_figure(
+            weights, title="Last batch: IS weights", x_title="weight w_i", color=color
+        ),
+        width="stretch",
+    )
+
+    row = st.columns(2)
+    row[0].plotly_chart(
+        figures.heatmap_over_time(
+            snap.priority_history, title="N·P(i) over training", y_title="N·P(i)", log_y_labels=True
+        ),
+        width="stretch",
+    )
+    row[1].plotly_chart(
+        figures.heatmap_over_time(
+            snap.weight_history, title="IS weights over training", y_title="weight w_i"
+        ),
+        width="stretch",
+    )
+
+    row = st.columns(3)
+    row[0].plotly_chart(figures.td_stages_figure(snap.td_stages), width="stretch")
+    row[1].plotly_chart(figures.fit_figure(snap.fit), width="stretch")
+    row[2].plotly_chart(figures.age_figure(snap.age_counts, color=color), width="stretch")
+    st.plotly_chart(figures.weights_scatter(batch), width="stretch")
+
+
+internals()

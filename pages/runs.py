@@ -1,0 +1,160 @@
+"""Saved runs: every run in the store; overlay their curves, open one run's card, export, delete."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import streamlit as st
+
+from dashboard.figures import runs_overlay_figure, timing_figure
+from dashboard.history import (
+    env_threshold,
+    final_return,
+    format_bytes,
+    manifest_summary,
+    run_label,
+    runs_table,
+)
+from dashboard.state import registry, store
+from rdqn.store import ACTIVE_STATUSES, RunRecord
+
+TABLE_COLUMNS = {
+    "created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
+    "env steps": st.column_config.NumberColumn(format="localized"),
+    "episodes": st.column_config.NumberColumn(format="localized"),
+}
+
+
+@st.fragment(run_every=2.0)
+def live_counters(run_id: str) -> None:
+    """Counters of a run that is still training (from its snapshot, else from the store)."""
+    handle = registry().get(run_id)
+    snapshot = handle.snapshot() if handle is not None else None
+    record = store().get_run(run_id)
+    if record.status not in ACTIVE_STATUSES:
+        st.rerun()
+    steps, cols = st.columns(2), st.columns(2)
+    if snapshot is not None:
+        steps[0].metric("Env steps", f"{snapshot.env_steps:,} / {snapshot.total_steps:,}")
+        steps[1].metric("Steps per second", f"{snapshot.steps_per_second:,.0f}")
+        cols[0].metric("Updates", f"{snapshot.updates:,}")
+        cols[1].metric("Episodes", f"{snapshot.episodes:,}")
+    else:
+        total = record.config.get("train", {}).get("total_steps", 0)
+        steps[0].metric("Env steps", f"{record.env_steps:,} / {total:,}")
+        steps[1].metric("Updates", f"{record.updates:,}")
+        cols[0].metric("Episodes", f"{record.episodes:,}")
+
+
+def delete(record: RunRecord) -> None:
+    if registry().get(record.id) is not None:
+        registry().stop(record.id)
+    store().delete_run(record.id)
+    st.session_state["runs.selected"] = [
+        run_id for run_id in st.session_state["runs.selected"] if run_id != record.id
+    ]
+
+
+def run_card(record: RunRecord) -> None:
+    st.subheader(f"{record.name} · {record.id}")
+    st.caption(
+        f"{record.status} · {record.env_steps:,} env steps · {record.updates:,} updates · "
+        f"{record.episodes:,} episodes · group {record.group_id or '—'}"
+    )
+    if record.error:
+        st.error(record.error, icon=":material/error:")
+    if record.status in ACTIVE_STATUSES:
+        live_counters(record.id)
+    manifest = record.manifest or {}
+    episodes = store().episodes(record.id)
+    final, peak, params = st.columns(3)
+    final.metric("Final return (last 20 episodes)", f"{final_return(episodes['return']):.1f}")
+    peak.metric("Peak process memory", format_bytes(manifest.get("peak_memory_bytes")))
+    params.metric("Parameter bytes", format_bytes(manifest.get("parameter_bytes")))
+    config_col, manifest_col = st.columns(2)
+    with config_col:
+        st.markdown("**Config**")
+        st.json(record.config, expanded=1)
+    with manifest_col:
+        st.markdown("**Manifest**")
+        if manifest:
+            st.json(manifest_summary(manifest), expanded=True)
+            seconds = (manifest.get("timings") or {}).get("seconds", {})
+            st.plotly_chart(timing_figure(seconds), key="runs.timing")
+        else:
+            st.caption("Written when the run ends.")
+    csv_episodes, csv_steps = st.columns(2)
+    csv_episodes.download_button(
+        "Episodes (CSV)",
+        data=partial(store().export_csv, record.id, "episodes"),
+        file_name=f"{record.id}-episodes.csv",
+        mime="text/csv",
+        on_click="ignore",
+        icon=":material/download:",
+        key="runs.download_episodes",
+    )
+    csv_steps.download_button(
+        "Updates (CSV)",
+        data=partial(store().export_csv, record.id, "steps"),
+        file_name=f"{record.id}-steps.csv",
+        mime="text/csv",
+        on_click="ignore",
+        icon=":material/download:",
+        key="runs.download_steps",
+    )
+    elsewhere = record.status in ACTIVE_STATUSES and registry().get(record.id) is None
+    with st.expander("Delete this run"):
+        if elsewhere:
+            st.caption("This run is training in another process; stop it there first.")
+        sure = st.checkbox("I am sure", key=f"runs.sure.{record.id}", disabled=elsewhere)
+        if st.button("Delete run", key="runs.delete", type="primary", disabled=not sure):
+            delete(record)
+            st.rerun()
+
+
+st.title("Saved runs")
+runs = store().list_runs()
+if runs.empty:
+    st.info("No saved runs yet — start one on the Live training page.")
+    st.page_link("pages/live.py", label="Live training", icon=":material/monitoring:")
+else:
+    table = runs_table(runs)
+    ids = table["id"].tolist()
+    remembered = [ids.index(run_id) for run_id in st.session_state["runs.selected"] if run_id in ids]
+    st.caption("Select runs to overlay their curves; select one to open its card.")
+    event = st.dataframe(
+        table,
+        hide_index=True,
+        column_config=TABLE_COLUMNS,
+        on_select="rerun",
+        selection_mode="multi-row",
+        selection_default={"selection": {"rows": remembered}},
+        # Rows shift when runs are added or deleted: a new key re-applies the remembered ids.
+        key=f"runs.table.{len(ids)}",
+    )
+    chosen = [ids[row] for row in event.selection.rows]
+    st.session_state["runs.selected"] = chosen
+    if chosen:
+        rows = runs.set_index("id").loc[chosen]
+        curves = {}
+        for run_id, row in rows.iterrows():
+            frame = store().episodes(str(run_id))
+            curves[run_label(str(run_id), row["scheme"], int(row["seed"]))] = (
+                frame["env_steps"],
+                frame["return"],
+            )
+        envs = set(rows["env_id"])
+        threshold = env_threshold(envs.pop()) if len(envs) == 1 else None
+        st.plotly_chart(runs_overlay_figure(curves, threshold=threshold), key="runs.overlay")
+        card_id = chosen[0]
+        if len(chosen) > 1:
+            card_id = st.selectbox(
+                "Run card for",
+                chosen,
+                format_func=lambda run_id: run_label(
+                    run_id, rows.loc[run_id, "scheme"], int(rows.loc[run_id, "seed"])
+                ),
+                key="runs.card",
+            )
+        st.divider()
+        run_card(store().get_run(card_id))

@@ -1,0 +1,584 @@
+"""Worked examples for the classroom: a small sum tree, and one prioritized DQN update by hand.
+
+Plain numpy/pandas, no plotting: the "Sum tree" and "One update by hand" pages turn these numbers
+into widgets and figures. Vocabulary as in `rdqn.replay.samplers` (one name per quantity):
+
+- priority    p_i = |delta_i| + eps
+- mass        m_i = p_i^alpha                          (what the sum tree stores; 0^0 = 1, so
+                                                         alpha = 0 is exactly uniform)
+- probability P(i) = m_i / sum_k m_k
+- IS weight   w_i = (N P(i))^-beta / max_j (N P(j))^-beta
+
+**The sum tree demo.** A stratified batch of B cuts the total mass into B equal segments and draws
+one query in each, m_k = (k + u_k) * total / B with u_k ~ U[0, 1) (Schaul et al. 2015,
+arXiv:1511.05952, appendix B.2.1). `rdqn.replay.SumTree.find` maps each query to its leaf; the
+descent visits the leaf's ancestors, node (P + i) >> k for k = depth..0 in heap layout (node 1 the
+root, leaf i at node P + i).
+
+**One update by hand.** For a mini-batch of transitions (r_i, terminated_i, Q(s_i, a_i),
+max_a' Q_target(s'_i, a')) whose current priorities are the whole buffer (N = batch size):
+
+    y_i      = r_i + gamma * (1 - terminated_i) * max_a' Q_target(s'_i, a')   (terminal: y_i = r_i)
+    delta_i  = y_i - Q(s_i, a_i)
+    L_i      = 0.5 delta_i^2 if |delta_i| <= 1 else |delta_i| - 0.5            (Huber)
+             = delta_i^2                                                       (MSE, as torch's)
+    P(i)     = p_i^alpha / sum_k p_k^alpha       (current priorities: how the batch was drawn)
+    w_i      = (N P(i))^-beta / max_j (N P(j))^-beta
+    loss     = (1/N) sum_i w_i L_i               (weights multiply before the mean)
+    p'_i     = |delta_i| + eps,  m'_i = p'_i^alpha,  P'(i) = m'_i / sum_k m'_k   (the next draw)
+
+The IS weights use the probabilities the batch was *drawn* with, i.e. the current priorities; the
+new priorities only matter for the next draw (Schaul et al. 2015, Algorithm 1, lines 9-12; the
+same order as `rdqn.agent.DQNAgent.learn` followed by `update_priorities`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike, NDArray
+
+from rdqn.replay import SumTree
+
+__all__ = [
+    "INPUT_COLUMNS",
+    "LOSSES",
+    "RESULT_COLUMNS",
+    "BatchDraw",
+    "Step",
+    "Tally",
+    "UpdateExample",
+    "UpdateResult",
+    "build_tree",
+    "check_priorities",
+    "default_example",
+    "default_priorities",
+    "descent_path",
+    "draw_batch",
+    "draw_counts",
+    "example_frame",
+    "example_from_frame",
+    "importance_weights",
+    "leaf_table",
+    "masses",
+    "random_priorities",
+    "step_equations",
+    "stratified_queries",
+    "worked_update",
+]
+
+LOSSES: tuple[str, ...] = ("huber", "mse")
+INPUT_COLUMNS: tuple[str, ...] = ("reward", "terminated", "q", "next_max_q", "priority")
+"""Columns of the editable table of transitions (`example_frame`, `example_from_frame`)."""
+RESULT_COLUMNS: tuple[str, ...] = (
+    "target",
+    "td_error",
+    "loss",
+    "probability",
+    "weight",
+    "weighted_loss",
+    "new_priority",
+    "new_mass",
+    "new_probability",
+)
+"""Columns of `UpdateResult.table`, in the order the update computes them."""
+
+_DEFAULT_PATTERN = (3.0, 0.5, 1.0, 0.2, 2.0, 0.8, 0.1, 1.5)
+
+
+# --------------------------------------------------------------------------- sampling quantities
+
+
+def masses(priorities: ArrayLike, alpha: float) -> NDArray[np.float64]:
+    """m_i = p_i^alpha (0^0 = 1: alpha = 0 is exactly uniform, as in the sampler)."""
+    if not (math.isfinite(alpha) and alpha >= 0):
+        raise ValueError(f"alpha must be a finite number >= 0, got {alpha!r}")
+    return np.asarray(priorities, dtype=np.float64) ** float(alpha)
+
+
+def importance_weights(probabilities: ArrayLike, beta: float) -> NDArray[np.float64]:
+    """w_i = (N P(i))^-beta / max_j (N P(j))^-beta over the items with P > 0 (NaN where P = 0).
+
+    The max is over every item, so this is the paper's global normalisation when `probabilities`
+    covers the whole buffer; the largest weight, that of the least likely item, is 1.
+    """
+    if not (math.isfinite(beta) and beta >= 0):
+        raise ValueError(f"beta must be a finite number >= 0, got {beta!r}")
+    p = np.asarray(probabilities, dtype=np.float64)
+    positive = p > 0
+    raw = np.full(p.shape, np.nan)
+    raw[positive] = (p.size * p[positive]) ** -float(beta)
+    return raw / raw[positive].max() if positive.any() else raw
+
+
+# --------------------------------------------------------------------------- the sum tree demo
+
+
+def default_priorities(n: int) -> NDArray[np.float64]:
+    """A fixed, uneven set of n priorities (a repeating pattern of 8) for the classroom."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    return np.resize(np.asarray(_DEFAULT_PATTERN), n)
+
+
+def random_priorities(n: int, rng: np.random.Generator) -> NDArray[np.float64]:
+    """n log-normal priorities rounded to 2 decimals, at least 0.01 (spanning ~two decades)."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    return np.maximum(np.round(rng.lognormal(0.0, 1.0, n), 2), 0.01)
+
+
+def check_priorities(values: Sequence[Any] | pd.Series) -> NDArray[np.float64]:
+    """Leaf priorities as floats; ValueError naming every bad leaf (non-numeric, NaN, inf, < 0).
+
+    At least one priority must be > 0, otherwise there is nothing to sample.
+    """
+    items = list(values)
+    if not items:
+        raise ValueError("priorities must not be empty")
+    out = np.empty(len(items), dtype=np.float64)
+    bad = []
+    for i, value in enumerate(items):
+        number = _as_number(value)
+        if number is None or not math.isfinite(number) or number < 0:
+            bad.append(f"leaf {i} ({_show(value)})")
+        else:
+            out[i] = number
+    if bad:
+        raise ValueError(
+            "priorities must be finite numbers >= 0; bad cell"
+            + ("s: " if len(bad) > 1 else ": ")
+            + ", ".join(bad)
+        )
+    if not (out > 0).any():
+        raise ValueError("at least one priority must be > 0, otherwise nothing can be sampled")
+    return out
+
+
+def leaf_table(priorities: ArrayLike, alpha: float, beta: float) -> pd.DataFrame:
+    """Per leaf: priority p_i, mass p_i^alpha, P(i) and IS weight w_i (N = number of leaves).
+
+    Index `leaf`; a leaf with P(i) = 0 is never sampled, so its weight is NaN.
+    """
+    p = np.asarray(priorities, dtype=np.float64)
+    m = masses(p, alpha)
+    total = m.sum()
+    if not total > 0:
+        raise ValueError(f"the total mass must be > 0, got {total}")
+    probability = m / total
+    return pd.DataFrame(
+        {
+            "priority": p,
+            "mass": m,
+            "probability": probability,
+            "weight": importance_weights(probability, beta),
+        },
+        index=pd.RangeIndex(p.size, name="leaf"),
+    )
+
+
+def build_tree(leaf_masses: ArrayLike) -> SumTree:
+    """A `SumTree` holding `leaf_masses` (one leaf each)."""
+    m = np.asarray(leaf_masses, dtype=np.float64).reshape(-1)
+    tree = SumTree(m.size, track_min=False)
+    tree.update(np.arange(m.size), m)
+    return tree
+
+
+def stratified_queries(total: float, uniforms: ArrayLike) -> NDArray[np.float64]:
+    """m_k = (k + u_k) * total / B for B = len(uniforms): one query in each equal segment."""
+    u = np.asarray(uniforms, dtype=np.float64).reshape(-1)
+    if u.size and not ((u >= 0) & (u < 1)).all():
+        raise ValueError(f"uniforms must lie in [0, 1), got {u[~((u >= 0) & (u < 1))][0]}")
+    return (np.arange(u.size) + u) * (float(total) / max(u.size, 1))
+
+
+def descent_path(leaf: int, offset: int) -> list[int]:
+    """Node ids the sum-tree search visits to reach `leaf`, root (1) first: (offset + leaf) >> k."""
+    if not 0 <= leaf < offset:
+        raise ValueError(f"leaf must be in [0, {offset}), got {leaf}")
+    node = offset + int(leaf)
+    return [node >> k for k in range(offset.bit_length() - 1, -1, -1)]
+
+
+@dataclass(frozen=True)
+class BatchDraw:
+    """One stratified batch: its queries, the leaves `SumTree.find` returned, their paths."""
+
+    total: float
+    uniforms: NDArray[np.float64]
+    queries: NDArray[np.float64]
+    leaves: NDArray[np.int64]
+    paths: list[list[int]]
+
+    def frame(self) -> pd.DataFrame:
+        """One row per query: its segment [lo, hi), u_k, m_k, the leaf and the path."""
+        b = self.queries.size
+        segment = self.total / b if b else 0.0
+        return pd.DataFrame(
+            {
+                "segment from": np.arange(b) * segment,
+                "segment to": (np.arange(b) + 1) * segment,
+                "u": self.uniforms,
+                "query": self.queries,
+                "leaf": self.leaves,
+                "path": [" → ".join(str(j) for j in path) for path in self.paths],
+            },
+            index=pd.RangeIndex(1, b + 1, name="k"),
+        )
+
+
+def draw_batch(tree: SumTree, uniforms: ArrayLike) -> BatchDraw:
+    """Queries (k + u_k) * total / B found in `tree` with `SumTree.find`, and their paths."""
+    u = np.asarray(uniforms, dtype=np.float64).reshape(-1)
+    queries = stratified_queries(tree.total, u)
+    leaves = tree.find(queries) if u.size else np.zeros(0, dtype=np.int64)
+    paths = [descent_path(int(i), tree.offset) for i in leaves]
+    return BatchDraw(tree.total, u, queries, leaves, paths)
+
+
+def draw_counts(
+    tree: SumTree, batch_size: int, batches: int, rng: np.random.Generator
+) -> NDArray[np.int64]:
+    """How often each leaf is drawn in `batches` stratified batches of `batch_size`."""
+    if batch_size < 1 or batches < 1:
+        raise ValueError(f"batch_size and batches must be >= 1, got {batch_size} and {batches}")
+    u = rng.random((batches, batch_size))
+    queries = (np.arange(batch_size) + u) * (tree.total / batch_size)
+    return np.bincount(tree.find(queries.reshape(-1)), minlength=tree.capacity)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Accumulated draw counts per leaf, valid only for the leaf masses they were drawn under."""
+
+    masses: tuple[float, ...]
+    counts: tuple[int, ...] = field(default=())
+
+    @classmethod
+    def empty(cls, leaf_masses: ArrayLike) -> Tally:
+        m = tuple(float(x) for x in np.asarray(leaf_masses, dtype=np.float64).reshape(-1))
+        return cls(m, (0,) * len(m))
+
+    def matches(self, leaf_masses: ArrayLike) -> bool:
+        """Whether these counts were drawn from exactly `leaf_masses`."""
+        m = np.asarray(leaf_masses, dtype=np.float64).reshape(-1)
+        return m.shape == (len(self.masses),) and bool(np.array_equal(m, self.masses))
+
+    def add(self, counts: ArrayLike) -> Tally:
+        c = np.asarray(counts, dtype=np.int64).reshape(-1)
+        if c.shape != (len(self.counts),):
+            raise ValueError(f"counts must have {len(self.counts)} entries, got {c.size}")
+        return Tally(self.masses, tuple(int(a + b) for a, b in zip(self.counts, c, strict=True)))
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts)
+
+
+# --------------------------------------------------------------------------- one update by hand
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpdateExample:
+    """The inputs of one prioritized DQN update on a small batch (one entry per row)."""
+
+    rewards: tuple[float, ...]
+    """r_i, the reward of transition i."""
+    terminated: tuple[bool, ...]
+    """Whether s'_i is terminal (then the target is just r_i)."""
+    q_values: tuple[float, ...]
+    """Q(s_i, a_i), the online network's value of the action taken."""
+    next_max_q: tuple[float, ...]
+    """max_a' Q_target(s'_i, a'), the target network's best value in the next state."""
+    priorities: tuple[float, ...]
+    """The current priorities p_i (> 0) the batch was drawn with; the rows are the whole buffer."""
+    gamma: float = 0.99
+    """Discount factor, in [0, 1]."""
+    alpha: float = 0.6
+    """Prioritization exponent (0 = uniform)."""
+    beta: float = 0.4
+    """IS correction exponent (1 = full correction)."""
+    eps: float = 0.01
+    """Added to |delta| so that no priority is 0."""
+    loss: str = "huber"
+    """Per-sample loss: "huber" or "mse"."""
+
+    def __post_init__(self) -> None:
+        rows = len(self.rewards)
+        if rows < 1:
+            raise ValueError("rewards must hold at least one row")
+        for name in ("rewards", "terminated", "q_values", "next_max_q", "priorities"):
+            values = getattr(self, name)
+            if len(values) != rows:
+                raise ValueError(f"{name} must have {rows} rows like rewards, got {len(values)}")
+            for i, value in enumerate(values, start=1):
+                if name == "terminated":
+                    if not isinstance(value, (bool, np.bool_)):
+                        raise ValueError(
+                            f"terminated, row {i}: must be True or False, got {value!r}"
+                        )
+                    continue
+                if not (_is_real(value) and math.isfinite(value)):
+                    raise ValueError(f"{name}, row {i}: must be a finite number, got {value!r}")
+                if name == "priorities" and not value > 0:
+                    raise ValueError(f"priorities, row {i}: must be > 0, got {value!r}")
+        for name, low, high in (
+            ("gamma", 0.0, 1.0),
+            ("alpha", 0.0, math.inf),
+            ("beta", 0.0, 1.0),
+            ("eps", 0.0, math.inf),
+        ):
+            value = getattr(self, name)
+            if not (_is_real(value) and math.isfinite(value) and low <= value <= high):
+                raise ValueError(
+                    f"{name} must be a finite number in [{low}, {high}], got {value!r}"
+                )
+        if self.loss not in LOSSES:
+            raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
+
+    @property
+    def rows(self) -> int:
+        return len(self.rewards)
+
+
+@dataclass(frozen=True)
+class UpdateResult:
+    """Every intermediate quantity per row (`table`, index 1..N, `RESULT_COLUMNS`) and the loss."""
+
+    table: pd.DataFrame
+    loss: float
+
+
+def default_example() -> UpdateExample:
+    """Four transitions, row 2 terminal; row 1 (|delta| > 1) and 4 (delta < -1) hit Huber's
+    linear part, rows 2 and 3 its quadratic part."""
+    return UpdateExample(
+        rewards=(1.0, 1.0, 0.0, -1.0),
+        terminated=(False, True, False, False),
+        q_values=(2.0, 0.5, 1.2, 0.8),
+        next_max_q=(2.5, 3.0, 1.0, 0.2),
+        priorities=(0.6, 1.2, 0.3, 0.9),
+    )
+
+
+def _per_sample_loss(delta: NDArray[np.float64], loss: str) -> NDArray[np.float64]:
+    if loss == "mse":
+        return delta**2
+    magnitude = np.abs(delta)
+    return np.where(magnitude <= 1.0, 0.5 * delta**2, magnitude - 0.5)
+
+
+def worked_update(example: UpdateExample) -> UpdateResult:
+    """Compute one prioritized update step by step (formulas in the module docstring)."""
+    r = np.asarray(example.rewards, dtype=np.float64)
+    done = np.asarray(example.terminated, dtype=np.float64)
+    target = r + example.gamma * (1.0 - done) * np.asarray(example.next_max_q, dtype=np.float64)
+    td_error = target - np.asarray(example.q_values, dtype=np.float64)
+    per_sample = _per_sample_loss(td_error, example.loss)
+    current = masses(example.priorities, example.alpha)
+    probability = current / current.sum()
+    weight = importance_weights(probability, example.beta)
+    weighted = weight * per_sample
+    new_priority = np.abs(td_error) + example.eps
+    new_mass = masses(new_priority, example.alpha)
+    table = pd.DataFrame(
+        {
+            "target": target,
+            "td_error": td_error,
+            "loss": per_sample,
+            "probability": probability,
+            "weight": weight,
+            "weighted_loss": weighted,
+            "new_priority": new_priority,
+            "new_mass": new_mass,
+            "new_probability": new_mass / new_mass.sum(),
+        },
+        index=pd.RangeIndex(1, example.rows + 1, name="row"),
+    )
+    return UpdateResult(table, float(weighted.mean()))
+
+
+def example_frame(example: UpdateExample) -> pd.DataFrame:
+    """The per-row inputs as a table with `INPUT_COLUMNS` (index `row`, 1..N), for editing."""
+    return pd.DataFrame(
+        {
+            "reward": example.rewards,
+            "terminated": example.terminated,
+            "q": example.q_values,
+            "next_max_q": example.next_max_q,
+            "priority": example.priorities,
+        },
+        index=pd.RangeIndex(1, example.rows + 1, name="row"),
+    )
+
+
+def example_from_frame(frame: pd.DataFrame, **params: Any) -> UpdateExample:
+    """Parse an edited `example_frame`; ValueError naming the row and column of a bad cell.
+
+    `params` are the scalar fields (gamma, alpha, beta, eps, loss).
+    """
+    missing = [c for c in INPUT_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ValueError(f"the table lacks the column(s) {', '.join(missing)}")
+    columns: dict[str, list[Any]] = {c: [] for c in INPUT_COLUMNS}
+    for i, (_, record) in enumerate(frame.iterrows(), start=1):
+        for name in INPUT_COLUMNS:
+            value = record[name]
+            if name == "terminated":
+                flag = _as_flag(value)
+                if flag is None:
+                    raise ValueError(
+                        f"row {i}, terminated: must be ticked or not, got {_show(value)}"
+                    )
+                columns[name].append(flag)
+                continue
+            number = _as_number(value)
+            if number is None or not math.isfinite(number):
+                raise ValueError(f"row {i}, {name}: {_show(value)} is not a number")
+            columns[name].append(number)
+    return UpdateExample(
+        rewards=tuple(columns["reward"]),
+        terminated=tuple(columns["terminated"]),
+        q_values=tuple(columns["q"]),
+        next_max_q=tuple(columns["next_max_q"]),
+        priorities=tuple(columns["priority"]),
+        **params,
+    )
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the update: its name, the general formula and the row's numbers (LaTeX)."""
+
+    name: str
+    formula: str
+    numbers: str
+
+
+def step_equations(example: UpdateExample, result: UpdateResult, row: int) -> list[Step]:
+    """The update's steps with row `row`'s (1-based) actual numbers substituted, as LaTeX."""
+    if not 1 <= row <= example.rows:
+        raise ValueError(f"row must be in [1, {example.rows}], got {row}")
+    k = row - 1
+    t = result.table.iloc[k]
+    n = example.rows
+    done = int(example.terminated[k])
+    r, q, nq = example.rewards[k], example.q_values[k], example.next_max_q[k]
+    g, a, b = example.gamma, example.alpha, example.beta
+    current = masses(example.priorities, a)
+    raw = (n * result.table["probability"].to_numpy()) ** -b
+    new_total = float(result.table["new_mass"].sum())
+    delta = float(t["td_error"])
+    if example.loss == "mse":
+        loss_formula = r"L(\delta) = \delta^2"
+        loss_numbers = rf"L_{row} = {_par(delta)}^2 = {_tex(t['loss'])}"
+    elif abs(delta) <= 1:
+        loss_formula = r"L(\delta) = \tfrac12 \delta^2 \text{ if } |\delta| \le 1"
+        loss_numbers = rf"L_{row} = 0.5 \times {_par(delta)}^2 = {_tex(t['loss'])}"
+    else:
+        loss_formula = r"L(\delta) = |\delta| - \tfrac12 \text{ if } |\delta| > 1"
+        loss_numbers = rf"L_{row} = {_tex(abs(delta))} - 0.5 = {_tex(t['loss'])}"
+    return [
+        Step(
+            "target",
+            r"y_i = r_i + \gamma\,(1 - \text{terminated}_i)\,\max_{a'} Q_\text{target}(s'_i, a')",
+            rf"y_{row} = {_tex(r)} + {_tex(g)} \times (1 - {done}) \times {_par(nq)}"
+            rf" = {_tex(t['target'])}",
+        ),
+        Step(
+            "TD error",
+            r"\delta_i = y_i - Q(s_i, a_i)",
+            rf"\delta_{row} = {_tex(t['target'])} - {_par(q)} = {_tex(delta)}",
+        ),
+        Step("per-sample loss", loss_formula, loss_numbers),
+        Step(
+            "sampling probability",
+            r"P(i) = \frac{p_i^\alpha}{\sum_k p_k^\alpha}",
+            rf"P({row}) = \frac{{{_tex(example.priorities[k])}^{{{_tex(a)}}}}}"
+            rf"{{{_tex(current.sum())}}} = \frac{{{_tex(current[k])}}}{{{_tex(current.sum())}}}"
+            rf" = {_tex(t['probability'])}",
+        ),
+        Step(
+            "IS weight",
+            r"w_i = \frac{(N\,P(i))^{-\beta}}{\max_j (N\,P(j))^{-\beta}}",
+            rf"w_{row} = \frac{{({n} \times {_tex(t['probability'])})^{{-{_tex(b)}}}}}"
+            rf"{{{_tex(raw.max())}}} = \frac{{{_tex(raw[k])}}}{{{_tex(raw.max())}}}"
+            rf" = {_tex(t['weight'])}",
+        ),
+        Step(
+            "weighted loss",
+            r"w_i L_i, \quad \mathcal{L} = \frac{1}{N} \sum_i w_i L_i",
+            rf"w_{row} L_{row} = {_tex(t['weight'])} \times {_tex(t['loss'])}"
+            rf" = {_tex(t['weighted_loss'])}, \quad \mathcal{{L}} = {_tex(result.loss)}",
+        ),
+        Step(
+            "new priority",
+            r"p'_i = |\delta_i| + \epsilon",
+            rf"p'_{row} = {_tex(abs(delta))} + {_tex(example.eps)} = {_tex(t['new_priority'])}",
+        ),
+        Step(
+            "next sampling probability",
+            r"P'(i) = \frac{{p'_i}^\alpha}{\sum_k {p'_k}^\alpha}",
+            rf"P'({row}) = \frac{{{_tex(t['new_priority'])}^{{{_tex(a)}}}}}{{{_tex(new_total)}}}"
+            rf" = {_tex(t['new_probability'])}",
+        ),
+    ]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _is_real(value: object) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_)
+    )
+
+
+def _as_number(value: object) -> float | None:
+    """A float from a number or numeric text; None for anything else (None, bools, words)."""
+    if _is_real(value):
+        return float(value)  # type: ignore[arg-type]
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _as_flag(value: object) -> bool | None:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if _is_real(value) and float(value) in (0.0, 1.0):  # type: ignore[arg-type]
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return None
+
+
+def _show(value: object) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "an empty cell"
+    return repr(value)
+
+
+def _tex(x: float) -> str:
+    """A number for a LaTeX line: up to 4 decimals, scientific beyond [1e-3, 1e5)."""
+    x = float(x)
+    if x == 0:
+        return "0"
+    if 1e-3 <= abs(x) < 1e5:
+        return f"{x:.4f}".rstrip("0").rstrip(".")
+    mantissa, exponent = f"{x:.3e}".split("e")
+    return rf"{mantissa.rstrip('0').rstrip('.')} \times 10^{{{int(exponent)}}}"
+
+
+def _par(x: float) -> str:
+    """`_tex(x)`, in parentheses when negative (so "- (-0.2)" reads right)."""
+    return f"({_tex(x)})" if x < 0 else _tex(x)
