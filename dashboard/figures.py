@@ -68,6 +68,8 @@ MAX_LABELS_PER_LEVEL = 16
 MAX_LABELLED_QUERIES = 16
 MAX_LABELLED_SEGMENTS = 32
 MAX_LABELLED_STRATA = 16
+MIN_LABELLED_SHARE = 0.025
+"""A leaf segment gets its index written in it only when it holds this share of the total."""
 
 _SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 _MARGIN = {"l": 64, "r": 24, "t": 84, "b": 56}
@@ -973,7 +975,11 @@ def segments_figure(
         width=0.5,
         name="leaves",
         marker={"color": fills, "line": {"color": "#ffffff", "width": 1}},
-        text=[str(i) if labelled and m > 0 else "" for i, m in enumerate(masses)],
+        # A label in a segment too narrow to hold it would be shrunk to a speck: leave it out.
+        text=[
+            str(i) if labelled and m >= MIN_LABELLED_SHARE * total else ""
+            for i, m in enumerate(masses)
+        ],
         textposition="inside",
         insidetextanchor="middle",
         textfont={"size": BASE_FONT_SIZE - 1, "color": "#333"},
@@ -1007,10 +1013,7 @@ def segments_figure(
         for k in range(batch_size)
         if batch_size <= MAX_LABELLED_STRATA
     ]
-    # Leaf labels that do not fit their segment are hidden rather than shrunk to specks.
-    fig.update_layout(
-        shapes=shapes, annotations=labels, uniformtext={"minsize": 11, "mode": "hide"}
-    )
+    fig.update_layout(shapes=shapes, annotations=labels)
     q = _as_1d(queries) if queries is not None else np.zeros(0)
     if q.size:
         hit = _descend(nodes, leaves, q)[:, -1] - leaves

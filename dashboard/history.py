@@ -88,7 +88,9 @@ def comparison_configs(
         raise ValueError("seeds must hold at least one seed, got none")
     base = preset(preset_name)
     kwargs = dict(base.env.kwargs) if env_id == base.env.id else {}
-    learning_starts = max(base.replay.batch_size, min(base.train.learning_starts, total_steps // 10))
+    learning_starts = max(
+        base.replay.batch_size, min(base.train.learning_starts, total_steps // 10)
+    )
     configs = []
     for scheme in schemes:
         for seed in seeds:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from functools import partial
 
+import numpy as np
 import streamlit as st
+from numpy.typing import NDArray
 
 from dashboard.figures import runs_overlay_figure, timing_figure
 from dashboard.history import (
+    curve_from_episodes,
     env_threshold,
     final_return,
     format_bytes,
@@ -30,20 +34,24 @@ def live_counters(run_id: str) -> None:
     """Counters of a run that is still training (from its snapshot, else from the store)."""
     handle = registry().get(run_id)
     snapshot = handle.snapshot() if handle is not None else None
-    record = store().get_run(run_id)
-    if record.status not in ACTIVE_STATUSES:
+    try:
+        record = store().get_run(run_id)
+    except KeyError:
+        record = None
+    if record is None or record.status not in ACTIVE_STATUSES:
         st.rerun()
-    steps, cols = st.columns(2), st.columns(2)
+        return
+    total = record.config.get("train", {}).get("total_steps", 0)
+    steps, updates, episodes, rate = st.columns(4)
     if snapshot is not None:
-        steps[0].metric("Env steps", f"{snapshot.env_steps:,} / {snapshot.total_steps:,}")
-        steps[1].metric("Steps per second", f"{snapshot.steps_per_second:,.0f}")
-        cols[0].metric("Updates", f"{snapshot.updates:,}")
-        cols[1].metric("Episodes", f"{snapshot.episodes:,}")
+        steps.metric("Env steps", f"{snapshot.env_steps:,} / {snapshot.total_steps:,}")
+        updates.metric("Updates", f"{snapshot.updates:,}")
+        episodes.metric("Episodes", f"{snapshot.episodes:,}")
+        rate.metric("Env steps per second", f"{snapshot.steps_per_second:,.0f}")
     else:
-        total = record.config.get("train", {}).get("total_steps", 0)
-        steps[0].metric("Env steps", f"{record.env_steps:,} / {total:,}")
-        steps[1].metric("Updates", f"{record.updates:,}")
-        cols[0].metric("Episodes", f"{record.episodes:,}")
+        steps.metric("Env steps", f"{record.env_steps:,} / {total:,}")
+        updates.metric("Updates", f"{record.updates:,}")
+        episodes.metric("Episodes", f"{record.episodes:,}")
 
 
 def delete(record: RunRecord) -> None:
@@ -68,7 +76,8 @@ def run_card(record: RunRecord) -> None:
     manifest = record.manifest or {}
     episodes = store().episodes(record.id)
     final, peak, params = st.columns(3)
-    final.metric("Final return (last 20 episodes)", f"{final_return(episodes['return']):.1f}")
+    last = final_return(episodes["return"])
+    final.metric("Final return (last 20 episodes)", "—" if math.isnan(last) else f"{last:.1f}")
     peak.metric("Peak process memory", format_bytes(manifest.get("peak_memory_bytes")))
     params.metric("Parameter bytes", format_bytes(manifest.get("parameter_bytes")))
     config_col, manifest_col = st.columns(2)
@@ -120,7 +129,9 @@ if runs.empty:
 else:
     table = runs_table(runs)
     ids = table["id"].tolist()
-    remembered = [ids.index(run_id) for run_id in st.session_state["runs.selected"] if run_id in ids]
+    remembered = [
+        ids.index(run_id) for run_id in st.session_state["runs.selected"] if run_id in ids
+    ]
     st.caption("Select runs to overlay their curves; select one to open its card.")
     event = st.dataframe(
         table,
@@ -136,13 +147,11 @@ else:
     st.session_state["runs.selected"] = chosen
     if chosen:
         rows = runs.set_index("id").loc[chosen]
-        curves = {}
+        curves: dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]] = {}
         for run_id, row in rows.iterrows():
-            frame = store().episodes(str(run_id))
-            curves[run_label(str(run_id), row["scheme"], int(row["seed"]))] = (
-                frame["env_steps"],
-                frame["return"],
-            )
+            curve = curve_from_episodes(store().episodes(str(run_id)))
+            label = run_label(str(run_id), row["scheme"], int(row["seed"]))
+            curves[label] = (curve.end_steps, curve.returns)
         envs = set(rows["env_id"])
         threshold = env_threshold(envs.pop()) if len(envs) == 1 else None
         st.plotly_chart(runs_overlay_figure(curves, threshold=threshold), key="runs.overlay")

@@ -1,3 +1,225 @@
+"""Sum tree: how proportional PER stores priorities and draws a stratified batch (classroom view)."""
+
+import numpy as np
+import pandas as pd
 import streamlit as st
 
-st.title("coming soon")
+from dashboard.figures import (
+    draw_histogram_figure,
+    segments_figure,
+    sum_tree_figure,
+    tree_levels_figure,
+)
+from dashboard.state import latest_snapshot
+from rdqn import worked_example as we
+
+SEED = 2015
+LEAF_COUNTS = (8, 12, 16, 32, 64)
+BATCHES_PER_CLICK = 100
+
+ss = st.session_state
+# Widget keys are re-assigned every run so that they survive a visit to another page.
+for key, default in {
+    "tree.leaves": 8,
+    "tree.alpha": 0.6,
+    "tree.beta": 0.4,
+    "tree.batch": 4,
+    "tree.base": we.default_priorities(8).tolist(),
+    "tree.priorities": we.default_priorities(8).tolist(),
+    "tree.editor": 0,
+    "tree.rng": np.random.default_rng(SEED),
+    "tree.uniforms": None,
+    "tree.tally": None,
+}.items():
+    ss[key] = ss.get(key, default)
+
+
+def set_priorities(values: np.ndarray) -> None:
+    ss["tree.base"] = ss["tree.priorities"] = [float(v) for v in values]
+    ss["tree.editor"] += 1  # a fresh editor forgets the edits made on the old values
+
+
+def draw_batch() -> None:
+    ss["tree.uniforms"] = ss["tree.rng"].random(ss["tree.batch"])
+
+
+def draw_many() -> None:
+    leaf_masses = we.masses(ss["tree.priorities"], ss["tree.alpha"])
+    ss["tree.tally"] = we.accumulate(
+        ss["tree.tally"], leaf_masses, ss["tree.batch"], BATCHES_PER_CLICK, ss["tree.rng"]
+    )
+
+
+def clear_draws() -> None:
+    ss["tree.uniforms"] = ss["tree.tally"] = None
+    ss["tree.rng"] = np.random.default_rng(SEED)
+
+
+st.title("Sum tree")
+st.caption(
+    "Proportional prioritized replay keeps one mass per stored transition in a sum tree: every "
+    "node holds the sum of its children, so the root is the total and a batch is found by "
+    "descending from the root. Edit the priorities, move α and β, and draw."
+)
+
+controls = st.columns(4, gap="large")
+controls[0].selectbox(
+    "Leaves (buffer size N)",
+    LEAF_COUNTS,
+    key="tree.leaves",
+    on_change=lambda: set_priorities(we.default_priorities(ss["tree.leaves"])),
+)
+controls[1].slider("α (prioritization)", 0.0, 1.0, step=0.05, key="tree.alpha")
+controls[2].slider("β (IS correction)", 0.0, 1.0, step=0.05, key="tree.beta")
+controls[3].slider("Batch size B", 1, 16, key="tree.batch")
+
+n = ss["tree.leaves"]
+editor_col, tree_col = st.columns([1, 3], gap="large")
+with editor_col:
+    st.markdown("**Priorities** $p_i = |\\delta_i| + \\epsilon$")
+    edited = st.data_editor(
+        pd.DataFrame({"priority": ss["tree.base"]}, index=pd.RangeIndex(n, name="leaf")),
+        key=f"tree.editor_{ss['tree.editor']}",
+        column_config={"priority": st.column_config.NumberColumn("priority pᵢ", step=0.01)},
+        height=min(36 + 35 * n, 400),
+        width="stretch",
+    )
+    try:
+        ss["tree.priorities"] = we.check_priorities(edited["priority"]).tolist()
+    except ValueError as err:
+        st.error(f"{err}. Using the last valid priorities.", icon=":material/error:")
+    buttons = st.columns(2)
+    buttons[0].button(
+        "Randomize",
+        key="tree.randomize",
+        icon=":material/casino:",
+        width="stretch",
+        on_click=lambda: set_priorities(we.random_priorities(n, ss["tree.rng"])),
+    )
+    buttons[1].button(
+        "Reset",
+        key="tree.reset",
+        icon=":material/restart_alt:",
+        width="stretch",
+        on_click=lambda: set_priorities(we.default_priorities(n)),
+    )
+
+table = we.leaf_table(ss["tree.priorities"], ss["tree.alpha"], ss["tree.beta"])
+leaf_masses = table["mass"].to_numpy()
+tree = we.build_tree(leaf_masses)
+uniforms = ss["tree.uniforms"]
+batch = (
+    we.draw_batch(tree, uniforms)
+    if uniforms is not None and len(uniforms) == ss["tree.batch"]
+    else None
+)
+tree_col.plotly_chart(
+    sum_tree_figure(
+        leaf_masses,
+        paths=batch.paths if batch else None,
+        highlight_leaves=batch.leaves.tolist() if batch else None,
+        title=f"Sum tree of the masses pᵢ^α: total {tree.total:.3g}",
+    ),
+    width="stretch",
+)
+
+st.subheader("Draw a stratified batch")
+actions = st.columns([1, 1, 1, 3])
+actions[0].button(
+    "Draw a batch",
+    key="tree.draw",
+    type="primary",
+    icon=":material/ads_click:",
+    on_click=draw_batch,
+    width="stretch",
+)
+actions[1].button(
+    f"Draw {BATCHES_PER_CLICK} batches",
+    key="tree.draw_many",
+    icon=":material/bar_chart:",
+    on_click=draw_many,
+    width="stretch",
+)
+actions[2].button(
+    "Clear draws", key="tree.clear", icon=":material/delete:", on_click=clear_draws, width="stretch"
+)
+actions[3].markdown(
+    "The total is cut into $B$ equal segments and one query "
+    "$m_k = (k + u_k)\\,\\text{total}/B$, $u_k \\sim U[0, 1)$, is drawn in each: the leaf whose "
+    "span of cumulative mass contains $m_k$ is sampled (`SumTree.find`)."
+)
+st.plotly_chart(
+    segments_figure(leaf_masses, batch.queries if batch else None, ss["tree.batch"]),
+    width="stretch",
+)
+if batch is not None:
+    st.dataframe(
+        batch.frame(),
+        column_config={
+            name: st.column_config.NumberColumn(format="%.3f")
+            for name in ("segment from", "segment to", "u", "query")
+        },
+        width="stretch",
+    )
+
+table_col, hist_col = st.columns(2, gap="large")
+with table_col:
+    st.markdown("**Per leaf:** priority, mass, sampling probability and IS weight")
+    st.dataframe(
+        table,
+        column_config={
+            "priority": st.column_config.NumberColumn("pᵢ", format="%.3f"),
+            "mass": st.column_config.NumberColumn("mass pᵢ^α", format="%.3f"),
+            "probability": st.column_config.ProgressColumn(
+                "P(i)", format="%.3f", min_value=0.0, max_value=float(table["probability"].max())
+            ),
+            "weight": st.column_config.ProgressColumn(
+                "IS weight wᵢ", format="%.3f", min_value=0.0, max_value=1.0
+            ),
+        },
+        height=min(36 + 35 * n, 420),
+        width="stretch",
+    )
+with hist_col:
+    tally = ss["tree.tally"]
+    counts = tally.counts if tally is not None and tally.matches(leaf_masses) else np.zeros(n)
+    st.plotly_chart(draw_histogram_figure(counts, leaf_masses), width="stretch")
+    if tally is not None and not tally.matches(leaf_masses):
+        st.caption("The priorities or α changed since the last draws: the histogram restarts.")
+
+st.markdown(
+    r"""
+**Reading the numbers.** The tree stores masses $p_i^\alpha$, so a leaf is drawn with probability
+$P(i) = p_i^\alpha / \sum_k p_k^\alpha$: $\alpha = 0$ makes every leaf equally likely, $\alpha = 1$
+draws in proportion to the priority. Drawing some transitions more often biases the update, which
+the importance-sampling weight $w_i = (N\,P(i))^{-\beta} / \max_j w_j$ undoes: rare leaves get the
+largest weight (1), and $\beta = 1$ corrects fully. The segments make a batch *stratified*: every
+batch touches every part of the total, so even small batches follow $P(i)$ closely.
+"""
+)
+
+st.divider()
+st.subheader("The live run's tree")
+
+
+@st.fragment(run_every=2.0)
+def live_tree() -> None:
+    snap = latest_snapshot(ss.get("live.run_id"))
+    if snap is None or not snap.tree_levels:
+        st.info(
+            "No prioritized run in this session yet. Start one on the Live training page and the "
+            "top levels of its sum tree appear here.",
+            icon=":material/info:",
+        )
+        st.page_link("pages/live.py", label="Live training", icon=":material/monitoring:")
+        return
+    st.plotly_chart(
+        tree_levels_figure(
+            snap.tree_levels,
+            title=f"Top of the live sum tree: {snap.buffer_size:,} of {snap.capacity:,} slots",
+        ),
+        width="stretch",
+    )
+
+
+live_tree()

@@ -188,7 +188,8 @@ def _as_tensor(array: Any, dtype: np.dtype[Any] | type, device: torch.device) ->
     array = np.ascontiguousarray(array, dtype=dtype)
     if not array.flags.writeable:
         array = array.copy()
-    return torch.from_numpy(array).to(device, non_blocking=True)
+    tensor = torch.from_numpy(array)
+    return tensor if device.type == "cpu" else tensor.to(device, non_blocking=True)
 
 
 class DQNAgent:
@@ -280,7 +281,10 @@ class DQNAgent:
             )
         actions = _as_tensor(actions_np, np.int64, dev).unsqueeze(1)
         rewards = _as_tensor(batch.rewards, np.float32, dev)
-        terminated = _as_tensor(batch.terminated, np.bool_, dev)
+        # gamma * (1 - terminated_i), computed on the host: one tensor instead of three ops.
+        discount = _as_tensor(
+            cfg.gamma * (1.0 - np.asarray(batch.terminated, dtype=np.float32)), np.float32, dev
+        )
         weights = None if batch.weights is None else _as_tensor(batch.weights, np.float32, dev)
 
         q_taken = self.online(obs).gather(1, actions).squeeze(1)
@@ -292,7 +296,7 @@ class DQNAgent:
             else:
                 next_value = next_q.max(dim=1).values
             # Truncation is deliberately ignored here: a time-limit cut still bootstraps.
-            td_target = rewards + cfg.gamma * (~terminated).to(next_value.dtype) * next_value
+            td_target = rewards + discount * next_value
         if cfg.loss == "huber":
             per_sample = F.smooth_l1_loss(q_taken, td_target, reduction="none")
         else:

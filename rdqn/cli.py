@@ -176,6 +176,7 @@ def train_one(
     label: str = "train",
 ) -> tuple[str, Trainer]:
     """Run one config to the end, recording it in `store`; returns (run id, trainer)."""
+    trainer = Trainer(config)  # bad settings fail here, before anything is stored
     run_id = store.create_run(
         config=config.to_dict(),
         name=name,
@@ -186,7 +187,7 @@ def train_one(
         group_id=group_id,
     )
     writer = RunWriter(store, run_id)
-    trainer = Trainer(config, sink=writer)
+    trainer.sink = writer
     progress = Progress(config.train.total_steps, label, enabled=not quiet)
     store.set_status(run_id, "running")
     status, error = "finished", None
@@ -240,6 +241,8 @@ def _cmd_compare(args: argparse.Namespace, store: RunStore) -> int:
     base = _config_from_args(args)
     if not args.seeds or any(s < 0 for s in args.seeds):
         raise UsageError(f"--seeds must be non-negative integers, got {args.seeds}")
+    if args.window < 1:
+        raise UsageError(f"--window must be >= 1 episode, got {args.window}")
     threshold = args.threshold if args.threshold is not None else _env_threshold(base.env.id)
     group_id = uuid.uuid4().hex[:12]
     runs: dict[str, list[Curve]] = {scheme: [] for scheme in args.schemes}

@@ -47,6 +47,8 @@ class Curve:
 
 def rolling_mean(values: NDArray[np.float64], window: int) -> NDArray[np.float64]:
     """Mean of the last `window` values at each position (fewer at the start)."""
+    if window < 1:
+        raise ValueError(f"window must be >= 1, got {window}")
     values = np.asarray(values, dtype=np.float64)
     if values.size == 0:
         return values

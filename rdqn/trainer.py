@@ -97,7 +97,12 @@ def _make_env(config: RunConfig) -> Any:
     kwargs = dict(config.env.kwargs)
     if "prices_csv" in kwargs:
         kwargs["prices"] = load_prices_csv(kwargs.pop("prices_csv"))
-    return make_env(config.env.id, **kwargs)
+    try:
+        return make_env(config.env.id, **kwargs)
+    except TypeError as err:
+        raise ValueError(
+            f"env.kwargs {config.env.kwargs} rejected by {config.env.id}: {err}"
+        ) from err
 
 
 class Trainer:

@@ -54,6 +54,7 @@ __all__ = [
     "Tally",
     "UpdateExample",
     "UpdateResult",
+    "accumulate",
     "build_tree",
     "check_priorities",
     "default_example",
@@ -279,6 +280,22 @@ class Tally:
     @property
     def total(self) -> int:
         return sum(self.counts)
+
+
+def accumulate(
+    tally: Tally | None,
+    leaf_masses: ArrayLike,
+    batch_size: int,
+    batches: int,
+    rng: np.random.Generator,
+) -> Tally:
+    """`tally` plus `batches` stratified batches drawn from `leaf_masses` with a `SumTree`.
+
+    A tally drawn from other masses (priorities or alpha changed since) starts again from zero.
+    """
+    if tally is None or not tally.matches(leaf_masses):
+        tally = Tally.empty(leaf_masses)
+    return tally.add(draw_counts(build_tree(leaf_masses), batch_size, batches, rng))
 
 
 # --------------------------------------------------------------------------- one update by hand

@@ -338,7 +338,7 @@ def test_explicit_cuda_without_cuda_is_an_error() -> None:
         ({"target_sync_every": 2.0}, "target_sync_every"),
         ({"grad_clip_norm": 0.0}, "grad_clip_norm"),
         ({"grad_clip_norm": -1.0}, "grad_clip_norm"),
-        ({"network": "gru"}, r"network must be one of \('recurrent', 'mlp'\), got 'gru'"),
+        ({"network": "gru"}, r"network must be one of \('recurrent', 'mlp', 'linear'\), got 'gru'"),
         ({"loss": "l1"}, "loss"),
         ({"target_update": "polyak"}, "target_update"),
         ({"device": "tpu"}, "device"),

@@ -450,6 +450,8 @@ def test_segments_figure_without_queries_and_with_a_zero_mass_leaf() -> None:
     fig = segments_figure([2.0, 0.0, 2.0], None, 2)
     assert [t.name for t in fig.data] == ["leaves"]
     assert list(fig.data[0].text) == ["0", "", "2"]
+    narrow = segments_figure([2.0, 0.01, 2.0], None, 2)
+    assert list(narrow.data[0].text) == ["0", "", "2"]
     assert [s.x0 for s in fig.layout.shapes] == [0.0, 2.0, 4.0]
     edge = segments_figure([2.0, 0.0, 2.0], np.array([2.0]), 2)
     assert list(trace(edge, "queries").customdata) == [2]

@@ -1,0 +1,97 @@
+"""AppTest of the "Saved runs" page against a private store of two tiny finished runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from rdqn.config import preset
+from rdqn.runs import RunHandle
+from rdqn.store import RunStore
+
+APP = Path(__file__).resolve().parents[2] / "app.py"
+TINY = {
+    "train.total_steps": 200,
+    "train.learning_starts": 32,
+    "replay.capacity": 256,
+    "replay.batch_size": 16,
+}
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private RDQN_HOME; the app's cached store and registry are rebuilt for it."""
+    monkeypatch.setenv("RDQN_HOME", str(tmp_path))
+    st.cache_resource.clear()
+    yield tmp_path
+    st.cache_resource.clear()
+
+
+def finished_runs(home: Path, schemes: tuple[str, ...]) -> list[str]:
+    store = RunStore(home / "rdqn.db")
+    base = preset("per-notebook").with_overrides(TINY)
+    ids = []
+    for scheme in schemes:
+        handle = RunHandle(base.with_overrides({"replay.scheme": scheme}), store=store)
+        assert handle.start().join(timeout=60)
+        ids.append(handle.id)
+    store.close()
+    return ids
+
+
+def open_page() -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.run()
+    at.switch_page("pages/runs.py")
+    at.run()
+    assert not at.exception
+    return at
+
+
+def test_empty_store_points_to_live_training(home: Path) -> None:
+    at = open_page()
+    assert "No saved runs yet" in at.info[0].value
+    assert not at.dataframe
+
+
+def test_table_card_downloads_and_delete(home: Path) -> None:
+    uniform, proportional = finished_runs(home, ("uniform", "proportional"))
+    at = open_page()
+    table = at.dataframe[0]
+    assert table.value["id"].tolist() == [proportional, uniform]  # newest first
+    assert set(table.value["status"]) == {"finished"}
+
+    at.session_state[table.key] = {"selection": {"rows": [1], "columns": [], "cells": []}}
+    at.run()
+    assert not at.exception
+    assert at.session_state["runs.selected"] == [uniform]
+    assert any(uniform in header.value for header in at.subheader)
+    assert at.json[0].value  # the config
+    assert {button.label for button in at.download_button} == {
+        "Episodes (CSV)",
+        "Updates (CSV)",
+    }
+    delete = at.button(key="runs.delete")
+    assert delete.disabled
+
+    at.checkbox(key=f"runs.sure.{uniform}").check().run()
+    at.button(key="runs.delete").click().run()
+    assert not at.exception
+    assert RunStore(home / "rdqn.db").list_runs()["id"].tolist() == [proportional]
+    assert at.dataframe[0].value["id"].tolist() == [proportional]
+    assert at.session_state["runs.selected"] == []
+
+
+def test_overlay_of_two_runs_offers_a_card_picker(home: Path) -> None:
+    finished_runs(home, ("uniform", "rank"))
+    at = open_page()
+    at.session_state[at.dataframe[0].key] = {"selection": {"rows": [0, 1]}}
+    at.run()
+    assert not at.exception
+    assert len(at.session_state["runs.selected"]) == 2
+    assert at.selectbox(key="runs.card").options
+    assert at.json

@@ -1,0 +1,241 @@
+"""dashboard.history: comparison configs, curves from snapshots and store rows, run-card fields."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dashboard.history import (
+    PAPER_RANK_ALPHA,
+    RunProgress,
+    comparison_configs,
+    curve_from_episodes,
+    curves_by_scheme,
+    default_budget,
+    env_threshold,
+    final_return,
+    format_bytes,
+    group_progress,
+    manifest_summary,
+    progress_frame,
+    progress_from_handle,
+    progress_from_record,
+    run_label,
+    runs_table,
+)
+from rdqn.compare import Curve
+from rdqn.config import preset
+from rdqn.runs import RunHandle, RunRegistry
+from rdqn.store import RunStore
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> RunStore:
+    return RunStore(tmp_path / "rdqn.db")
+
+
+def stored_run(store: RunStore, scheme: str = "uniform", seed: int = 0) -> str:
+    config = preset("per-notebook").with_overrides({"replay.scheme": scheme, "seed": seed})
+    return store.create_run(
+        config=config.to_dict(),
+        preset="per-notebook",
+        env_id="CartPole-v1",
+        scheme=scheme,
+        seed=seed,
+        group_id="g1",
+    )
+
+
+def row(scheme: str, seed: int, status: str = "finished", steps: int = 50) -> RunProgress:
+    curve = Curve(np.array([10, 30], dtype=np.int64), np.array([10.0, 20.0]))
+    return RunProgress(f"{scheme}{seed}", scheme, seed, status, steps, 100, 2, curve)
+
+
+def test_env_threshold_is_the_registered_one() -> None:
+    assert env_threshold("CartPole-v1") == 475.0
+    assert env_threshold("rdqn/MaskedCartPole-v0") == 475.0
+    assert env_threshold("rdqn/BlindCliffwalk-v0") is None
+
+
+def test_default_budget_caps_long_presets() -> None:
+    assert default_budget("per-notebook") == 15_000
+    assert default_budget("paper") == preset("paper").train.total_steps
+
+
+def test_comparison_configs_share_seeds_across_schemes() -> None:
+    configs = comparison_configs("per-notebook", "CartPole-v1", ["uniform", "rank"], [0, 1], 300)
+    assert [(c.replay.scheme, c.seed) for c in configs] == [
+        ("uniform", 0),
+        ("uniform", 1),
+        ("rank", 0),
+        ("rank", 1),
+    ]
+    assert {c.train.total_steps for c in configs} == {300}
+    # A tenth of the budget is below one batch: warm-up is one batch.
+    assert {c.train.learning_starts for c in configs} == {32}
+    assert {c.replay.alpha for c in configs} == {0.6}
+
+
+def test_comparison_configs_keep_the_preset_warm_up_for_large_budgets() -> None:
+    (config,) = comparison_configs("per-notebook", "CartPole-v1", ["uniform"], [0], 15_000)
+    assert config.train.learning_starts == 1_000
+
+
+def test_paper_preset_gives_rank_based_alpha_0_7() -> None:
+    configs = comparison_configs(
+        "paper", "rdqn/BlindCliffwalk-v0", ["proportional", "rank"], [0], 1_000
+    )
+    assert [c.replay.alpha for c in configs] == [0.6, PAPER_RANK_ALPHA]
+    assert configs[0].env.kwargs == {"n": 8}
+
+
+def test_env_kwargs_are_dropped_on_another_env() -> None:
+    (config,) = comparison_configs("paper", "CartPole-v1", ["uniform"], [3], 1_000)
+    assert config.env.id == "CartPole-v1"
+    assert config.env.kwargs == {}
+
+
+@pytest.mark.parametrize(
+    ("schemes", "seeds", "match"), [([], [0], "schemes"), (["uniform"], [], "seeds")]
+)
+def test_comparison_configs_need_schemes_and_seeds(
+    schemes: list[str], seeds: list[int], match: str
+) -> None:
+    with pytest.raises(ValueError, match=match):
+        comparison_configs("per-notebook", "CartPole-v1", schemes, seeds, 300)
+
+
+def test_curve_from_episodes_skips_incomplete_rows() -> None:
+    frame = pd.DataFrame(
+        {"env_steps": pd.array([10, None, 40], dtype="Int64"), "return": [1.0, 2.0, 3.0]}
+    )
+    curve = curve_from_episodes(frame)
+    assert curve.end_steps.tolist() == [10, 40]
+    assert curve.returns.tolist() == [1.0, 3.0]
+    assert curve.end_steps.dtype == np.int64
+
+
+def test_progress_from_record_reads_counters_and_episodes(store: RunStore) -> None:
+    run_id = stored_run(store, "rank", 2)
+    store.write_metrics(
+        run_id,
+        episodes=[
+            {"episode": 1, "env_steps": 12, "return": 12.0},
+            {"episode": 2, "env_steps": 30, "return": 18.0},
+        ],
+        progress={"env_steps": 35, "updates": 3, "episodes": 2},
+    )
+    store.set_status(run_id, "failed", "DivergenceError: loss is nan")
+    progress = progress_from_record(store.get_run(run_id), store.episodes(run_id))
+    assert (progress.scheme, progress.seed, progress.status) == ("rank", 2, "failed")
+    assert progress.error == "DivergenceError: loss is nan"
+    assert progress.total_steps == 100_000
+    assert progress.progress == pytest.approx(35 / 100_000)
+    assert progress.done
+    assert progress.curve.returns.tolist() == [12.0, 18.0]
+
+
+def test_a_handle_waiting_for_a_slot_reads_queued() -> None:
+    handle = RunHandle(preset("per-notebook"))
+    progress = progress_from_handle(handle)
+    assert progress.status == "queued"
+    assert progress.env_steps == 0
+    assert progress.curve.returns.size == 0
+    assert not progress.done
+
+
+def test_group_progress_prefers_live_handles_and_skips_deleted_runs(store: RunStore) -> None:
+    registry = RunRegistry(store, max_active=1)
+    (handle,) = registry.enqueue([preset("per-notebook")], group_id="g2")
+    try:
+        stored, deleted = stored_run(store), stored_run(store)
+        store.delete_run(deleted)
+        rows = group_progress([handle.id, stored, deleted], registry, store)
+        assert [r.run_id for r in rows] == [handle.id, stored]
+        assert rows[0].status == "running"
+        assert rows[1].status == "created"
+    finally:
+        registry.shutdown()
+
+
+def test_curves_by_scheme_orders_schemes_as_the_paper() -> None:
+    curves = curves_by_scheme([row("rank", 0), row("uniform", 0), row("rank", 1), row("x", 0)])
+    assert list(curves) == ["uniform", "rank", "x"]
+    assert len(curves["rank"]) == 2
+
+
+def test_progress_frame_one_row_per_run() -> None:
+    frame = progress_frame([row("rank", 1, "running", 25), row("rank", 0)])
+    assert frame["seed"].tolist() == [0, 1]
+    assert frame["progress"].tolist() == [0.5, 0.25]
+    assert frame["return (last 20)"].tolist() == [15.0, 15.0]
+    assert frame["error"].tolist() == ["", ""]
+
+
+def test_final_return_is_the_mean_of_the_last_episodes() -> None:
+    assert final_return(np.arange(30.0)) == pytest.approx(np.mean(np.arange(10.0, 30.0)))
+    assert math.isnan(final_return([]))
+
+
+def test_runs_table_keeps_order_and_names_columns(store: RunStore) -> None:
+    older, newer = stored_run(store, "uniform"), stored_run(store, "rank", 1)
+    table = runs_table(store.list_runs())
+    assert table["id"].tolist() == [newer, older]
+    assert table.columns.tolist() == [
+        "id",
+        "name",
+        "status",
+        "preset",
+        "env",
+        "scheme",
+        "seed",
+        "env steps",
+        "episodes",
+        "created",
+    ]
+    assert runs_table(store.list_runs(status="finished")).empty
+
+
+def test_run_label_is_short_and_unique() -> None:
+    assert run_label("6c24e5616acb", "proportional", 0) == "proportional s0 · 6c24e5"
+
+
+@pytest.mark.parametrize(
+    ("count", "text"),
+    [
+        (None, "n/a"),
+        (512, "512 B"),
+        (1536, "1.5 KiB"),
+        (18_440, "18.0 KiB"),
+        (3 * 2**30, "3.0 GiB"),
+    ],
+)
+def test_format_bytes(count: int | None, text: str) -> None:
+    assert format_bytes(count) == text
+
+
+def test_manifest_summary_picks_the_reproduction_facts() -> None:
+    manifest = {
+        "seed": 4,
+        "device": "cpu",
+        "dtype": "float32",
+        "inputs": {"obs_shape": [4], "batch_obs_shape": [32, 1, 4], "n_actions": 2},
+        "environment": {
+            "versions": {"python": "3.11.7", "torch": "2.13.0", "numba": None},
+            "torch_device_name": "x86_64",
+            "torch_num_threads": 1,
+            "source_revision": "abc123+dirty",
+        },
+        "counters": {"env_steps": 200},
+    }
+    summary = manifest_summary(manifest)
+    assert summary["versions"] == "python 3.11.7, torch 2.13.0"
+    assert summary["device"] == "cpu (x86_64), float32, 1 thread(s)"
+    assert summary["seed"] == 4
+    assert summary["batch shape"] == [32, 1, 4]
+    assert summary["source revision"] == "abc123+dirty"
+    assert manifest_summary({})["source revision"] == "unknown"
