@@ -11,7 +11,7 @@ References, measured beside rdqn in the same run:
 - cpprb `PrioritizedReplayBuffer` and tianshou's numba `SegmentTree`, when installed
   (`pip install -r benchmarks/requirements.txt`).
 
-Usage: python benchmarks/bench_replay.py [--quick] [--json OUT.json]
+Usage: python -m benchmarks.bench_replay [--quick] [--json OUT.json]
 """
 
 from __future__ import annotations

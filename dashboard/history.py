@@ -21,7 +21,7 @@ import pandas as pd
 
 import rdqn.envs  # noqa: F401 - registers the rdqn/ envs, so gymnasium.spec knows them
 from rdqn.compare import Curve
-from rdqn.config import RunConfig, preset
+from rdqn.config import SCHEMES, RunConfig, preset
 from rdqn.runs import FINAL_STATUSES, RunHandle, RunRegistry
 from rdqn.store import RunRecord, RunStore
 
@@ -45,6 +45,7 @@ __all__ = [
     "progress_from_record",
     "run_label",
     "runs_table",
+    "stored_counters",
 ]
 
 COMPARE_STEP_CAP = 15_000
@@ -165,14 +166,15 @@ def progress_from_handle(handle: RunHandle) -> RunProgress:
 
 def progress_from_record(record: RunRecord, episodes: pd.DataFrame) -> RunProgress:
     """A stored run's row (a run no registry holds any more: finished, or from before a reload)."""
+    counters = stored_counters(record, episodes)
     return RunProgress(
         run_id=record.id,
         scheme=record.scheme,
         seed=record.seed,
         status=record.status,
-        env_steps=record.env_steps,
+        env_steps=counters["env_steps"],
         total_steps=int(record.config.get("train", {}).get("total_steps", 0)),
-        episodes=record.episodes,
+        episodes=counters["episodes"],
         curve=curve_from_episodes(episodes),
         error=record.error,
     )
@@ -199,7 +201,7 @@ def group_progress(
 
 
 def curves_by_scheme(
-    rows: Iterable[RunProgress], order: Sequence[str] = ("uniform", "proportional", "rank")
+    rows: Iterable[RunProgress], order: Sequence[str] = SCHEMES
 ) -> dict[str, list[Curve]]:
     """Each scheme's curves (one per seed), schemes in `order` then any others as met."""
     grouped: dict[str, list[Curve]] = {}
@@ -216,14 +218,16 @@ def final_return(returns: Sequence[float] | np.ndarray, window: int = ROLLING_WI
 
 
 def progress_frame(rows: Sequence[RunProgress]) -> pd.DataFrame:
-    """The comparison's status table: one row per run, scheme-major then by seed."""
-    ordered = sorted(rows, key=lambda r: (r.scheme, r.seed))
+    """The comparison's status table: one row per run, by scheme (uniform, proportional, rank)
+    then seed."""
+    ranked = {scheme: k for k, scheme in enumerate(SCHEMES)}
+    ordered = sorted(rows, key=lambda r: (ranked.get(r.scheme, len(ranked)), r.scheme, r.seed))
     return pd.DataFrame(
         {
             "scheme": [r.scheme for r in ordered],
             "seed": [r.seed for r in ordered],
             "status": [r.status for r in ordered],
-            "progress": [r.progress for r in ordered],
+            "progress": [round(100 * r.progress) for r in ordered],
             "env steps": [r.env_steps for r in ordered],
             "episodes": [r.episodes for r in ordered],
             f"return (last {ROLLING_WINDOW})": [final_return(r.curve.returns) for r in ordered],
@@ -250,6 +254,28 @@ def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def stored_counters(record: RunRecord, episodes: pd.DataFrame) -> dict[str, int]:
+    """Env steps, updates and episodes of a stored run, at least as far as its episode rows go.
+
+    A run training in another process (the CLI) may write episode rows before its counters.
+    """
+    counters = {
+        "env_steps": record.env_steps,
+        "updates": record.updates,
+        "episodes": record.episodes,
+    }
+    if not episodes.empty:
+        last = episodes.iloc[-1]
+        for name, column in (
+            ("env_steps", "env_steps"),
+            ("updates", "updates"),
+            ("episodes", "episode"),
+        ):
+            if not pd.isna(last[column]):
+                counters[name] = max(counters[name], int(last[column]))
+    return counters
+
+
 def run_label(run_id: str, scheme: str, seed: int) -> str:
     """A short unique legend label: 'proportional s0 · 6c24e5'."""
     return f"{scheme} s{seed} · {run_id[:6]}"
@@ -269,19 +295,27 @@ def format_bytes(count: float | None) -> str:
     return f"{value / 1024:,.1f} GiB"
 
 
-def manifest_summary(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """The run card's reproduction facts: versions, device, seed, shapes, source revision."""
+def _shape(shape: Sequence[int] | None) -> str:
+    return " × ".join(str(n) for n in shape) if shape else "?"
+
+
+def manifest_summary(manifest: Mapping[str, Any]) -> dict[str, str]:
+    """The run card's reproduction facts as short text: versions, device, seed, shapes,
+    counters and source revision."""
     environment = manifest.get("environment") or {}
     inputs = manifest.get("inputs") or {}
     versions = environment.get("versions") or {}
+    counters = manifest.get("counters") or {}
     return {
         "versions": ", ".join(f"{name} {version}" for name, version in versions.items() if version),
         "device": f"{manifest.get('device', '?')} ({environment.get('torch_device_name', '?')}), "
         f"{manifest.get('dtype', '?')}, {environment.get('torch_num_threads', '?')} thread(s)",
-        "seed": manifest.get("seed"),
-        "observation shape": inputs.get("obs_shape"),
-        "batch shape": inputs.get("batch_obs_shape"),
-        "actions": inputs.get("n_actions"),
-        "counters": manifest.get("counters"),
-        "source revision": environment.get("source_revision", "unknown"),
+        "seed": str(manifest.get("seed", "?")),
+        "observation shape": _shape(inputs.get("obs_shape")),
+        "batch shape": f"{_shape(inputs.get('batch_obs_shape'))} (batch × window × observation)",
+        "actions": str(inputs.get("n_actions", "?")),
+        "counters": ", ".join(
+            f"{value:,} {name.replace('_', ' ')}" for name, value in counters.items()
+        ),
+        "source revision": str(environment.get("source_revision", "unknown")),
     }

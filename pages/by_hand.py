@@ -1,3 +1,124 @@
+"""One update by hand: targets, TD errors, losses, probabilities, IS weights and new priorities."""
+
+import pandas as pd
 import streamlit as st
 
-st.title("coming soon")
+from rdqn import worked_example as we
+
+ss = st.session_state
+# Widget keys are re-assigned every run so that they survive a visit to another page.
+for key, default in {
+    "hand.base": we.example_frame(we.default_example()),
+    "hand.editor": 0,
+    "hand.gamma": 0.99,
+    "hand.alpha": 0.6,
+    "hand.beta": 0.4,
+    "hand.eps": 0.01,
+    "hand.loss": "huber",
+    "hand.row": 2,
+}.items():
+    ss[key] = ss.get(key, default)
+
+
+def reset() -> None:
+    ss["hand.base"] = we.example_frame(we.default_example())
+    ss["hand.editor"] += 1  # a fresh editor forgets the edits made on the old table
+
+
+st.title("One update by hand")
+st.caption(
+    "Four transitions form a mini-batch, and here also the whole buffer (N = 4). Edit any cell "
+    "or move a slider and follow one prioritized DQN update through every step "
+    "(Schaul et al. 2015, Algorithm 1)."
+)
+
+inputs, params = st.columns([5, 2], gap="large")
+with inputs:
+    st.markdown("**The transitions** (their current priorities set how they were drawn)")
+    edited = st.data_editor(
+        ss["hand.base"],
+        key=f"hand.editor_{ss['hand.editor']}",
+        column_config={
+            "reward": st.column_config.NumberColumn("reward r", step=0.1, width="small"),
+            "terminated": st.column_config.CheckboxColumn("terminated"),
+            "q": st.column_config.NumberColumn("Q(s, a)", step=0.1),
+            "next_max_q": st.column_config.NumberColumn("max Q_target(s′,·)", step=0.1),
+            "priority": st.column_config.NumberColumn("priority pᵢ", step=0.1),
+        },
+        num_rows="fixed",
+        width="stretch",
+    )
+    st.button("Reset the table", key="hand.reset", icon=":material/restart_alt:", on_click=reset)
+with params:
+    st.slider("γ (discount)", 0.0, 1.0, step=0.01, key="hand.gamma")
+    st.slider("α (prioritization)", 0.0, 1.0, step=0.05, key="hand.alpha")
+    st.slider("β (IS correction)", 0.0, 1.0, step=0.05, key="hand.beta")
+    st.slider("ε (added to |δ|)", 0.0, 0.1, step=0.005, format="%.3f", key="hand.eps")
+    st.radio("Per-sample loss", we.LOSSES, horizontal=True, key="hand.loss")
+
+try:
+    example = we.example_from_frame(
+        edited,
+        gamma=ss["hand.gamma"],
+        alpha=ss["hand.alpha"],
+        beta=ss["hand.beta"],
+        eps=ss["hand.eps"],
+        loss=ss["hand.loss"],
+    )
+except ValueError as err:
+    st.error(f"Cannot compute the update: {err}.", icon=":material/error:")
+    st.stop()
+result = we.worked_update(example)
+
+st.subheader("Step by step")
+labels = {
+    "target": "target yᵢ",
+    "td_error": "TD error δᵢ",
+    "loss": "loss L(δᵢ)",
+    "probability": "P(i)",
+    "weight": "IS weight wᵢ",
+    "weighted_loss": "wᵢ·L(δᵢ)",
+    "new_priority": "new pᵢ = |δᵢ|+ε",
+    "new_mass": "new pᵢ^α",
+    "new_probability": "next P(i)",
+}
+st.dataframe(
+    result.table,
+    column_config={
+        name: st.column_config.NumberColumn(label, format="%.4f") for name, label in labels.items()
+    },
+    width="stretch",
+)
+loss_col, chart_col = st.columns([1, 2], gap="large")
+with loss_col:
+    st.metric("Loss = mean of wᵢ·L(δᵢ)", f"{result.loss:.4f}")
+    st.caption(
+        "P(i) and the IS weights come from the *current* priorities, the ones the batch was "
+        "drawn with; the new priorities |δᵢ| + ε only change the next draw (next P(i))."
+    )
+with chart_col:
+    st.markdown("**Sampling probability vs IS weight**")
+    st.bar_chart(
+        pd.DataFrame(
+            {
+                "P(i)": result.table["probability"].to_numpy(),
+                "IS weight wᵢ": result.table["weight"].to_numpy(),
+            },
+            index=[str(i) for i in result.table.index],
+        ),
+        stack=False,
+        x_label="row",
+        height=300,
+    )
+
+st.subheader("The arithmetic for one row")
+st.segmented_control(
+    "Row", list(range(1, example.rows + 1)), key="hand.row", format_func=lambda i: f"row {i}"
+)
+row = ss["hand.row"] or 1
+cells = st.columns(2, gap="large")
+for k, step in enumerate(we.step_equations(example, result, row)):
+    with cells[k % 2]:
+        st.markdown(f"**{k + 1}. {step.name}**")
+        st.latex(step.formula)
+        st.latex(step.numbers)

@@ -29,7 +29,7 @@ from rdqn.envs import ENV_IDS
 from rdqn.runs import FINAL_STATUSES, ServerBusy
 
 STATUS_COLUMNS = {
-    "progress": st.column_config.ProgressColumn("progress", min_value=0.0, max_value=1.0),
+    "progress": st.column_config.ProgressColumn(min_value=0, max_value=100, format="%d%%"),
     f"return (last {ROLLING_WINDOW})": st.column_config.NumberColumn(format="%.1f"),
     "error": st.column_config.TextColumn(width="large"),
 }
@@ -60,7 +60,9 @@ def results(run_ids: list[str], threshold: float | None, live: bool) -> None:
     if not rows:
         st.info("The runs of this comparison are no longer in the store.")
         return
-    st.dataframe(progress_frame(rows), hide_index=True, column_config=STATUS_COLUMNS)
+    st.dataframe(
+        progress_frame(rows), hide_index=True, column_config=STATUS_COLUMNS, placeholder="—"
+    )
     curves = curves_by_scheme(rows)
     total_steps = max(row.total_steps for row in rows)
     st.plotly_chart(
@@ -73,6 +75,7 @@ def results(run_ids: list[str], threshold: float | None, live: bool) -> None:
     st.dataframe(
         summary_table(curves, threshold, ROLLING_WINDOW).round(1),
         hide_index=True,
+        placeholder="—",
         key="cmp.summary",
     )
     if live and all(row.done for row in rows):
@@ -137,9 +140,14 @@ if group_id:
         for handle in map(registry().get, run_ids)
     )
     heading, threshold_box, stop_box = st.columns([3, 1, 1], vertical_alignment="bottom")
-    heading.subheader(f"Comparison {group_id}")
     records = store().list_runs(group_id=group_id)
     group_env = records["env_id"].iloc[0] if not records.empty else env_id
+    heading.subheader(f"Comparison {group_id}")
+    if not records.empty:
+        heading.caption(
+            f"{records['preset'].iloc[0]} preset on {group_env}: {len(records)} runs, "
+            f"seeds {', '.join(map(str, sorted(set(records['seed']))))}"
+        )
     threshold = threshold_box.number_input(
         "Return threshold",
         value=env_threshold(group_env),

@@ -6,6 +6,7 @@ import math
 from functools import partial
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 from numpy.typing import NDArray
 
@@ -18,40 +19,47 @@ from dashboard.history import (
     manifest_summary,
     run_label,
     runs_table,
+    stored_counters,
 )
 from dashboard.state import registry, store
 from rdqn.store import ACTIVE_STATUSES, RunRecord
 
 TABLE_COLUMNS = {
-    "created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm"),
+    "name": st.column_config.TextColumn(width="medium"),
+    "created": st.column_config.DatetimeColumn(format="MMM D, HH:mm"),
     "env steps": st.column_config.NumberColumn(format="localized"),
     "episodes": st.column_config.NumberColumn(format="localized"),
 }
 
 
+def counters(record: RunRecord) -> None:
+    """Env steps, updates and episodes (and speed while training) of one run."""
+    handle = registry().get(record.id)
+    snapshot = handle.snapshot() if handle is not None else None
+    if snapshot is not None:
+        done = {"env_steps": snapshot.env_steps, "updates": snapshot.updates}
+        done["episodes"] = snapshot.episodes
+    else:
+        done = stored_counters(record, store().episodes(record.id))
+    total = record.config.get("train", {}).get("total_steps", 0)
+    steps, updates, episodes, rate = st.columns(4)
+    steps.metric("Env steps", f"{done['env_steps']:,} / {total:,}")
+    updates.metric("Updates", f"{done['updates']:,}")
+    episodes.metric("Episodes", f"{done['episodes']:,}")
+    if snapshot is not None and record.status in ACTIVE_STATUSES:
+        rate.metric("Env steps per second", f"{snapshot.steps_per_second:,.0f}")
+
+
 @st.fragment(run_every=2.0)
 def live_counters(run_id: str) -> None:
-    """Counters of a run that is still training (from its snapshot, else from the store)."""
-    handle = registry().get(run_id)
-    snapshot = handle.snapshot() if handle is not None else None
+    """The counters of a run that is still training; the whole page reruns once it ends."""
     try:
         record = store().get_run(run_id)
     except KeyError:
-        record = None
-    if record is None or record.status not in ACTIVE_STATUSES:
         st.rerun()
-        return
-    total = record.config.get("train", {}).get("total_steps", 0)
-    steps, updates, episodes, rate = st.columns(4)
-    if snapshot is not None:
-        steps.metric("Env steps", f"{snapshot.env_steps:,} / {snapshot.total_steps:,}")
-        updates.metric("Updates", f"{snapshot.updates:,}")
-        episodes.metric("Episodes", f"{snapshot.episodes:,}")
-        rate.metric("Env steps per second", f"{snapshot.steps_per_second:,.0f}")
-    else:
-        steps.metric("Env steps", f"{record.env_steps:,} / {total:,}")
-        updates.metric("Updates", f"{record.updates:,}")
-        episodes.metric("Episodes", f"{record.episodes:,}")
+    if record.status not in ACTIVE_STATUSES:
+        st.rerun()
+    counters(record)
 
 
 def delete(record: RunRecord) -> None:
@@ -65,29 +73,30 @@ def delete(record: RunRecord) -> None:
 
 def run_card(record: RunRecord) -> None:
     st.subheader(f"{record.name} · {record.id}")
-    st.caption(
-        f"{record.status} · {record.env_steps:,} env steps · {record.updates:,} updates · "
-        f"{record.episodes:,} episodes · group {record.group_id or '—'}"
-    )
+    group = f"comparison {record.group_id}" if record.group_id else "single run"
+    st.caption(f"{record.status} · {record.preset or 'custom'} · {record.env_id} · {group}")
     if record.error:
         st.error(record.error, icon=":material/error:")
     if record.status in ACTIVE_STATUSES:
         live_counters(record.id)
+    else:
+        counters(record)
     manifest = record.manifest or {}
     episodes = store().episodes(record.id)
     final, peak, params = st.columns(3)
     last = final_return(episodes["return"])
-    final.metric("Final return (last 20 episodes)", "—" if math.isnan(last) else f"{last:.1f}")
+    label = "Recent return" if record.status in ACTIVE_STATUSES else "Final return"
+    final.metric(f"{label} (last 20 episodes)", "—" if math.isnan(last) else f"{last:.1f}")
     peak.metric("Peak process memory", format_bytes(manifest.get("peak_memory_bytes")))
     params.metric("Parameter bytes", format_bytes(manifest.get("parameter_bytes")))
     config_col, manifest_col = st.columns(2)
     with config_col:
         st.markdown("**Config**")
-        st.json(record.config, expanded=1)
+        st.json(record.config, expanded=2)
     with manifest_col:
         st.markdown("**Manifest**")
         if manifest:
-            st.json(manifest_summary(manifest), expanded=True)
+            st.table(pd.DataFrame({"": manifest_summary(manifest)}))
             seconds = (manifest.get("timings") or {}).get("seconds", {})
             st.plotly_chart(timing_figure(seconds), key="runs.timing")
         else:

@@ -1,4 +1,4 @@
-"""Sum tree: how proportional PER stores priorities and draws a stratified batch (classroom view)."""
+"""Sum tree: how proportional PER stores priorities and draws a stratified batch, for a class."""
 
 import numpy as np
 import pandas as pd
@@ -74,9 +74,10 @@ controls[2].slider("β (IS correction)", 0.0, 1.0, step=0.05, key="tree.beta")
 controls[3].slider("Batch size B", 1, 16, key="tree.batch")
 
 n = ss["tree.leaves"]
-editor_col, tree_col = st.columns([1, 3], gap="large")
+tree_slot = st.container()
+editor_col, table_col = st.columns([1, 2], gap="large")
 with editor_col:
-    st.markdown("**Priorities** $p_i = |\\delta_i| + \\epsilon$")
+    st.markdown("**Priorities** $p_i = |\\delta_i| + \\epsilon$ (edit a cell)")
     edited = st.data_editor(
         pd.DataFrame({"priority": ss["tree.base"]}, index=pd.RangeIndex(n, name="leaf")),
         key=f"tree.editor_{ss['tree.editor']}",
@@ -88,23 +89,53 @@ with editor_col:
         ss["tree.priorities"] = we.check_priorities(edited["priority"]).tolist()
     except ValueError as err:
         st.error(f"{err}. Using the last valid priorities.", icon=":material/error:")
-    buttons = st.columns(2)
-    buttons[0].button(
-        "Randomize",
-        key="tree.randomize",
-        icon=":material/casino:",
-        width="stretch",
-        on_click=lambda: set_priorities(we.random_priorities(n, ss["tree.rng"])),
-    )
-    buttons[1].button(
-        "Reset",
-        key="tree.reset",
-        icon=":material/restart_alt:",
-        width="stretch",
-        on_click=lambda: set_priorities(we.default_priorities(n)),
-    )
+    with st.container(horizontal=True):
+        st.button(
+            "Randomize",
+            key="tree.randomize",
+            icon=":material/casino:",
+            on_click=lambda: set_priorities(we.random_priorities(n, ss["tree.rng"])),
+        )
+        st.button(
+            "Reset",
+            key="tree.reset",
+            icon=":material/restart_alt:",
+            on_click=lambda: set_priorities(we.default_priorities(n)),
+        )
 
 table = we.leaf_table(ss["tree.priorities"], ss["tree.alpha"], ss["tree.beta"])
+with table_col:
+    st.markdown("**Per leaf:** mass $p_i^\\alpha$, sampling probability $P(i)$, IS weight $w_i$")
+    st.dataframe(
+        table,
+        column_config={
+            "priority": st.column_config.NumberColumn("pᵢ", format="%.3f"),
+            "mass": st.column_config.NumberColumn("mass pᵢ^α", format="%.3f"),
+            "probability": st.column_config.ProgressColumn(
+                "P(i)",
+                format="%.3f",
+                min_value=0.0,
+                max_value=float(table["probability"].max()),
+                width="medium",
+            ),
+            "weight": st.column_config.ProgressColumn(
+                "IS weight wᵢ", format="%.3f", min_value=0.0, max_value=1.0, width="medium"
+            ),
+        },
+        height=min(36 + 35 * n, 400),
+        width="stretch",
+    )
+st.markdown(
+    r"""
+**Reading the numbers.** The tree stores the masses $p_i^\alpha$, so leaf $i$ is drawn with
+probability $P(i) = p_i^\alpha / \sum_k p_k^\alpha$. With $\alpha = 0$ every leaf is equally
+likely; with $\alpha = 1$ leaves are drawn in proportion to their priority. Drawing some
+transitions more often biases the update, and the importance-sampling weight
+$w_i = (N\,P(i))^{-\beta} / \max_j w_j$ undoes that bias: the least likely leaf gets the largest
+weight (1), and $\beta = 1$ corrects fully.
+"""
+)
+
 leaf_masses = table["mass"].to_numpy()
 tree = we.build_tree(leaf_masses)
 uniforms = ss["tree.uniforms"]
@@ -113,46 +144,48 @@ batch = (
     if uniforms is not None and len(uniforms) == ss["tree.batch"]
     else None
 )
-tree_col.plotly_chart(
+tree_slot.plotly_chart(
     sum_tree_figure(
         leaf_masses,
         paths=batch.paths if batch else None,
         highlight_leaves=batch.leaves.tolist() if batch else None,
-        title=f"Sum tree of the masses pᵢ^α: total {tree.total:.3g}",
+        title=f"Sum tree of the masses p<sub>i</sub><sup>α</sup>: total {tree.total:.3g}",
     ),
     width="stretch",
 )
 
 st.subheader("Draw a stratified batch")
-actions = st.columns([1, 1, 1, 3])
-actions[0].button(
-    "Draw a batch",
-    key="tree.draw",
-    type="primary",
-    icon=":material/ads_click:",
-    on_click=draw_batch,
-    width="stretch",
-)
-actions[1].button(
-    f"Draw {BATCHES_PER_CLICK} batches",
-    key="tree.draw_many",
-    icon=":material/bar_chart:",
-    on_click=draw_many,
-    width="stretch",
-)
-actions[2].button(
-    "Clear draws", key="tree.clear", icon=":material/delete:", on_click=clear_draws, width="stretch"
-)
-actions[3].markdown(
-    "The total is cut into $B$ equal segments and one query "
-    "$m_k = (k + u_k)\\,\\text{total}/B$, $u_k \\sim U[0, 1)$, is drawn in each: the leaf whose "
-    "span of cumulative mass contains $m_k$ is sampled (`SumTree.find`)."
+with st.container(horizontal=True):
+    st.button(
+        "Draw a batch",
+        key="tree.draw",
+        type="primary",
+        icon=":material/ads_click:",
+        on_click=draw_batch,
+    )
+    st.button(
+        f"Draw {BATCHES_PER_CLICK} batches",
+        key="tree.draw_many",
+        icon=":material/bar_chart:",
+        on_click=draw_many,
+    )
+    st.button("Clear draws", key="tree.clear", icon=":material/delete:", on_click=clear_draws)
+st.markdown(
+    "The total mass is cut into $B$ equal segments and one query "
+    "$m_k = (k + u_k)\\,\\text{total}/B$ with $u_k \\sim U[0, 1)$ is drawn in each segment. "
+    "The leaf whose span of cumulative mass contains $m_k$ is sampled: `SumTree.find` descends "
+    "from the root, going right (and subtracting the left sum) whenever $m_k$ is past the left "
+    "child's sum. The segments make a batch *stratified*: every batch takes one draw from each "
+    "part of the total, so even a small batch follows $P(i)$ closely."
 )
 st.plotly_chart(
     segments_figure(leaf_masses, batch.queries if batch else None, ss["tree.batch"]),
     width="stretch",
 )
-if batch is not None:
+if batch is None:
+    st.info("Press **Draw a batch** to see its queries and the path each one takes.")
+else:
+    st.markdown("**The queries** and the nodes each descent visits (heap ids, root = 1)")
     st.dataframe(
         batch.frame(),
         column_config={
@@ -161,42 +194,11 @@ if batch is not None:
         },
         width="stretch",
     )
-
-table_col, hist_col = st.columns(2, gap="large")
-with table_col:
-    st.markdown("**Per leaf:** priority, mass, sampling probability and IS weight")
-    st.dataframe(
-        table,
-        column_config={
-            "priority": st.column_config.NumberColumn("pᵢ", format="%.3f"),
-            "mass": st.column_config.NumberColumn("mass pᵢ^α", format="%.3f"),
-            "probability": st.column_config.ProgressColumn(
-                "P(i)", format="%.3f", min_value=0.0, max_value=float(table["probability"].max())
-            ),
-            "weight": st.column_config.ProgressColumn(
-                "IS weight wᵢ", format="%.3f", min_value=0.0, max_value=1.0
-            ),
-        },
-        height=min(36 + 35 * n, 420),
-        width="stretch",
-    )
-with hist_col:
-    tally = ss["tree.tally"]
-    counts = tally.counts if tally is not None and tally.matches(leaf_masses) else np.zeros(n)
-    st.plotly_chart(draw_histogram_figure(counts, leaf_masses), width="stretch")
-    if tally is not None and not tally.matches(leaf_masses):
-        st.caption("The priorities or α changed since the last draws: the histogram restarts.")
-
-st.markdown(
-    r"""
-**Reading the numbers.** The tree stores masses $p_i^\alpha$, so a leaf is drawn with probability
-$P(i) = p_i^\alpha / \sum_k p_k^\alpha$: $\alpha = 0$ makes every leaf equally likely, $\alpha = 1$
-draws in proportion to the priority. Drawing some transitions more often biases the update, which
-the importance-sampling weight $w_i = (N\,P(i))^{-\beta} / \max_j w_j$ undoes: rare leaves get the
-largest weight (1), and $\beta = 1$ corrects fully. The segments make a batch *stratified*: every
-batch touches every part of the total, so even small batches follow $P(i)$ closely.
-"""
-)
+tally = ss["tree.tally"]
+counts = tally.counts if tally is not None and tally.matches(leaf_masses) else np.zeros(n)
+st.plotly_chart(draw_histogram_figure(counts, leaf_masses), width="stretch")
+if tally is not None and not tally.matches(leaf_masses):
+    st.caption("The priorities or α changed since the last draws: the histogram restarts.")
 
 st.divider()
 st.subheader("The live run's tree")

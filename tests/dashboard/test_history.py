@@ -26,6 +26,7 @@ from dashboard.history import (
     progress_from_record,
     run_label,
     runs_table,
+    stored_counters,
 )
 from rdqn.compare import Curve
 from rdqn.config import preset
@@ -139,6 +140,23 @@ def test_progress_from_record_reads_counters_and_episodes(store: RunStore) -> No
     assert progress.curve.returns.tolist() == [12.0, 18.0]
 
 
+def test_stored_counters_catch_up_with_episode_rows(store: RunStore) -> None:
+    """A CLI run writes episode rows before it writes its counters."""
+    run_id = stored_run(store)
+    store.write_metrics(
+        run_id, episodes=[{"episode": 7, "env_steps": 140, "updates": 90, "return": 20.0}]
+    )
+    record = store.get_run(run_id)
+    assert (record.env_steps, record.episodes) == (0, 0)
+    counters = stored_counters(record, store.episodes(run_id))
+    assert counters == {"env_steps": 140, "updates": 90, "episodes": 7}
+    assert stored_counters(record, store.episodes(run_id).iloc[:0]) == {
+        "env_steps": 0,
+        "updates": 0,
+        "episodes": 0,
+    }
+
+
 def test_a_handle_waiting_for_a_slot_reads_queued() -> None:
     handle = RunHandle(preset("per-notebook"))
     progress = progress_from_handle(handle)
@@ -169,11 +187,15 @@ def test_curves_by_scheme_orders_schemes_as_the_paper() -> None:
 
 
 def test_progress_frame_one_row_per_run() -> None:
-    frame = progress_frame([row("rank", 1, "running", 25), row("rank", 0)])
-    assert frame["seed"].tolist() == [0, 1]
-    assert frame["progress"].tolist() == [0.5, 0.25]
-    assert frame["return (last 20)"].tolist() == [15.0, 15.0]
-    assert frame["error"].tolist() == ["", ""]
+    frame = progress_frame([row("rank", 1, "running", 25), row("rank", 0), row("uniform", 0)])
+    assert list(zip(frame["scheme"], frame["seed"], strict=True)) == [
+        ("uniform", 0),
+        ("rank", 0),
+        ("rank", 1),
+    ]
+    assert frame["progress"].tolist() == [50, 50, 25]  # percent
+    assert frame["return (last 20)"].tolist() == [15.0, 15.0, 15.0]
+    assert frame["error"].tolist() == ["", "", ""]
 
 
 def test_final_return_is_the_mean_of_the_last_episodes() -> None:
@@ -230,12 +252,14 @@ def test_manifest_summary_picks_the_reproduction_facts() -> None:
             "torch_num_threads": 1,
             "source_revision": "abc123+dirty",
         },
-        "counters": {"env_steps": 200},
+        "counters": {"env_steps": 2000, "updates": 84},
     }
     summary = manifest_summary(manifest)
     assert summary["versions"] == "python 3.11.7, torch 2.13.0"
     assert summary["device"] == "cpu (x86_64), float32, 1 thread(s)"
-    assert summary["seed"] == 4
-    assert summary["batch shape"] == [32, 1, 4]
+    assert summary["seed"] == "4"
+    assert summary["observation shape"] == "4"
+    assert summary["batch shape"].startswith("32 × 1 × 4")
+    assert summary["counters"] == "2,000 env steps, 84 updates"
     assert summary["source revision"] == "abc123+dirty"
     assert manifest_summary({})["source revision"] == "unknown"

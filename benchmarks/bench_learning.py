@@ -1,0 +1,235 @@
+"""Learning checks: does the agent actually learn, and does prioritized replay help?
+
+Three experiments (issue "learning core", section "Learning must actually work"):
+
+  cartpole  `per-notebook` on CartPole-v1, 100,000 env steps, 5 seeds, proportional vs uniform:
+            does the mean return of the last 20 episodes reach 475?
+  cliffwalk Blind Cliffwalk (Schaul et al. 2015, fig. 1) at n = 8 and 12, 5 seeds: learner updates
+            until the tabular Q-values are within tolerance of Q*, proportional vs uniform.
+  memory    velocity-masked CartPole: `e14` (recurrent, window 8) vs `per-notebook`'s MLP.
+
+Runs execute in parallel worker processes (one torch thread each). Results go to a JSON file that
+`--report` turns into the README's tables.
+
+Usage:
+    python -m benchmarks.bench_learning cartpole --workers 2 --out benchmarks/results/cartpole.json
+    python -m benchmarks.bench_learning cliffwalk --out benchmarks/results/cliffwalk.json
+    python -m benchmarks.bench_learning memory --out benchmarks/results/memory.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SEEDS = (0, 1, 2, 3, 4)
+
+
+def _episodes_to(returns: list[float], end_steps: list[int], threshold: float, window: int = 20):
+    from rdqn.compare import Curve, episodes_to_threshold
+
+    return episodes_to_threshold(
+        Curve(np.array(end_steps, dtype=np.int64), np.array(returns, dtype=np.float64)),
+        threshold,
+        window,
+    )
+
+
+def run_curve(job: dict[str, Any]) -> dict[str, Any]:
+    """Train one config to the end; returns its learning curve and threshold statistics."""
+    import torch
+
+    from rdqn.config import RunConfig
+    from rdqn.trainer import Trainer
+
+    torch.set_num_threads(1)
+    config = RunConfig.from_dict(job["config"])
+    trainer = Trainer(config)
+    started = time.perf_counter()
+    trainer.run()
+    seconds = time.perf_counter() - started
+    returns = list(trainer.recorder.episode_returns)
+    end_steps = list(trainer.recorder.episode_end_steps)
+    episodes, steps = _episodes_to(returns, end_steps, job["threshold"])
+    best = max(
+        (float(np.mean(returns[max(0, k - 19) : k + 1])) for k in range(19, len(returns))),
+        default=float("nan"),
+    )
+    return {
+        **{k: v for k, v in job.items() if k != "config"},
+        "final_mean20": float(np.mean(returns[-20:])) if returns else float("nan"),
+        "best_mean20": best,
+        "episodes_to_threshold": episodes,
+        "steps_to_threshold": steps,
+        "episodes": len(returns),
+        "env_steps_per_second": trainer.env_steps / seconds,
+        "seconds": seconds,
+        "returns": returns,
+        "end_steps": end_steps,
+    }
+
+
+def run_cliffwalk(job: dict[str, Any]) -> dict[str, Any]:
+    """Updates until max |Q - Q*| over all (state, action) pairs stays below the tolerance."""
+    import torch
+
+    from rdqn.config import RunConfig
+    from rdqn.trainer import Trainer
+
+    torch.set_num_threads(1)
+    config = RunConfig.from_dict(job["config"])
+    trainer = Trainer(config)
+    env = trainer.env.unwrapped
+    q_star = env.optimal_q_values(config.agent.gamma)
+    states = np.eye(env.n, dtype=np.float32)[:, None, :]
+    net = trainer.agent.online
+    solved_at = None
+    errors = []
+    while not trainer.done:
+        trainer.step()
+        if trainer.updates and trainer.updates % job["check_every"] == 0:
+            with torch.no_grad():
+                q = net(torch.from_numpy(states)).numpy()
+            error = float(np.abs(q - q_star).max())
+            errors.append((trainer.updates, error))
+            if error < job["tolerance"] and solved_at is None:
+                solved_at = trainer.updates
+                break
+    return {
+        **{k: v for k, v in job.items() if k != "config"},
+        "updates_to_solve": solved_at,
+        "final_error": errors[-1][1] if errors else None,
+        "updates": trainer.updates,
+    }
+
+
+def cartpole_jobs(steps: int) -> list[dict[str, Any]]:
+    from rdqn.config import preset
+
+    jobs = []
+    for scheme in ("proportional", "uniform"):
+        for seed in SEEDS:
+            config = preset("per-notebook").with_overrides(
+                {"replay.scheme": scheme, "seed": seed, "train.total_steps": steps}
+            )
+            jobs.append(
+                {
+                    "kind": "curve",
+                    "task": "CartPole-v1",
+                    "scheme": scheme,
+                    "seed": seed,
+                    "threshold": 475.0,
+                    "config": config.to_dict(),
+                }
+            )
+    return jobs
+
+
+def cliffwalk_jobs(sizes: tuple[int, ...]) -> list[dict[str, Any]]:
+    from rdqn.config import preset
+
+    jobs = []
+    for n in sizes:
+        for scheme in ("proportional", "uniform"):
+            for seed in SEEDS:
+                config = preset("paper").with_overrides(
+                    {
+                        "env.kwargs": {"n": n},
+                        "replay.scheme": scheme,
+                        "seed": seed,
+                        "train.total_steps": 400_000,
+                        "train.epsilon_start": 1.0,
+                        "train.epsilon_end": 1.0,
+                    }
+                )
+                jobs.append(
+                    {
+                        "kind": "cliffwalk",
+                        "task": f"BlindCliffwalk n={n}",
+                        "n": n,
+                        "scheme": scheme,
+                        "seed": seed,
+                        "tolerance": 0.05,
+                        "check_every": 25,
+                        "config": config.to_dict(),
+                    }
+                )
+    return jobs
+
+
+def memory_jobs(steps: int, seeds: tuple[int, ...]) -> list[dict[str, Any]]:
+    from rdqn.config import preset
+
+    jobs = []
+    for name in ("e14", "per-notebook"):
+        for seed in seeds:
+            config = preset(name).with_overrides(
+                {
+                    "env.id": "rdqn/MaskedCartPole-v0",
+                    "env.kwargs": {},
+                    "seed": seed,
+                    "train.total_steps": steps,
+                    "train.train_every": 4,
+                }
+            )
+            jobs.append(
+                {
+                    "kind": "curve",
+                    "task": "MaskedCartPole",
+                    "preset": name,
+                    "seed": seed,
+                    "scheme": config.replay.scheme,
+                    "threshold": 475.0,
+                    "config": config.to_dict(),
+                }
+            )
+    return jobs
+
+
+def _run(job: dict[str, Any]) -> dict[str, Any]:
+    return run_cliffwalk(job) if job["kind"] == "cliffwalk" else run_curve(job)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("experiment", choices=["cartpole", "cliffwalk", "memory"])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=None, help="env steps per run")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    if args.experiment == "cartpole":
+        jobs = cartpole_jobs(args.steps or 100_000)
+    elif args.experiment == "cliffwalk":
+        jobs = cliffwalk_jobs((8, 12))
+    else:
+        jobs = memory_jobs(args.steps or 40_000, (0, 1, 2))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    results = []
+    with mp.get_context("spawn").Pool(args.workers) as pool:
+        for result in pool.imap_unordered(_run, jobs):
+            results.append(result)
+            keys = (
+                "task",
+                "scheme",
+                "preset",
+                "seed",
+                "final_mean20",
+                "best_mean20",
+                "steps_to_threshold",
+                "updates_to_solve",
+                "env_steps_per_second",
+            )
+            print({k: result[k] for k in keys if k in result}, flush=True)
+            out.write_text(json.dumps(results, indent=1))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
