@@ -299,6 +299,12 @@ def _shape(shape: Sequence[int] | None) -> str:
     return " × ".join(str(n) for n in shape) if shape else "?"
 
 
+def _counter(name: str, value: int) -> str:
+    if name.endswith("_bytes"):
+        return f"{format_bytes(value)} {name.removesuffix('_bytes').replace('_', ' ')}"
+    return f"{value:,} {name.replace('_', ' ')}"
+
+
 def manifest_summary(manifest: Mapping[str, Any]) -> dict[str, str]:
     """The run card's reproduction facts as short text: versions, device, seed, shapes,
     counters and source revision."""
@@ -314,8 +320,6 @@ def manifest_summary(manifest: Mapping[str, Any]) -> dict[str, str]:
         "observation shape": _shape(inputs.get("obs_shape")),
         "batch shape": f"{_shape(inputs.get('batch_obs_shape'))} (batch × window × observation)",
         "actions": str(inputs.get("n_actions", "?")),
-        "counters": ", ".join(
-            f"{value:,} {name.replace('_', ' ')}" for name, value in counters.items()
-        ),
+        "counters": ", ".join(_counter(name, value) for name, value in counters.items()),
         "source revision": str(environment.get("source_revision", "unknown")),
     }

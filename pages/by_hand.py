@@ -6,18 +6,8 @@ import streamlit as st
 from rdqn import worked_example as we
 
 ss = st.session_state
-# Widget keys are re-assigned every run so that they survive a visit to another page.
-for key, default in {
-    "hand.base": we.example_frame(we.default_example()),
-    "hand.editor": 0,
-    "hand.gamma": 0.99,
-    "hand.alpha": 0.6,
-    "hand.beta": 0.4,
-    "hand.eps": 0.01,
-    "hand.loss": "huber",
-    "hand.row": 2,
-}.items():
-    ss[key] = ss.get(key, default)
+ss.setdefault("hand.base", we.example_frame(we.default_example()))
+ss.setdefault("hand.editor", 0)
 
 
 def reset() -> None:
@@ -50,21 +40,38 @@ with inputs:
     )
     st.button("Reset the table", key="hand.reset", icon=":material/restart_alt:", on_click=reset)
 with params:
-    st.slider("γ (discount)", 0.0, 1.0, step=0.01, key="hand.gamma")
-    st.slider("α (prioritization)", 0.0, 1.0, step=0.05, key="hand.alpha")
-    st.slider("β (IS correction)", 0.0, 1.0, step=0.05, key="hand.beta")
-    st.slider("ε (added to |δ|)", 0.0, 0.1, step=0.005, format="%.3f", key="hand.eps")
-    st.radio("Per-sample loss", we.LOSSES, horizontal=True, key="hand.loss")
+    default = we.default_example()
+    gamma = st.slider(
+        "γ (discount)", 0.0, 1.0, default.gamma, 0.01, key="hand.gamma", persist_state="session"
+    )
+    alpha = st.slider(
+        "α (prioritization)",
+        0.0,
+        1.0,
+        default.alpha,
+        0.05,
+        key="hand.alpha",
+        persist_state="session",
+    )
+    beta = st.slider(
+        "β (IS correction)", 0.0, 1.0, default.beta, 0.05, key="hand.beta", persist_state="session"
+    )
+    eps = st.slider(
+        "ε (added to |δ|)",
+        0.0,
+        0.1,
+        default.eps,
+        0.005,
+        format="%.3f",
+        key="hand.eps",
+        persist_state="session",
+    )
+    loss = st.radio(
+        "Per-sample loss", we.LOSSES, horizontal=True, key="hand.loss", persist_state="session"
+    )
 
 try:
-    example = we.example_from_frame(
-        edited,
-        gamma=ss["hand.gamma"],
-        alpha=ss["hand.alpha"],
-        beta=ss["hand.beta"],
-        eps=ss["hand.eps"],
-        loss=ss["hand.loss"],
-    )
+    example = we.example_from_frame(edited, gamma=gamma, alpha=alpha, beta=beta, eps=eps, loss=loss)
 except ValueError as err:
     st.error(f"Cannot compute the update: {err}.", icon=":material/error:")
     st.stop()
@@ -112,10 +119,15 @@ with chart_col:
     )
 
 st.subheader("The arithmetic for one row")
-st.segmented_control(
-    "Row", list(range(1, example.rows + 1)), key="hand.row", format_func=lambda i: f"row {i}"
+row = st.segmented_control(
+    "Row",
+    list(range(1, example.rows + 1)),
+    default=2,
+    required=True,
+    format_func=lambda i: f"row {i}",
+    key="hand.row",
+    persist_state="session",
 )
-row = ss["hand.row"] or 1
 cells = st.columns(2, gap="large")
 for k, step in enumerate(we.step_equations(example, result, row)):
     with cells[k % 2]:

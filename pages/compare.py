@@ -31,6 +31,8 @@ from rdqn.runs import FINAL_STATUSES, ServerBusy
 STATUS_COLUMNS = {
     "progress": st.column_config.ProgressColumn(min_value=0, max_value=100, format="%d%%"),
     f"return (last {ROLLING_WINDOW})": st.column_config.NumberColumn(format="%.1f"),
+    "env steps": st.column_config.NumberColumn(format="localized"),
+    "episodes": st.column_config.NumberColumn(format="localized"),
     "error": st.column_config.TextColumn(width="large"),
 }
 
@@ -60,9 +62,10 @@ def results(run_ids: list[str], threshold: float | None, live: bool) -> None:
     if not rows:
         st.info("The runs of this comparison are no longer in the store.")
         return
-    st.dataframe(
-        progress_frame(rows), hide_index=True, column_config=STATUS_COLUMNS, placeholder="—"
-    )
+    status = progress_frame(rows)
+    if not status["error"].any():
+        status = status.drop(columns="error")
+    st.dataframe(status, hide_index=True, column_config=STATUS_COLUMNS, placeholder="—")
     curves = curves_by_scheme(rows)
     total_steps = max(row.total_steps for row in rows)
     st.plotly_chart(
@@ -108,7 +111,8 @@ schemes = st.multiselect(
     "Replay schemes", SCHEMES, default=list(SCHEMES), key="cmp.schemes", format_func=str.title
 )
 runs_wanted = len(schemes) * int(seed_count)
-note = f"{runs_wanted} runs of {int(steps):,} env steps, seeds 0–{int(seed_count) - 1}; "
+seeds = "seed 0" if seed_count == 1 else f"seeds 0–{int(seed_count) - 1}"
+note = f"{runs_wanted} runs of {int(steps):,} env steps, {seeds}; "
 note += f"at most {registry().max_active} train at once, the rest wait in a queue."
 if preset_name == "paper" and "rank" in schemes:
     note += f" Rank-based replay uses the paper's alpha {PAPER_RANK_ALPHA}."

@@ -157,7 +157,10 @@ if parsed.run_id is None:
         restart()
         st.rerun()
     speed = buttons[4].select_slider(
-        "Speed", list(SPEEDS), key="live.speed", label_visibility="collapsed"
+        "Speed",
+        list(SPEEDS),
+        key="live.speed",
+        help="Slow down to watch single updates; full speed for real training",
     )
     if handle is not None and handle.speed != SPEEDS[speed]:
         handle.set_speed(SPEEDS[speed])

@@ -25,10 +25,11 @@ from dashboard.state import registry, store
 from rdqn.store import ACTIVE_STATUSES, RunRecord
 
 TABLE_COLUMNS = {
-    "name": st.column_config.TextColumn(width="medium"),
+    "name": st.column_config.TextColumn(width="small"),
     "created": st.column_config.DatetimeColumn(format="MMM D, HH:mm"),
-    "env steps": st.column_config.NumberColumn(format="localized"),
-    "episodes": st.column_config.NumberColumn(format="localized"),
+    "seed": st.column_config.NumberColumn(width="small"),
+    "env steps": st.column_config.NumberColumn(format="localized", width="small"),
+    "episodes": st.column_config.NumberColumn(format="localized", width="small"),
 }
 
 
@@ -43,7 +44,7 @@ def counters(record: RunRecord) -> None:
         done = stored_counters(record, store().episodes(record.id))
     total = record.config.get("train", {}).get("total_steps", 0)
     steps, updates, episodes, rate = st.columns(4)
-    steps.metric("Env steps", f"{done['env_steps']:,} / {total:,}")
+    steps.metric(f"Env steps (budget {total:,})", f"{done['env_steps']:,}")
     updates.metric("Updates", f"{done['updates']:,}")
     episodes.metric("Episodes", f"{done['episodes']:,}")
     if snapshot is not None and record.status in ACTIVE_STATUSES:

@@ -18,12 +18,7 @@ LEAF_COUNTS = (8, 12, 16, 32, 64)
 BATCHES_PER_CLICK = 100
 
 ss = st.session_state
-# Widget keys are re-assigned every run so that they survive a visit to another page.
 for key, default in {
-    "tree.leaves": 8,
-    "tree.alpha": 0.6,
-    "tree.beta": 0.4,
-    "tree.batch": 4,
     "tree.base": we.default_priorities(8).tolist(),
     "tree.priorities": we.default_priorities(8).tolist(),
     "tree.editor": 0,
@@ -31,7 +26,7 @@ for key, default in {
     "tree.uniforms": None,
     "tree.tally": None,
 }.items():
-    ss[key] = ss.get(key, default)
+    ss.setdefault(key, default)
 
 
 def set_priorities(values: np.ndarray) -> None:
@@ -68,12 +63,19 @@ controls[0].selectbox(
     LEAF_COUNTS,
     key="tree.leaves",
     on_change=lambda: set_priorities(we.default_priorities(ss["tree.leaves"])),
+    persist_state="session",
 )
-controls[1].slider("α (prioritization)", 0.0, 1.0, step=0.05, key="tree.alpha")
-controls[2].slider("β (IS correction)", 0.0, 1.0, step=0.05, key="tree.beta")
-controls[3].slider("Batch size B", 1, 16, key="tree.batch")
+controls[1].slider(
+    "α (prioritization)", 0.0, 1.0, 0.6, step=0.05, key="tree.alpha", persist_state="session"
+)
+controls[2].slider(
+    "β (IS correction)", 0.0, 1.0, 0.4, step=0.05, key="tree.beta", persist_state="session"
+)
+controls[3].slider("Batch size B", 1, 16, 4, key="tree.batch", persist_state="session")
 
 n = ss["tree.leaves"]
+if len(ss["tree.base"]) != n:
+    set_priorities(we.default_priorities(n))
 tree_slot = st.container()
 editor_col, table_col = st.columns([1, 2], gap="large")
 with editor_col:

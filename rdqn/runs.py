@@ -52,6 +52,8 @@ class RunHandle:
         name, group_id: stored with the run (group_id ties the runs of one comparison).
         snapshot_interval: seconds between published snapshots.
         speed: env steps per second, or None for full speed.
+        idle_timeout: stop by itself after this many seconds without a `snapshot()` poll
+            (None: never); a browser tab that closes sends no signal.
         on_exit: called (with this handle) when the thread ends.
     """
 
@@ -65,9 +67,11 @@ class RunHandle:
         group_id: str | None = None,
         snapshot_interval: float = 0.5,
         speed: float | None = None,
+        idle_timeout: float | None = None,
         on_exit: Callable[[RunHandle], None] | None = None,
     ) -> None:
         self.config = config
+        self.idle_timeout = idle_timeout
         self.store = store
         self.owner = owner
         self.group_id = group_id
@@ -112,8 +116,12 @@ class RunHandle:
                 raise RuntimeError(f"run {self.id} was already started")
             self._paused = paused
             self._status = "paused" if paused else "running"
+            self.last_polled = time.monotonic()
             self._thread = threading.Thread(target=self._loop, name=f"rdqn-run-{self.id}")
             self._thread.daemon = True
+            # A training thread still inside torch when the interpreter exits aborts the
+            # process, so a live run is stopped at exit (and unregistered when it ends).
+            atexit.register(self.stop)
             self._thread.start()
         return self
 
@@ -198,12 +206,20 @@ class RunHandle:
         with self._lock:
             self._snapshot = snap
 
+    def _idle(self) -> bool:
+        return (
+            self.idle_timeout is not None
+            and time.monotonic() - self.last_polled > self.idle_timeout
+        )
+
     def _next_action(self) -> str:
-        """Block while paused; returns 'stop', 'step' or 'run'."""
+        """Block while paused; returns 'stop', 'idle', 'step' or 'run'."""
         with self._lock:
             while True:
                 if self._stop:
                     return "stop"
+                if self._idle():
+                    return "idle"
                 if not self._paused:
                     return "run"
                 if self._step_requests:
@@ -225,6 +241,9 @@ class RunHandle:
             while True:
                 action = self._next_action()
                 if action == "stop":
+                    break
+                if action == "idle":
+                    error = f"stopped: nobody watched this run for {self.idle_timeout:g} s"
                     break
                 if trainer.done:
                     status = "finished"
@@ -288,6 +307,7 @@ class RunHandle:
             with self._lock:
                 self._status = status
                 self._error = error
+            atexit.unregister(self.stop)
             if self._on_exit is not None:
                 self._on_exit(self)
 
@@ -322,8 +342,6 @@ class RunRegistry:
         self._lock = threading.RLock()
         self._runs: dict[str, RunHandle] = {}
         self._queue: list[RunHandle] = []
-        # A training thread still inside torch when the interpreter exits aborts the process.
-        atexit.register(self.shutdown)
 
     def _active(self) -> list[RunHandle]:
         return [h for h in self._runs.values() if h.status in ("running", "paused")]
@@ -344,9 +362,7 @@ class RunRegistry:
                     f"server busy: {active} runs active (limit {self.max_active}); "
                     "stop a run or try again in a moment"
                 )
-            handle = RunHandle(
-                config, store=self.store, owner=owner, on_exit=self._on_exit, **kwargs
-            )
+            handle = self._handle(config, owner, kwargs)
             self._runs[handle.id] = handle
             handle.start(paused=paused)
             self._forget_old()
@@ -357,15 +373,16 @@ class RunRegistry:
     ) -> list[RunHandle]:
         """Create runs that start as slots free up (FIFO); returns their handles at once."""
         with self._lock:
-            handles = [
-                RunHandle(config, store=self.store, owner=owner, on_exit=self._on_exit, **kwargs)
-                for config in configs
-            ]
+            handles = [self._handle(config, owner, kwargs) for config in configs]
             for handle in handles:
                 self._runs[handle.id] = handle
             self._queue.extend(handles)
             self.pump()
             return handles
+
+    def _handle(self, config: RunConfig, owner: str | None, kwargs: dict[str, Any]) -> RunHandle:
+        kwargs.setdefault("idle_timeout", self.idle_timeout)
+        return RunHandle(config, store=self.store, owner=owner, on_exit=self._on_exit, **kwargs)
 
     def pump(self) -> None:
         """Start queued runs while there is room."""

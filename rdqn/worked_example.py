@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeGuard
 
 import numpy as np
 import pandas as pd
@@ -88,6 +88,10 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "new_probability",
 )
 """Columns of `UpdateResult.table`, in the order the update computes them."""
+
+MAX_MAGNITUDE = 1e6
+"""Largest |number| (reward, Q value, priority, eps) the worked examples accept: with alpha <= 1
+every intermediate quantity then stays finite, and the numbers stay readable."""
 
 _DEFAULT_PATTERN = (3.0, 0.5, 1.0, 0.2, 2.0, 0.8, 0.1, 1.5)
 
@@ -146,15 +150,14 @@ def check_priorities(values: Sequence[Any] | pd.Series) -> NDArray[np.float64]:
     bad = []
     for i, value in enumerate(items):
         number = _as_number(value)
-        if number is None or not math.isfinite(number) or number < 0:
+        if number is None or not 0 <= number <= MAX_MAGNITUDE:
             bad.append(f"leaf {i} ({_show(value)})")
         else:
             out[i] = number
     if bad:
+        noun = "cells" if len(bad) > 1 else "cell"
         raise ValueError(
-            "priorities must be finite numbers >= 0; bad cell"
-            + ("s: " if len(bad) > 1 else ": ")
-            + ", ".join(bad)
+            f"priorities must be numbers in [0, {MAX_MAGNITUDE:g}]; bad {noun}: {', '.join(bad)}"
         )
     if not (out > 0).any():
         raise ValueError("at least one priority must be > 0, otherwise nothing can be sampled")
@@ -192,11 +195,15 @@ def build_tree(leaf_masses: ArrayLike) -> SumTree:
 
 
 def stratified_queries(total: float, uniforms: ArrayLike) -> NDArray[np.float64]:
-    """m_k = (k + u_k) * total / B for B = len(uniforms): one query in each equal segment."""
-    u = np.asarray(uniforms, dtype=np.float64).reshape(-1)
+    """m_k = (k + u_k) * total / B, one query in each of B equal segments of the total.
+
+    B is the size of the last axis of `uniforms` (shape (B,) for one batch, (n, B) for n).
+    """
+    u = np.atleast_1d(np.asarray(uniforms, dtype=np.float64))
     if u.size and not ((u >= 0) & (u < 1)).all():
         raise ValueError(f"uniforms must lie in [0, 1), got {u[~((u >= 0) & (u < 1))][0]}")
-    return (np.arange(u.size) + u) * (float(total) / max(u.size, 1))
+    b = u.shape[-1]
+    return (np.arange(b) + u) * (float(total) / max(b, 1))
 
 
 def descent_path(leaf: int, offset: int) -> list[int]:
@@ -249,8 +256,7 @@ def draw_counts(
     """How often each leaf is drawn in `batches` stratified batches of `batch_size`."""
     if batch_size < 1 or batches < 1:
         raise ValueError(f"batch_size and batches must be >= 1, got {batch_size} and {batches}")
-    u = rng.random((batches, batch_size))
-    queries = (np.arange(batch_size) + u) * (tree.total / batch_size)
+    queries = stratified_queries(tree.total, rng.random((batches, batch_size)))
     return np.bincount(tree.find(queries.reshape(-1)), minlength=tree.capacity)
 
 
@@ -259,7 +265,7 @@ class Tally:
     """Accumulated draw counts per leaf, valid only for the leaf masses they were drawn under."""
 
     masses: tuple[float, ...]
-    counts: tuple[int, ...] = field(default=())
+    counts: tuple[int, ...]
 
     @classmethod
     def empty(cls, leaf_masses: ArrayLike) -> Tally:
@@ -318,9 +324,9 @@ class UpdateExample:
     gamma: float = 0.99
     """Discount factor, in [0, 1]."""
     alpha: float = 0.6
-    """Prioritization exponent (0 = uniform)."""
+    """Prioritization exponent, in [0, 1] (0 = uniform)."""
     beta: float = 0.4
-    """IS correction exponent (1 = full correction)."""
+    """IS correction exponent, in [0, 1] (1 = full correction)."""
     eps: float = 0.01
     """Added to |delta| so that no priority is 0."""
     loss: str = "huber"
@@ -341,21 +347,22 @@ class UpdateExample:
                             f"terminated, row {i}: must be True or False, got {value!r}"
                         )
                     continue
-                if not (_is_real(value) and math.isfinite(value)):
-                    raise ValueError(f"{name}, row {i}: must be a finite number, got {value!r}")
+                if not (_is_real(value) and abs(value) <= MAX_MAGNITUDE):
+                    raise ValueError(
+                        f"{name}, row {i}: must be a number in "
+                        f"[-{MAX_MAGNITUDE:g}, {MAX_MAGNITUDE:g}], got {value!r}"
+                    )
                 if name == "priorities" and not value > 0:
                     raise ValueError(f"priorities, row {i}: must be > 0, got {value!r}")
         for name, low, high in (
             ("gamma", 0.0, 1.0),
-            ("alpha", 0.0, math.inf),
+            ("alpha", 0.0, 1.0),
             ("beta", 0.0, 1.0),
-            ("eps", 0.0, math.inf),
+            ("eps", 0.0, MAX_MAGNITUDE),
         ):
             value = getattr(self, name)
-            if not (_is_real(value) and math.isfinite(value) and low <= value <= high):
-                raise ValueError(
-                    f"{name} must be a finite number in [{low}, {high}], got {value!r}"
-                )
+            if not (_is_real(value) and low <= value <= high):
+                raise ValueError(f"{name} must be a number in [{low:g}, {high:g}], got {value!r}")
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
 
@@ -404,6 +411,9 @@ def worked_update(example: UpdateExample) -> UpdateResult:
     weighted = weight * per_sample
     new_priority = np.abs(td_error) + example.eps
     new_mass = masses(new_priority, example.alpha)
+    new_total = new_mass.sum()
+    # eps = 0 and every delta = 0 leave no mass at all: nothing could be drawn next.
+    new_probability = new_mass / new_total if new_total > 0 else np.full(example.rows, np.nan)
     table = pd.DataFrame(
         {
             "target": target,
@@ -414,7 +424,7 @@ def worked_update(example: UpdateExample) -> UpdateResult:
             "weighted_loss": weighted,
             "new_priority": new_priority,
             "new_mass": new_mass,
-            "new_probability": new_mass / new_mass.sum(),
+            "new_probability": new_probability,
         },
         index=pd.RangeIndex(1, example.rows + 1, name="row"),
     )
@@ -494,24 +504,24 @@ def step_equations(example: UpdateExample, result: UpdateResult, row: int) -> li
     delta = float(t["td_error"])
     if example.loss == "mse":
         loss_formula = r"L(\delta) = \delta^2"
-        loss_numbers = rf"L_{row} = {_par(delta)}^2 = {_tex(t['loss'])}"
+        loss_numbers = rf"L_{{{row}}} = {_par(delta)}^2 = {_tex(t['loss'])}"
     elif abs(delta) <= 1:
         loss_formula = r"L(\delta) = \tfrac12 \delta^2 \text{ if } |\delta| \le 1"
-        loss_numbers = rf"L_{row} = 0.5 \times {_par(delta)}^2 = {_tex(t['loss'])}"
+        loss_numbers = rf"L_{{{row}}} = 0.5 \times {_par(delta)}^2 = {_tex(t['loss'])}"
     else:
         loss_formula = r"L(\delta) = |\delta| - \tfrac12 \text{ if } |\delta| > 1"
-        loss_numbers = rf"L_{row} = {_tex(abs(delta))} - 0.5 = {_tex(t['loss'])}"
+        loss_numbers = rf"L_{{{row}}} = {_tex(abs(delta))} - 0.5 = {_tex(t['loss'])}"
     return [
         Step(
             "target",
             r"y_i = r_i + \gamma\,(1 - \text{terminated}_i)\,\max_{a'} Q_\text{target}(s'_i, a')",
-            rf"y_{row} = {_tex(r)} + {_tex(g)} \times (1 - {done}) \times {_par(nq)}"
+            rf"y_{{{row}}} = {_tex(r)} + {_tex(g)} \times (1 - {done}) \times {_par(nq)}"
             rf" = {_tex(t['target'])}",
         ),
         Step(
             "TD error",
             r"\delta_i = y_i - Q(s_i, a_i)",
-            rf"\delta_{row} = {_tex(t['target'])} - {_par(q)} = {_tex(delta)}",
+            rf"\delta_{{{row}}} = {_tex(t['target'])} - {_par(q)} = {_tex(delta)}",
         ),
         Step("per-sample loss", loss_formula, loss_numbers),
         Step(
@@ -524,20 +534,20 @@ def step_equations(example: UpdateExample, result: UpdateResult, row: int) -> li
         Step(
             "IS weight",
             r"w_i = \frac{(N\,P(i))^{-\beta}}{\max_j (N\,P(j))^{-\beta}}",
-            rf"w_{row} = \frac{{({n} \times {_tex(t['probability'])})^{{-{_tex(b)}}}}}"
+            rf"w_{{{row}}} = \frac{{({n} \times {_tex(t['probability'])})^{{-{_tex(b)}}}}}"
             rf"{{{_tex(raw.max())}}} = \frac{{{_tex(raw[k])}}}{{{_tex(raw.max())}}}"
             rf" = {_tex(t['weight'])}",
         ),
         Step(
             "weighted loss",
             r"w_i L_i, \quad \mathcal{L} = \frac{1}{N} \sum_i w_i L_i",
-            rf"w_{row} L_{row} = {_tex(t['weight'])} \times {_tex(t['loss'])}"
+            rf"w_{{{row}}} L_{{{row}}} = {_tex(t['weight'])} \times {_tex(t['loss'])}"
             rf" = {_tex(t['weighted_loss'])}, \quad \mathcal{{L}} = {_tex(result.loss)}",
         ),
         Step(
             "new priority",
             r"p'_i = |\delta_i| + \epsilon",
-            rf"p'_{row} = {_tex(abs(delta))} + {_tex(example.eps)} = {_tex(t['new_priority'])}",
+            rf"p'_{{{row}}} = {_tex(abs(delta))} + {_tex(example.eps)} = {_tex(t['new_priority'])}",
         ),
         Step(
             "next sampling probability",
@@ -551,7 +561,7 @@ def step_equations(example: UpdateExample, result: UpdateResult, row: int) -> li
 # --------------------------------------------------------------------------- helpers
 
 
-def _is_real(value: object) -> bool:
+def _is_real(value: object) -> TypeGuard[int | float | np.integer | np.floating]:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
         value, (bool, np.bool_)
     )
@@ -560,7 +570,7 @@ def _is_real(value: object) -> bool:
 def _as_number(value: object) -> float | None:
     """A float from a number or numeric text; None for anything else (None, bools, words)."""
     if _is_real(value):
-        return float(value)  # type: ignore[arg-type]
+        return float(value)
     if isinstance(value, str):
         try:
             return float(value.strip())
@@ -572,7 +582,7 @@ def _as_number(value: object) -> float | None:
 def _as_flag(value: object) -> bool | None:
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
-    if _is_real(value) and float(value) in (0.0, 1.0):  # type: ignore[arg-type]
+    if _is_real(value) and float(value) in (0.0, 1.0):
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true"
@@ -588,6 +598,8 @@ def _show(value: object) -> str:
 def _tex(x: float) -> str:
     """A number for a LaTeX line: up to 4 decimals, scientific beyond [1e-3, 1e5)."""
     x = float(x)
+    if not math.isfinite(x):
+        return r"\text{undefined}"
     if x == 0:
         return "0"
     if 1e-3 <= abs(x) < 1e5:

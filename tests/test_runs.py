@@ -165,3 +165,20 @@ def test_stop_owner_and_reap_idle() -> None:
 def test_registry_rejects_a_bad_cap() -> None:
     with pytest.raises(ValueError, match="max_active must be an integer >= 1, got 0"):
         RunRegistry(max_active=0)
+
+
+@pytest.mark.parametrize("paused", [False, True])
+def test_a_run_nobody_watches_stops_by_itself(paused: bool) -> None:
+    handle = RunHandle(tiny(total_steps=100_000), idle_timeout=0.5).start(paused=paused)
+    assert handle.join(30)
+    assert handle.status == "stopped"
+    assert "nobody watched this run for 0.5 s" in (handle.error or "")
+
+
+def test_polling_keeps_a_run_alive() -> None:
+    handle = RunHandle(tiny(total_steps=100_000), idle_timeout=0.5).start()
+    for _ in range(15):
+        handle.snapshot()
+        time.sleep(0.1)
+    assert handle.status == "running"
+    handle.stop()

@@ -120,6 +120,23 @@ def test_beta_zero_gives_unit_weights(default: we.UpdateExample) -> None:
     np.testing.assert_allclose(table["weighted_loss"], HUBER)
 
 
+def test_no_mass_left_gives_no_next_probabilities() -> None:
+    """eps = 0 and delta = 0 everywhere: the new priorities are all 0, nothing can be drawn next."""
+    example = we.UpdateExample(
+        rewards=(1.0, 2.0),
+        terminated=(True, True),
+        q_values=(1.0, 2.0),
+        next_max_q=(0.0, 0.0),
+        priorities=(1.0, 1.0),
+        eps=0.0,
+    )
+    result = we.worked_update(example)
+    np.testing.assert_array_equal(result.table["new_priority"], [0.0, 0.0])
+    assert result.table["new_probability"].isna().all()
+    last = we.step_equations(example, result, 1)[-1]
+    assert last.numbers.endswith(r"= \text{undefined}")
+
+
 def test_gamma_zero_target_is_reward(default: we.UpdateExample) -> None:
     table = we.worked_update(dataclasses.replace(default, gamma=0.0)).table
     np.testing.assert_allclose(table["target"], default.rewards)
@@ -128,17 +145,19 @@ def test_gamma_zero_target_is_reward(default: we.UpdateExample) -> None:
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"rewards": (1.0, math.nan, 0.0, -1.0)}, r"rewards, row 2: must be a finite number"),
-        ({"q_values": (1.0, 2.0, math.inf, 0.0)}, r"q_values, row 3: must be a finite number"),
-        ({"next_max_q": (1.0, 2.0, 3.0, "4")}, r"next_max_q, row 4: must be a finite number"),
+        ({"rewards": (1.0, math.nan, 0.0, -1.0)}, r"rewards, row 2: must be a number in"),
+        ({"q_values": (1.0, 2.0, math.inf, 0.0)}, r"q_values, row 3: must be a number in"),
+        ({"next_max_q": (1.0, 2.0, 3.0, "4")}, r"next_max_q, row 4: must be a number in"),
+        ({"rewards": (1.0, -2e6, 0.0, 0.0)}, r"rewards, row 2: .*\[-1e\+06, 1e\+06\], got -2"),
         ({"priorities": (0.6, 0.0, 0.3, 0.9)}, r"priorities, row 2: must be > 0"),
         ({"terminated": (False, 1, False, False)}, r"terminated, row 2: must be True or False"),
         ({"rewards": (1.0, 2.0)}, r"terminated must have 2 rows like rewards, got 4"),
         ({"rewards": ()}, r"rewards must hold at least one row"),
-        ({"gamma": 1.5}, r"gamma must be a finite number in \[0.0, 1.0\], got 1.5"),
-        ({"alpha": -0.1}, r"alpha must be a finite number"),
-        ({"beta": math.nan}, r"beta must be a finite number"),
-        ({"eps": -1e-3}, r"eps must be a finite number"),
+        ({"gamma": 1.5}, r"gamma must be a number in \[0, 1\], got 1.5"),
+        ({"alpha": -0.1}, r"alpha must be a number in \[0, 1\]"),
+        ({"alpha": 2.0}, r"alpha must be a number in \[0, 1\]"),
+        ({"beta": math.nan}, r"beta must be a number in \[0, 1\]"),
+        ({"eps": -1e-3}, r"eps must be a number in \[0, 1e\+06\]"),
         ({"loss": "l1"}, r"loss must be one of \('huber', 'mse'\), got 'l1'"),
     ],
 )
@@ -188,13 +207,13 @@ def test_frame_missing_column(default: we.UpdateExample) -> None:
 def test_step_equations_substitute_the_row(default: we.UpdateExample) -> None:
     result = we.worked_update(default)
     steps = {s.name: s.numbers for s in we.step_equations(default, result, 2)}
-    assert steps["target"] == r"y_2 = 1 + 0.99 \times (1 - 1) \times 3 = 1"
-    assert steps["TD error"] == r"\delta_2 = 1 - 0.5 = 0.5"
-    assert steps["per-sample loss"] == r"L_2 = 0.5 \times 0.5^2 = 0.125"
-    assert steps["new priority"] == r"p'_2 = 0.5 + 0.01 = 0.51"
+    assert steps["target"] == r"y_{2} = 1 + 0.99 \times (1 - 1) \times 3 = 1"
+    assert steps["TD error"] == r"\delta_{2} = 1 - 0.5 = 0.5"
+    assert steps["per-sample loss"] == r"L_{2} = 0.5 \times 0.5^2 = 0.125"
+    assert steps["new priority"] == r"p'_{2} = 0.5 + 0.01 = 0.51"
     row4 = {s.name: s.numbers for s in we.step_equations(default, result, 4)}
-    assert row4["TD error"] == r"\delta_4 = -0.802 - 0.8 = -1.602"
-    assert row4["per-sample loss"] == r"L_4 = 1.602 - 0.5 = 1.102"
+    assert row4["TD error"] == r"\delta_{4} = -0.802 - 0.8 = -1.602"
+    assert row4["per-sample loss"] == r"L_{4} = 1.602 - 0.5 = 1.102"
     with pytest.raises(ValueError, match=r"row must be in \[1, 4\], got 5"):
         we.step_equations(default, result, 5)
 
@@ -223,6 +242,7 @@ def test_leaf_table_alpha_zero_is_uniform_even_for_zero_priority() -> None:
         ([1.0, -1.0, 2.0], r"bad cell: leaf 1 \(-1.0\)"),
         ([1.0, None, "x"], r"bad cells: leaf 1 \(an empty cell\), leaf 2 \('x'\)"),
         ([math.inf, 1.0], r"leaf 0 \(inf\)"),
+        ([2e6, 1.0], r"numbers in \[0, 1e\+06\]; bad cell: leaf 0 \(2000000.0\)"),
         ([0.0, 0.0], r"at least one priority must be > 0"),
         ([], r"must not be empty"),
     ],
@@ -267,6 +287,12 @@ def test_draw_batch_uses_the_sum_tree() -> None:
     frame = draw.frame()
     assert frame["path"].tolist() == ["1 → 2 → 5", "1 → 3 → 7"]
     np.testing.assert_allclose(frame["segment from"], [0.0, 5.0])
+
+
+def test_stratified_queries_one_per_segment_for_many_batches() -> None:
+    """Total 10, B = 2 (last axis): segments [0, 5) and [5, 10); m_k = (k + u_k) * 5."""
+    queries = we.stratified_queries(10.0, [[0.0, 0.5], [0.5, 0.0]])
+    np.testing.assert_allclose(queries, [[0.0, 7.5], [2.5, 5.0]])
 
 
 def test_stratified_queries_rejects_bad_uniforms() -> None:

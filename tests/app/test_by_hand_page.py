@@ -61,8 +61,8 @@ def test_defaults_render(at: AppTest) -> None:
     np.testing.assert_allclose(table["td_error"], [1.475, 0.5, -0.21, -1.602])
     assert at.metric[0].value == "0.4460"
     # Row 2 (the terminal one) is shown by default, with its numbers substituted.
-    assert any(r"y_2 = 1 + 0.99 \times (1 - 1) \times 3 = 1" in text for text in latex(at))
-    assert any(r"\delta_2 = 1 - 0.5 = 0.5" in text for text in latex(at))
+    assert any(r"y_{2} = 1 + 0.99 \times (1 - 1) \times 3 = 1" in text for text in latex(at))
+    assert any(r"\delta_{2} = 1 - 0.5 = 0.5" in text for text in latex(at))
 
 
 def test_editing_a_reward_changes_the_target(at: AppTest) -> None:
@@ -71,7 +71,7 @@ def test_editing_a_reward_changes_the_target(at: AppTest) -> None:
     np.testing.assert_allclose(results(at)["target"], [2.0 + 0.99 * 2.5, *TARGETS[1:]])
     edit(at, 2, "reward", 5.0)
     assert results(at).loc[2, "target"] == pytest.approx(5.0)
-    assert any(r"y_2 = 5 + 0.99 \times (1 - 1) \times 3 = 5" in text for text in latex(at))
+    assert any(r"y_{2} = 5 + 0.99 \times (1 - 1) \times 3 = 5" in text for text in latex(at))
 
 
 def test_terminated_drops_the_bootstrap_term(at: AppTest) -> None:
@@ -100,8 +100,8 @@ def test_choosing_a_row_shows_its_arithmetic(at: AppTest) -> None:
     at.segmented_control(key="hand.row").set_value(4).run()
     assert not at.exception
     texts = latex(at)
-    assert any(r"y_4 = -1 + 0.99 \times (1 - 0) \times 0.2 = -0.802" in t for t in texts)
-    assert any(r"L_4 = 1.602 - 0.5 = 1.102" in t for t in texts)
+    assert any(r"y_{4} = -1 + 0.99 \times (1 - 0) \times 0.2 = -0.802" in t for t in texts)
+    assert any(r"L_{4} = 1.602 - 0.5 = 1.102" in t for t in texts)
 
 
 def test_a_bad_cell_shows_an_error_not_an_exception(at: AppTest) -> None:
@@ -122,3 +122,15 @@ def test_reset_restores_the_default_table(at: AppTest) -> None:
     at.button(key="hand.reset").click().run()
     assert not at.error
     np.testing.assert_allclose(results(at)["target"], TARGETS)
+
+
+def test_settings_survive_a_visit_to_another_page(at: AppTest) -> None:
+    at.slider(key="hand.alpha").set_value(0.0).run()
+    edit(at, 1, "reward", 2.0)
+    at.switch_page("pages/home.py").run()
+    at.switch_page("pages/by_hand.py").run()
+    assert not at.exception
+    assert at.slider(key="hand.alpha").value == 0.0
+    table = results(at)
+    np.testing.assert_allclose(table["probability"], [0.25] * 4)
+    assert table.loc[1, "target"] == pytest.approx(2.0 + 0.99 * 2.5)

@@ -162,7 +162,9 @@ def test_live_run_tree_or_a_pointer_to_live_training(at: AppTest) -> None:
     at.run()
     assert any("Live training page" in box.value for box in at.info)
 
-    handle = registry().start(config_from_settings(LIVE_DEFAULTS), owner="test-sum-tree")
+    handle = registry().start(
+        config_from_settings(LIVE_DEFAULTS), owner="test-sum-tree", paused=True
+    )
     try:
         at.session_state["live.run_id"] = handle.id
         deadline = time.monotonic() + 20
@@ -178,3 +180,16 @@ def test_live_run_tree_or_a_pointer_to_live_training(at: AppTest) -> None:
         assert not any("Live training page" in box.value for box in at.info)
     finally:
         registry().stop(handle.id)
+
+
+def test_settings_survive_a_visit_to_another_page(at: AppTest) -> None:
+    at.slider(key="tree.alpha").set_value(0.3).run()
+    at.selectbox(key="tree.leaves").set_value(12).run()
+    at.button(key="tree.draw_many").click().run()
+    at.switch_page("pages/home.py").run()
+    at.switch_page("pages/sum_tree.py").run()
+    assert not at.exception
+    assert at.slider(key="tree.alpha").value == 0.3
+    assert at.selectbox(key="tree.leaves").value == 12
+    assert len(frame_with(at, "probability")) == 12
+    assert at.session_state["tree.tally"].total == 400

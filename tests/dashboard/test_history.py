@@ -252,7 +252,7 @@ def test_manifest_summary_picks_the_reproduction_facts() -> None:
             "torch_num_threads": 1,
             "source_revision": "abc123+dirty",
         },
-        "counters": {"env_steps": 2000, "updates": 84},
+        "counters": {"env_steps": 2000, "updates": 84, "replay_bytes": 1_104_288},
     }
     summary = manifest_summary(manifest)
     assert summary["versions"] == "python 3.11.7, torch 2.13.0"
@@ -260,6 +260,6 @@ def test_manifest_summary_picks_the_reproduction_facts() -> None:
     assert summary["seed"] == "4"
     assert summary["observation shape"] == "4"
     assert summary["batch shape"].startswith("32 × 1 × 4")
-    assert summary["counters"] == "2,000 env steps, 84 updates"
+    assert summary["counters"] == "2,000 env steps, 84 updates, 1.1 MiB replay"
     assert summary["source revision"] == "abc123+dirty"
     assert manifest_summary({})["source revision"] == "unknown"
