@@ -14,6 +14,7 @@ st.set_page_config(
 )
 session()
 init_state()
+st.session_state["app.frame"] = True
 
 pages = {
     "Learn": [

@@ -132,18 +132,24 @@ def cartpole_jobs(steps: int) -> list[dict[str, Any]]:
 
 
 def cliffwalk_jobs(sizes: tuple[int, ...]) -> list[dict[str, Any]]:
+    """A random behaviour policy first fills the memory with about 5 * 2^n episodes (about five
+    of them reach the goal, each with probability 2^-n), then the learner replays; the count is
+    learner updates until the tabular Q-values are within the tolerance of Q*."""
     from rdqn.config import preset
 
     jobs = []
     for n in sizes:
+        fill = 10 * 2**n
         for scheme in ("proportional", "uniform"):
             for seed in SEEDS:
                 config = preset("paper").with_overrides(
                     {
                         "env.kwargs": {"n": n},
                         "replay.scheme": scheme,
+                        "replay.capacity": 12 * 2**n,
                         "seed": seed,
-                        "train.total_steps": 400_000,
+                        "train.learning_starts": fill,
+                        "train.total_steps": fill + 30_000,
                         "train.epsilon_start": 1.0,
                         "train.epsilon_end": 1.0,
                     }

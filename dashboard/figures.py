@@ -1176,7 +1176,7 @@ def timing_figure(timings: Mapping[str, float], *, title: str = "Where the time 
 
     Sorted so the largest phase is on top; each bar is labelled with seconds and its share.
     """
-    items = [(name, float(seconds)) for name, seconds in timings.items()]
+    items = [(name, float(seconds)) for name, seconds in timings.items() if seconds != 0]
     for name, seconds in items:
         if not (math.isfinite(seconds) and seconds >= 0):
             raise ValueError(f"timing of {name!r} must be finite and >= 0, got {seconds}")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
+import streamlit.components.v1 as components
 import torch
 
 from dashboard.params import LIVE_DEFAULTS
@@ -29,6 +30,7 @@ __all__ = [
     "SPEEDS",
     "Session",
     "current_run",
+    "ensure_app_frame",
     "init_state",
     "latest_snapshot",
     "registry",
@@ -77,6 +79,24 @@ def session() -> Session:
     return Session(owner=uuid.uuid4().hex)
 
 
+def ensure_app_frame() -> None:
+    """Make sure this page runs inside `app.py`; call first thing on every page.
+
+    Because a `pages/` folder exists, a fresh Streamlit server answers the first deep link
+    (e.g. a shared `/live?run=...`) in its legacy folder mode: it runs the page file without
+    `app.py`, so no page config, no state and the wrong navigation, and a rerun does not leave
+    that mode for the open tab. So switch the process to `st.navigation` mode and reload the
+    tab: the same URL then goes through `app.py`.
+    """
+    if st.session_state.get("app.frame"):
+        return
+    from streamlit.runtime.pages_manager import PagesManager
+
+    PagesManager.uses_pages_directory = False
+    components.html("<script>window.parent.location.reload()</script>", height=0)
+    st.stop()
+
+
 def init_state() -> None:
     """Session-state defaults, set once per session."""
     defaults = {
@@ -87,6 +107,7 @@ def init_state() -> None:
         "live.smoothing": 0.9,
         "live.speed": "full speed",
         "compare.group": [],
+        "compare.group_id": None,
         "runs.selected": [],
     }
     for key, value in defaults.items():

@@ -3,7 +3,10 @@
 import pandas as pd
 import streamlit as st
 
+from dashboard.state import ensure_app_frame
 from rdqn import worked_example as we
+
+ensure_app_frame()
 
 ss = st.session_state
 ss.setdefault("hand.base", we.example_frame(we.default_example()))

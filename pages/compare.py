@@ -22,11 +22,13 @@ from dashboard.history import (
     group_progress,
     progress_frame,
 )
-from dashboard.state import registry, session, store
+from dashboard.state import ensure_app_frame, registry, session, store
 from rdqn.compare import summary_table
 from rdqn.config import PRESETS, SCHEMES, preset
 from rdqn.envs import ENV_IDS
 from rdqn.runs import FINAL_STATUSES, ServerBusy
+
+ensure_app_frame()
 
 STATUS_COLUMNS = {
     "progress": st.column_config.ProgressColumn(min_value=0, max_value=100, format="%d%%"),

@@ -3,7 +3,9 @@
 import streamlit as st
 
 from dashboard.params import LIVE_DEFAULTS, config_from_settings
-from dashboard.state import start_live_run
+from dashboard.state import ensure_app_frame, start_live_run
+
+ensure_app_frame()
 
 st.title("Prioritized experience replay, live")
 st.markdown(

@@ -5,8 +5,10 @@ import streamlit as st
 
 from dashboard import figures
 from dashboard.params import parse_params
-from dashboard.state import registry
+from dashboard.state import ensure_app_frame, registry
 from rdqn.telemetry import RELATIVE_PROBABILITY_EDGES, WEIGHT_EDGES, Histogram
+
+ensure_app_frame()
 
 st.title("Replay internals")
 parsed = parse_params(st.query_params.to_dict())

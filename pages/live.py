@@ -14,6 +14,7 @@ from dashboard.params import (
 from dashboard.state import (
     SPEEDS,
     current_run,
+    ensure_app_frame,
     registry,
     save_upload,
     start_live_run,
@@ -21,6 +22,8 @@ from dashboard.state import (
 )
 from rdqn.config import PRESETS, SCHEMES
 from rdqn.envs import ENV_IDS, load_prices_csv
+
+ensure_app_frame()
 
 parsed = parse_params(st.query_params.to_dict())
 settings: dict = st.session_state["live.settings"]

@@ -21,8 +21,10 @@ from dashboard.history import (
     runs_table,
     stored_counters,
 )
-from dashboard.state import registry, store
+from dashboard.state import ensure_app_frame, registry, store
 from rdqn.store import ACTIVE_STATUSES, RunRecord
+
+ensure_app_frame()
 
 TABLE_COLUMNS = {
     "name": st.column_config.TextColumn(width="small"),

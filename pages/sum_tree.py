@@ -10,8 +10,10 @@ from dashboard.figures import (
     sum_tree_figure,
     tree_levels_figure,
 )
-from dashboard.state import latest_snapshot
+from dashboard.state import ensure_app_frame, latest_snapshot
 from rdqn import worked_example as we
+
+ensure_app_frame()
 
 SEED = 2015
 LEAF_COUNTS = (8, 12, 16, 32, 64)

@@ -188,18 +188,25 @@ def train_one(
     )
     writer = RunWriter(store, run_id)
     trainer.sink = writer
-    progress = Progress(config.train.total_steps, label, enabled=not quiet)
+    bar = Progress(config.train.total_steps, label, enabled=not quiet)
+
+    def progress(current: Trainer) -> None:
+        bar(current)
+        writer.set_progress(
+            env_steps=current.env_steps, updates=current.updates, episodes=current.episodes
+        )
+
     store.set_status(run_id, "running")
     status, error = "finished", None
     try:
         trainer.run(progress=progress)
-        progress(trainer)
+        bar(trainer)
     except DivergenceError as err:
         status, error = "failed", str(err)
     except KeyboardInterrupt:
         status, error = "stopped", "interrupted by the user"
     finally:
-        progress.close()
+        bar.close()
         writer.set_progress(
             env_steps=trainer.env_steps, updates=trainer.updates, episodes=trainer.episodes
         )

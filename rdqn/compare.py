@@ -178,7 +178,7 @@ def report_figure(
                 "x": x,
                 "y": clean(stats["mean"]),
                 "mode": "lines",
-                "name": f"{scheme} ({len(curves)} seeds)",
+                "name": f"{scheme} ({len(curves)} seed{'s' if len(curves) != 1 else ''})",
                 "line": {"color": color, "width": 3},
                 "legendgroup": scheme,
             }

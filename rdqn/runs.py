@@ -418,6 +418,8 @@ class RunRegistry:
     def stop_owner(self, owner: str) -> int:
         """Stop every run of one session (its tab went away); returns how many were stopped."""
         handles = [h for h in self.runs(owner) if h.status not in FINAL_STATUSES]
+        # Drop the queued ones first, so that stopping a running one does not start them.
+        handles.sort(key=lambda h: h.status != "created")
         for handle in handles:
             self.stop(handle.id)
         return len(handles)
