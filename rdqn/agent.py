@@ -37,6 +37,7 @@ from rdqn.nets import NETWORK_KINDS, build_q_network
 __all__ = [
     "DEVICES",
     "LOSSES",
+    "OPTIMIZERS",
     "TARGET_UPDATES",
     "AgentConfig",
     "BatchLike",
@@ -47,6 +48,7 @@ __all__ = [
 ]
 
 LOSSES: tuple[str, ...] = ("huber", "mse")
+OPTIMIZERS: tuple[str, ...] = ("adam", "sgd")
 TARGET_UPDATES: tuple[str, ...] = ("soft", "hard")
 DEVICES: tuple[str, ...] = ("auto", "cpu", "cuda")
 
@@ -62,7 +64,14 @@ class AgentConfig:
             "choices": NETWORK_KINDS,
         },
     )
-    lr: float = field(default=1e-3, metadata={"doc": "Adam learning rate."})
+    optimizer: str = field(
+        default="adam",
+        metadata={
+            "doc": "Adam (the notebooks) or plain SGD (tabular Q-learning step size).",
+            "choices": OPTIMIZERS,
+        },
+    )
+    lr: float = field(default=1e-3, metadata={"doc": "Learning rate (step size)."})
     gamma: float = field(default=0.99, metadata={"doc": "Discount factor in the TD target."})
     loss: str = field(
         default="huber",
@@ -105,7 +114,7 @@ class AgentConfig:
     )
 
     def __post_init__(self) -> None:
-        for name in ("network", "loss", "target_update", "device"):
+        for name in ("network", "optimizer", "loss", "target_update", "device"):
             value = getattr(self, name)
             choices = type(self).__dataclass_fields__[name].metadata["choices"]
             if value not in choices:
@@ -218,7 +227,11 @@ class DQNAgent:
         target = copy.deepcopy(online).requires_grad_(False)
         self.online: nn.Module = online.to(self.device)
         self.target: nn.Module = target.to(self.device)
-        self.optimizer = torch.optim.Adam(self.online.parameters(), lr=config.lr, fused=True)
+        self.optimizer: torch.optim.Optimizer = (
+            torch.optim.Adam(self.online.parameters(), lr=config.lr, fused=True)
+            if config.optimizer == "adam"
+            else torch.optim.SGD(self.online.parameters(), lr=config.lr)
+        )
         self._online_params = list(self.online.parameters())
         self._target_params = list(self.target.parameters())
         self.updates = 0

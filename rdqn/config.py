@@ -13,7 +13,10 @@ Presets (DESIGN "Presets"):
 | e14 | recurrent | proportional alpha .6, beta .4 -> 1 | soft, tau .005 |
 | e15 | recurrent | uniform, bounded FIFO | hard sync |
 | per-notebook | MLP 64-64 | proportional alpha .6, beta .4 -> 1 | hard sync |
-| paper | linear (tabular) | proportional alpha .6 (rank-based alpha .7), beta .5 | hard |
+| paper | linear (tabular), SGD | proportional alpha .6 (rank-based alpha .7), beta .5 | none |
+
+The `paper` preset is tabular Q-learning as in the paper's Blind Cliffwalk: a bias-free linear
+net on one-hot states, plain SGD, and the target copied after every update (no target network).
 """
 
 from __future__ import annotations
@@ -317,11 +320,12 @@ def _paper() -> RunConfig:
         ),
         agent=AgentConfig(
             network="linear",
-            lr=0.1,
+            optimizer="sgd",
+            lr=0.25,
             gamma=0.99,
             loss="mse",
             target_update="hard",
-            target_sync_every=100,
+            target_sync_every=1,
             grad_clip_norm=None,
         ),
         train=TrainConfig(total_steps=5_000, learning_starts=100),

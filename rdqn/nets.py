@@ -199,8 +199,9 @@ class MLPQNet(nn.Module):
 
 
 class LinearQNet(nn.Module):
-    """Q(s, a) = W_a . s + b_a: with one-hot observations this is a Q-table (the PER paper's
-    Blind Cliffwalk learner). Reads the last step of a window like :class:`MLPQNet`.
+    """Q(s, a) = W_a . s, without a bias: with one-hot observations this is exactly a Q-table
+    (the PER paper's Blind Cliffwalk learner); a shared bias would couple every state. Reads the
+    last step of a window like :class:`MLPQNet`.
 
     Weights start at zero, so every Q-value starts at 0, as a table would.
     """
@@ -211,13 +212,12 @@ class LinearQNet(nn.Module):
         super().__init__()
         self.obs_dim = obs_dim
         self.n_actions = n_actions
-        self.out = nn.Linear(obs_dim, n_actions)
+        self.out = nn.Linear(obs_dim, n_actions, bias=False)
         self.reset_parameters()
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         """Zero initialisation (no randomness, so `generator` is unused)."""
         nn.init.zeros_(self.out.weight)
-        nn.init.zeros_(self.out.bias)
 
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         if inputs.dim() == 3:

@@ -398,3 +398,35 @@ def test_load_state_dict_rejects_mismatched_shapes() -> None:
     state = DQNAgent(OBS_DIM, 2, AgentConfig(network="mlp"), seed=0).state_dict()
     with pytest.raises(ValueError, match="n_actions"):
         DQNAgent(OBS_DIM, 3, AgentConfig(network="mlp"), seed=0).load_state_dict(state)
+
+
+def test_sgd_optimizer_takes_a_plain_gradient_step() -> None:
+    """Tabular case: Q(s, a) = W[a, s]; MSE loss (Q - y)^2 on one sample, so
+    W[a, s] <- W[a, s] - lr * 2 * (Q - y). With Q = 0, y = r = 1, lr = 0.25: W[a, s] = 0.5."""
+    config = AgentConfig(
+        network="linear",
+        optimizer="sgd",
+        lr=0.25,
+        loss="mse",
+        target_update="hard",
+        target_sync_every=1,
+        grad_clip_norm=None,
+    )
+    agent = DQNAgent(3, 2, config, seed=0)
+    batch = SimpleNamespace(
+        obs=np.eye(3, dtype=np.float32)[[1]][:, None, :],
+        actions=np.array([1]),
+        rewards=np.array([1.0], dtype=np.float32),
+        next_obs=np.zeros((1, 1, 3), dtype=np.float32),
+        terminated=np.array([True]),
+        truncated=np.array([False]),
+        weights=np.ones(1),
+    )
+    result = agent.learn(batch)
+    assert result.td_errors[0] == pytest.approx(1.0)
+    expected = torch.zeros(2, 3)
+    expected[1, 1] = 0.5
+    torch.testing.assert_close(agent.online.out.weight.detach(), expected)
+    torch.testing.assert_close(agent.target.out.weight.detach(), expected)
+    with pytest.raises(ValueError, match="optimizer must be one of"):
+        AgentConfig(optimizer="rmsprop")

@@ -186,7 +186,7 @@ def test_parameter_bytes_is_four_bytes_per_float32_parameter() -> None:
 def test_linear_net_is_a_zero_initialised_q_table_on_one_hot_inputs() -> None:
     net = build_q_network("linear", 3, 2)
     assert isinstance(net, LinearQNet)
-    assert count_parameters(net) == 3 * 2 + 2
+    assert count_parameters(net) == 3 * 2
     one_hot = torch.eye(3).unsqueeze(1)  # (3 states, T=1, d=3)
     assert torch.equal(net(one_hot), torch.zeros(3, 2))
     with torch.no_grad():
