@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from rdqn.replay.samplers import Sampler, UniformSampler
-from rdqn.replay.storage import ACTION_MAX, RingStorage
+from rdqn.replay.storage import ACTION_MAX, RingStorage, count_samples
 
 __all__ = ["Batch", "ReplayBuffer"]
 
@@ -208,7 +208,7 @@ class ReplayBuffer:
         indices = draw.indices
         st = self.storage
         obs, next_obs, mask, next_mask = st.windows(indices, self.window)
-        np.add.at(st.sample_counts, indices, 1)
+        count_samples(st.sample_counts, indices)
         return Batch(
             obs=obs,
             actions=st.actions[indices].astype(np.int64),

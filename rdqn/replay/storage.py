@@ -67,6 +67,13 @@ def gather_transition_windows(
         next_mask[b, window - 1] = True
 
 
+@numba.njit(cache=True, nogil=True)
+def count_samples(counts: NDArray[np.int32], slots: NDArray[np.int64]) -> None:
+    """counts[s] += 1 for every sampled slot (duplicates counted each time)."""
+    for b in range(slots.shape[0]):
+        counts[slots[b]] += 1
+
+
 class RingStorage:
     """Fixed-capacity FIFO of transitions; the oldest row is overwritten when full."""
 
