@@ -218,7 +218,8 @@ def test_report_figure_three_traces_per_scheme() -> None:
         assert low["fillcolor"] == f"rgba({r},{g},{b},0.18)"
         assert high["showlegend"] is False and low["showlegend"] is False
         assert mean["line"]["color"] == SCHEME_COLORS[scheme]
-        assert mean["name"] == f"{scheme} ({len(runs[scheme])} seeds)"
+        seeds = len(runs[scheme])
+        assert mean["name"] == f"{scheme} ({seeds} seed{'s' if seeds != 1 else ''})"
     # uniform on grid [0, 10, 20, 30, 40]: A [nan, 1, 1, 2, 4], B [nan, 10, 10, 5, 5]
     high, low, mean = traces[:3]
     assert high["y"] == [None, 10.0, 10.0, 5.0, 5.0]

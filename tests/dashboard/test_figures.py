@@ -488,7 +488,7 @@ def test_comparison_figure_wraps_the_report_with_scheme_colours() -> None:
     fig = comparison_figure(runs, total_steps=300, threshold=90.0, window=5)
     assert len(fig.data) == 6
     assert trace(fig, "uniform (2 seeds)").line.color == SCHEME_COLORS["uniform"]
-    assert trace(fig, "rank (1 seeds)").line.color == SCHEME_COLORS["rank"]
+    assert trace(fig, "rank (1 seed)").line.color == SCHEME_COLORS["rank"]
     assert fig.layout.template == WHITE and fig.layout.font.size == BASE_FONT_SIZE
     assert fig.layout.yaxis.title.text == "return (mean of last 5 episodes)"
     (line,) = fig.layout.shapes
