@@ -1,0 +1,122 @@
+"""AppTest of the home, live-training and replay-internals pages with a tiny, fast run."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+from dashboard.state import registry
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+def wait_for_steps(at: AppTest, steps: int, timeout: float = 60.0) -> None:
+    handle = registry().get(at.session_state["live.run_id"])
+    deadline = time.monotonic() + timeout
+    while (handle.snapshot() is None or handle.snapshot().env_steps < steps) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.1)
+    assert handle.snapshot().env_steps >= steps
+
+
+def open_app() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    assert not at.exception
+    return at
+
+
+def test_home_renders_formulas_and_start_demo_launches_a_run() -> None:
+    at = open_app()
+    assert any("P(i)" in latex.value for latex in at.latex)
+    at.button(key="home.demo").click().run()
+    assert not at.exception
+    run_id = at.session_state["live.run_id"]
+    assert run_id and registry().get(run_id).status in ("running", "paused", "finished")
+
+
+def test_live_page_counters_curves_and_alpha_restart() -> None:
+    at = open_app()
+    at.switch_page("pages/live.py").run()
+    assert not at.exception
+    assert "Press **Start**" in at.info[0].value
+    at.button(key="live.start").click().run()
+    first = at.session_state["live.run_id"]
+    assert first
+    wait_for_steps(at, 300)
+    at.run()
+    assert not at.exception
+    assert [m.label for m in at.metric][:3] == ["Env steps", "Updates", "Episodes"]
+    assert int(at.metric[0].value.replace(",", "")) >= 300
+
+    at.slider(key="live.alpha").set_value(0.9).run()
+    assert not at.exception
+    second = at.session_state["live.run_id"]
+    assert second != first, "moving alpha must restart the run"
+    assert at.session_state["live.previous_run_id"] == first
+    assert registry().get(second).config.replay.alpha == 0.9
+    assert registry().get(second).config.seed == registry().get(first).config.seed
+    assert at.query_params["alpha"] == "0.9"
+
+
+def test_pause_step_and_reset_buttons() -> None:
+    at = open_app()
+    at.switch_page("pages/live.py").run()
+    at.button(key="live.step").click().run()
+    handle = registry().get(at.session_state["live.run_id"])
+    deadline = time.monotonic() + 30
+    while (handle.snapshot() is None or handle.snapshot().env_steps < 1) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.05)
+    assert handle.status == "paused" and handle.snapshot().env_steps == 1
+    at.button(key="live.reset").click().run()
+    assert at.session_state["live.run_id"] != handle.id
+    assert not at.exception
+
+
+def test_url_parameters_set_up_the_page_and_bad_ones_are_noted() -> None:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"alpha": "0.3", "beta": "7", "scheme": "rank", "seed": "x"})
+    at.run()
+    at.switch_page("pages/live.py").run()
+    assert not at.exception
+    settings = at.session_state["live.settings"]
+    assert settings["alpha"] == 0.3 and settings["scheme"] == "rank"
+    notes = " ".join(info.value for info in at.info)
+    assert "beta='7'" in notes and "seed='x'" in notes
+
+
+def test_lesson_hides_all_but_its_controls() -> None:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["lesson"] = "alpha"
+    at.run()
+    at.switch_page("pages/live.py").run()
+    assert not at.exception
+    assert [s.key for s in at.slider if s.key in ("live.alpha", "live.beta")] == ["live.alpha"]
+    assert not at.selectbox  # no scheme select, no sidebar settings
+
+
+def test_watching_an_unknown_run_is_a_warning() -> None:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["run"] = "abc123"
+    at.run()
+    at.switch_page("pages/live.py").run()
+    assert not at.exception
+    assert "No run with id" in at.warning[0].value
+
+
+def test_internals_page_without_and_with_a_run() -> None:
+    at = open_app()
+    at.switch_page("pages/internals.py").run()
+    assert not at.exception
+    assert "No run yet" in at.info[0].value
+    at.switch_page("pages/live.py").run()
+    at.button(key="live.start").click().run()
+    wait_for_steps(at, 1_200)
+    at.switch_page("pages/internals.py").run()
+    assert not at.exception
+    assert len(at.get("plotly_chart")) >= 9
