@@ -25,6 +25,7 @@ from numpy.typing import ArrayLike, NDArray
 from plotly.colors import qualitative, sample_colorscale
 
 from rdqn.compare import SCHEME_COLORS, Curve, report_figure
+from rdqn.replay import SumTree
 from rdqn.telemetry import BatchView, GoodnessOfFit, Histogram, HistogramHistory
 
 __all__ = [
@@ -32,14 +33,12 @@ __all__ = [
     "age_figure",
     "column_fractions",
     "comparison_figure",
-    "descent_path",
     "draw_histogram_figure",
     "ema",
     "empty_figure",
     "fit_figure",
     "heatmap_over_time",
     "histogram_figure",
-    "leaf_for_mass",
     "loss_curve",
     "reward_curve",
     "runs_overlay_figure",
@@ -596,56 +595,13 @@ def weights_scatter(
 
 
 def _heap(leaf_masses: ArrayLike) -> tuple[NDArray[np.float64], int, int]:
-    """(nodes, P, n): the sum tree in heap layout, node 1 the root, leaf i at node P + i."""
+    """(nodes, P, n): the leaves loaded into a real `rdqn.replay.SumTree` (heap layout: node 1 the
+    root, leaf i at node P + i), so the drawing shows exactly what the library computes."""
     masses = _as_1d(leaf_masses)
-    if masses.size and not (np.isfinite(masses).all() and (masses >= 0).all()):
-        bad = masses[~(np.isfinite(masses) & (masses >= 0))][0]
-        raise ValueError(f"leaf masses must be finite and >= 0, got {bad}")
     n = masses.size
-    leaves = 1 << max(1, (n - 1).bit_length())
-    nodes = np.zeros(2 * leaves, dtype=np.float64)
-    nodes[leaves : leaves + n] = masses
-    for j in range(leaves - 1, 0, -1):
-        nodes[j] = nodes[2 * j] + nodes[2 * j + 1]
-    return nodes, leaves, n
-
-
-def _descend(nodes: NDArray[np.float64], leaves: int, masses: NDArray[np.float64]) -> NDArray:
-    """Root-to-leaf node paths, shape (len(masses), depth + 1), by `rdqn`'s SumTree descent rule."""
-    current = np.ones(masses.shape[0], dtype=np.int64)
-    remaining = masses.astype(np.float64).copy()
-    path = [current.copy()]
-    while current.size and current[0] < leaves:
-        left = nodes[2 * current]
-        right = nodes[2 * current + 1]
-        go_right = ((remaining >= left) & (right > 0.0)) | (left <= 0.0)
-        remaining -= left * go_right
-        current = 2 * current + go_right
-        path.append(current.copy())
-    return np.stack(path, axis=1)
-
-
-def descent_path(leaf_masses: ArrayLike, mass: float) -> list[int]:
-    """The node ids a sum-tree search for prefix `mass` visits, root (1) first, leaf last.
-
-    Same rule as `rdqn.replay.sumtree`: go right when `mass` is past the left subtree's sum
-    (subtracting it) and the right subtree has mass, or when the left subtree is empty.
-    """
-    nodes, leaves, _ = _heap(leaf_masses)
-    if not nodes[1] > 0.0:
-        raise ValueError(f"cannot search a tree whose total mass is {nodes[1]}")
-    return [int(j) for j in _descend(nodes, leaves, np.array([float(mass)]))[0]]
-
-
-def leaf_for_mass(leaf_masses: ArrayLike, masses: ArrayLike) -> NDArray[np.int64]:
-    """Leaf owning each prefix mass m (cumsum[i-1] <= m < cumsum[i]), as the sum tree finds it."""
-    nodes, leaves, _ = _heap(leaf_masses)
-    if not nodes[1] > 0.0:
-        raise ValueError(f"cannot search a tree whose total mass is {nodes[1]}")
-    queries = _as_1d(masses)
-    if queries.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    return _descend(nodes, leaves, queries)[:, -1] - leaves
+    tree = SumTree(max(n, 2), track_min=False)
+    tree.update(np.arange(n), masses)
+    return tree.sum_nodes.copy(), tree.offset, n
 
 
 def _node_size(level_width: int) -> float:
@@ -881,9 +837,9 @@ def sum_tree_figure(
     `len(leaf_masses)` are padding, drawn grey. Each node is labelled with its sum (3 significant
     digits) on levels of at most `MAX_LABELS_PER_LEVEL` nodes; hovering always shows it.
 
-    `paths`: root-to-leaf node-id paths (e.g. from `descent_path`) drawn in strong colours, one
-    per path from a qualitative palette, or all in one colour when there are more paths than
-    palette colours. `highlight_leaves`: leaf indices filled in amber (e.g. just updated).
+    `paths`: root-to-leaf node-id paths (`rdqn.worked_example.descent_path`) drawn in strong
+    colours, one per path from a qualitative palette, or all in one colour when there are more
+    paths than palette colours. `highlight_leaves`: leaf indices filled in amber.
     Meant for 2..64 leaves; more than `MAX_TREE_LEAVES` raises (use `tree_levels_figure`).
     """
     masses = _as_1d(leaf_masses)
@@ -953,7 +909,7 @@ def segments_figure(
     Each leaf is a segment as wide as its mass (alternating light fills, labelled with the leaf
     index when there are few). Dashed lines at k * total / B, k = 0..B, cut the total into the B
     equal strata; one query mass is drawn uniformly in each. Each query is a marker labelled with
-    the leaf that owns it (found with the sum tree's rule, see `leaf_for_mass`).
+    the leaf that owns it (found by `rdqn.replay.SumTree.find`).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -1016,7 +972,9 @@ def segments_figure(
     fig.update_layout(shapes=shapes, annotations=labels)
     q = _as_1d(queries) if queries is not None else np.zeros(0)
     if q.size:
-        hit = _descend(nodes, leaves, q)[:, -1] - leaves
+        tree = SumTree(leaves, track_min=False)
+        tree.update(np.arange(leaves), nodes[leaves:])
+        hit = tree.find(q)
         text = [f"→ {h}" for h in hit] if q.size <= MAX_LABELLED_QUERIES else None
         fig.add_scatter(
             x=q,

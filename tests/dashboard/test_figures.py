@@ -15,14 +15,12 @@ from dashboard.figures import (
     age_figure,
     column_fractions,
     comparison_figure,
-    descent_path,
     draw_histogram_figure,
     ema,
     empty_figure,
     fit_figure,
     heatmap_over_time,
     histogram_figure,
-    leaf_for_mass,
     loss_curve,
     reward_curve,
     runs_overlay_figure,
@@ -41,6 +39,7 @@ from rdqn.telemetry import (
     Histogram,
     HistogramHistory,
 )
+from rdqn.worked_example import descent_path
 
 
 def is_empty_state(fig: go.Figure) -> bool:
@@ -353,32 +352,9 @@ def test_sum_tree_figure_formats_labels_compactly_and_hides_them_when_crowded() 
     assert set(trace(quiet, "internal nodes").text) == {""}
 
 
-def test_descent_path_follows_the_sum_tree_search() -> None:
-    """find(5.5) in [1, 2, 3, 4]: 5.5 >= 3 -> right (node 3) with 2.5; 2.5 < 3 -> node 6."""
-    assert descent_path([1.0, 2.0, 3.0, 4.0], 5.5) == [1, 3, 6]
-    assert descent_path([1.0, 2.0, 3.0, 4.0], 0.0) == [1, 2, 4]
-    # A zero-mass leaf is never the target, even for a query on its edge.
-    assert descent_path([1.0, 0.0, 3.0, 4.0], 1.0) == [1, 3, 6]
-    with pytest.raises(ValueError, match="total mass"):
-        descent_path([0.0, 0.0], 0.0)
-
-
-def test_leaf_for_mass_agrees_with_the_real_sum_tree() -> None:
-    from rdqn.replay.sumtree import SumTree
-
-    rng = np.random.default_rng(7)
-    masses = rng.random(13) * (rng.random(13) > 0.3)
-    tree = SumTree(13)
-    tree.update(np.arange(13), masses)
-    queries = np.concatenate([rng.random(200) * tree.total, np.cumsum(masses)[:-1], [tree.total]])
-    np.testing.assert_array_equal(leaf_for_mass(masses, queries), tree.find(queries))
-
-
 def test_sum_tree_figure_highlights_paths_and_leaves() -> None:
     leaves = [1.0, 2.0, 3.0, 4.0]
-    fig = sum_tree_figure(
-        leaves, paths=[descent_path(leaves, 5.5), [1, 2, 5]], highlight_leaves=[3]
-    )
+    fig = sum_tree_figure(leaves, paths=[descent_path(2, 4), [1, 2, 5]], highlight_leaves=[3])
     first, second = trace(fig, "path to leaf 2"), trace(fig, "path to leaf 1")
     assert first.line.color == PATH_PALETTE[0] and second.line.color == PATH_PALETTE[1]
     # Edges 1 -> 3 -> 6 in (x, y): node 1 at (1.5, 0), node 3 at (2.5, 1), node 6 at (2, 2).
@@ -392,7 +368,7 @@ def test_sum_tree_figure_highlights_paths_and_leaves() -> None:
 
 def test_sum_tree_figure_uses_one_colour_when_paths_outnumber_the_palette() -> None:
     leaves = np.ones(16)
-    paths = [descent_path(leaves, q + 0.5) for q in range(len(PATH_PALETTE) + 1)]
+    paths = [descent_path(leaf, 16) for leaf in range(len(PATH_PALETTE) + 1)]
     fig = sum_tree_figure(leaves, paths=paths)
     merged = trace(fig, f"{len(paths)} paths")
     assert merged.x.count(None) == len(paths) * 4
