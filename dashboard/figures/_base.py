@@ -1,0 +1,188 @@
+"""Shared look and small helpers of the figure builders: fonts, colours, margins, empty states."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+from numpy.typing import ArrayLike, NDArray
+from plotly.colors import qualitative
+
+from rdqn.compare import SCHEME_COLORS
+
+EMPTY_MESSAGE = "no data yet"
+BASE_FONT_SIZE = 15
+NEUTRAL = "#5b6b8c"
+"""Color for data that belongs to no replay scheme (timings, unknown schemes)."""
+FAINT = "#9aa0a6"
+EMPHASIS = "#d62728"
+"""Highlighted paths when there are too many to give each its own color."""
+HIGHLIGHT_FILL = "#ffd166"
+SEGMENT_FILLS = ("#c6dbef", "#fdd0a2")
+"""Alternating light fills for adjacent leaves in the mass bar."""
+PATH_PALETTE = tuple(qualitative.Dark2)
+MAX_TREE_LEAVES = 256
+"""Beyond this a node-by-node drawing is unreadable: use `tree_levels_figure`."""
+MAX_LABELS_PER_LEVEL = 16
+"""Node labels are drawn on a tree level only when it has at most this many nodes."""
+MAX_LABELLED_QUERIES = 16
+MAX_LABELLED_SEGMENTS = 32
+MAX_LABELLED_STRATA = 16
+MIN_LABELLED_SHARE = 0.025
+"""A leaf segment gets its index written in it only when it holds this share of the total."""
+
+_SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+_MARGIN = {"l": 64, "r": 24, "t": 84, "b": 56}
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def ema(values: ArrayLike, smoothing: float) -> NDArray[np.float64]:
+    """TensorBoard's debiased exponential moving average.
+
+    s_t = smoothing * s_{t-1} + (1 - smoothing) * v_t with s_0 = 0, reported as
+    s_t / (1 - smoothing^n_t) where n_t counts the finite values so far; the division removes
+    the pull towards 0 of the zero start. `smoothing = 0` returns the values unchanged.
+    A non-finite value is passed through and leaves the average untouched.
+
+    [1, 2, 3] with smoothing 0.5 gives [1, 5/3, 17/7].
+    """
+    if not 0.0 <= smoothing < 1.0:
+        raise ValueError(f"smoothing must be in [0, 1), got {smoothing}")
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    out = np.empty_like(v)
+    last = 0.0
+    count = 0
+    for i, value in enumerate(v):
+        if not math.isfinite(value):
+            out[i] = value
+            continue
+        last = last * smoothing + (1.0 - smoothing) * value
+        count += 1
+        out[i] = last / (1.0 - smoothing**count)
+    return out
+
+
+def empty_figure(title: str = "", message: str = EMPTY_MESSAGE) -> go.Figure:
+    """A styled figure with no axes and a centred `message`: the state before data arrives."""
+    fig = go.Figure()
+    fig.add_annotation(
+        text=message,
+        x=0.5,
+        y=0.5,
+        xref="paper",
+        yref="paper",
+        showarrow=False,
+        font={"size": BASE_FONT_SIZE + 5, "color": FAINT},
+    )
+    _style(fig, title=title)
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return fig
+
+
+def _style(
+    fig: go.Figure,
+    *,
+    title: str,
+    x_title: str | None = None,
+    y_title: str | None = None,
+    legend: bool = False,
+    height: int | None = None,
+) -> go.Figure:
+    """The look shared by every figure: fonts, compact margins, legend above the plot."""
+    fig.update_layout(
+        font={"size": BASE_FONT_SIZE},
+        title={"text": title, "x": 0.01, "xanchor": "left", "font": {"size": BASE_FONT_SIZE + 4}},
+        margin=_MARGIN,
+        showlegend=legend,
+        legend={
+            "orientation": "h",
+            "x": 1.0,
+            "xanchor": "right",
+            "y": 1.02,
+            "yanchor": "bottom",
+            "bgcolor": "rgba(255,255,255,0)",
+        },
+        hoverlabel={"font": {"size": BASE_FONT_SIZE}},
+    )
+    if x_title is not None:
+        fig.update_xaxes(title_text=x_title)
+    if y_title is not None:
+        fig.update_yaxes(title_text=y_title)
+    if height is not None:
+        fig.update_layout(height=height)
+    return fig
+
+
+def _scheme_color(scheme: str | None) -> str:
+    return SCHEME_COLORS.get(scheme, NEUTRAL) if scheme is not None else NEUTRAL
+
+
+def _rgba(hex_color: str, alpha: float) -> str:
+    r, g, b = (int(hex_color[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def _compact(value: float) -> str:
+    """Three significant digits, with k/M suffixes so large sums stay short: 12345 -> '12.3k'."""
+    if not math.isfinite(value):
+        return str(value)
+    magnitude = abs(value)
+    if magnitude >= 1e6:
+        return f"{value / 1e6:.3g}M"
+    if magnitude >= 1e3:
+        return f"{value / 1e3:.3g}k"
+    return f"{value:.3g}"
+
+
+def _power_of_ten_label(k: int) -> str:
+    """10^k written out while short: -2 -> '0.01', 3 -> '1000', -6 -> '10⁻⁶'."""
+    if k < -3 or k > 4:
+        return "10" + str(k).translate(_SUPERSCRIPTS)
+    return f"{10.0**k:.{-k}f}" if k < 0 else f"{10**k:d}"
+
+
+def _log_ticks(low: float, high: float) -> tuple[list[int], list[str]]:
+    """Integer exponents in [low, high] and their 10^k labels, for axes holding log10 values."""
+    exponents = list(range(math.ceil(low), math.floor(high) + 1))
+    return exponents, [_power_of_ten_label(k) for k in exponents]
+
+
+def _log_axis(values: NDArray[np.float64]) -> dict[str, Any]:
+    """Axis settings for a log axis over `values`: one labelled tick per decade when they span
+    at least one (plotly's default labels every digit in small type), else plotly's choice."""
+    positive = values[np.isfinite(values) & (values > 0)]
+    settings: dict[str, Any] = {"type": "log"}
+    if positive.size and np.log10(positive.max() / positive.min()) >= 1.0:
+        low, high = np.log10(positive.min()), np.log10(positive.max())
+        exponents, labels = _log_ticks(math.floor(low), math.ceil(high))
+        settings.update(tickmode="array", tickvals=[10.0**k for k in exponents], ticktext=labels)
+    return settings
+
+
+def _as_1d(values: ArrayLike) -> NDArray[np.float64]:
+    return np.asarray(values, dtype=np.float64).reshape(-1)
+
+
+def _same_length(**arrays: NDArray[Any]) -> None:
+    sizes = {name: a.shape[0] for name, a in arrays.items()}
+    if len(set(sizes.values())) > 1:
+        listed = ", ".join(f"{name}={size}" for name, size in sizes.items())
+        raise ValueError(f"arrays must have the same length, got {listed}")
+
+
+# --------------------------------------------------------------------------- learning curves
+
+
+def _threshold_line(fig: go.Figure, threshold: float) -> None:
+    fig.add_hline(
+        y=threshold,
+        line={"dash": "dot", "color": "#444", "width": 2},
+        annotation_text=f"threshold {threshold:g}",
+        annotation_position="bottom right",
+        annotation_font={"size": BASE_FONT_SIZE - 2, "color": "#444"},
+    )

@@ -1,0 +1,271 @@
+"""Curves over training: episode returns, losses, comparisons, stored runs, timings."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import plotly.graph_objects as go
+from numpy.typing import ArrayLike
+from plotly.colors import qualitative
+
+from dashboard.figures._base import (
+    _MARGIN,
+    BASE_FONT_SIZE,
+    FAINT,
+    NEUTRAL,
+    _as_1d,
+    _log_axis,
+    _rgba,
+    _same_length,
+    _scheme_color,
+    _style,
+    _threshold_line,
+    ema,
+    empty_figure,
+)
+from rdqn.compare import SCHEME_COLORS, Curve, report_figure
+
+
+def reward_curve(
+    end_steps: ArrayLike,
+    returns: ArrayLike,
+    *,
+    smoothing: float = 0.9,
+    overlay: tuple[ArrayLike, ArrayLike] | None = None,
+    overlay_label: str = "previous run",
+    threshold: float | None = None,
+    scheme: str | None = None,
+    title: str = "Episode return",
+) -> go.Figure:
+    """Episode returns against environment steps: raw (faint) and EMA-smoothed (`ema`).
+
+    `overlay` = (end_steps, returns) of a previous run, drawn as its smoothed curve in dashed grey,
+    so that the effect of changing alpha or beta stays visible after the restart. `threshold`
+    adds a dotted horizontal line (e.g. 475 for CartPole-v1). `scheme` picks the line color.
+    """
+    steps = _as_1d(end_steps)
+    values = _as_1d(returns)
+    _same_length(end_steps=steps, returns=values)
+    overlay_steps = overlay_values = None
+    if overlay is not None:
+        overlay_steps = _as_1d(overlay[0])
+        overlay_values = _as_1d(overlay[1])
+        _same_length(overlay_end_steps=overlay_steps, overlay_returns=overlay_values)
+    has_overlay = overlay_values is not None and overlay_values.size > 0
+    if values.size == 0 and not has_overlay:
+        return empty_figure(title)
+
+    color = _scheme_color(scheme)
+    fig = go.Figure()
+    if has_overlay:
+        fig.add_scatter(
+            x=overlay_steps,
+            y=ema(overlay_values, smoothing),
+            mode="lines",
+            name=overlay_label,
+            line={"color": FAINT, "width": 2.5, "dash": "dash"},
+            hovertemplate=f"{overlay_label}<br>step %{{x:,}}<br>smoothed %{{y:.1f}}<extra></extra>",
+        )
+    if values.size:
+        fig.add_scatter(
+            x=steps,
+            y=values,
+            mode="lines+markers",
+            name="return",
+            line={"color": _rgba(color, 0.3), "width": 1},
+            marker={"color": _rgba(color, 0.35), "size": 5},
+            hovertemplate="step %{x:,}<br>return %{y:.1f}<extra></extra>",
+        )
+        fig.add_scatter(
+            x=steps,
+            y=ema(values, smoothing),
+            mode="lines",
+            name=f"smoothed (EMA {smoothing:g})",
+            line={"color": color, "width": 3},
+            hovertemplate="step %{x:,}<br>smoothed %{y:.1f}<extra></extra>",
+        )
+    if threshold is not None:
+        _threshold_line(fig, threshold)
+    return _style(
+        fig, title=title, x_title="environment steps", y_title="episode return", legend=True
+    )
+
+
+def loss_curve(
+    updates: ArrayLike,
+    losses: ArrayLike,
+    td_abs_mean: ArrayLike | None = None,
+    *,
+    log_y: bool = False,
+    scheme: str | None = None,
+    title: str = "Training loss",
+) -> go.Figure:
+    """Loss per learner update, with the batch-mean |TD error| on a second y axis if given.
+
+    `log_y` puts both y axes on a log scale (losses span orders of magnitude early on).
+    """
+    x = _as_1d(updates)
+    y = _as_1d(losses)
+    _same_length(updates=x, losses=y)
+    if x.size == 0:
+        return empty_figure(title)
+    fig = go.Figure()
+    fig.add_scatter(
+        x=x,
+        y=y,
+        mode="lines",
+        name="loss",
+        line={"color": _scheme_color(scheme), "width": 2},
+        hovertemplate="update %{x:,}<br>loss %{y:.4g}<extra></extra>",
+    )
+    two_lines = td_abs_mean is not None
+    if td_abs_mean is not None:
+        td = _as_1d(td_abs_mean)
+        _same_length(updates=x, td_abs_mean=td)
+        fig.add_scatter(
+            x=x,
+            y=td,
+            mode="lines",
+            name="mean |TD error|",
+            yaxis="y2",
+            line={"color": "#444", "width": 1.5, "dash": "dot"},
+            hovertemplate="update %{x:,}<br>mean |TD error| %{y:.4g}<extra></extra>",
+        )
+        fig.update_layout(
+            yaxis2={
+                "title": {"text": "mean |TD error|"},
+                "overlaying": "y",
+                "side": "right",
+                "showgrid": False,
+                **(_log_axis(td) if log_y else {}),
+            },
+            margin={**_MARGIN, "r": 72},
+        )
+    fig.update_layout(yaxis={"title": {"text": "loss (batch mean)"}})
+    if log_y:
+        fig.update_layout(yaxis=_log_axis(y))
+    return _style(fig, title=title, x_title="learner updates", legend=two_lines)
+
+
+# --------------------------------------------------------------------------- distributions
+
+
+def comparison_figure(
+    runs: Mapping[str, Sequence[Curve]],
+    *,
+    total_steps: int,
+    threshold: float | None = None,
+    window: int = 20,
+    title: str = "Replay schemes compared",
+) -> go.Figure:
+    """`rdqn.compare.report_figure` (mean curve and min-max band per scheme) as a styled Figure."""
+    if not any(c.returns.size for curves in runs.values() for c in curves) or total_steps <= 0:
+        return empty_figure(title)
+    spec = report_figure(
+        runs, total_steps=total_steps, threshold=threshold, window=window, title=title
+    )
+    fig = go.Figure(spec)
+    _style(
+        fig,
+        title=title,
+        x_title="environment steps",
+        y_title=f"return (mean of last {window} episodes)",
+        legend=True,
+    )
+    if threshold is not None:
+        fig.add_annotation(
+            x=1.0,
+            xref="paper",
+            y=threshold,
+            yanchor="bottom",
+            xanchor="right",
+            text=f"threshold {threshold:g}",
+            showarrow=False,
+            font={"size": BASE_FONT_SIZE - 2, "color": "#444"},
+        )
+    return fig
+
+
+def runs_overlay_figure(
+    runs: Mapping[str, tuple[ArrayLike, ArrayLike]],
+    smoothing: float = 0.9,
+    *,
+    colors: Mapping[str, str] | None = None,
+    threshold: float | None = None,
+    title: str = "Stored runs",
+) -> go.Figure:
+    """EMA-smoothed return curves of several runs, one line per run label.
+
+    `runs` maps a label to (end_steps, returns). Colours come from `colors` by label, else from a
+    scheme name ("uniform", "proportional", "rank") when the label is exactly one, else from
+    Plotly's qualitative palette in order.
+    """
+    fig = go.Figure()
+    palette = [c for c in qualitative.Plotly if c not in SCHEME_COLORS.values()]
+    for k, (label, (end_steps, returns)) in enumerate(runs.items()):
+        steps = _as_1d(end_steps)
+        values = _as_1d(returns)
+        _same_length(end_steps=steps, returns=values)
+        if values.size == 0:
+            continue
+        color = (colors or {}).get(label) or SCHEME_COLORS.get(label) or palette[k % len(palette)]
+        fig.add_scatter(
+            x=steps,
+            y=ema(values, smoothing),
+            mode="lines",
+            name=label,
+            line={"color": color, "width": 3},
+            hovertemplate=f"{label}<br>step %{{x:,}}<br>smoothed %{{y:.1f}}<extra></extra>",
+        )
+    if not fig.data:
+        return empty_figure(title)
+    if threshold is not None:
+        _threshold_line(fig, threshold)
+    return _style(
+        fig,
+        title=f"{title} (EMA {smoothing:g})",
+        x_title="environment steps",
+        y_title="episode return (smoothed)",
+        legend=True,
+    )
+
+
+def timing_figure(timings: Mapping[str, float], *, title: str = "Where the time goes") -> go.Figure:
+    """Seconds per phase (init, env, act, sample, update, evaluation) as horizontal bars.
+
+    Sorted so the largest phase is on top; each bar is labelled with seconds and its share.
+    """
+    items = [(name, float(seconds)) for name, seconds in timings.items() if seconds != 0]
+    for name, seconds in items:
+        if not (math.isfinite(seconds) and seconds >= 0):
+            raise ValueError(f"timing of {name!r} must be finite and >= 0, got {seconds}")
+    total = sum(seconds for _, seconds in items)
+    if not items or total <= 0:
+        return empty_figure(title)
+    items.sort(key=lambda item: item[1])
+    names = [name for name, _ in items]
+    seconds = [s for _, s in items]
+    labels = [f"{_seconds(s)} ({s / total:.0%})" for s in seconds]
+    fig = go.Figure()
+    fig.add_bar(
+        x=seconds,
+        y=names,
+        orientation="h",
+        name="seconds",
+        text=labels,
+        textposition="auto",
+        marker={"color": NEUTRAL},
+        hovertemplate="%{y}<br>%{text}<extra></extra>",
+    )
+    fig.update_xaxes(range=[0, 1.18 * max(seconds)])
+    return _style(
+        fig,
+        title=f"{title}: {_seconds(total)} in total",
+        x_title="seconds",
+        height=max(260, 90 + 42 * len(items)),
+    )
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.3g} s" if value < 100 else f"{value:,.0f} s"

@@ -1,0 +1,487 @@
+"""Sum-tree pictures: the tree node by node, stratified segments, draw histograms."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+from numpy.typing import ArrayLike, NDArray
+
+from dashboard.figures._base import (
+    BASE_FONT_SIZE,
+    EMPHASIS,
+    HIGHLIGHT_FILL,
+    MAX_LABELLED_QUERIES,
+    MAX_LABELLED_SEGMENTS,
+    MAX_LABELLED_STRATA,
+    MAX_LABELS_PER_LEVEL,
+    MAX_TREE_LEAVES,
+    MIN_LABELLED_SHARE,
+    NEUTRAL,
+    PATH_PALETTE,
+    SEGMENT_FILLS,
+    _as_1d,
+    _compact,
+    _rgba,
+    _same_length,
+    _style,
+    empty_figure,
+)
+from rdqn.replay import SumTree
+
+
+def _heap(leaf_masses: ArrayLike) -> tuple[NDArray[np.float64], int, int]:
+    """(nodes, P, n): the leaves loaded into a real `rdqn.replay.SumTree` (heap layout: node 1 the
+    root, leaf i at node P + i), so the drawing shows exactly what the library computes."""
+    masses = _as_1d(leaf_masses)
+    n = masses.size
+    tree = SumTree(max(n, 2), track_min=False)
+    tree.update(np.arange(n), masses)
+    return tree.sum_nodes.copy(), tree.offset, n
+
+
+def _node_size(level_width: int) -> float:
+    return float(np.clip(0.8 * 900.0 / level_width, 9.0, 48.0))
+
+
+def _node_xy(node: int, leaves: int) -> tuple[float, int]:
+    """Position of heap node `node`: x in leaf units (leaf i at x = i), y = depth (root 0)."""
+    depth = node.bit_length() - 1
+    span = leaves >> depth
+    return (node - (1 << depth) + 0.5) * span - 0.5, depth
+
+
+def _check_paths(paths: Sequence[Sequence[int]], node_count: int) -> list[list[int]]:
+    checked = []
+    for path in paths:
+        ids = [int(j) for j in path]
+        for j in ids:
+            if not 1 <= j < node_count:
+                raise ValueError(f"path nodes must be in [1, {node_count}), got {j}")
+        for parent, child in zip(ids[:-1], ids[1:], strict=False):
+            if child >> 1 != parent:
+                raise ValueError(
+                    f"path must go down the tree: node {child} is not a child of {parent}"
+                )
+        checked.append(ids)
+    return checked
+
+
+def _draw_tree(
+    nodes: NDArray[np.float64],
+    *,
+    depth_count: int,
+    real_leaves: int | None,
+    paths: list[list[int]],
+    highlight_leaves: set[int],
+    show_values: bool,
+    title: str,
+) -> go.Figure:
+    """Draw heap `nodes[1 : 2**depth_count]`; `real_leaves` = n when the bottom level is leaves.
+
+    Nodes covering only padding leaves (or, for a partial tree, empty subtrees) are grey.
+    """
+    width = 1 << (depth_count - 1)
+    node_count = 2 * width
+    total = float(nodes[1])
+    groups: dict[str, dict[str, list[Any]]] = {}
+
+    def add(group: str, j: int, text: str, hover: str, fill: str) -> None:
+        x, y = _node_xy(j, width)
+        g = groups.setdefault(
+            group, {"x": [], "y": [], "text": [], "hover": [], "size": [], "fill": [], "id": []}
+        )
+        level_width = 1 << (j.bit_length() - 1)
+        g["x"].append(x)
+        g["y"].append(y)
+        g["text"].append(text if show_values and level_width <= MAX_LABELS_PER_LEVEL else "")
+        g["hover"].append(hover)
+        g["size"].append(_node_size(level_width))
+        g["fill"].append(fill)
+        g["id"].append(j)
+
+    for j in range(1, node_count):
+        depth = j.bit_length() - 1
+        value = float(nodes[j])
+        share = f"{value / total:.1%} of total" if total > 0 else "total is 0"
+        is_leaf_level = depth == depth_count - 1 and real_leaves is not None
+        first_leaf = (j - (1 << depth)) * (width >> depth)
+        if real_leaves is not None and first_leaf >= real_leaves:
+            what = "padding leaf" if is_leaf_level else f"node {j}"
+            add("padding", j, "", f"{what}: beyond capacity, never sampled", "#f2f2f2")
+        elif is_leaf_level:
+            leaf = j - width
+            fill = HIGHLIGHT_FILL if leaf in highlight_leaves else "#ffffff"
+            hover = f"leaf {leaf} (node {j})<br>mass {value:.4g}<br>P = {share}"
+            add("leaves", j, _compact(value), hover, fill)
+        elif real_leaves is None and value <= 0.0:
+            add(
+                "empty nodes",
+                j,
+                _compact(value),
+                f"node {j}<br>sum 0: nothing to sample",
+                "#f2f2f2",
+            )
+        else:
+            hover = f"node {j}<br>sum {value:.4g}<br>{share}"
+            add(
+                "internal nodes" if real_leaves is not None else "nodes",
+                j,
+                _compact(value),
+                hover,
+                "#e8ecf7",
+            )
+
+    fig = go.Figure()
+    edge_x: list[float | None] = []
+    edge_y: list[float | None] = []
+    for j in range(2, node_count):
+        (x0, y0), (x1, y1) = _node_xy(j >> 1, width), _node_xy(j, width)
+        edge_x += [x0, x1, None]
+        edge_y += [y0, y1, None]
+    fig.add_scatter(
+        x=edge_x,
+        y=edge_y,
+        mode="lines",
+        name="edges",
+        line={"color": "#c4c9d4", "width": 1.5},
+        hoverinfo="skip",
+        showlegend=False,
+    )
+
+    many = len(paths) > len(PATH_PALETTE)
+    path_groups = [paths] if many else [[p] for p in paths]
+    for k, group in enumerate(path_groups):
+        color = EMPHASIS if many else PATH_PALETTE[k]
+        xs: list[float | None] = []
+        ys: list[float | None] = []
+        for path in group:
+            for parent, child in zip(path[:-1], path[1:], strict=False):
+                (x0, y0), (x1, y1) = _node_xy(parent, width), _node_xy(child, width)
+                xs += [x0, x1, None]
+                ys += [y0, y1, None]
+        if many:
+            name = f"{len(paths)} paths"
+        else:
+            end = group[0][-1]
+            name = f"path to leaf {end - width}" if end >= width else f"path to node {end}"
+        fig.add_scatter(
+            x=xs,
+            y=ys,
+            mode="lines",
+            name=name,
+            legendgroup=f"path{k}",
+            line={"color": color, "width": 5},
+            hoverinfo="skip",
+        )
+
+    styles = {
+        "internal nodes": ("#2a3f5f", "#2a3f5f"),
+        "nodes": ("#2a3f5f", "#2a3f5f"),
+        "leaves": ("#2a3f5f", "#2a3f5f"),
+        "empty nodes": ("#bbbbbb", "#999999"),
+        "padding": ("#bbbbbb", "#999999"),
+    }
+    for group, g in groups.items():
+        border, text_color = styles[group]
+        fig.add_scatter(
+            x=g["x"],
+            y=g["y"],
+            mode="markers+text",
+            name=group,
+            text=g["text"],
+            textposition="middle center",
+            textfont={"size": BASE_FONT_SIZE - 2, "color": text_color},
+            hovertext=g["hover"],
+            hoverinfo="text",
+            customdata=g["id"],
+            marker={
+                "size": g["size"],
+                "color": g["fill"],
+                "line": {"color": border, "width": 1.5},
+                "symbol": "circle",
+                # An array of sizes makes plotly.js default to a translucent "bubble" marker.
+                "opacity": 1.0,
+            },
+            showlegend=False,
+        )
+
+    for k, group in enumerate(path_groups):
+        color = EMPHASIS if many else PATH_PALETTE[k]
+        ids = sorted({j for path in group for j in path})
+        points = [_node_xy(j, width) for j in ids]
+        fig.add_scatter(
+            x=[p[0] for p in points],
+            y=[p[1] for p in points],
+            mode="markers",
+            name=f"path {k + 1} nodes",
+            legendgroup=f"path{k}",
+            customdata=ids,
+            marker={
+                "size": [_node_size(1 << (j.bit_length() - 1)) + 8 for j in ids],
+                "color": color,
+                "symbol": "circle-open",
+                "line": {"width": 4},
+                "opacity": 1.0,
+            },
+            hoverinfo="skip",
+            showlegend=False,
+        )
+
+    level_names = ["root"] + [f"level {d}" for d in range(1, depth_count)]
+    if real_leaves is not None:
+        level_names[-1] = "leaves"
+    fig.update_yaxes(
+        autorange="reversed",
+        tickmode="array",
+        tickvals=list(range(depth_count)),
+        ticktext=level_names,
+        showgrid=False,
+        zeroline=False,
+    )
+    leaf_ticks = real_leaves is not None and width <= 32
+    fig.update_xaxes(
+        showgrid=False,
+        zeroline=False,
+        range=[-0.7, width - 0.3],
+        showticklabels=leaf_ticks,
+        tickmode="array" if leaf_ticks else "auto",
+        tickvals=list(range(width)) if leaf_ticks else None,
+    )
+    _style(
+        fig,
+        title=title,
+        x_title="leaf (buffer slot)" if leaf_ticks else "",
+        legend=bool(paths),
+        height=max(300, 110 + 85 * depth_count),
+    )
+    return fig
+
+
+def sum_tree_figure(
+    leaf_masses: ArrayLike,
+    *,
+    paths: Sequence[Sequence[int]] | None = None,
+    highlight_leaves: Sequence[int] | None = None,
+    show_values: bool = True,
+    title: str | None = None,
+) -> go.Figure:
+    """A small sum tree drawn node by node: root at the top, leaves at the bottom.
+
+    Internal sums are computed here from `leaf_masses` (heap layout: node 1 the root, node j's
+    children 2j and 2j+1, leaf i at node P + i with P the next power of two). Leaves past
+    `len(leaf_masses)` are padding, drawn grey. Each node is labelled with its sum (3 significant
+    digits) on levels of at most `MAX_LABELS_PER_LEVEL` nodes; hovering always shows it.
+
+    `paths`: root-to-leaf node-id paths (`rdqn.worked_example.descent_path`) drawn in strong
+    colours, one per path from a qualitative palette, or all in one colour when there are more
+    paths than palette colours. `highlight_leaves`: leaf indices filled in amber.
+    Meant for 2..64 leaves; more than `MAX_TREE_LEAVES` raises (use `tree_levels_figure`).
+    """
+    masses = _as_1d(leaf_masses)
+    default_title = "Sum tree"
+    if masses.size == 0:
+        return empty_figure(title or default_title)
+    if masses.size > MAX_TREE_LEAVES:
+        raise ValueError(
+            f"sum_tree_figure draws at most {MAX_TREE_LEAVES} leaves, got {masses.size}; "
+            "use tree_levels_figure for the top of a large tree"
+        )
+    nodes, leaves, n = _heap(masses)
+    checked = _check_paths(paths or [], 2 * leaves)
+    highlighted = {int(i) for i in highlight_leaves or []}
+    for i in highlighted:
+        if not 0 <= i < n:
+            raise ValueError(f"highlight_leaves must be in [0, {n}), got {i}")
+    return _draw_tree(
+        nodes,
+        depth_count=leaves.bit_length(),
+        real_leaves=n,
+        paths=checked,
+        highlight_leaves=highlighted,
+        show_values=show_values,
+        title=title or f"{default_title}: total mass {_compact(float(nodes[1]))}",
+    )
+
+
+def tree_levels_figure(
+    levels: Sequence[ArrayLike],
+    *,
+    show_values: bool = True,
+    title: str = "Top of the live sum tree",
+) -> go.Figure:
+    """The top levels of a large sum tree (`SumTree.levels(depth)`): level k holds 2^k node sums.
+
+    Drawn like `sum_tree_figure` without leaves; nodes whose subtree has no mass are grey.
+    """
+    if not levels:
+        return empty_figure(title)
+    nodes = [np.zeros(1)]
+    for k, level in enumerate(levels):
+        values = _as_1d(level)
+        if values.size != 1 << k:
+            raise ValueError(f"level {k} must hold {1 << k} nodes, got {values.size}")
+        nodes.append(values)
+    return _draw_tree(
+        np.concatenate(nodes),
+        depth_count=len(levels),
+        real_leaves=None,
+        paths=[],
+        highlight_leaves=set(),
+        show_values=show_values,
+        title=title,
+    )
+
+
+def segments_figure(
+    leaf_masses: ArrayLike,
+    queries: ArrayLike | None,
+    batch_size: int,
+    *,
+    title: str | None = None,
+) -> go.Figure:
+    """Drawing a stratified batch: the total mass as one bar split into leaves.
+
+    Each leaf is a segment as wide as its mass (alternating light fills, labelled with the leaf
+    index when there are few). Dashed lines at k * total / B, k = 0..B, cut the total into the B
+    equal strata; one query mass is drawn uniformly in each. Each query is a marker labelled with
+    the leaf that owns it (found by `rdqn.replay.SumTree.find`).
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    masses = _as_1d(leaf_masses)
+    default_title = f"Drawing a batch of {batch_size}"
+    if masses.size == 0 or not masses.sum() > 0:
+        return empty_figure(title or default_title)
+    nodes, leaves, n = _heap(masses)
+    total = float(nodes[1])
+    starts = np.concatenate([[0.0], np.cumsum(masses)[:-1]])
+    fills = [SEGMENT_FILLS[i % 2] for i in range(n)]
+    labelled = n <= MAX_LABELLED_SEGMENTS
+    fig = go.Figure()
+    fig.add_bar(
+        x=masses,
+        base=starts,
+        y=np.zeros(n),
+        orientation="h",
+        width=0.5,
+        name="leaves",
+        marker={"color": fills, "line": {"color": "#ffffff", "width": 1}},
+        # A label in a segment too narrow to hold it would be shrunk to a speck: leave it out.
+        text=[
+            str(i) if labelled and m >= MIN_LABELLED_SHARE * total else ""
+            for i, m in enumerate(masses)
+        ],
+        textposition="inside",
+        insidetextanchor="middle",
+        textfont={"size": BASE_FONT_SIZE - 1, "color": "#333"},
+        customdata=np.column_stack([np.arange(n), starts, starts + masses]),
+        hovertemplate="leaf %{customdata[0]:.0f}<br>mass %{x:.4g}<br>"
+        "covers [%{customdata[1]:.4g}, %{customdata[2]:.4g})<extra></extra>",
+    )
+    segment = total / batch_size
+    # One layout update instead of B + 1 `add_shape` calls: each call re-validates the layout.
+    shapes = [
+        {
+            "type": "line",
+            "x0": k * segment,
+            "x1": k * segment,
+            "y0": -0.45,
+            "y1": 0.45,
+            "line": {"dash": "dash", "color": "#444", "width": 1.5},
+            "name": f"stratum boundary {k}",
+        }
+        for k in range(batch_size + 1)
+    ]
+    labels = [
+        {
+            "x": (k + 0.5) * segment,
+            "y": -0.42,
+            "text": f"stratum {k + 1}",
+            "showarrow": False,
+            "yanchor": "top",
+            "font": {"size": BASE_FONT_SIZE - 3, "color": "#666"},
+        }
+        for k in range(batch_size)
+        if batch_size <= MAX_LABELLED_STRATA
+    ]
+    fig.update_layout(shapes=shapes, annotations=labels)
+    q = _as_1d(queries) if queries is not None else np.zeros(0)
+    if q.size:
+        tree = SumTree(leaves, track_min=False)
+        tree.update(np.arange(leaves), nodes[leaves:])
+        hit = tree.find(q)
+        text = [f"→ {h}" for h in hit] if q.size <= MAX_LABELLED_QUERIES else None
+        fig.add_scatter(
+            x=q,
+            y=np.full(q.size, 0.33),
+            mode="markers+text" if text else "markers",
+            name="queries",
+            text=text,
+            textposition="top center",
+            textfont={"size": BASE_FONT_SIZE - 1, "color": EMPHASIS},
+            customdata=hit,
+            marker={"symbol": "triangle-down", "size": 14, "color": EMPHASIS},
+            hovertemplate="query mass %{x:.4g}<br>hits leaf %{customdata}<extra></extra>",
+        )
+    fig.update_yaxes(visible=False, range=[-0.75, 0.75], fixedrange=True)
+    fig.update_xaxes(range=[-0.01 * total, 1.01 * total], showgrid=False, zeroline=False)
+    return _style(
+        fig,
+        title=title
+        or f"{default_title}: total mass {_compact(total)}, stratum {_compact(segment)}",
+        x_title="cumulative mass (priority^α)",
+        height=300,
+    )
+
+
+def draw_histogram_figure(
+    counts: ArrayLike, probabilities: ArrayLike, *, title: str | None = None
+) -> go.Figure:
+    """Repeated draws: each leaf's empirical frequency (bars) against its target P(i) (markers).
+
+    `probabilities` may be unnormalised (masses): the target is p_i / sum_k p_k. As draws
+    accumulate the bars converge on the markers; the title shows the number of draws and the
+    total variation distance 1/2 sum_i |f_i - P(i)|.
+    """
+    c = _as_1d(counts)
+    p = _as_1d(probabilities)
+    _same_length(counts=c, probabilities=p)
+    if p.size == 0 or not p.sum() > 0:
+        return empty_figure(title or "Repeated draws")
+    target = p / p.sum()
+    draws = float(c.sum())
+    frequency = c / draws if draws > 0 else np.zeros_like(c)
+    leaves = np.arange(p.size)
+    heading = f"{draws:,.0f} draws"
+    if draws > 0:
+        distance = 0.5 * float(np.abs(frequency - target).sum())
+        heading += f": total variation distance to P(i) {distance:.3f}"
+    fig = go.Figure()
+    fig.add_bar(
+        x=leaves,
+        y=frequency,
+        name="observed frequency",
+        marker={"color": _rgba(NEUTRAL, 0.55)},
+        customdata=c,
+        hovertemplate="leaf %{x}<br>frequency %{y:.3f} (%{customdata:,.0f} draws)<extra></extra>",
+    )
+    fig.add_scatter(
+        x=leaves,
+        y=target,
+        mode="markers",
+        name="target P(i)",
+        marker={"symbol": "line-ew-open", "size": 30, "line": {"width": 3, "color": EMPHASIS}},
+        hovertemplate="leaf %{x}<br>P(i) %{y:.3f}<extra></extra>",
+    )
+    fig.update_xaxes(range=[-0.6, p.size - 0.4])
+    if p.size <= MAX_LABELLED_SEGMENTS:
+        fig.update_xaxes(tickmode="array", tickvals=leaves.tolist())
+    return _style(
+        fig, title=title or heading, x_title="leaf", y_title="fraction of draws", legend=True
+    )
+
+
+# --------------------------------------------------------------------------- runs
