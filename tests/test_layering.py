@@ -1,4 +1,4 @@
-"""The one-way dependency: rdqn/ never imports Streamlit or plotly and never prints (but its CLI)."""
+"""One-way dependency: rdqn/ imports no Streamlit or plotly and never prints (but its CLI)."""
 
 from __future__ import annotations
 
