@@ -33,16 +33,16 @@ def internals() -> None:
         return
     batch = snap.last_batch
     color = figures.SCHEME_COLORS.get(snap.scheme)
-    top = st.columns(5)
-    top[0].metric("Scheme", snap.scheme)
-    top[1].metric("Buffer", f"{snap.buffer_size:,} / {snap.capacity:,}")
-    top[2].metric("ESS of last batch", f"{batch.ess:.1f} / {batch.indices.size}" if batch else "–")
-    top[3].metric("Stale priority updates", f"{snap.stale_updates:,}")
-    top[4].metric(
+    top = st.columns(4)
+    top[0].metric(f"Buffer (of {snap.capacity:,})", f"{snap.buffer_size:,}")
+    top[1].metric("ESS of last batch", f"{batch.ess:.1f} / {batch.indices.size}" if batch else "–")
+    top[2].metric("Stale priority updates", f"{snap.stale_updates:,}")
+    top[3].metric(
         "Sampler check p",
         f"{snap.fit.p_value:.3f}" if snap.fit else "–",
-        help="Chi-square test of a fresh draw against P(i); small values flag a bug",
+        help="Chi-square test of a fresh draw against P(i); a tiny p flags a bug",
     )
+    st.caption(f"Run `{run_id}` · {snap.scheme} replay · update {snap.updates:,}")
 
     row = st.columns(3)
     row[0].plotly_chart(
