@@ -68,7 +68,7 @@ def test_schedules_anneal_beta_to_one_and_epsilon_to_its_floor() -> None:
     assert trainer.beta == pytest.approx(0.4) and trainer.epsilon == 1.0
     trainer.run()
     assert trainer.beta == pytest.approx(1.0)
-    assert trainer.epsilon == pytest.approx(0.05)
+    assert trainer.epsilon == pytest.approx(trainer.config.train.epsilon_end)
 
 
 def test_same_seed_same_returns_and_losses() -> None:
