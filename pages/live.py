@@ -42,16 +42,18 @@ if lesson:
     st.markdown(f"**Lesson: {lesson.title}.** {lesson.prompt}")
 
 
-def restart() -> None:
-    """Start a fresh run of the current settings from the same seed."""
+def restart(paused: bool | None = None) -> None:
+    """Start a fresh run of the current settings from the same seed (paused like the old one,
+    unless `paused` says otherwise)."""
     try:
         config = config_from_settings(settings, st.session_state.get("live.env_kwargs"))
     except ValueError as err:
         st.session_state["live.error"] = str(err)
         return
     st.session_state["live.error"] = None
-    handle = current_run()
-    paused = handle is not None and handle.status == "paused"
+    if paused is None:
+        handle = current_run()
+        paused = handle is not None and handle.status == "paused"
     start_live_run(config, paused=paused)
 
 
@@ -145,10 +147,8 @@ if parsed.run_id is None:
         help="One environment step and its update, then pause",
     ):
         if handle is None or handle.status not in ("running", "paused"):
-            restart()
+            restart(paused=True)
             handle = current_run()
-            if handle is not None:
-                handle.pause()
         if handle is not None:
             handle.step_once()
     if buttons[3].button(
