@@ -22,7 +22,8 @@ import pandas as pd
 import rdqn.envs  # noqa: F401 - registers the rdqn/ envs, so gymnasium.spec knows them
 from rdqn.compare import Curve
 from rdqn.config import SCHEMES, RunConfig, preset
-from rdqn.runs import FINAL_STATUSES, RunHandle, RunRegistry
+from rdqn.registry import RunRegistry
+from rdqn.runs import FINAL_STATUSES, RunHandle
 from rdqn.store import RunRecord, RunStore
 
 __all__ = [

@@ -22,7 +22,8 @@ import torch
 
 from dashboard.params import LIVE_DEFAULTS
 from rdqn.config import RunConfig
-from rdqn.runs import RunHandle, RunRegistry, ServerBusy
+from rdqn.registry import RunRegistry, ServerBusy
+from rdqn.runs import RunHandle
 from rdqn.store import RunStore
 from rdqn.telemetry import Telemetry
 

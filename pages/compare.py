@@ -26,7 +26,8 @@ from dashboard.state import ensure_app_frame, registry, session, store
 from rdqn.compare import summary_table
 from rdqn.config import PRESETS, SCHEMES, preset
 from rdqn.envs import ENV_IDS
-from rdqn.runs import FINAL_STATUSES, ServerBusy
+from rdqn.registry import ServerBusy
+from rdqn.runs import FINAL_STATUSES
 
 ensure_app_frame()
 

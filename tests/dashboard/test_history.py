@@ -30,7 +30,8 @@ from dashboard.history import (
 )
 from rdqn.compare import Curve
 from rdqn.config import preset
-from rdqn.runs import RunHandle, RunRegistry
+from rdqn.registry import RunRegistry
+from rdqn.runs import RunHandle
 from rdqn.store import RunStore
 
 
