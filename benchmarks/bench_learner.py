@@ -25,7 +25,8 @@ import numpy as np
 import torch
 
 from rdqn.config import preset
-from rdqn.store import RunStore, RunWriter
+from rdqn.run_writer import RunWriter
+from rdqn.store import RunStore
 from rdqn.trainer import Trainer
 
 

@@ -27,7 +27,8 @@ from rdqn.checkpoints import save_checkpoint
 from rdqn.compare import Curve, report_figure, summary_table, write_report
 from rdqn.config import PRESETS, SCHEMES, RunConfig, field_docs, preset
 from rdqn.envs import ENV_IDS
-from rdqn.store import RunStore, RunWriter
+from rdqn.run_writer import RunWriter
+from rdqn.store import RunStore
 from rdqn.trainer import Trainer
 
 __all__ = ["main"]

@@ -25,7 +25,8 @@ from collections.abc import Callable
 from rdqn.agent import DivergenceError
 from rdqn.checkpoints import save_checkpoint
 from rdqn.config import RunConfig
-from rdqn.store import RunStore, RunWriter
+from rdqn.run_writer import RunWriter
+from rdqn.store import RunStore
 from rdqn.telemetry import Telemetry
 from rdqn.trainer import Trainer
 

@@ -14,8 +14,8 @@ Rules kept here:
 * Every write is one ``BEGIN IMMEDIATE`` transaction: the write lock is taken up front, so a
   writer waits on ``busy_timeout`` rather than failing with "database is locked" when it tries to
   upgrade a read snapshot that another process has made stale.
-* Metric rows are written in batches (:class:`RunWriter`); per-row commits would cost the training
-  loop far more than the 2% the design allows.
+* Metric rows are written in batches (`rdqn.run_writer.RunWriter`); per-row commits would cost
+  the training loop far more than the 2% the design allows.
 
 Layout (``default_home()`` is ``$RDQN_HOME`` or ``.rdqn``)::
 
@@ -26,7 +26,6 @@ Layout (``default_home()`` is ``$RDQN_HOME`` or ``.rdqn``)::
 from __future__ import annotations
 
 import json
-import math
 import os
 import sqlite3
 import threading
@@ -44,12 +43,13 @@ import pandas as pd
 __all__ = [
     "ACTIVE_STATUSES",
     "EPISODE_COLUMNS",
+    "EPISODE_KEYS",
     "SCHEMA_VERSION",
     "STATUSES",
     "STEP_COLUMNS",
+    "STEP_KEYS",
     "RunRecord",
     "RunStore",
-    "RunWriter",
     "default_home",
 ]
 
@@ -77,8 +77,8 @@ STEP_COLUMNS: tuple[tuple[str, _Converter], ...] = (
     ("ess", float),
     ("wall_time", float),
 )
-_EPISODE_KEYS = frozenset(name for name, _ in EPISODE_COLUMNS)
-_STEP_KEYS = frozenset(name for name, _ in STEP_COLUMNS)
+EPISODE_KEYS = frozenset(name for name, _ in EPISODE_COLUMNS)
+STEP_KEYS = frozenset(name for name, _ in STEP_COLUMNS)
 
 _BUSY_TIMEOUT_MS = 10_000
 
@@ -530,8 +530,8 @@ class RunStore:
         are stored as NULL; ``episode`` / ``updates`` are required). ``progress`` takes
         ``env_steps``, ``updates`` and ``episodes``. Rows that repeat a key replace the old row.
         """
-        episode_params = _row_params(run_id, episodes, EPISODE_COLUMNS, _EPISODE_KEYS, "episode")
-        step_params = _row_params(run_id, steps, STEP_COLUMNS, _STEP_KEYS, "step")
+        episode_params = _row_params(run_id, episodes, EPISODE_COLUMNS, EPISODE_KEYS, "episode")
+        step_params = _row_params(run_id, steps, STEP_COLUMNS, STEP_KEYS, "step")
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
                 raise KeyError(f"no run with id {run_id!r} in {self.path}")
@@ -594,121 +594,3 @@ class RunStore:
         else:
             raise ValueError(f"kind must be 'episodes' or 'steps', got {kind!r}")
         return str(frame.to_csv(index=False))
-
-
-class RunWriter:
-    """Buffers one run's metric rows in memory and writes them in batches.
-
-    A flush happens inside :meth:`add_episode` / :meth:`add_step` once ``flush_every`` seconds have
-    passed since the last one or ``max_pending`` rows are waiting, so the per-row cost on the
-    training thread is a list append and a clock compare. Rows, plus the latest
-    :meth:`set_progress` counters, go to the store in one transaction, so a reader never sees
-    progress counters ahead of the rows behind them. If a write fails the rows stay pending, the
-    error propagates, and the next automatic attempt waits for the next deadline.
-    """
-
-    def __init__(
-        self,
-        store: RunStore,
-        run_id: str,
-        *,
-        flush_every: float = 1.0,
-        max_pending: int = 1000,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        if not (isinstance(flush_every, int | float) and flush_every >= 0):
-            raise ValueError(f"flush_every must be a number >= 0, got {flush_every!r}")
-        if not math.isfinite(flush_every):
-            raise ValueError(f"flush_every must be finite, got {flush_every!r}")
-        if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
-            raise ValueError(f"max_pending must be an integer >= 1, got {max_pending!r}")
-        store.get_run(run_id)
-        self.store = store
-        self.run_id = run_id
-        self.flush_every = float(flush_every)
-        self.max_pending = max_pending
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._episodes: list[dict[str, Any]] = []
-        self._steps: list[dict[str, Any]] = []
-        self._progress: dict[str, int] | None = None
-        self._flush_at = max_pending
-        self._deadline = clock() + self.flush_every
-        self._closed = False
-
-    @property
-    def pending(self) -> int:
-        """Rows waiting to be written."""
-        return len(self._episodes) + len(self._steps)
-
-    def add_episode(self, row: Mapping[str, Any] | None = None, /, **values: Any) -> None:
-        """Queue one episode row, as a mapping or keywords (``return_=`` stands for ``return``)."""
-        merged = dict(row or {})
-        merged.update(values)
-        if "return_" in merged:
-            merged["return"] = merged.pop("return_")
-        if not merged.keys() <= _EPISODE_KEYS or "episode" not in merged:
-            raise ValueError(
-                f"episode rows need 'episode' and only keys {sorted(_EPISODE_KEYS)}, got "
-                f"{sorted(merged)}"
-            )
-        self._add(self._episodes, merged)
-
-    def add_step(self, **row: Any) -> None:
-        """Queue one per-update row (keys of :data:`STEP_COLUMNS`; ``updates`` required)."""
-        if not row.keys() <= _STEP_KEYS or "updates" not in row:
-            raise ValueError(
-                f"step rows need 'updates' and only keys {sorted(_STEP_KEYS)}, got {sorted(row)}"
-            )
-        self._add(self._steps, row)
-
-    def set_progress(self, *, env_steps: int, updates: int, episodes: int) -> None:
-        """Record the run's counters; written with the next flush."""
-        with self._lock:
-            self._progress = {"env_steps": env_steps, "updates": updates, "episodes": episodes}
-
-    def _add(self, queue: list[dict[str, Any]], row: dict[str, Any]) -> None:
-        with self._lock:
-            if self._closed:
-                raise RuntimeError(f"RunWriter for run {self.run_id!r} is closed")
-            queue.append(row)
-            if self.pending >= self._flush_at or self._clock() >= self._deadline:
-                self._flush_locked()
-
-    def _flush_locked(self) -> None:
-        now = self._clock()
-        self._deadline = now + self.flush_every
-        if not (self._episodes or self._steps or self._progress is not None):
-            return
-        try:
-            self.store.write_metrics(
-                self.run_id, episodes=self._episodes, steps=self._steps, progress=self._progress
-            )
-        except BaseException:
-            self._flush_at = self.pending + self.max_pending
-            raise
-        self._episodes, self._steps, self._progress = [], [], None
-        self._flush_at = self.max_pending
-
-    def flush(self) -> None:
-        """Write every pending row and the latest progress now."""
-        with self._lock:
-            self._flush_locked()
-
-    def close(self) -> None:
-        """Flush and refuse further rows. Idempotent."""
-        with self._lock:
-            if not self._closed:
-                self._flush_locked()
-                self._closed = True
-
-    def __enter__(self) -> RunWriter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

@@ -19,12 +19,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rdqn.run_writer import RunWriter
 from rdqn.store import (
     SCHEMA_VERSION,
     STATUSES,
     RunRecord,
     RunStore,
-    RunWriter,
     default_home,
 )
 
