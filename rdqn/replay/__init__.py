@@ -5,13 +5,8 @@
 """
 
 from rdqn.replay.buffer import Batch, ReplayBuffer
-from rdqn.replay.samplers import (
-    Draw,
-    ProportionalSampler,
-    RankBasedSampler,
-    Sampler,
-    UniformSampler,
-)
+from rdqn.replay.rank import RankBasedSampler
+from rdqn.replay.samplers import Draw, ProportionalSampler, Sampler, UniformSampler
 from rdqn.replay.schedules import LinearSchedule
 from rdqn.replay.storage import RingStorage
 from rdqn.replay.sumtree import SumTree

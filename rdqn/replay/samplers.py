@@ -34,7 +34,6 @@ from rdqn.replay.sumtree import SumTree, descend, update_tree_kernel
 __all__ = [
     "Draw",
     "ProportionalSampler",
-    "RankBasedSampler",
     "Sampler",
     "UniformSampler",
 ]
@@ -87,19 +86,19 @@ class Sampler(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
-def _check_alpha(alpha: float) -> float:
+def check_alpha(alpha: float) -> float:
     if not (isinstance(alpha, (int, float)) and np.isfinite(alpha) and alpha >= 0):
         raise ValueError(f"alpha must be a finite number >= 0, got {alpha!r}")
     return float(alpha)
 
 
-def _check_eps(eps: float) -> float:
+def check_eps(eps: float) -> float:
     if not (isinstance(eps, (int, float)) and np.isfinite(eps) and eps >= 0):
         raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
     return float(eps)
 
 
-def _check_normalization(mode: str, max_weight: float | None) -> tuple[int, float]:
+def check_normalization(mode: str, max_weight: float | None) -> tuple[int, float]:
     if mode not in _NORMALIZATION_CODES:
         raise ValueError(
             f"is_normalization must be one of {sorted(_NORMALIZATION_CODES)}, got {mode!r}"
@@ -109,7 +108,7 @@ def _check_normalization(mode: str, max_weight: float | None) -> tuple[int, floa
     return _NORMALIZATION_CODES[mode], 0.0 if max_weight is None else float(max_weight)
 
 
-def _check_attached(capacity: int | None, name: str) -> int:
+def check_attached(capacity: int | None, name: str) -> int:
     if capacity is None:
         raise RuntimeError(f"{name} is not attached to a buffer; call attach(capacity) first")
     return capacity
@@ -224,7 +223,7 @@ class UniformSampler:
         pass
 
     def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
-        _check_attached(self._capacity, "UniformSampler")
+        check_attached(self._capacity, "UniformSampler")
         indices = rng.integers(0, size, batch_size, dtype=np.int64)
         return Draw(indices, np.full(batch_size, 1.0 / size), np.ones(batch_size))
 
@@ -271,11 +270,11 @@ class ProportionalSampler:
         is_normalization: Normalization = "global",
         max_weight: float | None = None,
     ) -> None:
-        self.alpha = _check_alpha(alpha)
-        self.eps = _check_eps(eps)
+        self.alpha = check_alpha(alpha)
+        self.eps = check_eps(eps)
         self.is_normalization = is_normalization
         self.max_weight = max_weight
-        self._mode, self._max_weight = _check_normalization(is_normalization, max_weight)
+        self._mode, self._max_weight = check_normalization(is_normalization, max_weight)
         self.max_priority = 1.0
         self.tree: SumTree | None = None
         self._slot = np.zeros(1, np.int64)
@@ -370,137 +369,4 @@ class ProportionalSampler:
             )
         tree.sum_nodes[...] = state["sum_nodes"]
         tree.min_nodes[...] = state["min_nodes"]
-        self.max_priority = float(state["max_priority"])
-
-
-class RankBasedSampler:
-    """Rank-based prioritization (Schaul et al. 2015, section 3.3): P(i) ∝ (1 / rank(i))^alpha.
-
-    rank(i) is the position of transition i when sorted by priority |delta_i|, largest first
-    (ties: lower slot first). Sorting costs O(N log N), so, as in the paper, the order is refreshed
-    only after `sort_every` priority updates or additions (and on the first addition) and kept
-    between refreshes. Until the next sort, a transition stored beyond the last sort's size is not
-    drawn, and a slot keeps its rank: once the ring is full, a new transition inherits the rank of
-    the one it overwrote. Every reported P(i) is the exact probability under the order actually
-    used, so IS weights stay consistent. Sorting happens when priorities change, never inside
-    `sample`/`probabilities`, which are read-only. The rank masses r^-alpha and their prefix sums
-    (the segment boundaries) are computed once per capacity; a draw is a stratified inverse-CDF
-    search over ranks, O(B log N).
-
-    Args:
-        alpha: rank exponent (0 = uniform; the paper uses 0.7).
-        sort_every: re-sort after this many updates/additions (1 = always exact).
-        is_normalization, max_weight: as for `ProportionalSampler`.
-    """
-
-    name = "rank"
-
-    def __init__(
-        self,
-        alpha: float = 0.7,
-        sort_every: int = 64,
-        is_normalization: Normalization = "global",
-        max_weight: float | None = None,
-    ) -> None:
-        self.alpha = _check_alpha(alpha)
-        if not isinstance(sort_every, (int, np.integer)) or sort_every < 1:
-            raise ValueError(f"sort_every must be an integer >= 1, got {sort_every!r}")
-        self.sort_every = int(sort_every)
-        self.is_normalization = is_normalization
-        self.max_weight = max_weight
-        self._mode, self._max_weight = _check_normalization(is_normalization, max_weight)
-        self.max_priority = 1.0
-        self._capacity: int | None = None
-
-    def attach(self, capacity: int) -> None:
-        self._capacity = capacity
-        self.priorities = np.zeros(capacity, np.float64)
-        self._rank_mass = np.arange(1, capacity + 1, dtype=np.float64) ** -self.alpha
-        self._rank_cdf = np.cumsum(self._rank_mass)
-        self._order = np.empty(0, np.int64)
-        self._stored = 0
-        self._changes = 0
-
-    def _changed(self, count: int) -> None:
-        self._changes += count
-        if self._changes >= self.sort_every or self._order.shape[0] == 0:
-            self._order = np.argsort(-self.priorities[: self._stored], kind="stable")
-            self._changes = 0
-
-    def on_add(self, slot: int) -> None:
-        _check_attached(self._capacity, "RankBasedSampler")
-        self.priorities[slot] = self.max_priority
-        self._stored = max(self._stored, slot + 1)
-        self._changed(1)
-
-    def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
-        _check_attached(self._capacity, "RankBasedSampler")
-        n = self._order.shape[0]
-        total = self._rank_cdf[n - 1]
-        queries = (np.arange(batch_size) + rng.random(batch_size)) * (total / batch_size)
-        ranks = np.minimum(np.searchsorted(self._rank_cdf[:n], queries, side="right"), n - 1)
-        probabilities = self._rank_mass[ranks] / total
-        weights = np.empty(batch_size, np.float64)
-        importance_weights_kernel(
-            probabilities,
-            self._rank_mass[n - 1] / total,
-            n,
-            beta,
-            self._mode,
-            self._max_weight,
-            weights,
-        )
-        return Draw(self._order[ranks], probabilities, weights)
-
-    def update_priorities(
-        self, indices: NDArray[np.int64], magnitudes: NDArray[np.float64]
-    ) -> None:
-        _check_attached(self._capacity, "RankBasedSampler")
-        if indices.shape[0] == 0:
-            return
-        self.priorities[indices] = magnitudes
-        self.max_priority = max(self.max_priority, float(magnitudes.max()))
-        self._changed(1)
-
-    def probabilities(self, size: int) -> NDArray[np.float64]:
-        _check_attached(self._capacity, "RankBasedSampler")
-        out = np.zeros(size)
-        n = self._order.shape[0]
-        if n:
-            out[self._order] = self._rank_mass[:n] / self._rank_cdf[n - 1]
-        return out
-
-    @property
-    def nbytes(self) -> int:
-        if self._capacity is None:
-            return 0
-        return int(
-            self.priorities.nbytes
-            + self._rank_mass.nbytes
-            + self._rank_cdf.nbytes
-            + self._order.nbytes
-        )
-
-    def state_dict(self) -> dict[str, Any]:
-        _check_attached(self._capacity, "RankBasedSampler")
-        return {
-            "name": self.name,
-            "alpha": self.alpha,
-            "max_priority": self.max_priority,
-            "priorities": self.priorities.copy(),
-            "order": self._order.copy(),
-            "stored": self._stored,
-            "changes": self._changes,
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        _check_attached(self._capacity, "RankBasedSampler")
-        if state.get("name") != self.name:
-            raise ValueError(f"state_dict is for sampler {state.get('name')!r}, not {self.name!r}")
-        if state["priorities"].shape != self.priorities.shape or state["alpha"] != self.alpha:
-            raise ValueError("state_dict does not match this sampler's capacity or alpha")
-        self.priorities[...] = state["priorities"]
-        self._order = np.asarray(state["order"], np.int64).copy()
-        self._stored = int(state["stored"])
-        self._changes = int(state["changes"])
         self.max_priority = float(state["max_priority"])
