@@ -6,13 +6,11 @@ Targets of the default example (gamma 0.99): 1 + .99 * 2.5 = 3.475, 1 (row 2 is 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
@@ -20,18 +18,15 @@ TARGETS = [3.475, 1.0, 0.99, -0.802]
 
 
 @pytest.fixture
-def at(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[AppTest]:
-    """The whole app with a private RDQN_HOME, switched to the One update by hand page."""
-    monkeypatch.setenv("RDQN_HOME", str(tmp_path))
-    st.cache_resource.clear()
+def at() -> AppTest:
+    """The whole app (private RDQN_HOME from conftest), switched to the One update by hand page."""
     app = AppTest.from_file(str(APP), default_timeout=30)
     app.run()
     assert not app.exception
     app.switch_page("pages/by_hand.py")
     app.run()
     assert not app.exception
-    yield app
-    st.cache_resource.clear()
+    return app
 
 
 def results(at: AppTest) -> pd.DataFrame:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,12 +15,9 @@ APP = Path(__file__).resolve().parents[2] / "app.py"
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A private RDQN_HOME; the app's cached store and registry are rebuilt for it."""
-    monkeypatch.setenv("RDQN_HOME", str(tmp_path))
-    st.cache_resource.clear()
-    yield tmp_path
-    st.cache_resource.clear()
+def home(tmp_path: Path) -> Path:
+    """The private RDQN_HOME that tests/app/conftest.py set up for this test."""
+    return tmp_path
 
 
 def open_page() -> AppTest:

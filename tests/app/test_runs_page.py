@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from rdqn.config import preset
@@ -23,12 +21,9 @@ TINY = {
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A private RDQN_HOME; the app's cached store and registry are rebuilt for it."""
-    monkeypatch.setenv("RDQN_HOME", str(tmp_path))
-    st.cache_resource.clear()
-    yield tmp_path
-    st.cache_resource.clear()
+def home(tmp_path: Path) -> Path:
+    """The private RDQN_HOME that tests/app/conftest.py set up for this test."""
+    return tmp_path
 
 
 def finished_runs(home: Path, schemes: tuple[str, ...]) -> list[str]:

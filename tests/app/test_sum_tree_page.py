@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from dashboard.params import LIVE_DEFAULTS, config_from_settings
@@ -21,18 +19,15 @@ DEFAULT = [3.0, 0.5, 1.0, 0.2, 2.0, 0.8, 0.1, 1.5]
 
 
 @pytest.fixture
-def at(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[AppTest]:
-    """The whole app with a private RDQN_HOME, switched to the Sum tree page."""
-    monkeypatch.setenv("RDQN_HOME", str(tmp_path))
-    st.cache_resource.clear()
+def at() -> AppTest:
+    """The whole app (private RDQN_HOME from conftest), switched to the Sum tree page."""
     app = AppTest.from_file(str(APP), default_timeout=30)
     app.run()
     assert not app.exception
     app.switch_page("pages/sum_tree.py")
     app.run()
     assert not app.exception
-    yield app
-    st.cache_resource.clear()
+    return app
 
 
 def frame_with(at: AppTest, column: str) -> pd.DataFrame:
