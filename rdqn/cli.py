@@ -178,15 +178,7 @@ def train_one(
 ) -> tuple[str, Trainer]:
     """Run one config to the end, recording it in `store`; returns (run id, trainer)."""
     trainer = Trainer(config)  # bad settings fail here, before anything is stored
-    run_id = store.create_run(
-        config=config.to_dict(),
-        name=name,
-        preset=config.preset,
-        env_id=config.env.id,
-        scheme=config.replay.scheme,
-        seed=config.seed,
-        group_id=group_id,
-    )
+    run_id = store.create_run(**config.record_fields(), name=name, group_id=group_id)
     writer = RunWriter(store, run_id)
     trainer.sink = writer
     bar = Progress(config.train.total_steps, label, enabled=not quiet)

@@ -205,6 +205,16 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def record_fields(self) -> dict[str, Any]:
+        """What `RunStore.create_run` files a run under: the config and its key columns."""
+        return {
+            "config": self.to_dict(),
+            "preset": self.preset,
+            "env_id": self.env.id,
+            "scheme": self.replay.scheme,
+            "seed": self.seed,
+        }
+
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)
 

@@ -71,15 +71,7 @@ class RunHandle:
         self.snapshot_interval = snapshot_interval
         self._on_exit = on_exit
         if store is not None:
-            self.id = store.create_run(
-                config=config.to_dict(),
-                name=name,
-                preset=config.preset,
-                env_id=config.env.id,
-                scheme=config.replay.scheme,
-                seed=config.seed,
-                group_id=group_id,
-            )
+            self.id = store.create_run(**config.record_fields(), name=name, group_id=group_id)
         else:
             self.id = uuid.uuid4().hex[:12]
         self._lock = threading.Lock()
