@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from numpy.typing import NDArray
 from torch import nn
 
+from rdqn.fused_mlp import FusedMLP, fused_update_supported
 from rdqn.nets import NETWORK_KINDS, build_q_network
 
 __all__ = [
@@ -105,6 +106,12 @@ class AgentConfig:
     dueling: bool = field(
         default=False, metadata={"doc": "Dueling head: Q = V + A - mean(A) (off in the sources)."}
     )
+    fused_mlp: bool = field(
+        default=True,
+        metadata={
+            "doc": "Run the MLP's update as one compiled call (same math as autograd, CPU only)."
+        },
+    )
     device: str = field(
         default="auto",
         metadata={
@@ -119,7 +126,7 @@ class AgentConfig:
             choices = type(self).__dataclass_fields__[name].metadata["choices"]
             if value not in choices:
                 raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-        for name in ("double_dqn", "dueling"):
+        for name in ("double_dqn", "dueling", "fused_mlp"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if not (_is_real(self.lr) and self.lr > 0 and math.isfinite(self.lr)):
@@ -175,6 +182,18 @@ class BatchLike(Protocol):
     terminated: NDArray[np.bool_]
     truncated: NDArray[np.bool_]
     weights: NDArray[np.floating] | None
+
+
+@dataclass(frozen=True)
+class _BatchArrays:
+    """A validated batch as host arrays; ``discount`` is gamma * (1 - terminated)."""
+
+    obs: NDArray[np.float32]
+    next_obs: NDArray[np.float32]
+    actions: NDArray[np.int64]
+    rewards: NDArray[np.float32]
+    discount: NDArray[np.float32]
+    weights: NDArray[np.float32] | None
 
 
 @dataclass(frozen=True)
@@ -234,22 +253,36 @@ class DQNAgent:
         )
         self._online_params = list(self.online.parameters())
         self._target_params = list(self.target.parameters())
+        self._fused: FusedMLP | None = None
+        if config.fused_mlp and fused_update_supported(self.online, self.device):
+            self._fused = FusedMLP(
+                self.online,
+                self.target,
+                self.optimizer,
+                loss=config.loss,
+                double_dqn=config.double_dqn,
+                grad_clip_norm=config.grad_clip_norm,
+            )
         self.updates = 0
 
     # ---------------------------------------------------------------- acting
-    def _window_tensor(self, window: NDArray[np.floating]) -> torch.Tensor:
-        window = np.asarray(window)
+    def _window_array(self, window: NDArray[np.floating]) -> NDArray[np.float32]:
+        """One window ``(T, *obs_shape)`` as a float32 array ``(T, d)``."""
+        window = np.asarray(window, dtype=np.float32)
         if window.ndim < 2 or math.prod(window.shape[1:]) != self.obs_dim:
             raise ValueError(
                 f"window must have shape (T, *obs_shape) with prod(obs_shape) == {self.obs_dim}, "
                 f"got {window.shape}"
             )
-        return _as_tensor(window, np.float32, self.device).reshape(1, window.shape[0], -1)
+        return window.reshape(window.shape[0], self.obs_dim)
 
     def q_values(self, window: NDArray[np.floating]) -> NDArray[np.float32]:
         """Online Q-values ``(A,)`` for one window ``(T, *obs_shape)``."""
+        window = self._window_array(window)
+        if self._fused is not None:
+            return self._fused.q_values(np.ascontiguousarray(window[-1:]))[0]
         with torch.no_grad():
-            return self.online(self._window_tensor(window))[0].cpu().numpy()
+            return self.online(_as_tensor(window[None], np.float32, self.device))[0].cpu().numpy()
 
     def act(self, window: NDArray[np.floating], epsilon: float) -> int:
         """Epsilon-greedy action for one window ``(T, *obs_shape)``.
@@ -262,8 +295,7 @@ class DQNAgent:
             raise ValueError(f"epsilon must be in [0, 1], got {epsilon!r}")
         if self._rng.random() < epsilon:
             return int(self._rng.integers(self.n_actions))
-        with torch.no_grad():
-            return int(self.online(self._window_tensor(window)).argmax(dim=1).item())
+        return int(np.argmax(self.q_values(window)))
 
     # -------------------------------------------------------------- learning
     def learn(self, batch: BatchLike) -> LearnResult:
@@ -272,33 +304,81 @@ class DQNAgent:
         Raises :class:`DivergenceError` (weights, optimizer state and ``updates`` untouched) when
         the loss, any TD error or the gradient norm is non-finite.
         """
-        cfg = self.config
-        dev = self.device
-        obs = _as_tensor(batch.obs, np.float32, dev)
-        next_obs = _as_tensor(batch.next_obs, np.float32, dev)
-        if obs.dim() < 3 or math.prod(obs.shape[2:]) != self.obs_dim or obs.shape != next_obs.shape:
+        arrays = self._batch_arrays(batch)
+        if self._fused is not None:
+            obs, next_obs = arrays.obs[:, -1, :], arrays.next_obs[:, -1, :]
+            weights = arrays.weights
+            result = self._fused.update(
+                np.ascontiguousarray(obs),
+                arrays.actions,
+                arrays.rewards,
+                arrays.discount,
+                np.ones_like(arrays.rewards) if weights is None else weights,
+                np.ascontiguousarray(next_obs),
+            )
+            host = np.concatenate([result.td_errors, result.stats])
+        else:
+            host = self._autograd_update(arrays)
+        batch_size = arrays.actions.shape[0]
+        td_errors, (loss_value, q_mean, norm_value) = host[:batch_size], host[batch_size:]
+        if not np.isfinite(host).all():
+            bad = int(np.count_nonzero(~np.isfinite(td_errors)))
+            raise DivergenceError(
+                f"non-finite update {self.updates + 1}: loss={loss_value}, grad_norm={norm_value}, "
+                f"{bad} of {batch_size} TD errors non-finite; check rewards/observations for "
+                "NaN/inf or lower the learning rate. Weights were not changed."
+            )
+        self.updates += 1
+        self._update_target()
+        return LearnResult(
+            td_errors=td_errors.astype(np.float64),
+            loss=float(loss_value),
+            q_mean=float(q_mean),
+            grad_norm=float(norm_value),
+        )
+
+    def _batch_arrays(self, batch: BatchLike) -> _BatchArrays:
+        """Validated float32/int64 host arrays; observations as (B, T, d)."""
+        obs = np.asarray(batch.obs, dtype=np.float32)
+        next_obs = np.asarray(batch.next_obs, dtype=np.float32)
+        if obs.ndim < 3 or math.prod(obs.shape[2:]) != self.obs_dim or obs.shape != next_obs.shape:
             raise ValueError(
                 f"obs and next_obs must share a shape (B, T, *obs_shape) with prod(obs_shape) == "
-                f"{self.obs_dim}, got {tuple(obs.shape)} and {tuple(next_obs.shape)}"
+                f"{self.obs_dim}, got {obs.shape} and {next_obs.shape}"
             )
-        batch_size = obs.shape[0]
-        obs = obs.reshape(batch_size, obs.shape[1], self.obs_dim)
-        next_obs = next_obs.reshape(batch_size, next_obs.shape[1], self.obs_dim)
-        actions_np = np.asarray(batch.actions)
-        if actions_np.shape != (batch_size,):
-            raise ValueError(f"actions must have shape ({batch_size},), got {actions_np.shape}")
-        if batch_size and (actions_np.min() < 0 or actions_np.max() >= self.n_actions):
+        batch_size, steps = obs.shape[:2]
+        actions = np.asarray(batch.actions)
+        if actions.shape != (batch_size,):
+            raise ValueError(f"actions must have shape ({batch_size},), got {actions.shape}")
+        if batch_size and (actions.min() < 0 or actions.max() >= self.n_actions):
             raise ValueError(
                 f"actions must be in [0, {self.n_actions}), got range "
-                f"[{actions_np.min()}, {actions_np.max()}]"
+                f"[{actions.min()}, {actions.max()}]"
             )
-        actions = _as_tensor(actions_np, np.int64, dev).unsqueeze(1)
-        rewards = _as_tensor(batch.rewards, np.float32, dev)
-        # gamma * (1 - terminated_i), computed on the host: one tensor instead of three ops.
-        discount = _as_tensor(
-            cfg.gamma * (1.0 - np.asarray(batch.terminated, dtype=np.float32)), np.float32, dev
+        terminated = np.asarray(batch.terminated, dtype=np.float32)
+        return _BatchArrays(
+            obs=obs.reshape(batch_size, steps, self.obs_dim),
+            next_obs=next_obs.reshape(batch_size, steps, self.obs_dim),
+            actions=actions.astype(np.int64, copy=False),
+            rewards=np.asarray(batch.rewards, dtype=np.float32),
+            # gamma * (1 - terminated_i), computed on the host: one array instead of three ops.
+            discount=(self.config.gamma * (1.0 - terminated)).astype(np.float32),
+            weights=None if batch.weights is None else np.asarray(batch.weights, np.float32),
         )
-        weights = None if batch.weights is None else _as_tensor(batch.weights, np.float32, dev)
+
+    def _autograd_update(self, arrays: _BatchArrays) -> NDArray[np.float64]:
+        """The update with autograd and ``torch.optim``; returns ``[td..., loss, q_mean, norm]``.
+
+        The optimizer steps only when every returned number is finite.
+        """
+        cfg = self.config
+        dev = self.device
+        obs = _as_tensor(arrays.obs, np.float32, dev)
+        next_obs = _as_tensor(arrays.next_obs, np.float32, dev)
+        actions = _as_tensor(arrays.actions, np.int64, dev).unsqueeze(1)
+        rewards = _as_tensor(arrays.rewards, np.float32, dev)
+        discount = _as_tensor(arrays.discount, np.float32, dev)
+        weights = None if arrays.weights is None else _as_tensor(arrays.weights, np.float32, dev)
 
         q_taken = self.online(obs).gather(1, actions).squeeze(1)
         with torch.no_grad():
@@ -329,25 +409,11 @@ class DQNAgent:
         stats = torch.stack([loss.detach(), q_taken.detach().mean(), grad_norm.to(loss.dtype)])
         # One device-to-host transfer per update: TD errors and the three scalars together.
         host = torch.cat([td, stats]).cpu().numpy().astype(np.float64)
-        td_errors, (loss_value, q_mean, norm_value) = host[:batch_size], host[batch_size:]
-        if not np.isfinite(host).all():
+        if np.isfinite(host).all():
+            self.optimizer.step()
+        else:
             self.optimizer.zero_grad(set_to_none=True)
-            bad = int(np.count_nonzero(~np.isfinite(td_errors)))
-            raise DivergenceError(
-                f"non-finite update {self.updates + 1}: loss={loss_value}, grad_norm={norm_value}, "
-                f"{bad} of {batch_size} TD errors non-finite; check rewards/observations for "
-                "NaN/inf or lower the learning rate. Weights were not changed."
-            )
-
-        self.optimizer.step()
-        self.updates += 1
-        self._update_target()
-        return LearnResult(
-            td_errors=td_errors,
-            loss=float(loss_value),
-            q_mean=float(q_mean),
-            grad_norm=float(norm_value),
-        )
+        return host
 
     def _update_target(self) -> None:
         with torch.no_grad():
@@ -403,6 +469,8 @@ class DQNAgent:
         self.online.load_state_dict(state["online"])
         self.target.load_state_dict(state["target"])
         self.optimizer.load_state_dict(state["optimizer"])
+        if self._fused is not None:
+            self._fused.rebind()
         self.updates = int(state["updates"])
         rng = state["explore_rng"]
         self._rng.bit_generator.state = {
