@@ -11,7 +11,7 @@ from dashboard.figures import (
     tree_levels_figure,
 )
 from dashboard.state import ensure_app_frame, latest_snapshot
-from rdqn import worked_example as we
+from rdqn import tree_demo as td
 
 ensure_app_frame()
 
@@ -21,8 +21,8 @@ BATCHES_PER_CLICK = 100
 
 ss = st.session_state
 for key, default in {
-    "tree.base": we.default_priorities(8).tolist(),
-    "tree.priorities": we.default_priorities(8).tolist(),
+    "tree.base": td.default_priorities(8).tolist(),
+    "tree.priorities": td.default_priorities(8).tolist(),
     "tree.editor": 0,
     "tree.rng": np.random.default_rng(SEED),
     "tree.uniforms": None,
@@ -41,8 +41,8 @@ def draw_batch() -> None:
 
 
 def draw_many() -> None:
-    leaf_masses = we.masses(ss["tree.priorities"], ss["tree.alpha"])
-    ss["tree.tally"] = we.accumulate(
+    leaf_masses = td.masses(ss["tree.priorities"], ss["tree.alpha"])
+    ss["tree.tally"] = td.accumulate(
         ss["tree.tally"], leaf_masses, ss["tree.batch"], BATCHES_PER_CLICK, ss["tree.rng"]
     )
 
@@ -64,7 +64,7 @@ controls[0].selectbox(
     "Leaves (buffer size N)",
     LEAF_COUNTS,
     key="tree.leaves",
-    on_change=lambda: set_priorities(we.default_priorities(ss["tree.leaves"])),
+    on_change=lambda: set_priorities(td.default_priorities(ss["tree.leaves"])),
     persist_state="session",
 )
 controls[1].slider(
@@ -77,7 +77,7 @@ controls[3].slider("Batch size B", 1, 16, 4, key="tree.batch", persist_state="se
 
 n = ss["tree.leaves"]
 if len(ss["tree.base"]) != n:
-    set_priorities(we.default_priorities(n))
+    set_priorities(td.default_priorities(n))
 tree_slot = st.container()
 editor_col, table_col = st.columns([1, 2], gap="large")
 with editor_col:
@@ -90,7 +90,7 @@ with editor_col:
         width="stretch",
     )
     try:
-        ss["tree.priorities"] = we.check_priorities(edited["priority"]).tolist()
+        ss["tree.priorities"] = td.check_priorities(edited["priority"]).tolist()
     except ValueError as err:
         st.error(f"{err}. Using the last valid priorities.", icon=":material/error:")
     with st.container(horizontal=True):
@@ -98,16 +98,16 @@ with editor_col:
             "Randomize",
             key="tree.randomize",
             icon=":material/casino:",
-            on_click=lambda: set_priorities(we.random_priorities(n, ss["tree.rng"])),
+            on_click=lambda: set_priorities(td.random_priorities(n, ss["tree.rng"])),
         )
         st.button(
             "Reset",
             key="tree.reset",
             icon=":material/restart_alt:",
-            on_click=lambda: set_priorities(we.default_priorities(n)),
+            on_click=lambda: set_priorities(td.default_priorities(n)),
         )
 
-table = we.leaf_table(ss["tree.priorities"], ss["tree.alpha"], ss["tree.beta"])
+table = td.leaf_table(ss["tree.priorities"], ss["tree.alpha"], ss["tree.beta"])
 with table_col:
     st.markdown("**Per leaf:** mass $p_i^\\alpha$, sampling probability $P(i)$, IS weight $w_i$")
     st.dataframe(
@@ -141,10 +141,10 @@ weight (1), and $\beta = 1$ corrects fully.
 )
 
 leaf_masses = table["mass"].to_numpy()
-tree = we.build_tree(leaf_masses)
+tree = td.build_tree(leaf_masses)
 uniforms = ss["tree.uniforms"]
 batch = (
-    we.draw_batch(tree, uniforms)
+    td.draw_batch(tree, uniforms)
     if uniforms is not None and len(uniforms) == ss["tree.batch"]
     else None
 )

@@ -39,7 +39,7 @@ from rdqn.telemetry import (
     Histogram,
     HistogramHistory,
 )
-from rdqn.worked_example import descent_path
+from rdqn.tree_demo import descent_path
 
 
 def is_empty_state(fig: go.Figure) -> bool:
