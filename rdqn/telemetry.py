@@ -213,7 +213,10 @@ class TelemetryRecorder:
             ess=effective_sample_size(weights),
         )
         self.last_batch = view
-        self._weight_counts += np.histogram(np.clip(weights, 0.0, 1.0), bins=WEIGHT_EDGES)[0]
+        # np.histogram's binning (last bin closed) without its per-call overhead.
+        bins = len(WEIGHT_EDGES) - 1
+        weight_bins = np.searchsorted(WEIGHT_EDGES, np.clip(weights, 0.0, 1.0), side="right") - 1
+        self._weight_counts += np.bincount(np.minimum(weight_bins, bins - 1), minlength=bins)
         age_bins = np.minimum(ages * AGE_BINS // max(buffer_size, 1), AGE_BINS - 1)
         self._age_counts += np.bincount(age_bins, minlength=AGE_BINS)
         self._recent_td.append(td_abs)
