@@ -3,7 +3,8 @@
 1. e14 learner (recurrent net, batch 128, T = 8, CPU): the bare network update (agent.learn on a
    ready batch) against the replay work around it (sample + priority update), and the whole loop
    (env step + act + store + sample + learn + priorities) against the bare update rate.
-2. per-notebook on CartPole-v1: env steps per second with one update per step.
+2. per-notebook on CartPole-v1: env steps per second with one update per step, with the fused
+   (numba) MLP update and with autograd + torch.optim beside it.
 3. The run store: the same training with and without a SQLite RunWriter attached.
 
 Every comparison interleaves its variants round by round and reports medians.
@@ -81,32 +82,52 @@ def bench_e14(updates: int, rounds: int) -> dict[str, float]:
 
 
 def bench_per_notebook(steps: int, rounds: int) -> dict[str, float]:
-    config = preset("per-notebook").with_overrides({"train.total_steps": 10_000_000})
-    trainer = Trainer(config)
-    trainer.run(config.train.learning_starts + 200)
+    """The loop with the fused (numba) MLP update against the same loop with autograd."""
+    trainers = {}
+    for name, fused in (("fused", True), ("autograd", False)):
+        config = preset("per-notebook").with_overrides(
+            {"train.total_steps": 10_000_000, "agent.fused_mlp": fused}
+        )
+        trainers[name] = Trainer(config)
+        trainers[name].run(config.train.learning_starts + 200)
+    batch = trainers["fused"].buffer.sample(32, beta=0.5)
 
-    batch = trainer.buffer.sample(config.replay.batch_size, beta=0.5)
+    def chunk(trainer: Trainer) -> Callable[[], int]:
+        def run() -> int:
+            start = trainer.env_steps
+            trainer.run(steps)
+            return trainer.env_steps - start
 
-    def chunk() -> int:
-        start = trainer.env_steps
-        trainer.run(steps)
-        return trainer.env_steps - start
+        return run
 
-    def bare_updates() -> int:
-        for _ in range(steps):
-            trainer.agent.learn(batch)
-        return steps
+    def bare_updates(trainer: Trainer) -> Callable[[], int]:
+        def run() -> int:
+            for _ in range(steps):
+                trainer.agent.learn(batch)
+            return steps
 
-    rates: dict[str, list[float]] = {"loop": [], "bare": []}
+        return run
+
+    jobs = {
+        "loop": chunk(trainers["fused"]),
+        "bare": bare_updates(trainers["fused"]),
+        "loop_autograd": chunk(trainers["autograd"]),
+        "bare_autograd": bare_updates(trainers["autograd"]),
+    }
+    rates: dict[str, list[float]] = {name: [] for name in jobs}
     for _ in range(rounds):
-        rates["loop"].append(_median_rate(chunk, 1))
-        rates["bare"].append(_median_rate(bare_updates, 1))
-    rate, bare = statistics.median(rates["loop"]), statistics.median(rates["bare"])
-    totals = trainer.timings.totals()
+        for name, job in jobs.items():
+            rates[name].append(_median_rate(job, 1))
+    med = {name: statistics.median(values) for name, values in rates.items()}
+    totals = trainers["fused"].timings.totals()
     spent = sum(totals.values())
     return {
-        "env_steps_per_s": rate,
-        "bare_updates_per_s": bare,
+        "env_steps_per_s": med["loop"],
+        "bare_updates_per_s": med["bare"],
+        "env_steps_per_s_autograd": med["loop_autograd"],
+        "bare_updates_per_s_autograd": med["bare_autograd"],
+        "loop_speedup": med["loop"] / med["loop_autograd"],
+        "update_speedup": med["bare"] / med["bare_autograd"],
         **{f"share_{name}": seconds / spent for name, seconds in totals.items() if seconds},
     }
 
@@ -158,6 +179,12 @@ def main() -> None:
     print("per-notebook on CartPole-v1, one update per step")
     print(f"  env steps/s              {per['env_steps_per_s']:8.0f}   (target >= 1,000)")
     print(f"  bare updates/s alone     {per['bare_updates_per_s']:8.0f}   (the ceiling)")
+    print(f"  autograd: env steps/s    {per['env_steps_per_s_autograd']:8.0f}")
+    print(f"  autograd: bare updates/s {per['bare_updates_per_s_autograd']:8.0f}")
+    print(
+        f"  fused / autograd         {per['loop_speedup']:8.1f}x loop, "
+        f"{per['update_speedup']:.1f}x update"
+    )
     shares = {k[6:]: v for k, v in per.items() if k.startswith("share_")}
     print("  time shares              " + ", ".join(f"{k} {v:.0%}" for k, v in shares.items()))
     store = results["store"]

@@ -265,6 +265,11 @@ class DQNAgent:
             )
         self.updates = 0
 
+    @property
+    def learner(self) -> str:
+        """``"fused-mlp"`` (one compiled call, :mod:`rdqn.fused_mlp`) or ``"autograd"``."""
+        return "autograd" if self._fused is None else "fused-mlp"
+
     # ---------------------------------------------------------------- acting
     def _window_array(self, window: NDArray[np.floating]) -> NDArray[np.float32]:
         """One window ``(T, *obs_shape)`` as a float32 array ``(T, d)``."""

@@ -24,6 +24,7 @@ The torch modules and the torch optimizer stay the source of truth for everythin
 (checkpoints, acting through ``nn.Module``, the dashboard): :class:`FusedMLP` re-points their
 parameters and Adam state at the flat buffers, so both views always hold the same numbers.
 ``tests/test_fused_mlp.py`` checks the update against autograd + ``torch.optim`` step by step.
+The kernels release the GIL, so a dashboard thread keeps running while a run trains.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def fused_update_supported(net: nn.Module, device: torch.device) -> bool:
     return len([m for m in net.modules() if isinstance(m, nn.Linear)]) == 3
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _layers(flat, d, h1, h2, a):  # type: ignore[no-untyped-def]
     """Views (W1, b1, W2, b2, W3, b3) into a flat vector laid out in ``parameters()`` order."""
     o1 = h1 * d
@@ -68,7 +69,7 @@ def _layers(flat, d, h1, h2, a):  # type: ignore[no-untyped-def]
     )
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _affine(x, w, b, relu):  # type: ignore[no-untyped-def]
     """x W^T + b, optionally followed by ReLU."""
     z = x @ w.T
@@ -79,7 +80,7 @@ def _affine(x, w, b, relu):  # type: ignore[no-untyped-def]
     return z
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _forward(x, flat, dims):  # type: ignore[no-untyped-def]
     w1, b1, w2, b2, w3, b3 = _layers(flat, dims[0], dims[1], dims[2], dims[3])
     hidden1 = _affine(x, w1, b1, True)
@@ -87,13 +88,13 @@ def _forward(x, flat, dims):  # type: ignore[no-untyped-def]
     return hidden1, hidden2, _affine(hidden2, w3, b3, False)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def mlp_q_values(x, flat, dims):  # type: ignore[no-untyped-def]
     """Q-values (B, A) for observations x (B, d), float32."""
     return _forward(x, flat, dims)[2]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _backward_into(grad, x, hidden1, hidden2, dq, flat, dims):  # type: ignore[no-untyped-def]
     """Write dloss/dtheta into ``grad`` given dloss/dQ = ``dq`` (B, A); see the module docstring."""
     _, _, w2, _, w3, _ = _layers(flat, dims[0], dims[1], dims[2], dims[3])
@@ -116,7 +117,7 @@ def _backward_into(grad, x, hidden1, hidden2, dq, flat, dims):  # type: ignore[n
     gb1[:] = d1.sum(axis=0)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _dqn_update(  # type: ignore[no-untyped-def]
     obs, actions, rewards, discount, weights, next_obs,
     online, target, grad, exp_avg, exp_avg_sq, step, dims,

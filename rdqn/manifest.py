@@ -284,6 +284,7 @@ def build_manifest(
     parameter_bytes: int,
     device: str,
     dtype: str,
+    learner: str,
     timings: Timings | None,
     counters: Mapping[str, int],
     environment: Mapping[str, Any] | None = None,
@@ -292,7 +293,8 @@ def build_manifest(
 
     ``parameter_bytes``: bytes of trainable parameters (pass the online and target networks'
     total if both are kept). ``counters``: e.g. ``{"updates": ..., "env_steps": ...,
-    "episodes": ...}``, kept separate. ``environment`` reuses an :func:`environment_info` result;
+    "episodes": ...}``, kept separate. ``learner`` names the update implementation (e.g.
+    ``"autograd"`` or ``"fused-mlp"``). ``environment`` reuses an :func:`environment_info` result;
     by default it is collected now. Peak process memory, current process memory, the
     framework's peak allocation (CUDA only) and ``parameter_bytes`` are separate fields.
     """
@@ -317,6 +319,7 @@ def build_manifest(
         },
         "device": device,
         "dtype": dtype,
+        "learner": learner,
         "environment": environment if environment is not None else environment_info(),
         "timings": timing_section,
         "counters": counters,

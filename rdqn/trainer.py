@@ -377,6 +377,7 @@ class Trainer:
             parameter_bytes=parameter_bytes(self.agent.online),
             device=str(self.agent.device),
             dtype="float32",
+            learner=self.agent.learner,
             timings=self.timings,
             counters={
                 "env_steps": self.env_steps,

@@ -44,7 +44,7 @@ def agent_pair(**overrides: Any) -> tuple[DQNAgent, DQNAgent]:
         )
         for flag in (True, False)
     )
-    assert fused._fused is not None and plain._fused is None
+    assert (fused.learner, plain.learner) == ("fused-mlp", "autograd")
     return fused, plain
 
 

@@ -50,6 +50,7 @@ def manifest_args(**overrides: Any) -> dict[str, Any]:
         "parameter_bytes": 4 * 1000,
         "device": "cpu",
         "dtype": "float32",
+        "learner": "autograd",
         "timings": None,
         "counters": {"updates": np.int64(3), "env_steps": 40, "episodes": 2},
         "environment": {"versions": {"python": "3.11"}, "source_revision": "abc"},

@@ -180,3 +180,4 @@ def test_manifest_records_versions_shapes_and_timings() -> None:
     for key in ("torch", "numpy", "gymnasium"):
         assert key in text
     assert manifest["counters"]["env_steps"] == 300
+    assert manifest["learner"] == "fused-mlp"
