@@ -312,15 +312,14 @@ def _e15() -> RunConfig:
 
 
 def _per_notebook() -> RunConfig:
-    # Double DQN (as the paper pairs PER with it) and a short, low exploration schedule: with
-    # these, CartPole-v1 reaches a 20-episode mean of 475 within 100,000 steps (see README).
+    # Plain DQN, as in the notebook (it leaves out Double DQN to isolate PER's effect), with a
+    # short, low exploration schedule; a sweep of learning rate, target period and Double DQN is
+    # in the README ("CartPole-v1 with the per-notebook preset").
     return RunConfig(
         preset="per-notebook",
         env=EnvConfig(id="CartPole-v1"),
         replay=ReplayConfig(scheme="proportional", capacity=10_000, batch_size=32, window=1),
-        agent=AgentConfig(
-            network="mlp", target_update="hard", target_sync_every=500, double_dqn=True
-        ),
+        agent=AgentConfig(network="mlp", target_update="hard", target_sync_every=500),
         train=TrainConfig(
             total_steps=100_000, learning_starts=1_000, epsilon_end=0.01, epsilon_fraction=0.1
         ),
