@@ -7,6 +7,9 @@ Three experiments (issue "learning core", section "Learning must actually work")
   cliffwalk Blind Cliffwalk (Schaul et al. 2015, fig. 1) at n = 8 and 12, 5 seeds: learner updates
             until the tabular Q-values are within tolerance of Q*, proportional vs uniform.
   memory    velocity-masked CartPole: `e14` (recurrent, window 8) vs `per-notebook`'s MLP.
+  cartpole-sweep
+            the cartpole check, proportional only, for variants of the preset (Double DQN,
+            learning rate, target period): how robust is reaching 475?
 
 Runs execute in parallel worker processes (one torch thread each). Results go to a JSON file that
 `--report` turns into the README's tables.
@@ -15,6 +18,7 @@ Usage:
     python -m benchmarks.bench_learning cartpole --workers 2 --out benchmarks/results/cartpole.json
     python -m benchmarks.bench_learning cliffwalk --out benchmarks/results/cliffwalk.json
     python -m benchmarks.bench_learning memory --out benchmarks/results/memory.json
+    python -m benchmarks.bench_learning cartpole-sweep --out benchmarks/results/cartpole_sweep.json
 """
 
 from __future__ import annotations
@@ -29,6 +33,18 @@ from typing import Any
 import numpy as np
 
 SEEDS = (0, 1, 2, 3, 4)
+
+CARTPOLE_VARIANTS: dict[str, dict[str, Any]] = {
+    "preset (DQN, lr 1e-3, sync 500)": {},
+    "Double DQN": {"agent.double_dqn": True},
+    "Double DQN, lr 5e-4": {"agent.double_dqn": True, "agent.lr": 5e-4},
+    "Double DQN, lr 5e-4, sync 1000": {
+        "agent.double_dqn": True,
+        "agent.lr": 5e-4,
+        "agent.target_sync_every": 1000,
+    },
+    "Double DQN, lr 2.5e-4": {"agent.double_dqn": True, "agent.lr": 2.5e-4},
+}
 
 
 def _episodes_to(returns: list[float], end_steps: list[int], threshold: float, window: int = 20):
@@ -131,6 +147,29 @@ def cartpole_jobs(steps: int) -> list[dict[str, Any]]:
     return jobs
 
 
+def cartpole_sweep_jobs(steps: int) -> list[dict[str, Any]]:
+    from rdqn.config import preset
+
+    jobs = []
+    for variant, overrides in CARTPOLE_VARIANTS.items():
+        for seed in SEEDS:
+            config = preset("per-notebook").with_overrides(
+                {"seed": seed, "train.total_steps": steps, **overrides}
+            )
+            jobs.append(
+                {
+                    "kind": "curve",
+                    "task": "CartPole-v1",
+                    "variant": variant,
+                    "scheme": "proportional",
+                    "seed": seed,
+                    "threshold": 475.0,
+                    "config": config.to_dict(),
+                }
+            )
+    return jobs
+
+
 def cliffwalk_jobs(sizes: tuple[int, ...]) -> list[dict[str, Any]]:
     """A random behaviour policy first fills the memory with about 5 * 2^n episodes (about five
     of them reach the goal, each with probability 2^-n), then the tabular learner (`paper`
@@ -208,13 +247,15 @@ def _run(job: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("experiment", choices=["cartpole", "cliffwalk", "memory"])
+    parser.add_argument("experiment", choices=["cartpole", "cartpole-sweep", "cliffwalk", "memory"])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--steps", type=int, default=None, help="env steps per run")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     if args.experiment == "cartpole":
         jobs = cartpole_jobs(args.steps or 100_000)
+    elif args.experiment == "cartpole-sweep":
+        jobs = cartpole_sweep_jobs(args.steps or 100_000)
     elif args.experiment == "cliffwalk":
         jobs = cliffwalk_jobs((8, 12))
     else:
@@ -227,6 +268,7 @@ def main() -> None:
             results.append(result)
             keys = (
                 "task",
+                "variant",
                 "scheme",
                 "preset",
                 "seed",
