@@ -1,14 +1,15 @@
 """Does watching a run slow it down? Training speed headless vs with the live pages polling.
 
 A dashboard page costs the training thread what the Streamlit server does for it in the same
-process: once a second per open page, read the latest snapshot and build and serialise the page's
-figures (the live page's reward and loss curves; with the replay-internals page also open, its
-nine figures). This script runs the same `RunHandle` (per-notebook on CartPole, one torch thread)
-three ways, interleaved round by round, and compares env steps per second:
+process: at each refresh of an open page, read the latest snapshot and build and serialise the
+page's figures (the live page's reward and loss curves; with the replay-internals page also
+open, its nine figures). This script runs the same `RunHandle` (per-notebook on CartPole, one
+torch thread) three ways, interleaved round by round, and compares env steps per second:
 
   headless        nobody polls
-  live page       one poller thread builds the live page's figures at 1 Hz
-  live+internals  two pollers: the live page and the replay-internals page
+  live page       one poller thread builds the live page's figures every second
+  live+internals  two pollers: the live page, and the replay-internals page every 2 s (as the
+                  pages' fragments refresh)
 
 Usage: python -m benchmarks.bench_dashboard [--seconds 20] [--rounds 3] [--json OUT.json]
 """
@@ -64,21 +65,28 @@ def internals_page(snap: Telemetry) -> None:
         fig.to_json()
 
 
+LIVE_REFRESH_S = 1.0
+"""`pages/live.py` refreshes its fragment every second ..."""
+INTERNALS_REFRESH_S = 2.0
+"""... and `pages/internals.py` every two seconds."""
+
+
 def measure(pages: list, seconds: float) -> float:
+    """Env steps/s of a run while `pages` [(build_page, refresh seconds)] poll it."""
     config = preset("per-notebook").with_overrides({"train.total_steps": 10_000_000})
     handle = RunHandle(config, snapshot_interval=0.5).start()
     while handle.snapshot() is None or handle.snapshot().env_steps < 1_500:
         time.sleep(0.1)
     stop = threading.Event()
 
-    def poll(page) -> None:  # noqa: ANN001
+    def poll(page, every: float) -> None:  # noqa: ANN001
         while not stop.is_set():
             snap = handle.snapshot()
             if snap is not None:
                 page(snap)
-            stop.wait(1.0)
+            stop.wait(every)
 
-    pollers = [threading.Thread(target=poll, args=(page,), daemon=True) for page in pages]
+    pollers = [threading.Thread(target=poll, args=page, daemon=True) for page in pages]
     for poller in pollers:
         poller.start()
     time.sleep(1.0)
@@ -99,8 +107,8 @@ def main() -> None:
     torch.set_num_threads(1)
     variants = {
         "headless": [],
-        "live page": [live_page],
-        "live+internals": [live_page, internals_page],
+        "live page": [(live_page, LIVE_REFRESH_S)],
+        "live+internals": [(live_page, LIVE_REFRESH_S), (internals_page, INTERNALS_REFRESH_S)],
     }
     rates: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(args.rounds):

@@ -68,38 +68,54 @@ def ema(values: ArrayLike, smoothing: float) -> NDArray[np.float64]:
 
 def empty_figure(title: str = "", message: str = EMPTY_MESSAGE) -> go.Figure:
     """A styled figure with no axes and a centred `message`: the state before data arrives."""
-    fig = go.Figure()
-    fig.add_annotation(
-        text=message,
-        x=0.5,
-        y=0.5,
-        xref="paper",
-        yref="paper",
-        showarrow=False,
-        font={"size": BASE_FONT_SIZE + 5, "color": FAINT},
+    annotation = {
+        "text": message,
+        "x": 0.5,
+        "y": 0.5,
+        "xref": "paper",
+        "yref": "paper",
+        "showarrow": False,
+        "font": {"size": BASE_FONT_SIZE + 5, "color": FAINT},
+    }
+    layout = _style(
+        title=title, xaxis={"visible": False}, yaxis={"visible": False}, annotations=[annotation]
     )
-    _style(fig, title=title)
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False)
-    return fig
+    return go.Figure(layout=layout)
 
 
 def _style(
-    fig: go.Figure,
     *,
     title: str,
     x_title: str | None = None,
     y_title: str | None = None,
     legend: bool = False,
     height: int | None = None,
-) -> go.Figure:
-    """The look shared by every figure: fonts, compact margins, legend above the plot."""
-    fig.update_layout(
-        font={"size": BASE_FONT_SIZE},
-        title={"text": title, "x": 0.01, "xanchor": "left", "font": {"size": BASE_FONT_SIZE + 4}},
-        margin=_MARGIN,
-        showlegend=legend,
-        legend={
+    xaxis: dict[str, Any] | None = None,
+    yaxis: dict[str, Any] | None = None,
+    **layout: Any,
+) -> dict[str, Any]:
+    """The layout shared by every figure: fonts, compact margins, legend above the plot.
+
+    Returns a layout dict for `go.Figure(data=[trace dicts], layout=...)`. `xaxis`, `yaxis` and
+    any other `layout` keys (shapes, annotations, bargap, yaxis2, ...) are the figure's own
+    settings; a `margin` dict overrides single sides of the shared margins; `x_title` and
+    `y_title` become the axes' titles. Building a figure in one constructor call validates
+    everything once: plotly's `add_*`/`update_*` calls each re-validate, several times slower,
+    and the figures are rebuilt every second beside training.
+    """
+    margin = {**_MARGIN, **layout.pop("margin", {})}
+    style: dict[str, Any] = {
+        **layout,
+        "font": {"size": BASE_FONT_SIZE},
+        "title": {
+            "text": title,
+            "x": 0.01,
+            "xanchor": "left",
+            "font": {"size": BASE_FONT_SIZE + 4},
+        },
+        "margin": margin,
+        "showlegend": legend,
+        "legend": {
             "orientation": "h",
             "x": 1.0,
             "xanchor": "right",
@@ -107,15 +123,19 @@ def _style(
             "yanchor": "bottom",
             "bgcolor": "rgba(255,255,255,0)",
         },
-        hoverlabel={"font": {"size": BASE_FONT_SIZE}},
-    )
+        "hoverlabel": {"font": {"size": BASE_FONT_SIZE}},
+    }
     if x_title is not None:
-        fig.update_xaxes(title_text=x_title)
+        xaxis = {**(xaxis or {}), "title": {"text": x_title}}
     if y_title is not None:
-        fig.update_yaxes(title_text=y_title)
+        yaxis = {**(yaxis or {}), "title": {"text": y_title}}
+    if xaxis is not None:
+        style["xaxis"] = xaxis
+    if yaxis is not None:
+        style["yaxis"] = yaxis
     if height is not None:
-        fig.update_layout(height=height)
-    return fig
+        style["height"] = height
+    return style
 
 
 def _scheme_color(scheme: str | None) -> str:
@@ -178,11 +198,62 @@ def _same_length(**arrays: NDArray[Any]) -> None:
 # --------------------------------------------------------------------------- learning curves
 
 
-def _threshold_line(fig: go.Figure, threshold: float) -> None:
-    fig.add_hline(
-        y=threshold,
-        line={"dash": "dot", "color": "#444", "width": 2},
-        annotation_text=f"threshold {threshold:g}",
-        annotation_position="bottom right",
-        annotation_font={"size": BASE_FONT_SIZE - 2, "color": "#444"},
-    )
+def _hline(y: float, text: str, *, below: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(shape, annotation) of a dotted horizontal line across the plot at `y`, labelled at the
+    right end above it (below with `below`): what `fig.add_hline(..., annotation_position="top
+    right" or "bottom right")` adds, as plain dicts for the layout's shapes and annotations."""
+    shape = {
+        "type": "line",
+        "x0": 0,
+        "x1": 1,
+        "xref": "x domain",
+        "y0": y,
+        "y1": y,
+        "yref": "y",
+        "line": {"dash": "dot", "color": "#444", "width": 2},
+    }
+    annotation = {
+        "text": text,
+        "x": 1,
+        "xanchor": "right",
+        "xref": "x domain",
+        "y": y,
+        "yanchor": "top" if below else "bottom",
+        "yref": "y",
+        "showarrow": False,
+        "font": {"size": BASE_FONT_SIZE - 2, "color": "#444"},
+    }
+    return shape, annotation
+
+
+def _vline(x: float, text: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(shape, annotation) of a dotted vertical line at `x` labelled at its top right: what
+    `fig.add_vline(..., annotation_position="top right")` adds."""
+    shape = {
+        "type": "line",
+        "x0": x,
+        "x1": x,
+        "xref": "x",
+        "y0": 0,
+        "y1": 1,
+        "yref": "y domain",
+        "line": {"dash": "dot", "color": "#444", "width": 2},
+    }
+    annotation = {
+        "text": text,
+        "x": x,
+        "xanchor": "left",
+        "xref": "x",
+        "y": 1,
+        "yanchor": "top",
+        "yref": "y domain",
+        "showarrow": False,
+        "font": {"size": BASE_FONT_SIZE - 2, "color": "#444"},
+    }
+    return shape, annotation
+
+
+def _threshold_line(threshold: float) -> dict[str, list[dict[str, Any]]]:
+    """Layout keys (shapes, annotations) of the dotted threshold line, labelled below its end."""
+    shape, annotation = _hline(threshold, f"threshold {threshold:g}", below=True)
+    return {"shapes": [shape], "annotations": [annotation]}

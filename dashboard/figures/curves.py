@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 from plotly.colors import qualitative
 
 from dashboard.figures._base import (
-    _MARGIN,
     BASE_FONT_SIZE,
     FAINT,
     NEUTRAL,
@@ -57,39 +57,53 @@ def reward_curve(
         return empty_figure(title)
 
     color = _scheme_color(scheme)
-    fig = go.Figure()
+    traces: list[dict[str, Any]] = []
     if has_overlay:
-        fig.add_scatter(
-            x=overlay_steps,
-            y=ema(overlay_values, smoothing),
-            mode="lines",
-            name=overlay_label,
-            line={"color": FAINT, "width": 2.5, "dash": "dash"},
-            hovertemplate=f"{overlay_label}<br>step %{{x:,}}<br>smoothed %{{y:.1f}}<extra></extra>",
+        assert overlay_values is not None
+        traces.append(
+            {
+                "type": "scatter",
+                "x": overlay_steps,
+                "y": ema(overlay_values, smoothing),
+                "mode": "lines",
+                "name": overlay_label,
+                "line": {"color": FAINT, "width": 2.5, "dash": "dash"},
+                "hovertemplate": f"{overlay_label}<br>step %{{x:,}}<br>smoothed %{{y:.1f}}"
+                "<extra></extra>",
+            }
         )
     if values.size:
-        fig.add_scatter(
-            x=steps,
-            y=values,
-            mode="lines+markers",
-            name="return",
-            line={"color": _rgba(color, 0.3), "width": 1},
-            marker={"color": _rgba(color, 0.35), "size": 5},
-            hovertemplate="step %{x:,}<br>return %{y:.1f}<extra></extra>",
+        traces.append(
+            {
+                "type": "scatter",
+                "x": steps,
+                "y": values,
+                "mode": "lines+markers",
+                "name": "return",
+                "line": {"color": _rgba(color, 0.3), "width": 1},
+                "marker": {"color": _rgba(color, 0.35), "size": 5},
+                "hovertemplate": "step %{x:,}<br>return %{y:.1f}<extra></extra>",
+            }
         )
-        fig.add_scatter(
-            x=steps,
-            y=ema(values, smoothing),
-            mode="lines",
-            name=f"smoothed (EMA {smoothing:g})",
-            line={"color": color, "width": 3},
-            hovertemplate="step %{x:,}<br>smoothed %{y:.1f}<extra></extra>",
+        traces.append(
+            {
+                "type": "scatter",
+                "x": steps,
+                "y": ema(values, smoothing),
+                "mode": "lines",
+                "name": f"smoothed (EMA {smoothing:g})",
+                "line": {"color": color, "width": 3},
+                "hovertemplate": "step %{x:,}<br>smoothed %{y:.1f}<extra></extra>",
+            }
         )
-    if threshold is not None:
-        _threshold_line(fig, threshold)
-    return _style(
-        fig, title=title, x_title="environment steps", y_title="episode return", legend=True
+    layout = _style(
+        title=title,
+        x_title="environment steps",
+        y_title="episode return",
+        legend=True,
+        **(_threshold_line(threshold) if threshold is not None else {}),
     )
+    return go.Figure(data=traces, layout=layout)
 
 
 def loss_curve(
@@ -110,42 +124,50 @@ def loss_curve(
     _same_length(updates=x, losses=y)
     if x.size == 0:
         return empty_figure(title)
-    fig = go.Figure()
-    fig.add_scatter(
-        x=x,
-        y=y,
-        mode="lines",
-        name="loss",
-        line={"color": _scheme_color(scheme), "width": 2},
-        hovertemplate="update %{x:,}<br>loss %{y:.4g}<extra></extra>",
-    )
-    two_lines = td_abs_mean is not None
+    traces: list[dict[str, Any]] = [
+        {
+            "type": "scatter",
+            "x": x,
+            "y": y,
+            "mode": "lines",
+            "name": "loss",
+            "line": {"color": _scheme_color(scheme), "width": 2},
+            "hovertemplate": "update %{x:,}<br>loss %{y:.4g}<extra></extra>",
+        }
+    ]
+    extra: dict[str, Any] = {}
     if td_abs_mean is not None:
         td = _as_1d(td_abs_mean)
         _same_length(updates=x, td_abs_mean=td)
-        fig.add_scatter(
-            x=x,
-            y=td,
-            mode="lines",
-            name="mean |TD error|",
-            yaxis="y2",
-            line={"color": "#444", "width": 1.5, "dash": "dot"},
-            hovertemplate="update %{x:,}<br>mean |TD error| %{y:.4g}<extra></extra>",
+        traces.append(
+            {
+                "type": "scatter",
+                "x": x,
+                "y": td,
+                "mode": "lines",
+                "name": "mean |TD error|",
+                "yaxis": "y2",
+                "line": {"color": "#444", "width": 1.5, "dash": "dot"},
+                "hovertemplate": "update %{x:,}<br>mean |TD error| %{y:.4g}<extra></extra>",
+            }
         )
-        fig.update_layout(
-            yaxis2={
-                "title": {"text": "mean |TD error|"},
-                "overlaying": "y",
-                "side": "right",
-                "showgrid": False,
-                **(_log_axis(td) if log_y else {}),
-            },
-            margin={**_MARGIN, "r": 72},
-        )
-    fig.update_layout(yaxis={"title": {"text": "loss (batch mean)"}})
-    if log_y:
-        fig.update_layout(yaxis=_log_axis(y))
-    return _style(fig, title=title, x_title="learner updates", legend=two_lines)
+        extra["yaxis2"] = {
+            "title": {"text": "mean |TD error|"},
+            "overlaying": "y",
+            "side": "right",
+            "showgrid": False,
+            **(_log_axis(td) if log_y else {}),
+        }
+        extra["margin"] = {"r": 72}  # room for the right-hand axis title
+    yaxis = {"title": {"text": "loss (batch mean)"}, **(_log_axis(y) if log_y else {})}
+    layout = _style(
+        title=title,
+        x_title="learner updates",
+        legend=td_abs_mean is not None,
+        yaxis=yaxis,
+        **extra,
+    )
+    return go.Figure(data=traces, layout=layout)
 
 
 # --------------------------------------------------------------------------- distributions
@@ -165,26 +187,39 @@ def comparison_figure(
     spec = report_figure(
         runs, total_steps=total_steps, threshold=threshold, window=window, title=title
     )
-    fig = go.Figure(spec)
-    _style(
-        fig,
-        title=title,
-        x_title="environment steps",
-        y_title=f"return (mean of last {window} episodes)",
-        legend=True,
+    layout = _merge(
+        spec["layout"],
+        _style(
+            title=title,
+            x_title="environment steps",
+            y_title=f"return (mean of last {window} episodes)",
+            legend=True,
+        ),
     )
     if threshold is not None:
-        fig.add_annotation(
-            x=1.0,
-            xref="paper",
-            y=threshold,
-            yanchor="bottom",
-            xanchor="right",
-            text=f"threshold {threshold:g}",
-            showarrow=False,
-            font={"size": BASE_FONT_SIZE - 2, "color": "#444"},
-        )
-    return fig
+        label = {
+            "x": 1.0,
+            "xref": "paper",
+            "y": threshold,
+            "yanchor": "bottom",
+            "xanchor": "right",
+            "text": f"threshold {threshold:g}",
+            "showarrow": False,
+            "font": {"size": BASE_FONT_SIZE - 2, "color": "#444"},
+        }
+        layout["annotations"] = [*layout.get("annotations", []), label]
+    return go.Figure(data=spec["data"], layout=layout)
+
+
+def _merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` updated by `update`, nested dicts merged key by key (as `fig.update_layout` does)."""
+    out = dict(base)
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
 
 
 def runs_overlay_figure(
@@ -201,7 +236,7 @@ def runs_overlay_figure(
     scheme name ("uniform", "proportional", "rank") when the label is exactly one, else from
     Plotly's qualitative palette in order.
     """
-    fig = go.Figure()
+    traces: list[dict[str, Any]] = []
     palette = [c for c in qualitative.Plotly if c not in SCHEME_COLORS.values()]
     for k, (label, (end_steps, returns)) in enumerate(runs.items()):
         steps = _as_1d(end_steps)
@@ -210,25 +245,27 @@ def runs_overlay_figure(
         if values.size == 0:
             continue
         color = (colors or {}).get(label) or SCHEME_COLORS.get(label) or palette[k % len(palette)]
-        fig.add_scatter(
-            x=steps,
-            y=ema(values, smoothing),
-            mode="lines",
-            name=label,
-            line={"color": color, "width": 3},
-            hovertemplate=f"{label}<br>step %{{x:,}}<br>smoothed %{{y:.1f}}<extra></extra>",
+        traces.append(
+            {
+                "type": "scatter",
+                "x": steps,
+                "y": ema(values, smoothing),
+                "mode": "lines",
+                "name": label,
+                "line": {"color": color, "width": 3},
+                "hovertemplate": f"{label}<br>step %{{x:,}}<br>smoothed %{{y:.1f}}<extra></extra>",
+            }
         )
-    if not fig.data:
+    if not traces:
         return empty_figure(title)
-    if threshold is not None:
-        _threshold_line(fig, threshold)
-    return _style(
-        fig,
+    layout = _style(
         title=f"{title} (EMA {smoothing:g})",
         x_title="environment steps",
         y_title="episode return (smoothed)",
         legend=True,
+        **(_threshold_line(threshold) if threshold is not None else {}),
     )
+    return go.Figure(data=traces, layout=layout)
 
 
 def timing_figure(timings: Mapping[str, float], *, title: str = "Where the time goes") -> go.Figure:
@@ -247,24 +284,24 @@ def timing_figure(timings: Mapping[str, float], *, title: str = "Where the time 
     names = [name for name, _ in items]
     seconds = [s for _, s in items]
     labels = [f"{_seconds(s)} ({s / total:.0%})" for s in seconds]
-    fig = go.Figure()
-    fig.add_bar(
-        x=seconds,
-        y=names,
-        orientation="h",
-        name="seconds",
-        text=labels,
-        textposition="auto",
-        marker={"color": NEUTRAL},
-        hovertemplate="%{y}<br>%{text}<extra></extra>",
-    )
-    fig.update_xaxes(range=[0, 1.18 * max(seconds)])
-    return _style(
-        fig,
+    bars = {
+        "type": "bar",
+        "x": seconds,
+        "y": names,
+        "orientation": "h",
+        "name": "seconds",
+        "text": labels,
+        "textposition": "auto",
+        "marker": {"color": NEUTRAL},
+        "hovertemplate": "%{y}<br>%{text}<extra></extra>",
+    }
+    layout = _style(
         title=f"{title}: {_seconds(total)} in total",
         x_title="seconds",
         height=max(260, 90 + 42 * len(items)),
+        xaxis={"range": [0, 1.18 * max(seconds)]},
     )
+    return go.Figure(data=[bars], layout=layout)
 
 
 def _seconds(value: float) -> str:

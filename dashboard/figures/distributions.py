@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -10,13 +11,14 @@ from numpy.typing import ArrayLike, NDArray
 from plotly.colors import sample_colorscale
 
 from dashboard.figures._base import (
-    BASE_FONT_SIZE,
     NEUTRAL,
     _compact,
+    _hline,
     _log_axis,
     _log_ticks,
     _rgba,
     _style,
+    _vline,
     empty_figure,
 )
 from rdqn.telemetry import BatchView, GoodnessOfFit, Histogram, HistogramHistory
@@ -46,37 +48,69 @@ def histogram_figure(
     if _is_empty(hist):
         return empty_figure(title)
     assert hist is not None
+    bars, layout = _histogram_spec(
+        hist,
+        title=title,
+        x_title=x_title,
+        y_title=y_title,
+        color=color,
+        log_x_labels=log_x_labels,
+        reference=reference,
+        reference_label=reference_label,
+    )
+    return go.Figure(data=[bars], layout=layout)
+
+
+def _histogram_spec(
+    hist: Histogram,
+    *,
+    title: str,
+    x_title: str,
+    y_title: str,
+    color: str | None,
+    log_x_labels: bool = False,
+    reference: float | None = None,
+    reference_label: str = "",
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(bar trace, layout) of `histogram_figure` for a non-empty `hist`, as plain dicts."""
     centers = hist.centers
     widths = np.diff(hist.edges)
-    fig = go.Figure()
     if log_x_labels:
         customdata = [_compact(10.0**c) for c in centers]
         hover = f"{x_title}<br>≈ %{{customdata}}<br>{y_title} %{{y:,.0f}}<extra></extra>"
     else:
         customdata = None
         hover = f"{x_title}<br>%{{x:.3g}}<br>{y_title} %{{y:,.0f}}<extra></extra>"
-    fig.add_bar(
-        x=centers,
-        y=hist.counts,
-        width=widths * 0.92,
-        marker={"color": color or NEUTRAL},
-        customdata=customdata,
-        hovertemplate=hover,
-        name=y_title,
-    )
+    bars = {
+        "type": "bar",
+        "x": centers,
+        "y": hist.counts,
+        "width": widths * 0.92,
+        "marker": {"color": color or NEUTRAL},
+        "customdata": customdata,
+        "hovertemplate": hover,
+        "name": y_title,
+    }
+    xaxis: dict[str, Any] = {}
     if log_x_labels:
         tickvals, ticktext = _log_ticks(float(hist.edges[0]), float(hist.edges[-1]))
-        fig.update_xaxes(tickmode="array", tickvals=tickvals, ticktext=ticktext)
+        xaxis.update(tickmode="array", tickvals=tickvals, ticktext=ticktext)
+    shapes: list[dict[str, Any]] = []
+    annotations: list[dict[str, Any]] = []
     if reference is not None:
-        fig.add_vline(
-            x=reference,
-            line={"dash": "dot", "color": "#444", "width": 2},
-            annotation_text=reference_label,
-            annotation_position="top right",
-            annotation_font={"size": BASE_FONT_SIZE - 2, "color": "#444"},
-        )
-    fig.update_layout(bargap=0)
-    return _style(fig, title=title, x_title=x_title, y_title=y_title)
+        shape, annotation = _vline(reference, reference_label)
+        shapes.append(shape)
+        annotations.append(annotation)
+    layout = _style(
+        title=title,
+        x_title=x_title,
+        y_title=y_title,
+        xaxis=xaxis,
+        bargap=0,
+        shapes=shapes,
+        annotations=annotations,
+    )
+    return bars, layout
 
 
 def column_fractions(counts: ArrayLike) -> NDArray[np.float64]:
@@ -105,21 +139,23 @@ def heatmap_over_time(
         return empty_figure(title)
     centers = 0.5 * (history.edges[1:] + history.edges[:-1])
     z = column_fractions(history.counts).T
-    fig = go.Figure()
-    fig.add_heatmap(
-        x=history.steps,
-        y=centers,
-        z=z,
-        zmin=0.0,
-        colorscale="Viridis",
-        colorbar={"title": {"text": "fraction"}, "tickformat": ".0%", "thickness": 14},
-        hovertemplate=f"update %{{x:,}}<br>{y_title} %{{y:.3g}}<br>"
+    heat = {
+        "type": "heatmap",
+        "x": history.steps,
+        "y": centers,
+        "z": z,
+        "zmin": 0.0,
+        "colorscale": "Viridis",
+        "colorbar": {"title": {"text": "fraction"}, "tickformat": ".0%", "thickness": 14},
+        "hovertemplate": f"update %{{x:,}}<br>{y_title} %{{y:.3g}}<br>"
         "fraction %{z:.1%}<extra></extra>",
-    )
+    }
+    yaxis: dict[str, Any] = {}
     if log_y_labels:
         tickvals, ticktext = _log_ticks(float(history.edges[0]), float(history.edges[-1]))
-        fig.update_yaxes(tickmode="array", tickvals=tickvals, ticktext=ticktext)
-    return _style(fig, title=title, x_title=x_title, y_title=y_title)
+        yaxis.update(tickmode="array", tickvals=tickvals, ticktext=ticktext)
+    layout = _style(title=title, x_title=x_title, y_title=y_title, yaxis=yaxis)
+    return go.Figure(data=[heat], layout=layout)
 
 
 def td_stages_figure(
@@ -135,24 +171,26 @@ def td_stages_figure(
         return empty_figure(title)
     positions = np.linspace(0.35, 1.0, len(shown)) if len(shown) > 1 else [1.0]
     colors = sample_colorscale("Blues", list(positions))
-    fig = go.Figure()
-    for (name, hist), color in zip(shown.items(), colors, strict=True):
-        fig.add_scatter(
-            x=hist.centers,
-            y=hist.counts / hist.counts.sum(),
-            mode="lines",
-            name=f"{name} of training",
-            line={"color": color, "width": 3},
-            hovertemplate=f"{name}<br>|TD| %{{x:.3g}}<br>fraction %{{y:.1%}}<extra></extra>",
-        )
-    fig.update_yaxes(tickformat=".0%")
-    return _style(
-        fig,
+    traces = [
+        {
+            "type": "scatter",
+            "x": hist.centers,
+            "y": hist.counts / hist.counts.sum(),
+            "mode": "lines",
+            "name": f"{name} of training",
+            "line": {"color": color, "width": 3},
+            "hovertemplate": f"{name}<br>|TD| %{{x:.3g}}<br>fraction %{{y:.1%}}<extra></extra>",
+        }
+        for (name, hist), color in zip(shown.items(), colors, strict=True)
+    ]
+    layout = _style(
         title=title,
         x_title="|TD error|",
         y_title="fraction of recent samples",
         legend=True,
+        yaxis={"tickformat": ".0%"},
     )
+    return go.Figure(data=traces, layout=layout)
 
 
 def fit_figure(fit: GoodnessOfFit | None, *, title: str = "Sampler check") -> go.Figure:
@@ -168,28 +206,29 @@ def fit_figure(fit: GoodnessOfFit | None, *, title: str = "Sampler check") -> go
     ranges = [f"{int(a)}–{int(b) - 1}" for a, b in zip(edges[:-1], edges[1:], strict=True)]
     p_text = "p < 0.001" if fit.p_value < 1e-3 else f"p = {fit.p_value:.3f}"
     full_title = f"{title}: χ² = {fit.chi_square:.1f}, dof = {fit.dof}, {p_text}"
-    fig = go.Figure()
-    fig.add_bar(
-        x=centers,
-        y=fit.observed,
-        width=np.diff(edges) * 0.9,
-        name="observed",
-        marker={"color": _rgba(NEUTRAL, 0.55)},
-        customdata=ranges,
-        hovertemplate="slots %{customdata}<br>observed %{y:,.0f}<extra></extra>",
-    )
-    fig.add_scatter(
-        x=centers,
-        y=fit.expected,
-        mode="lines+markers",
-        name="expected from P(i)",
-        line={"color": "#222", "width": 2},
-        marker={"size": 8, "symbol": "diamond"},
-        customdata=ranges,
-        hovertemplate="slots %{customdata}<br>expected %{y:,.1f}<extra></extra>",
-    )
-    fig.update_layout(bargap=0)
-    return _style(fig, title=full_title, x_title="buffer slot", y_title="draws", legend=True)
+    observed = {
+        "type": "bar",
+        "x": centers,
+        "y": fit.observed,
+        "width": np.diff(edges) * 0.9,
+        "name": "observed",
+        "marker": {"color": _rgba(NEUTRAL, 0.55)},
+        "customdata": ranges,
+        "hovertemplate": "slots %{customdata}<br>observed %{y:,.0f}<extra></extra>",
+    }
+    expected = {
+        "type": "scatter",
+        "x": centers,
+        "y": fit.expected,
+        "mode": "lines+markers",
+        "name": "expected from P(i)",
+        "line": {"color": "#222", "width": 2},
+        "marker": {"size": 8, "symbol": "diamond"},
+        "customdata": ranges,
+        "hovertemplate": "slots %{customdata}<br>expected %{y:,.1f}<extra></extra>",
+    }
+    layout = _style(title=full_title, x_title="buffer slot", y_title="draws", legend=True, bargap=0)
+    return go.Figure(data=[observed, expected], layout=layout)
 
 
 def age_figure(
@@ -202,22 +241,18 @@ def age_figure(
     if _is_empty(hist):
         return empty_figure(title)
     assert hist is not None
-    fig = histogram_figure(
+    bars, layout = _histogram_spec(
         hist,
         title=title,
         x_title="age (0 = newest, 1 = oldest)",
         y_title="samples",
         color=color,
     )
-    fig.add_hline(
-        y=float(hist.counts.mean()),
-        line={"dash": "dot", "color": "#444", "width": 2},
-        annotation_text="uniform replay",
-        annotation_position="top right",
-        annotation_font={"size": BASE_FONT_SIZE - 2, "color": "#444"},
-    )
-    fig.update_xaxes(range=[float(hist.edges[0]), float(hist.edges[-1])])
-    return fig
+    shape, annotation = _hline(float(hist.counts.mean()), "uniform replay")
+    layout["shapes"].append(shape)
+    layout["annotations"].append(annotation)
+    layout["xaxis"]["range"] = [float(hist.edges[0]), float(hist.edges[-1])]
+    return go.Figure(data=[bars], layout=layout)
 
 
 def weights_scatter(
@@ -234,14 +269,14 @@ def weights_scatter(
     top = float(td.max()) if td.size else 0.0
     sizes = 8.0 + 22.0 * td / top if top > 0 else np.full(td.shape, 12.0)
     customdata = np.column_stack([batch.indices, batch.ages, td])
-    fig = go.Figure()
-    fig.add_scatter(
-        x=batch.probabilities,
-        y=batch.weights,
-        mode="markers",
-        name="sampled items",
-        customdata=customdata,
-        marker={
+    points = {
+        "type": "scatter",
+        "x": batch.probabilities,
+        "y": batch.weights,
+        "mode": "markers",
+        "name": "sampled items",
+        "customdata": customdata,
+        "marker": {
             "size": sizes,
             "color": td,
             "colorscale": "Viridis",
@@ -250,17 +285,17 @@ def weights_scatter(
             "line": {"width": 0.5, "color": "#333"},
             "opacity": 0.85,
         },
-        hovertemplate="slot %{customdata[0]:.0f} (age %{customdata[1]:.0f})<br>"
+        "hovertemplate": "slot %{customdata[0]:.0f} (age %{customdata[1]:.0f})<br>"
         "P(i) %{x:.3g}<br>weight %{y:.3f}<br>|TD| %{customdata[2]:.3g}<extra></extra>",
-    )
-    fig.update_xaxes(**_log_axis(np.asarray(batch.probabilities, dtype=np.float64)))
+    }
     full_title = f"{title} (ESS {batch.ess:.1f} of {batch.probabilities.size})"
-    return _style(
-        fig,
+    layout = _style(
         title=full_title,
         x_title="sampling probability P(i), log scale",
         y_title="IS weight w_i",
+        xaxis=_log_axis(np.asarray(batch.probabilities, dtype=np.float64)),
     )
+    return go.Figure(data=[points], layout=layout)
 
 
 # --------------------------------------------------------------------------- sum tree

@@ -134,21 +134,24 @@ def _draw_tree(
                 "#e8ecf7",
             )
 
-    fig = go.Figure()
+    traces: list[dict[str, Any]] = []
     edge_x: list[float | None] = []
     edge_y: list[float | None] = []
     for j in range(2, node_count):
         (x0, y0), (x1, y1) = _node_xy(j >> 1, width), _node_xy(j, width)
         edge_x += [x0, x1, None]
         edge_y += [y0, y1, None]
-    fig.add_scatter(
-        x=edge_x,
-        y=edge_y,
-        mode="lines",
-        name="edges",
-        line={"color": "#c4c9d4", "width": 1.5},
-        hoverinfo="skip",
-        showlegend=False,
+    traces.append(
+        {
+            "type": "scatter",
+            "x": edge_x,
+            "y": edge_y,
+            "mode": "lines",
+            "name": "edges",
+            "line": {"color": "#c4c9d4", "width": 1.5},
+            "hoverinfo": "skip",
+            "showlegend": False,
+        }
     )
 
     many = len(paths) > len(PATH_PALETTE)
@@ -167,14 +170,17 @@ def _draw_tree(
         else:
             end = group[0][-1]
             name = f"path to leaf {end - width}" if end >= width else f"path to node {end}"
-        fig.add_scatter(
-            x=xs,
-            y=ys,
-            mode="lines",
-            name=name,
-            legendgroup=f"path{k}",
-            line={"color": color, "width": 5},
-            hoverinfo="skip",
+        traces.append(
+            {
+                "type": "scatter",
+                "x": xs,
+                "y": ys,
+                "mode": "lines",
+                "name": name,
+                "legendgroup": f"path{k}",
+                "line": {"color": color, "width": 5},
+                "hoverinfo": "skip",
+            }
         )
 
     styles = {
@@ -186,78 +192,86 @@ def _draw_tree(
     }
     for group, g in groups.items():
         border, text_color = styles[group]
-        fig.add_scatter(
-            x=g["x"],
-            y=g["y"],
-            mode="markers+text",
-            name=group,
-            text=g["text"],
-            textposition="middle center",
-            textfont={"size": BASE_FONT_SIZE - 2, "color": text_color},
-            hovertext=g["hover"],
-            hoverinfo="text",
-            customdata=g["id"],
-            marker={
-                "size": g["size"],
-                "color": g["fill"],
-                "line": {"color": border, "width": 1.5},
-                "symbol": "circle",
-                # An array of sizes makes plotly.js default to a translucent "bubble" marker.
-                "opacity": 1.0,
-            },
-            showlegend=False,
+        traces.append(
+            {
+                "type": "scatter",
+                "x": g["x"],
+                "y": g["y"],
+                "mode": "markers+text",
+                "name": group,
+                "text": g["text"],
+                "textposition": "middle center",
+                "textfont": {"size": BASE_FONT_SIZE - 2, "color": text_color},
+                "hovertext": g["hover"],
+                "hoverinfo": "text",
+                "customdata": g["id"],
+                "marker": {
+                    "size": g["size"],
+                    "color": g["fill"],
+                    "line": {"color": border, "width": 1.5},
+                    "symbol": "circle",
+                    # An array of sizes makes plotly.js default to a translucent "bubble" marker.
+                    "opacity": 1.0,
+                },
+                "showlegend": False,
+            }
         )
 
     for k, group in enumerate(path_groups):
         color = EMPHASIS if many else PATH_PALETTE[k]
         ids = sorted({j for path in group for j in path})
         points = [_node_xy(j, width) for j in ids]
-        fig.add_scatter(
-            x=[p[0] for p in points],
-            y=[p[1] for p in points],
-            mode="markers",
-            name=f"path {k + 1} nodes",
-            legendgroup=f"path{k}",
-            customdata=ids,
-            marker={
-                "size": [_node_size(1 << (j.bit_length() - 1)) + 8 for j in ids],
-                "color": color,
-                "symbol": "circle-open",
-                "line": {"width": 4},
-                "opacity": 1.0,
-            },
-            hoverinfo="skip",
-            showlegend=False,
+        traces.append(
+            {
+                "type": "scatter",
+                "x": [p[0] for p in points],
+                "y": [p[1] for p in points],
+                "mode": "markers",
+                "name": f"path {k + 1} nodes",
+                "legendgroup": f"path{k}",
+                "customdata": ids,
+                "marker": {
+                    "size": [_node_size(1 << (j.bit_length() - 1)) + 8 for j in ids],
+                    "color": color,
+                    "symbol": "circle-open",
+                    "line": {"width": 4},
+                    "opacity": 1.0,
+                },
+                "hoverinfo": "skip",
+                "showlegend": False,
+            }
         )
 
     level_names = ["root"] + [f"level {d}" for d in range(1, depth_count)]
     if real_leaves is not None:
         level_names[-1] = "leaves"
-    fig.update_yaxes(
-        autorange="reversed",
-        tickmode="array",
-        tickvals=list(range(depth_count)),
-        ticktext=level_names,
-        showgrid=False,
-        zeroline=False,
-    )
+    yaxis = {
+        "autorange": "reversed",
+        "tickmode": "array",
+        "tickvals": list(range(depth_count)),
+        "ticktext": level_names,
+        "showgrid": False,
+        "zeroline": False,
+    }
     leaf_ticks = real_leaves is not None and width <= 32
-    fig.update_xaxes(
-        showgrid=False,
-        zeroline=False,
-        range=[-0.7, width - 0.3],
-        showticklabels=leaf_ticks,
-        tickmode="array" if leaf_ticks else "auto",
-        tickvals=list(range(width)) if leaf_ticks else None,
-    )
-    _style(
-        fig,
+    xaxis: dict[str, Any] = {
+        "showgrid": False,
+        "zeroline": False,
+        "range": [-0.7, width - 0.3],
+        "showticklabels": leaf_ticks,
+        "tickmode": "array" if leaf_ticks else "auto",
+    }
+    if leaf_ticks:
+        xaxis["tickvals"] = list(range(width))
+    layout = _style(
         title=title,
         x_title="leaf (buffer slot)" if leaf_ticks else "",
         legend=bool(paths),
         height=max(300, 110 + 85 * depth_count),
+        xaxis=xaxis,
+        yaxis=yaxis,
     )
-    return fig
+    return go.Figure(data=traces, layout=layout)
 
 
 def sum_tree_figure(
@@ -360,29 +374,29 @@ def segments_figure(
     starts = np.concatenate([[0.0], np.cumsum(masses)[:-1]])
     fills = [SEGMENT_FILLS[i % 2] for i in range(n)]
     labelled = n <= MAX_LABELLED_SEGMENTS
-    fig = go.Figure()
-    fig.add_bar(
-        x=masses,
-        base=starts,
-        y=np.zeros(n),
-        orientation="h",
-        width=0.5,
-        name="leaves",
-        marker={"color": fills, "line": {"color": "#ffffff", "width": 1}},
+    bars = {
+        "type": "bar",
+        "x": masses,
+        "base": starts,
+        "y": np.zeros(n),
+        "orientation": "h",
+        "width": 0.5,
+        "name": "leaves",
+        "marker": {"color": fills, "line": {"color": "#ffffff", "width": 1}},
         # A label in a segment too narrow to hold it would be shrunk to a speck: leave it out.
-        text=[
+        "text": [
             str(i) if labelled and m >= MIN_LABELLED_SHARE * total else ""
             for i, m in enumerate(masses)
         ],
-        textposition="inside",
-        insidetextanchor="middle",
-        textfont={"size": BASE_FONT_SIZE - 1, "color": "#333"},
-        customdata=np.column_stack([np.arange(n), starts, starts + masses]),
-        hovertemplate="leaf %{customdata[0]:.0f}<br>mass %{x:.4g}<br>"
+        "textposition": "inside",
+        "insidetextanchor": "middle",
+        "textfont": {"size": BASE_FONT_SIZE - 1, "color": "#333"},
+        "customdata": np.column_stack([np.arange(n), starts, starts + masses]),
+        "hovertemplate": "leaf %{customdata[0]:.0f}<br>mass %{x:.4g}<br>"
         "covers [%{customdata[1]:.4g}, %{customdata[2]:.4g})<extra></extra>",
-    )
+    }
+    traces: list[dict[str, Any]] = [bars]
     segment = total / batch_size
-    # One layout update instead of B + 1 `add_shape` calls: each call re-validates the layout.
     shapes = [
         {
             "type": "line",
@@ -407,34 +421,38 @@ def segments_figure(
         for k in range(batch_size)
         if batch_size <= MAX_LABELLED_STRATA
     ]
-    fig.update_layout(shapes=shapes, annotations=labels)
     q = _as_1d(queries) if queries is not None else np.zeros(0)
     if q.size:
         tree = SumTree(leaves, track_min=False)
         tree.update(np.arange(leaves), nodes[leaves:])
         hit = tree.find(q)
         text = [f"→ {h}" for h in hit] if q.size <= MAX_LABELLED_QUERIES else None
-        fig.add_scatter(
-            x=q,
-            y=np.full(q.size, 0.33),
-            mode="markers+text" if text else "markers",
-            name="queries",
-            text=text,
-            textposition="top center",
-            textfont={"size": BASE_FONT_SIZE - 1, "color": EMPHASIS},
-            customdata=hit,
-            marker={"symbol": "triangle-down", "size": 14, "color": EMPHASIS},
-            hovertemplate="query mass %{x:.4g}<br>hits leaf %{customdata}<extra></extra>",
+        traces.append(
+            {
+                "type": "scatter",
+                "x": q,
+                "y": np.full(q.size, 0.33),
+                "mode": "markers+text" if text else "markers",
+                "name": "queries",
+                "text": text,
+                "textposition": "top center",
+                "textfont": {"size": BASE_FONT_SIZE - 1, "color": EMPHASIS},
+                "customdata": hit,
+                "marker": {"symbol": "triangle-down", "size": 14, "color": EMPHASIS},
+                "hovertemplate": "query mass %{x:.4g}<br>hits leaf %{customdata}<extra></extra>",
+            }
         )
-    fig.update_yaxes(visible=False, range=[-0.75, 0.75], fixedrange=True)
-    fig.update_xaxes(range=[-0.01 * total, 1.01 * total], showgrid=False, zeroline=False)
-    return _style(
-        fig,
+    layout = _style(
         title=title
         or f"{default_title}: total mass {_compact(total)}, stratum {_compact(segment)}",
         x_title="cumulative mass (priority^α)",
         height=300,
+        xaxis={"range": [-0.01 * total, 1.01 * total], "showgrid": False, "zeroline": False},
+        yaxis={"visible": False, "range": [-0.75, 0.75], "fixedrange": True},
+        shapes=shapes,
+        annotations=labels,
     )
+    return go.Figure(data=traces, layout=layout)
 
 
 def draw_histogram_figure(
@@ -459,29 +477,36 @@ def draw_histogram_figure(
     if draws > 0:
         distance = 0.5 * float(np.abs(frequency - target).sum())
         heading += f": total variation distance to P(i) {distance:.3f}"
-    fig = go.Figure()
-    fig.add_bar(
-        x=leaves,
-        y=frequency,
-        name="observed frequency",
-        marker={"color": _rgba(NEUTRAL, 0.55)},
-        customdata=c,
-        hovertemplate="leaf %{x}<br>frequency %{y:.3f} (%{customdata:,.0f} draws)<extra></extra>",
-    )
-    fig.add_scatter(
-        x=leaves,
-        y=target,
-        mode="markers",
-        name="target P(i)",
-        marker={"symbol": "line-ew-open", "size": 30, "line": {"width": 3, "color": EMPHASIS}},
-        hovertemplate="leaf %{x}<br>P(i) %{y:.3f}<extra></extra>",
-    )
-    fig.update_xaxes(range=[-0.6, p.size - 0.4])
+    observed = {
+        "type": "bar",
+        "x": leaves,
+        "y": frequency,
+        "name": "observed frequency",
+        "marker": {"color": _rgba(NEUTRAL, 0.55)},
+        "customdata": c,
+        "hovertemplate": "leaf %{x}<br>frequency %{y:.3f} (%{customdata:,.0f} draws)"
+        "<extra></extra>",
+    }
+    expected = {
+        "type": "scatter",
+        "x": leaves,
+        "y": target,
+        "mode": "markers",
+        "name": "target P(i)",
+        "marker": {"symbol": "line-ew-open", "size": 30, "line": {"width": 3, "color": EMPHASIS}},
+        "hovertemplate": "leaf %{x}<br>P(i) %{y:.3f}<extra></extra>",
+    }
+    xaxis: dict[str, Any] = {"range": [-0.6, p.size - 0.4]}
     if p.size <= MAX_LABELLED_SEGMENTS:
-        fig.update_xaxes(tickmode="array", tickvals=leaves.tolist())
-    return _style(
-        fig, title=title or heading, x_title="leaf", y_title="fraction of draws", legend=True
+        xaxis.update(tickmode="array", tickvals=leaves.tolist())
+    layout = _style(
+        title=title or heading,
+        x_title="leaf",
+        y_title="fraction of draws",
+        legend=True,
+        xaxis=xaxis,
     )
+    return go.Figure(data=[observed, expected], layout=layout)
 
 
 # --------------------------------------------------------------------------- runs
