@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ import streamlit.components.v1 as components
 import torch
 
 from dashboard.params import LIVE_DEFAULTS
+from rdqn import fused_mlp
 from rdqn.config import RunConfig
 from rdqn.registry import RunRegistry, ServerBusy
 from rdqn.runs import RunHandle
@@ -57,6 +59,8 @@ def registry() -> RunRegistry:
     # Several small runs share the machine's cores: one intra-op thread each avoids the thread
     # oversubscription that makes every run slower.
     torch.set_num_threads(1)
+    # Compiling the MLP kernels the first time takes ~20 s: do it now, not in the first run.
+    threading.Thread(target=fused_mlp.warm_up, name="rdqn-warm-up", daemon=True).start()
     return RunRegistry(
         store(),
         max_active=int(os.environ.get("RDQN_MAX_RUNS", "4")),

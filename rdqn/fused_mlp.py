@@ -39,7 +39,7 @@ from torch import nn
 
 from rdqn.nets import MLPQNet
 
-__all__ = ["FusedMLP", "fused_update_supported"]
+__all__ = ["FusedMLP", "fused_update_supported", "warm_up"]
 
 _F32 = np.float32
 
@@ -204,6 +204,26 @@ def _dqn_update(  # type: ignore[no-untyped-def]
         for k in range(online.shape[0]):
             online[k] -= np.float32(lr * grad[k])
     return td, stats
+
+
+def warm_up() -> None:
+    """Compile the kernels for the argument types training uses, or load them from numba's cache.
+
+    A first compile takes ~20 s (later processes load the cached machine code in well under a
+    second). The dashboard calls this in a background thread at start-up, so a first run does
+    not stall at its first action or first update.
+    """
+    d = h1 = h2 = a = 1
+    size = h1 * d + h1 + h2 * h1 + h2 + a * h2 + a
+    dims = np.array([d, h1, h2, a], dtype=np.int64)
+    obs = np.zeros((1, d), dtype=_F32)
+    rows = np.zeros(1, dtype=_F32)
+    mlp_q_values(obs, np.zeros(size, dtype=_F32), dims)
+    _dqn_update(
+        obs, np.zeros(1, dtype=np.int64), rows, rows, rows, obs,
+        *(np.zeros(size, dtype=_F32) for _ in range(5)), np.zeros(3, dtype=_F32), dims,
+        True, False, 1.0, True, 1e-3, 0.9, 0.999, 1e-8,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from rdqn.agent import AgentConfig, DivergenceError, DQNAgent
-from rdqn.fused_mlp import FusedMLP, fused_update_supported
+from rdqn.fused_mlp import FusedMLP, _dqn_update, fused_update_supported, mlp_q_values, warm_up
 from rdqn.nets import MLPQNet, RecurrentQNet
 
 OBS_DIM, N_ACTIONS, BATCH = 4, 3, 16
@@ -168,3 +168,14 @@ def test_parameters_are_views_of_the_flat_buffers() -> None:
     with torch.no_grad():
         target.head.out.bias[-1] = -7.0
     assert fused.target[-1] == -7.0
+
+
+def test_warm_up_compiles_the_specialisations_training_uses() -> None:
+    warm_up()
+    compiled = (len(_dqn_update.signatures), len(mlp_q_values.signatures))
+    for overrides in ({}, {"double_dqn": True, "loss": "mse", "grad_clip_norm": None}):
+        fused, _ = agent_pair(**overrides)
+        rng = np.random.default_rng(6)
+        fused.learn(random_batch(rng))
+        fused.act(rng.standard_normal((1, OBS_DIM), dtype=np.float32), 0.0)
+    assert (len(_dqn_update.signatures), len(mlp_q_values.signatures)) == compiled
