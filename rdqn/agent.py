@@ -311,17 +311,7 @@ class DQNAgent:
         """
         arrays = self._batch_arrays(batch)
         if self._fused is not None:
-            obs, next_obs = arrays.obs[:, -1, :], arrays.next_obs[:, -1, :]
-            weights = arrays.weights
-            result = self._fused.update(
-                np.ascontiguousarray(obs),
-                arrays.actions,
-                arrays.rewards,
-                arrays.discount,
-                np.ones_like(arrays.rewards) if weights is None else weights,
-                np.ascontiguousarray(next_obs),
-            )
-            host = np.concatenate([result.td_errors, result.stats])
+            host = self._fused_update(self._fused, arrays)
         else:
             host = self._autograd_update(arrays)
         batch_size = arrays.actions.shape[0]
@@ -336,7 +326,7 @@ class DQNAgent:
         self.updates += 1
         self._update_target()
         return LearnResult(
-            td_errors=td_errors.astype(np.float64),
+            td_errors=td_errors,
             loss=float(loss_value),
             q_mean=float(q_mean),
             grad_norm=float(norm_value),
@@ -370,6 +360,23 @@ class DQNAgent:
             discount=(self.config.gamma * (1.0 - terminated)).astype(np.float32),
             weights=None if batch.weights is None else np.asarray(batch.weights, np.float32),
         )
+
+    @staticmethod
+    def _fused_update(fused: FusedMLP, arrays: _BatchArrays) -> NDArray[np.float64]:
+        """The update as one compiled call (:mod:`rdqn.fused_mlp`; the MLP reads the last step).
+
+        Returns ``[td..., loss, q_mean, norm]``; nothing changes unless all are finite.
+        """
+        weights = np.ones_like(arrays.rewards) if arrays.weights is None else arrays.weights
+        result = fused.update(
+            np.ascontiguousarray(arrays.obs[:, -1, :]),
+            arrays.actions,
+            arrays.rewards,
+            arrays.discount,
+            weights,
+            np.ascontiguousarray(arrays.next_obs[:, -1, :]),
+        )
+        return np.concatenate([result.td_errors, result.stats])
 
     def _autograd_update(self, arrays: _BatchArrays) -> NDArray[np.float64]:
         """The update with autograd and ``torch.optim``; returns ``[td..., loss, q_mean, norm]``.

@@ -21,7 +21,7 @@ c / (||g|| + 1e-6))) and applies PyTorch's Adam (Kingma & Ba 2015, bias-correcte
 ``theta <- theta - lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps)``, or plain SGD.
 
 The torch modules and the torch optimizer stay the source of truth for everything else
-(checkpoints, acting through ``nn.Module``, the dashboard): :class:`FusedMLP` re-points their
+(checkpoints, ``nn.Module`` forward passes, the dashboard): :class:`FusedMLP` re-points their
 parameters and Adam state at the flat buffers, so both views always hold the same numbers.
 ``tests/test_fused_mlp.py`` checks the update against autograd + ``torch.optim`` step by step.
 The kernels release the GIL, so a dashboard thread keeps running while a run trains.
@@ -259,9 +259,8 @@ class FusedMLP:
             dtype=np.int64,
         )  # fmt: skip
         self._params = list(online.parameters())
-        self._target_params = list(target.parameters())
         self.online = _adopt(self._params)
-        self.target = _adopt(self._target_params)
+        self.target = _adopt(list(target.parameters()))
         self.grad = np.zeros_like(self.online)
         for param, view in zip(self._params, _views(self.grad, self._params), strict=True):
             param.grad = view
