@@ -129,7 +129,7 @@ LIVE_DEFAULTS: dict[str, Any] = {
     "alpha": 0.6,
     "beta": 0.4,
     "seed": 0,
-    "steps": 20_000,
+    "steps": 100_000,
     "capacity": 10_000,
     "batch": 32,
     "window": 1,
@@ -137,7 +137,8 @@ LIVE_DEFAULTS: dict[str, Any] = {
     "gamma": 0.99,
     "target": "hard",
 }
-"""What the live page starts with: the PER notebook's agent on CartPole, quick to learn."""
+"""What the live page starts with: the PER notebook's agent on CartPole with its whole budget,
+about a minute at full speed: long enough to learn to balance."""
 
 
 def settings_for_preset(name: str) -> dict[str, Any]:
