@@ -156,6 +156,8 @@ def loss_curve(
             "overlaying": "y",
             "side": "right",
             "showgrid": False,
+            # Round ticks of its own (Streamlit's theme otherwise aligns them to the left grid).
+            "tickmode": "auto",
             **(_log_axis(td) if log_y else {}),
         }
         extra["margin"] = {"r": 72}  # room for the right-hand axis title

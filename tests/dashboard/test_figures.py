@@ -197,6 +197,7 @@ def test_loss_curve_puts_mean_td_error_on_a_second_axis() -> None:
     assert fig.layout.yaxis.type == "log" and fig.layout.yaxis2.type == "log"
     assert fig.layout.yaxis2.overlaying == "y"
     assert fig.layout.margin.r > alone.layout.margin.r  # room for the right axis title
+    assert fig.layout.yaxis2.tickmode == "auto"  # its own round ticks
 
 
 def test_loss_curve_log_axis_labels_one_tick_per_decade() -> None:
