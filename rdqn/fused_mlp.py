@@ -87,16 +87,10 @@ def _matmul(a, b):  # type: ignore[no-untyped-def]
     return out
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_MATMUL_FLAGS)
+@numba.njit(cache=True, nogil=True)
 def _matmul_tn(a, b):  # type: ignore[no-untyped-def]
     """a.T @ b (sums over the batch rows of a and b)."""
-    out = np.zeros((a.shape[1], b.shape[1]), dtype=np.float32)
-    for k in range(a.shape[0]):
-        for i in range(a.shape[1]):
-            scale = a[k, i]
-            for j in range(b.shape[1]):
-                out[i, j] += scale * b[k, j]
-    return out
+    return _matmul(np.ascontiguousarray(a.T), b)
 
 
 @numba.njit(cache=True, nogil=True)
