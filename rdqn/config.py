@@ -1,7 +1,7 @@
 """Typed, validated run configuration and the named presets.
 
 A `RunConfig` composes one frozen dataclass per concept: `EnvConfig`, `ReplayConfig`,
-`AgentConfig` (in `rdqn.agent`) and `TrainConfig`. Every field carries a one-line doc in
+`AgentConfig` (in `rdqn.agent_config`) and `TrainConfig`. Every field carries a one-line doc in
 `metadata["doc"]`, which feeds the CLI's `--help` and the dashboard's tooltips. Validation
 happens in `__post_init__` and names the field, the value and what is allowed. Edit a config with
 `dataclasses.replace` or with dotted overrides: `config.with_overrides({"replay.alpha": 0.7})`.
@@ -29,7 +29,7 @@ import typing
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from rdqn.agent import AgentConfig
+from rdqn.agent_config import AgentConfig
 from rdqn.envs import ENV_IDS
 
 __all__ = [

@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 import torch
 
-from rdqn.agent import AgentConfig, DivergenceError, DQNAgent, LearnResult, resolve_device
+from rdqn.agent import DivergenceError, DQNAgent, LearnResult
+from rdqn.agent_config import AgentConfig, resolve_device
 
 OBS_DIM, T = 3, 4
 
@@ -323,45 +324,6 @@ def test_device_auto_resolves_to_available_backend() -> None:
 def test_explicit_cuda_without_cuda_is_an_error() -> None:
     with pytest.raises(ValueError, match="cuda"):
         DQNAgent(OBS_DIM, 2, AgentConfig(device="cuda"), seed=0)
-
-
-@pytest.mark.parametrize(
-    ("overrides", "match"),
-    [
-        ({"gamma": 1.5}, r"gamma must be in \[0, 1\], got 1.5"),
-        ({"gamma": -0.1}, "gamma"),
-        ({"lr": 0.0}, "lr must be"),
-        ({"lr": float("nan")}, "lr"),
-        ({"tau": 0.0}, r"tau must be in \(0, 1\]"),
-        ({"tau": 1.1}, "tau"),
-        ({"target_sync_every": 0}, "target_sync_every must be an integer >= 1, got 0"),
-        ({"target_sync_every": 2.0}, "target_sync_every"),
-        ({"grad_clip_norm": 0.0}, "grad_clip_norm"),
-        ({"grad_clip_norm": -1.0}, "grad_clip_norm"),
-        ({"network": "gru"}, r"network must be one of \('recurrent', 'mlp', 'linear'\), got 'gru'"),
-        ({"loss": "l1"}, "loss"),
-        ({"target_update": "polyak"}, "target_update"),
-        ({"device": "tpu"}, "device"),
-        ({"double_dqn": "yes"}, "double_dqn"),
-        ({"dueling": 1}, "dueling"),
-    ],
-)
-def test_config_validation(overrides: dict[str, Any], match: str) -> None:
-    with pytest.raises(ValueError, match=match):
-        AgentConfig(**overrides)
-
-
-def test_config_defaults_docs_and_frozen() -> None:
-    config = AgentConfig()
-    assert (config.network, config.lr, config.gamma, config.tau) == ("recurrent", 1e-3, 0.99, 0.005)
-    assert config.grad_clip_norm == 10.0 and AgentConfig(grad_clip_norm=None).grad_clip_norm is None
-    docs = AgentConfig.field_docs()
-    assert set(docs) == {f.name for f in dataclasses.fields(AgentConfig)}
-    assert all(isinstance(d, str) and d for d in docs.values())
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        config.gamma = 0.5  # type: ignore[misc]
-    with pytest.raises(TypeError):
-        AgentConfig("mlp")  # type: ignore[misc]
 
 
 def test_invalid_seed_rejected() -> None:

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-from rdqn.agent import AgentConfig, DivergenceError, DQNAgent
+from rdqn.agent import DivergenceError, DQNAgent
+from rdqn.agent_config import AgentConfig
 from rdqn.fused_mlp import FusedMLP, _dqn_update, fused_update_supported, mlp_q_values, warm_up
 from rdqn.nets import MLPQNet, RecurrentQNet
 
