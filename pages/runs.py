@@ -22,7 +22,8 @@ from dashboard.history import (
     stored_counters,
 )
 from dashboard.state import ensure_app_frame, registry, store
-from rdqn.store import ACTIVE_STATUSES, RunRecord
+from rdqn.store import RunRecord
+from rdqn.store_schema import ACTIVE_STATUSES
 
 ensure_app_frame()
 

@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
 
-from rdqn.store import EPISODE_KEYS, STEP_KEYS, RunStore
+from rdqn.store import RunStore
+from rdqn.store_schema import EPISODE_KEYS, STEP_KEYS
 
 __all__ = ["RunWriter"]
 
@@ -78,7 +79,7 @@ class RunWriter:
         self._add(self._episodes, merged)
 
     def add_step(self, **row: Any) -> None:
-        """Queue one per-update row (keys of :data:`STEP_COLUMNS`; ``updates`` required)."""
+        """Queue one per-update row (keys of ``STEP_COLUMNS``; ``updates`` is required)."""
         if not row.keys() <= STEP_KEYS or "updates" not in row:
             raise ValueError(
                 f"step rows need 'updates' and only keys {sorted(STEP_KEYS)}, got {sorted(row)}"

@@ -31,7 +31,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -40,116 +40,26 @@ from typing import Any, Literal
 
 import pandas as pd
 
-__all__ = [
-    "ACTIVE_STATUSES",
-    "EPISODE_COLUMNS",
-    "EPISODE_KEYS",
-    "SCHEMA_VERSION",
-    "STATUSES",
-    "STEP_COLUMNS",
-    "STEP_KEYS",
-    "RunRecord",
-    "RunStore",
-    "default_home",
-]
-
-STATUSES: tuple[str, ...] = ("created", "running", "paused", "finished", "failed", "stopped")
-ACTIVE_STATUSES: tuple[str, ...] = ("running", "paused")
-
-# (column, converter). Converters turn numpy/torch scalars into the Python types sqlite3 binds.
-_Converter = Callable[[Any], Any]
-EPISODE_COLUMNS: tuple[tuple[str, _Converter], ...] = (
-    ("episode", int),
-    ("env_steps", int),
-    ("updates", int),
-    ("return", float),
-    ("length", int),
-    ("wall_time", float),
+from rdqn.store_schema import (
+    ACTIVE_STATUSES,
+    EPISODE_COLUMNS,
+    EPISODE_KEYS,
+    INSERT_EPISODES,
+    INSERT_STEPS,
+    MIGRATIONS,
+    PROGRESS_SET,
+    SCHEMA_VERSION,
+    STATUSES,
+    STEP_COLUMNS,
+    STEP_KEYS,
+    Converter,
+    quoted_columns,
+    row_params,
 )
-STEP_COLUMNS: tuple[tuple[str, _Converter], ...] = (
-    ("updates", int),
-    ("env_steps", int),
-    ("loss", float),
-    ("td_abs_mean", float),
-    ("q_mean", float),
-    ("beta", float),
-    ("epsilon", float),
-    ("ess", float),
-    ("wall_time", float),
-)
-EPISODE_KEYS = frozenset(name for name, _ in EPISODE_COLUMNS)
-STEP_KEYS = frozenset(name for name, _ in STEP_COLUMNS)
+
+__all__ = ["RunRecord", "RunStore", "default_home"]
 
 _BUSY_TIMEOUT_MS = 10_000
-
-_STATUS_CHECK = ", ".join(f"'{s}'" for s in STATUSES)
-# _MIGRATIONS[i] moves a database from user_version i to i + 1; append, never edit.
-_MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        f"""CREATE TABLE IF NOT EXISTS runs (
-            id TEXT PRIMARY KEY,
-            name TEXT,
-            created_at REAL NOT NULL,
-            updated_at REAL NOT NULL,
-            status TEXT NOT NULL DEFAULT 'created' CHECK (status IN ({_STATUS_CHECK})),
-            preset TEXT,
-            env_id TEXT NOT NULL,
-            scheme TEXT NOT NULL,
-            seed INTEGER NOT NULL,
-            config_json TEXT NOT NULL,
-            manifest_json TEXT,
-            error TEXT,
-            checkpoint_path TEXT,
-            env_steps INTEGER NOT NULL DEFAULT 0,
-            updates INTEGER NOT NULL DEFAULT 0,
-            episodes INTEGER NOT NULL DEFAULT 0,
-            group_id TEXT,
-            owner_pid INTEGER
-        )""",
-        "CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status)",
-        "CREATE INDEX IF NOT EXISTS runs_by_group ON runs (group_id)",
-        """CREATE TABLE IF NOT EXISTS episodes (
-            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-            episode INTEGER NOT NULL,
-            env_steps INTEGER,
-            updates INTEGER,
-            "return" REAL,
-            length INTEGER,
-            wall_time REAL,
-            PRIMARY KEY (run_id, episode)
-        ) WITHOUT ROWID""",
-        """CREATE TABLE IF NOT EXISTS steps (
-            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
-            updates INTEGER NOT NULL,
-            env_steps INTEGER,
-            loss REAL,
-            td_abs_mean REAL,
-            q_mean REAL,
-            beta REAL,
-            epsilon REAL,
-            ess REAL,
-            wall_time REAL,
-            PRIMARY KEY (run_id, updates)
-        ) WITHOUT ROWID""",
-    ),
-)
-SCHEMA_VERSION: int = len(_MIGRATIONS)
-
-
-def _quoted(columns: Sequence[tuple[str, _Converter]]) -> str:
-    return ", ".join(f'"{name}"' for name, _ in columns)
-
-
-# "Last write wins": a run resumed from an earlier checkpoint re-logs the rows it repeats.
-_INSERT_EPISODES = (
-    f"INSERT OR REPLACE INTO episodes (run_id, {_quoted(EPISODE_COLUMNS)}) "
-    f"VALUES ({', '.join('?' * (len(EPISODE_COLUMNS) + 1))})"
-)
-_INSERT_STEPS = (
-    f"INSERT OR REPLACE INTO steps (run_id, {_quoted(STEP_COLUMNS)}) "
-    f"VALUES ({', '.join('?' * (len(STEP_COLUMNS) + 1))})"
-)
-_PROGRESS_SET = "env_steps = ?, updates = ?, episodes = ?"
 
 
 def default_home() -> Path:
@@ -199,31 +109,6 @@ def _to_json(value: Mapping[str, Any], what: str) -> str:
         return json.dumps(dict(value), sort_keys=True)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{what} must be JSON-serialisable: {exc}") from exc
-
-
-def _convert(value: Any, convert: _Converter) -> Any:
-    return None if value is None else convert(value)
-
-
-def _row_params(
-    run_id: str,
-    rows: Sequence[Mapping[str, Any]],
-    columns: tuple[tuple[str, _Converter], ...],
-    allowed: frozenset[str],
-    kind: str,
-) -> list[tuple[Any, ...]]:
-    key = columns[0][0]
-    params: list[tuple[Any, ...]] = []
-    for row in rows:
-        unknown = row.keys() - allowed
-        if unknown:
-            raise ValueError(
-                f"unknown {kind} column(s) {sorted(unknown)}; known: {sorted(allowed)}"
-            )
-        if row.get(key) is None:
-            raise ValueError(f"every {kind} row needs {key!r}, got {dict(row)!r}")
-        params.append((run_id, *(_convert(row.get(name), conv) for name, conv in columns)))
-    return params
 
 
 def _pid_alive(pid: int) -> bool:
@@ -328,7 +213,7 @@ class RunStore:
                     f"{self.path} has schema version {version}, newer than this rdqn "
                     f"({SCHEMA_VERSION}); upgrade rdqn or use another RDQN_HOME"
                 )
-            for statements in _MIGRATIONS[version:]:
+            for statements in MIGRATIONS[version:]:
                 for statement in statements:
                     conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -423,7 +308,7 @@ class RunStore:
         """Record the run's counters: environment steps, updates and episodes, separately."""
         with self._write() as conn:
             counters = (int(env_steps), int(updates), int(episodes))
-            self._update_run(conn, run_id, _PROGRESS_SET, counters)
+            self._update_run(conn, run_id, PROGRESS_SET, counters)
 
     def set_manifest(self, run_id: str, manifest: Mapping[str, Any]) -> None:
         """Store the run manifest (see :func:`rdqn.manifest.build_manifest`) as JSON."""
@@ -530,18 +415,18 @@ class RunStore:
         are stored as NULL; ``episode`` / ``updates`` are required). ``progress`` takes
         ``env_steps``, ``updates`` and ``episodes``. Rows that repeat a key replace the old row.
         """
-        episode_params = _row_params(run_id, episodes, EPISODE_COLUMNS, EPISODE_KEYS, "episode")
-        step_params = _row_params(run_id, steps, STEP_COLUMNS, STEP_KEYS, "step")
+        episode_params = row_params(run_id, episodes, EPISODE_COLUMNS, EPISODE_KEYS, "episode")
+        step_params = row_params(run_id, steps, STEP_COLUMNS, STEP_KEYS, "step")
         with self._write() as conn:
             if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
                 raise KeyError(f"no run with id {run_id!r} in {self.path}")
             if episode_params:
-                conn.executemany(_INSERT_EPISODES, episode_params)
+                conn.executemany(INSERT_EPISODES, episode_params)
             if step_params:
-                conn.executemany(_INSERT_STEPS, step_params)
+                conn.executemany(INSERT_STEPS, step_params)
             if progress is not None:
                 counters = tuple(int(progress[k]) for k in ("env_steps", "updates", "episodes"))
-                self._update_run(conn, run_id, _PROGRESS_SET, counters)
+                self._update_run(conn, run_id, PROGRESS_SET, counters)
 
     def log_episodes(self, run_id: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """Insert episode rows (one transaction); see :meth:`write_metrics` for the keys."""
@@ -555,11 +440,11 @@ class RunStore:
         self,
         run_id: str,
         table: str,
-        columns: tuple[tuple[str, _Converter], ...],
+        columns: tuple[tuple[str, Converter], ...],
         after: int | None,
     ) -> pd.DataFrame:
         key = columns[0][0]
-        sql = f"SELECT {_quoted(columns)} FROM {table} WHERE run_id = ?"
+        sql = f"SELECT {quoted_columns(columns)} FROM {table} WHERE run_id = ?"
         params: list[Any] = [run_id]
         if after is not None:
             sql += f" AND {key} > ?"

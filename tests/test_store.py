@@ -20,13 +20,8 @@ import pandas as pd
 import pytest
 
 from rdqn.run_writer import RunWriter
-from rdqn.store import (
-    SCHEMA_VERSION,
-    STATUSES,
-    RunRecord,
-    RunStore,
-    default_home,
-)
+from rdqn.store import RunRecord, RunStore, default_home
+from rdqn.store_schema import SCHEMA_VERSION, STATUSES
 
 CONFIG = {"alpha": 0.6, "beta0": 0.4, "window": 8, "hidden": [128, 128], "name": "e14"}
 
