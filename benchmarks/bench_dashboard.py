@@ -27,9 +27,9 @@ import numpy as np
 import torch
 
 from dashboard import figures
-from rdqn.config import preset
-from rdqn.runs import RunHandle
-from rdqn.telemetry import RELATIVE_PROBABILITY_EDGES, WEIGHT_EDGES, Histogram, Telemetry
+from rdqn.presets import preset
+from rdqn.runs.handle import RunHandle
+from rdqn.training.telemetry import RELATIVE_PROBABILITY_EDGES, WEIGHT_EDGES, Histogram, Telemetry
 
 
 def live_page(snap: Telemetry) -> None:

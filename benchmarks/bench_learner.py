@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from rdqn.config import preset
-from rdqn.run_writer import RunWriter
-from rdqn.store import RunStore
-from rdqn.trainer import Trainer
+from rdqn.presets import preset
+from rdqn.runs.store import RunStore
+from rdqn.runs.writer import RunWriter
+from rdqn.training.trainer import Trainer
 
 
 def _median_rate(fn: Callable[[], int], rounds: int) -> float:

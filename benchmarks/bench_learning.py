@@ -62,7 +62,7 @@ def run_curve(job: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     from rdqn.config import RunConfig
-    from rdqn.trainer import Trainer
+    from rdqn.training.trainer import Trainer
 
     torch.set_num_threads(1)
     config = RunConfig.from_dict(job["config"])
@@ -96,7 +96,7 @@ def run_cliffwalk(job: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     from rdqn.config import RunConfig
-    from rdqn.trainer import Trainer
+    from rdqn.training.trainer import Trainer
 
     torch.set_num_threads(1)
     config = RunConfig.from_dict(job["config"])
@@ -126,7 +126,7 @@ def run_cliffwalk(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def cartpole_jobs(steps: int) -> list[dict[str, Any]]:
-    from rdqn.config import preset
+    from rdqn.presets import preset
 
     jobs = []
     for scheme in ("proportional", "uniform"):
@@ -148,7 +148,7 @@ def cartpole_jobs(steps: int) -> list[dict[str, Any]]:
 
 
 def cartpole_sweep_jobs(steps: int) -> list[dict[str, Any]]:
-    from rdqn.config import preset
+    from rdqn.presets import preset
 
     jobs = []
     for variant, overrides in CARTPOLE_VARIANTS.items():
@@ -174,7 +174,7 @@ def cliffwalk_jobs(sizes: tuple[int, ...]) -> list[dict[str, Any]]:
     """A random behaviour policy first fills the memory with about 5 * 2^n episodes (about five
     of them reach the goal, each with probability 2^-n), then the tabular learner (`paper`
     preset) replays; the count is learner updates until max |Q - Q*| < tolerance."""
-    from rdqn.config import preset
+    from rdqn.presets import preset
 
     jobs = []
     for n in sizes:
@@ -213,7 +213,7 @@ def cliffwalk_jobs(sizes: tuple[int, ...]) -> list[dict[str, Any]]:
 
 
 def memory_jobs(steps: int, seeds: tuple[int, ...]) -> list[dict[str, Any]]:
-    from rdqn.config import preset
+    from rdqn.presets import preset
 
     jobs = []
     for name in ("e14", "per-notebook"):

@@ -1,7 +1,7 @@
 """Pure helpers behind the "Compare schemes" and "Saved runs" pages (no Streamlit here).
 
-- A comparison is one config per (scheme, seed), all seeds shared across schemes, tied together in
-  the store by one group id; `comparison_configs` builds them.
+- A comparison is one config per (scheme, seed) (`rdqn.compare.comparison_configs`), tied together
+  in the store by one group id; `default_budget` keeps it to a few minutes.
 - A run's learning curve (`rdqn.compare.Curve`) comes from a live snapshot while the run is in
   the registry, and from the store's episode rows otherwise, so a reload loses nothing.
 - `RunProgress` is one row of the comparison's status table; `runs_table` and `manifest_summary`
@@ -15,28 +15,24 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import gymnasium
 import numpy as np
 import pandas as pd
 
-import rdqn.envs  # noqa: F401 - registers the rdqn/ envs, so gymnasium.spec knows them
-from rdqn.compare import Curve
-from rdqn.config import SCHEMES, RunConfig, preset
-from rdqn.registry import RunRegistry
-from rdqn.runs import FINAL_STATUSES, RunHandle
-from rdqn.store import RunRecord, RunStore
+from rdqn.compare import ROLLING_WINDOW, Curve
+from rdqn.config import SCHEMES
+from rdqn.presets import preset
+from rdqn.runs.handle import RunHandle
+from rdqn.runs.lifecycle import FINAL_STATUSES
+from rdqn.runs.registry import RunRegistry
+from rdqn.runs.store import RunRecord, RunStore
 
 __all__ = [
     "COMPARE_STEP_CAP",
     "MIN_COMPARE_STEPS",
-    "PAPER_RANK_ALPHA",
-    "ROLLING_WINDOW",
     "RunProgress",
-    "comparison_configs",
     "curve_from_episodes",
     "curves_by_scheme",
     "default_budget",
-    "env_threshold",
     "final_return",
     "format_bytes",
     "group_progress",
@@ -52,62 +48,13 @@ __all__ = [
 COMPARE_STEP_CAP = 15_000
 """Default comparison budget: a few minutes of CPU for a handful of CartPole runs."""
 MIN_COMPARE_STEPS = 200
-PAPER_RANK_ALPHA = 0.7
-"""Schaul et al. 2015 (arXiv:1511.05952), table 3: rank-based PER uses alpha 0.7."""
-ROLLING_WINDOW = 20
-"""Episodes in the rolling mean of the learning curves and the threshold test."""
 
 _EMPTY_CURVE = Curve(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
-
-
-def env_threshold(env_id: str) -> float | None:
-    """The env's registered reward threshold (475 for CartPole-v1), None when it has none."""
-    threshold = gymnasium.spec(env_id).reward_threshold
-    return None if threshold is None else float(threshold)
 
 
 def default_budget(preset_name: str) -> int:
     """The preset's step budget, capped so a comparison finishes in a few minutes."""
     return min(preset(preset_name).train.total_steps, COMPARE_STEP_CAP)
-
-
-def comparison_configs(
-    preset_name: str,
-    env_id: str,
-    schemes: Sequence[str],
-    seeds: Sequence[int],
-    total_steps: int,
-) -> list[RunConfig]:
-    """One config per (scheme, seed), scheme-major, every scheme on the same seeds.
-
-    The preset's env kwargs are kept only on the preset's own env. Warm-up is at most a tenth of
-    the budget (but at least one batch), so a small budget still learns. For the `paper` preset
-    rank-based replay uses the paper's alpha 0.7 (proportional keeps 0.6).
-    """
-    if not schemes:
-        raise ValueError("schemes must name at least one replay scheme, got none")
-    if not seeds:
-        raise ValueError("seeds must hold at least one seed, got none")
-    base = preset(preset_name)
-    kwargs = dict(base.env.kwargs) if env_id == base.env.id else {}
-    learning_starts = max(
-        base.replay.batch_size, min(base.train.learning_starts, total_steps // 10)
-    )
-    configs = []
-    for scheme in schemes:
-        for seed in seeds:
-            overrides: dict[str, Any] = {
-                "env.id": env_id,
-                "env.kwargs": kwargs,
-                "replay.scheme": scheme,
-                "seed": int(seed),
-                "train.total_steps": int(total_steps),
-                "train.learning_starts": learning_starts,
-            }
-            if scheme == "rank" and preset_name == "paper":
-                overrides["replay.alpha"] = PAPER_RANK_ALPHA
-            configs.append(base.with_overrides(overrides))
-    return configs
 
 
 def curve_from_episodes(episodes: pd.DataFrame) -> Curve:

@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rdqn.config import PRESETS, SCHEMES, RunConfig, preset
+from rdqn.config import SCHEMES, RunConfig
 from rdqn.envs import ENV_IDS
+from rdqn.presets import PRESETS, preset
 
 __all__ = [
     "LESSONS",

@@ -22,12 +22,12 @@ import streamlit.components.v1 as components
 import torch
 
 from dashboard.params import LIVE_DEFAULTS
-from rdqn import fused_mlp
 from rdqn.config import RunConfig
-from rdqn.registry import RunRegistry, ServerBusy
-from rdqn.runs import RunHandle
-from rdqn.store import RunStore
-from rdqn.telemetry import Telemetry
+from rdqn.learn import fused_mlp
+from rdqn.runs.handle import RunHandle
+from rdqn.runs.registry import RunRegistry, ServerBusy
+from rdqn.runs.store import RunStore
+from rdqn.training.telemetry import Telemetry
 
 __all__ = [
     "SPEEDS",

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.state import ensure_app_frame
-from rdqn import worked_example as we
+from rdqn.classroom import worked_example as we
 
 ensure_app_frame()
 

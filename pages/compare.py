@@ -13,21 +13,18 @@ import streamlit as st
 from dashboard.figures import comparison_figure
 from dashboard.history import (
     MIN_COMPARE_STEPS,
-    PAPER_RANK_ALPHA,
-    ROLLING_WINDOW,
-    comparison_configs,
     curves_by_scheme,
     default_budget,
-    env_threshold,
     group_progress,
     progress_frame,
 )
 from dashboard.state import ensure_app_frame, registry, session, store
-from rdqn.compare import summary_table
-from rdqn.config import PRESETS, SCHEMES, preset
-from rdqn.envs import ENV_IDS
-from rdqn.registry import ServerBusy
-from rdqn.runs import FINAL_STATUSES
+from rdqn.compare import ROLLING_WINDOW, comparison_configs, summary_table
+from rdqn.config import SCHEMES
+from rdqn.envs import ENV_IDS, reward_threshold
+from rdqn.presets import PAPER_RANK_ALPHA, PRESETS, preset
+from rdqn.runs.lifecycle import FINAL_STATUSES
+from rdqn.runs.registry import ServerBusy
 
 ensure_app_frame()
 
@@ -124,9 +121,8 @@ st.caption(note)
 group_id, run_ids = linked_group()
 if st.button("Run comparison", type="primary", key="cmp.run", disabled=not schemes):
     try:
-        configs = comparison_configs(
-            preset_name, env_id, schemes, range(int(seed_count)), int(steps)
-        )
+        base = preset(preset_name).with_env(env_id).with_budget(int(steps))
+        configs = comparison_configs(base, schemes, range(int(seed_count)))
         stop_runs(run_ids)
         new_group = uuid.uuid4().hex[:12]
         handles = registry().enqueue(configs, owner=session().owner, group_id=new_group)
@@ -157,7 +153,7 @@ if group_id:
         )
     threshold = threshold_box.number_input(
         "Return threshold",
-        value=env_threshold(group_env),
+        value=reward_threshold(group_env),
         step=10.0,
         key=f"cmp.threshold.{group_id}",
         help="'Solved' when the mean return of the last 20 episodes reaches it "

@@ -6,7 +6,7 @@ import streamlit as st
 from dashboard import figures
 from dashboard.params import parse_params
 from dashboard.state import ensure_app_frame, registry
-from rdqn.telemetry import RELATIVE_PROBABILITY_EDGES, WEIGHT_EDGES, Histogram
+from rdqn.training.telemetry import RELATIVE_PROBABILITY_EDGES, WEIGHT_EDGES, Histogram
 
 ensure_app_frame()
 

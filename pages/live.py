@@ -20,8 +20,9 @@ from dashboard.state import (
     start_live_run,
     store,
 )
-from rdqn.config import PRESETS, SCHEMES
+from rdqn.config import SCHEMES
 from rdqn.envs import ENV_IDS, load_prices_csv
+from rdqn.presets import PRESETS
 
 ensure_app_frame()
 

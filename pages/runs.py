@@ -13,7 +13,6 @@ from numpy.typing import NDArray
 from dashboard.figures import runs_overlay_figure, timing_figure
 from dashboard.history import (
     curve_from_episodes,
-    env_threshold,
     final_return,
     format_bytes,
     manifest_summary,
@@ -22,8 +21,9 @@ from dashboard.history import (
     stored_counters,
 )
 from dashboard.state import ensure_app_frame, registry, store
-from rdqn.store import RunRecord
-from rdqn.store_schema import ACTIVE_STATUSES
+from rdqn.envs import reward_threshold
+from rdqn.runs.schema import ACTIVE_STATUSES
+from rdqn.runs.store import RunRecord
 
 ensure_app_frame()
 
@@ -166,7 +166,7 @@ else:
             label = run_label(str(run_id), row["scheme"], int(row["seed"]))
             curves[label] = (curve.end_steps, curve.returns)
         envs = set(rows["env_id"])
-        threshold = env_threshold(envs.pop()) if len(envs) == 1 else None
+        threshold = reward_threshold(envs.pop()) if len(envs) == 1 else None
         st.plotly_chart(runs_overlay_figure(curves, threshold=threshold), key="runs.overlay")
         card_id = chosen[0]
         if len(chosen) > 1:

@@ -11,7 +11,7 @@ from dashboard.figures import (
     tree_levels_figure,
 )
 from dashboard.state import ensure_app_frame, latest_snapshot
-from rdqn import tree_demo as td
+from rdqn.classroom import tree_demo as td
 
 ensure_app_frame()
 

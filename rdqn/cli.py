@@ -14,22 +14,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 import numpy as np
+from tqdm import tqdm
 
-from rdqn.agent import DivergenceError
-from rdqn.checkpoints import save_checkpoint
-from rdqn.compare import Curve, report_figure, summary_table, write_report
-from rdqn.config import PRESETS, SCHEMES, RunConfig, field_docs, preset
-from rdqn.envs import ENV_IDS
-from rdqn.run_writer import RunWriter
-from rdqn.store import RunStore
-from rdqn.trainer import Trainer
+from rdqn.compare import ROLLING_WINDOW, Curve, comparison_configs, summary_table
+from rdqn.config import SCHEMES, RunConfig, field_docs
+from rdqn.envs import ENV_IDS, reward_threshold
+from rdqn.presets import PRESETS, preset
+from rdqn.runs.lifecycle import RecordedRun, run_to_end
+from rdqn.runs.store import RunStore
+from rdqn.training.trainer import Trainer
 
 __all__ = ["main"]
 
@@ -67,10 +66,9 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
     config = preset(args.preset)
     overrides: dict[str, Any] = {}
     if args.env is not None:
-        overrides["env.id"] = args.env
-        overrides["env.kwargs"] = {}
+        config = config.with_env(args.env)
     if args.steps is not None:
-        overrides["train.total_steps"] = args.steps
+        config = config.with_budget(args.steps)
     if getattr(args, "scheme", None) is not None:
         overrides["replay.scheme"] = args.scheme
     overrides.update(_parse_set(args.set or []))
@@ -80,7 +78,11 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--preset", default="per-notebook", choices=list(PRESETS))
     parser.add_argument("--env", choices=list(ENV_IDS), help="environment (default: the preset's)")
-    parser.add_argument("--steps", type=int, help="environment steps (default: the preset's)")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        help="environment steps (default: the preset's); warm-up is capped at a tenth of it",
+    )
     parser.add_argument(
         "--set", action="append", metavar="KEY=VALUE", help="override a config field; repeatable"
     )
@@ -117,7 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     compare.add_argument("--schemes", nargs="+", choices=SCHEMES, default=list(SCHEMES))
     compare.add_argument("--threshold", type=float, help="return threshold (default: env's)")
-    compare.add_argument("--window", type=int, default=20, help="episodes in the rolling mean")
+    compare.add_argument(
+        "--window", type=int, default=ROLLING_WINDOW, help="episodes in the rolling mean"
+    )
     compare.add_argument("--report", default="compare-report.html", help="HTML report path")
 
     runs = sub.add_parser("runs", help="list, show, export or delete stored runs")
@@ -138,32 +142,28 @@ def build_parser() -> argparse.ArgumentParser:
 
 # ------------------------------------------------------------------------------- progress
 class Progress:
-    """A one-line progress bar on stderr: steps, recent return and steps per second."""
+    """A tqdm bar on stderr: env steps, steps per second and the recent mean return."""
 
     def __init__(self, total: int, label: str, enabled: bool) -> None:
-        self.total, self.label, self.enabled = total, label, enabled
-        self.started = time.perf_counter()
-        self._last = 0.0
+        self.bar = tqdm(
+            total=total,
+            desc=label,
+            unit="step",
+            unit_scale=False,
+            disable=not enabled,
+            file=sys.stderr,
+            dynamic_ncols=True,
+            mininterval=0.2,
+        )
 
     def __call__(self, trainer: Trainer) -> None:
-        now = time.perf_counter()
-        if not self.enabled or (now - self._last < 0.2 and trainer.env_steps < self.total):
-            return
-        self._last = now
-        done = trainer.env_steps / self.total
-        bar = "#" * int(28 * done) + "." * (28 - int(28 * done))
-        returns = trainer.recorder.episode_returns[-20:]
-        recent = f"{np.mean(returns):8.1f}" if returns else "       -"
-        rate = trainer.env_steps / max(now - self.started, 1e-9)
-        sys.stderr.write(
-            f"\r{self.label} [{bar}] {trainer.env_steps:>8,}/{self.total:,} "
-            f"return {recent}  {rate:6.0f} steps/s"
-        )
-        sys.stderr.flush()
+        returns = trainer.recorder.episode_returns[-ROLLING_WINDOW:]
+        if returns:
+            self.bar.set_postfix_str(f"return {np.mean(returns):.1f}", refresh=False)
+        self.bar.update(trainer.env_steps - self.bar.n)
 
     def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
+        self.bar.close()
 
 
 # -------------------------------------------------------------------------------- commands
@@ -175,66 +175,36 @@ def train_one(
     group_id: str | None = None,
     quiet: bool = False,
     label: str = "train",
-) -> tuple[str, Trainer]:
-    """Run one config to the end, recording it in `store`; returns (run id, trainer)."""
-    trainer = Trainer(config)  # bad settings fail here, before anything is stored
-    run_id = store.create_run(**config.record_fields(), name=name, group_id=group_id)
-    writer = RunWriter(store, run_id)
-    trainer.sink = writer
+) -> RecordedRun:
+    """Train one config to its budget through the run lifecycle, with a progress bar."""
+    run = RecordedRun(config, store, name=name, group_id=group_id)
     bar = Progress(config.train.total_steps, label, enabled=not quiet)
-
-    def progress(current: Trainer) -> None:
-        bar(current)
-        writer.set_progress(
-            env_steps=current.env_steps, updates=current.updates, episodes=current.episodes
-        )
-
-    store.set_status(run_id, "running")
-    status, error = "finished", None
     try:
-        trainer.run(progress=progress)
-        bar(trainer)
-    except DivergenceError as err:
-        status, error = "failed", str(err)
-    except KeyboardInterrupt:
-        status, error = "stopped", "interrupted by the user"
+        run_to_end(run, progress=bar)
+        if run.trainer is not None:
+            bar(run.trainer)
     finally:
         bar.close()
-        writer.set_progress(
-            env_steps=trainer.env_steps, updates=trainer.updates, episodes=trainer.episodes
-        )
-        writer.close()
-        store.set_manifest(run_id, trainer.manifest())
-        path = save_checkpoint(trainer.checkpoint_state(), store.checkpoint_path_for(run_id))
-        store.set_checkpoint(run_id, path)
-        store.set_status(run_id, status, error)
-        trainer.close()
-    if status == "stopped":
-        raise KeyboardInterrupt
-    if error is not None:
-        print(f"run {run_id} failed: {error}", file=sys.stderr)
-    return run_id, trainer
+    if run.status == "failed":
+        print(f"run {run.id} failed: {run.error}", file=sys.stderr)
+    return run
 
 
 def _cmd_train(args: argparse.Namespace, store: RunStore) -> int:
     config = _config_from_args(args)
     if args.seed is not None:
         config = config.with_overrides({"seed": args.seed})
-    run_id, trainer = train_one(config, store, name=args.name, quiet=args.quiet)
+    run = train_one(config, store, name=args.name, quiet=args.quiet)
+    trainer = run.trainer
+    assert trainer is not None  # run_to_end raises when no trainer could be built
     returns = trainer.recorder.episode_returns
-    final = np.mean(returns[-20:]) if returns else float("nan")
+    final = np.mean(returns[-ROLLING_WINDOW:]) if returns else float("nan")
     print(
-        f"run {run_id}: {trainer.status}, {trainer.env_steps:,} env steps, "
+        f"run {run.id}: {run.status}, {trainer.env_steps:,} env steps, "
         f"{trainer.updates:,} updates, {trainer.episodes:,} episodes, "
-        f"mean return of the last 20 episodes {final:.1f}"
+        f"mean return of the last {ROLLING_WINDOW} episodes {final:.1f}"
     )
-    return 0 if trainer.status == "finished" else 1
-
-
-def _env_threshold(env_id: str) -> float | None:
-    import gymnasium as gym
-
-    return gym.spec(env_id).reward_threshold
+    return 0 if run.status == "finished" else 1
 
 
 def _cmd_compare(args: argparse.Namespace, store: RunStore) -> int:
@@ -243,33 +213,37 @@ def _cmd_compare(args: argparse.Namespace, store: RunStore) -> int:
         raise UsageError(f"--seeds must be non-negative integers, got {args.seeds}")
     if args.window < 1:
         raise UsageError(f"--window must be >= 1 episode, got {args.window}")
-    threshold = args.threshold if args.threshold is not None else _env_threshold(base.env.id)
+    threshold = args.threshold if args.threshold is not None else reward_threshold(base.env.id)
+    configs = comparison_configs(base, args.schemes, args.seeds)
     group_id = uuid.uuid4().hex[:12]
     runs: dict[str, list[Curve]] = {scheme: [] for scheme in args.schemes}
     failed = 0
-    for scheme in args.schemes:
-        for seed in args.seeds:
-            overrides: dict[str, Any] = {"replay.scheme": scheme, "seed": seed}
-            if scheme == "rank" and base.preset == "paper":
-                overrides["replay.alpha"] = 0.7  # the paper's rank-based exponent
-            config = base.with_overrides(overrides)
-            _, trainer = train_one(
-                config, store, group_id=group_id, quiet=args.quiet, label=f"{scheme:>12} s{seed}"
+    for config in configs:
+        label = f"{config.replay.scheme:>12} s{config.seed}"
+        run = train_one(config, store, group_id=group_id, quiet=args.quiet, label=label)
+        failed += run.status != "finished"
+        recorder = run.trainer.recorder  # type: ignore[union-attr]
+        runs[config.replay.scheme].append(
+            Curve(
+                np.array(recorder.episode_end_steps, dtype=np.int64),
+                np.array(recorder.episode_returns, dtype=np.float64),
             )
-            failed += trainer.status != "finished"
-            runs[scheme].append(
-                Curve(
-                    np.array(trainer.recorder.episode_end_steps, dtype=np.int64),
-                    np.array(trainer.recorder.episode_returns, dtype=np.float64),
-                )
-            )
+        )
     table = summary_table(runs, threshold, args.window)
     print(table.to_string(index=False, float_format=lambda v: f"{v:,.1f}"))
     heading = f"{base.env.id}: {', '.join(args.schemes)} ({base.preset}, seeds {args.seeds})"
-    figure = report_figure(
-        runs, total_steps=base.train.total_steps, threshold=threshold, window=args.window
+    # The report is drawn by the figure layer, which needs plotly; the core does not.
+    from dashboard.figures.report import comparison_report, write_comparison_report
+
+    report = comparison_report(
+        runs,
+        table,
+        heading=heading,
+        total_steps=base.train.total_steps,
+        threshold=threshold,
+        window=args.window,
     )
-    path = write_report(args.report, figure, table, heading=heading)
+    path = write_comparison_report(args.report, report)
     print(f"report written to {path} (group {group_id})")
     return 0 if failed == 0 else 1
 

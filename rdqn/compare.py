@@ -1,40 +1,62 @@
-"""Comparing replay schemes across seeds: learning curves on a common grid, thresholds, a report.
+"""Comparing replay schemes across seeds: the runs, their learning curves, thresholds and a table.
 
-A learning curve is the rolling mean of the last `window` episode returns, as a step function of
-environment steps (the value at step x is what had been achieved by then). Curves of several seeds
-are sampled on one grid of env steps and summarised by their mean and a min-max band.
-
-The HTML report is a Plotly figure written as plain JSON (Plotly's figure schema) next to the
-plotly.js bundle shipped with the plotly package, so this module needs no plotting import and the
-report opens offline.
+A comparison is one config per (scheme, seed), every scheme on the same seeds (`comparison_configs`,
+used by the CLI's ``compare`` and the dashboard's Compare page alike). A learning curve is the
+rolling mean of the last `window` episode returns, as a step function of environment steps (the
+value at step x is what had been achieved by then). Curves of several seeds are sampled on one
+grid of env steps and summarised by their mean and a min-max band (`aggregate`); drawing them is
+the figure layer's job (`dashboard.figures`).
 """
 
 from __future__ import annotations
 
-import html
-import importlib.util
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
+from rdqn.config import RunConfig
+from rdqn.presets import PAPER_RANK_ALPHA
+from rdqn.validation import check_integer
+
 __all__ = [
-    "SCHEME_COLORS",
+    "ROLLING_WINDOW",
     "Curve",
     "aggregate",
+    "comparison_configs",
     "episodes_to_threshold",
     "learning_curve",
-    "report_figure",
+    "rolling_mean",
     "summary_table",
-    "write_report",
 ]
 
-SCHEME_COLORS = {"uniform": "#636efa", "proportional": "#ef553b", "rank": "#00a884"}
+ROLLING_WINDOW = 20
+"""Episodes in the rolling mean of learning curves and of the threshold test."""
+
+
+def comparison_configs(
+    base: RunConfig, schemes: Sequence[str], seeds: Sequence[int]
+) -> list[RunConfig]:
+    """One config per (scheme, seed), scheme-major, every scheme on the same seeds.
+
+    For the `paper` preset rank-based replay uses the paper's alpha 0.7 (proportional keeps its
+    own), Schaul et al. 2015, table 3.
+    """
+    if not schemes:
+        raise ValueError("schemes must name at least one replay scheme, got none")
+    if not seeds:
+        raise ValueError("seeds must hold at least one seed, got none")
+    configs = []
+    for scheme in schemes:
+        for seed in seeds:
+            overrides: dict[str, Any] = {"replay.scheme": scheme, "seed": seed}
+            if scheme == "rank" and base.preset == "paper":
+                overrides["replay.alpha"] = PAPER_RANK_ALPHA
+            configs.append(base.with_overrides(overrides))
+    return configs
 
 
 @dataclass(frozen=True)
@@ -47,8 +69,7 @@ class Curve:
 
 def rolling_mean(values: NDArray[np.float64], window: int) -> NDArray[np.float64]:
     """Mean of the last `window` values at each position (fewer at the start)."""
-    if window < 1:
-        raise ValueError(f"window must be >= 1, got {window}")
+    check_integer("window", window, minimum=1)
     values = np.asarray(values, dtype=np.float64)
     if values.size == 0:
         return values
@@ -119,120 +140,3 @@ def summary_table(
             row["steps to threshold"] = float(np.mean([h[1] for h in hit])) if hit else np.nan
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def _rgba(hex_color: str, alpha: float) -> str:
-    r, g, b = (int(hex_color[i : i + 2], 16) for i in (1, 3, 5))
-    return f"rgba({r},{g},{b},{alpha})"
-
-
-def report_figure(
-    runs: Mapping[str, Sequence[Curve]],
-    *,
-    total_steps: int,
-    threshold: float | None = None,
-    window: int = 20,
-    points: int = 200,
-    title: str = "Replay schemes compared",
-) -> dict[str, Any]:
-    """A Plotly figure (as a JSON-able dict): mean learning curve per scheme with a min-max band."""
-    grid = np.linspace(0, total_steps, points).astype(np.int64)
-    x = grid.tolist()
-    traces: list[dict[str, Any]] = []
-    for scheme, curves in runs.items():
-        color = SCHEME_COLORS.get(scheme, "#888888")
-        stats = aggregate(curves, grid, window)
-
-        def clean(values: NDArray[np.float64]) -> list[float | None]:
-            return [None if np.isnan(v) else float(v) for v in values]
-
-        traces.append(
-            {
-                "type": "scatter",
-                "x": x,
-                "y": clean(stats["high"]),
-                "mode": "lines",
-                "line": {"width": 0},
-                "hoverinfo": "skip",
-                "showlegend": False,
-                "legendgroup": scheme,
-            }
-        )
-        traces.append(
-            {
-                "type": "scatter",
-                "x": x,
-                "y": clean(stats["low"]),
-                "mode": "lines",
-                "line": {"width": 0},
-                "fill": "tonexty",
-                "fillcolor": _rgba(color, 0.18),
-                "hoverinfo": "skip",
-                "showlegend": False,
-                "legendgroup": scheme,
-            }
-        )
-        traces.append(
-            {
-                "type": "scatter",
-                "x": x,
-                "y": clean(stats["mean"]),
-                "mode": "lines",
-                "name": f"{scheme} ({len(curves)} seed{'s' if len(curves) != 1 else ''})",
-                "line": {"color": color, "width": 3},
-                "legendgroup": scheme,
-            }
-        )
-    layout: dict[str, Any] = {
-        "title": {"text": title},
-        "xaxis": {"title": {"text": "environment steps"}},
-        "yaxis": {"title": {"text": f"return (mean of last {window} episodes)"}},
-        "template": "plotly_white",
-        "legend": {"orientation": "h", "y": -0.2},
-    }
-    if threshold is not None:
-        layout["shapes"] = [
-            {
-                "type": "line",
-                "xref": "paper",
-                "x0": 0,
-                "x1": 1,
-                "y0": threshold,
-                "y1": threshold,
-                "line": {"dash": "dot", "color": "#444"},
-            }
-        ]
-    return {"data": traces, "layout": layout}
-
-
-def _plotly_js() -> str:
-    spec = importlib.util.find_spec("plotly")
-    if spec is not None and spec.submodule_search_locations:
-        for location in spec.submodule_search_locations:
-            bundle = Path(location) / "package_data" / "plotly.min.js"
-            if bundle.exists():
-                return f"<script>{bundle.read_text(encoding='utf-8')}</script>"
-    return '<script src="https://cdn.plot.ly/plotly-2.35.2.min.js"></script>'
-
-
-def write_report(
-    path: str | Path, figure: Mapping[str, Any], table: pd.DataFrame, *, heading: str
-) -> Path:
-    """Write a self-contained HTML page with the figure and the summary table."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    page = f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>{html.escape(heading)}</title>
-<style>body{{font-family:system-ui,sans-serif;margin:2rem;max-width:1100px}}
-table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}
-</style>{_plotly_js()}</head>
-<body><h1>{html.escape(heading)}</h1>
-<div id="curves" style="height:520px"></div>
-{table.to_html(index=False, float_format=lambda v: f"{v:,.1f}", na_rep="-")}
-<script>
-const fig = {json.dumps(figure)};
-Plotly.newPlot("curves", fig.data, fig.layout, {{responsive: true}});
-</script></body></html>
-"""
-    path.write_text(page, encoding="utf-8")
-    return path

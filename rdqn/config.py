@@ -1,167 +1,175 @@
-"""Typed, validated run configuration and the named presets.
+"""Typed, validated run configuration.
 
 A `RunConfig` composes one frozen dataclass per concept: `EnvConfig`, `ReplayConfig`,
-`AgentConfig` (in `rdqn.agent_config`) and `TrainConfig`. Every field carries a one-line doc in
-`metadata["doc"]`, which feeds the CLI's `--help` and the dashboard's tooltips. Validation
-happens in `__post_init__` and names the field, the value and what is allowed. Edit a config with
-`dataclasses.replace` or with dotted overrides: `config.with_overrides({"replay.alpha": 0.7})`.
-
-Presets (DESIGN "Presets"):
-
-| preset | net | replay | target |
-|---|---|---|---|
-| e14 | recurrent | proportional alpha .6, beta .4 -> 1 | soft, tau .005 |
-| e15 | recurrent | uniform, bounded FIFO | hard sync |
-| per-notebook | MLP 64-64 | proportional alpha .6, beta .4 -> 1 | hard sync |
-| paper | linear (tabular), SGD | proportional alpha .6 (rank-based alpha .7), beta .5 | none |
-
-The `paper` preset is tabular Q-learning as in the paper's Blind Cliffwalk: a bias-free linear
-net on one-hot states, plain SGD, and the target copied after every update (no target network).
+`AgentConfig` (in `rdqn.learn.agent_config`) and `TrainConfig`. Every field is declared with
+`rdqn.validation.setting`: a one-line doc (the CLI's ``--help`` and the dashboard's tooltips), a
+rule (what values are allowed; checked in ``__post_init__``, and the dashboard's widget bounds)
+and a short label. Errors name the field, the value and what is allowed. Edit a config with
+`dataclasses.replace` or with dotted overrides: ``config.with_overrides({"replay.alpha": 0.7})``.
+The named presets are in `rdqn.presets`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import types
 import typing
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from rdqn.agent_config import AgentConfig
 from rdqn.envs import ENV_IDS
+from rdqn.learn.agent_config import AgentConfig
+from rdqn.validation import (
+    Choice,
+    Integer,
+    Mapping,
+    Real,
+    check_fields,
+    is_integer,
+    setting,
+)
 
 __all__ = [
-    "PRESETS",
+    "PRESET_NAMES",
     "SCHEMES",
     "AgentConfig",
     "EnvConfig",
     "ReplayConfig",
     "RunConfig",
     "TrainConfig",
+    "config_field",
     "field_docs",
-    "preset",
 ]
 
 SCHEMES: tuple[str, ...] = ("uniform", "proportional", "rank")
 IS_NORMALIZATIONS: tuple[str, ...] = ("global", "batch", "none")
+PRESET_NAMES: tuple[str, ...] = ("e14", "e15", "per-notebook", "paper")
+"""The presets of `rdqn.presets`, in the order the CLI and the dashboard list them."""
 
-
-def _doc(default: Any, doc: str, **extra: Any) -> Any:
-    if isinstance(default, dict):
-        return field(default_factory=lambda: dict(default), metadata={"doc": doc, **extra})
-    return field(default=default, metadata={"doc": doc, **extra})
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_real(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _check_choices(obj: Any) -> None:
-    for f in fields(obj):
-        choices = f.metadata.get("choices")
-        if choices is not None and getattr(obj, f.name) not in choices:
-            raise ValueError(f"{f.name} must be one of {choices}, got {getattr(obj, f.name)!r}")
-
-
-def _check_int(name: str, value: Any, minimum: int) -> None:
-    if not _is_int(value) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-
-
-def _check_unit(name: str, value: Any) -> None:
-    if not (_is_real(value) and 0.0 <= value <= 1.0):
-        raise ValueError(f"{name} must be in [0, 1], got {value!r}")
+_UNIT = Real(minimum=0.0, maximum=1.0)
+_COUNT = Integer(minimum=1)
 
 
 @dataclass(frozen=True, kw_only=True)
 class EnvConfig:
     """Which environment to train on."""
 
-    id: str = _doc("CartPole-v1", "Environment id.", choices=ENV_IDS)
-    kwargs: dict[str, Any] = _doc({}, "Extra keyword arguments for the environment (JSON).")
+    id: str = setting("CartPole-v1", "Environment id.", Choice(ENV_IDS), label="Environment")
+    kwargs: dict[str, Any] = setting(
+        {}, "Extra keyword arguments for the environment (JSON).", Mapping(), label="Env options"
+    )
 
     def __post_init__(self) -> None:
-        _check_choices(self)
-        if not isinstance(self.kwargs, dict):
-            raise ValueError(f"kwargs must be a dict, got {self.kwargs!r}")
+        check_fields(self)
 
 
 @dataclass(frozen=True, kw_only=True)
 class ReplayConfig:
     """Replay memory and its sampling scheme."""
 
-    scheme: str = _doc(
+    scheme: str = setting(
         "proportional",
         "Sampling scheme: uniform, proportional PER or rank-based PER.",
-        choices=SCHEMES,
+        Choice(SCHEMES),
+        label="Replay scheme",
     )
-    capacity: int = _doc(50_000, "Transitions kept (FIFO: the oldest is overwritten).")
-    batch_size: int = _doc(128, "Transitions per learner update.")
-    window: int = _doc(8, "Observations per window T fed to the network (1 = no memory).")
-    alpha: float = _doc(0.6, "Priority exponent: 0 = uniform, 1 = fully proportional.")
-    eps: float = _doc(1e-6, "Added to |TD error| so no transition has zero priority.")
-    beta0: float = _doc(0.4, "Initial IS-correction exponent, annealed linearly to beta_end.")
-    beta_end: float = _doc(1.0, "Final IS-correction exponent (1 = full correction).")
-    is_normalization: str = _doc(
+    capacity: int = setting(
+        50_000, "Transitions kept (FIFO: the oldest is overwritten).", _COUNT, label="Capacity"
+    )
+    batch_size: int = setting(128, "Transitions per learner update.", _COUNT, label="Batch size")
+    window: int = setting(
+        8,
+        "Observations per window T fed to the network (1 = no memory).",
+        _COUNT,
+        label="Window T",
+    )
+    alpha: float = setting(
+        0.6,
+        "Priority exponent: 0 = uniform, 1 = fully proportional.",
+        Real(minimum=0.0),
+        label="α (prioritization)",
+    )
+    eps: float = setting(
+        1e-6,
+        "Added to |TD error| so no transition has zero priority.",
+        Real(minimum=0.0),
+        label="Priority offset",
+    )
+    beta0: float = setting(
+        0.4,
+        "Initial IS-correction exponent, annealed linearly to beta_end.",
+        _UNIT,
+        label="β₀ (IS correction at the start)",
+    )
+    beta_end: float = setting(
+        1.0, "Final IS-correction exponent (1 = full correction).", _UNIT, label="Final β"
+    )
+    is_normalization: str = setting(
         "global",
         "IS weight normalisation: global max (paper), batch max (E14 notebook) or none.",
-        choices=IS_NORMALIZATIONS,
+        Choice(IS_NORMALIZATIONS),
+        label="IS weight normalisation",
     )
-    max_weight: float | None = _doc(None, "Upper clip of the IS weights (None: no clip).")
-    rank_sort_every: int = _doc(64, "Rank-based: re-sort priorities every K updates/additions.")
+    max_weight: float | None = setting(
+        None,
+        "Upper clip of the IS weights (None: no clip).",
+        Real(minimum=0.0, open_minimum=True, optional=True),
+        label="IS weight clip",
+    )
+    rank_sort_every: int = setting(
+        64,
+        "Rank-based: re-sort priorities every K updates/additions.",
+        _COUNT,
+        label="Rank re-sort period",
+    )
 
     def __post_init__(self) -> None:
-        _check_choices(self)
-        _check_int("capacity", self.capacity, 1)
-        _check_int("batch_size", self.batch_size, 1)
-        _check_int("window", self.window, 1)
-        _check_int("rank_sort_every", self.rank_sort_every, 1)
+        check_fields(self)
         if self.batch_size > self.capacity:
             raise ValueError(
                 f"batch_size must be <= capacity ({self.capacity}), got {self.batch_size}"
             )
-        if not (_is_real(self.alpha) and self.alpha >= 0):
-            raise ValueError(f"alpha must be a finite number >= 0, got {self.alpha!r}")
-        if not (_is_real(self.eps) and self.eps >= 0):
-            raise ValueError(f"eps must be a finite number >= 0, got {self.eps!r}")
-        _check_unit("beta0", self.beta0)
-        _check_unit("beta_end", self.beta_end)
-        if self.max_weight is not None and not (_is_real(self.max_weight) and self.max_weight > 0):
-            raise ValueError(f"max_weight must be None or > 0, got {self.max_weight!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
 class TrainConfig:
     """The training loop's budget and schedules."""
 
-    total_steps: int = _doc(20_000, "Environment steps to train for (the budget).")
-    learning_starts: int = _doc(1_000, "Environment steps collected before the first update.")
-    train_every: int = _doc(1, "Environment steps per learner update.")
-    epsilon_start: float = _doc(1.0, "Initial exploration rate of epsilon-greedy.")
-    epsilon_end: float = _doc(0.05, "Final exploration rate.")
-    epsilon_fraction: float = _doc(
-        0.25, "Fraction of the budget over which epsilon decays linearly."
+    total_steps: int = setting(
+        20_000, "Environment steps to train for (the budget).", _COUNT, label="Env steps budget"
     )
-    log_every: int = _doc(10, "Record loss and TD-error statistics every K updates.")
-    histogram_every: int = _doc(
-        200, "Record priority and IS-weight histograms (heatmaps) every K updates."
+    learning_starts: int = setting(
+        1_000,
+        "Environment steps collected before the first update.",
+        Integer(minimum=0),
+        label="Warm-up steps",
+    )
+    train_every: int = setting(
+        1, "Environment steps per learner update.", _COUNT, label="Steps per update"
+    )
+    epsilon_start: float = setting(
+        1.0, "Initial exploration rate of epsilon-greedy.", _UNIT, label="Initial exploration"
+    )
+    epsilon_end: float = setting(0.05, "Final exploration rate.", _UNIT, label="Final exploration")
+    epsilon_fraction: float = setting(
+        0.25,
+        "Fraction of the budget over which epsilon decays linearly.",
+        _UNIT,
+        label="Exploration decay fraction",
+    )
+    log_every: int = setting(
+        10, "Record loss and TD-error statistics every K updates.", _COUNT, label="Log period"
+    )
+    histogram_every: int = setting(
+        200,
+        "Record priority and IS-weight histograms (heatmaps) every K updates.",
+        _COUNT,
+        label="Histogram period",
     )
 
     def __post_init__(self) -> None:
-        _check_int("total_steps", self.total_steps, 1)
-        _check_int("learning_starts", self.learning_starts, 0)
-        _check_int("train_every", self.train_every, 1)
-        _check_int("log_every", self.log_every, 1)
-        _check_int("histogram_every", self.histogram_every, 1)
-        _check_unit("epsilon_start", self.epsilon_start)
-        _check_unit("epsilon_end", self.epsilon_end)
-        _check_unit("epsilon_fraction", self.epsilon_fraction)
+        check_fields(self)
 
     @property
     def planned_updates(self) -> int:
@@ -173,8 +181,18 @@ class TrainConfig:
 class RunConfig:
     """Everything that defines a run; `RunConfig()` is a working default (per-notebook)."""
 
-    preset: str | None = _doc(None, "Name of the preset this config started from.")
-    seed: int = _doc(0, "Seed of every random stream in the run (env, replay, agent).")
+    preset: str | None = setting(
+        None,
+        "Name of the preset this config started from.",
+        Choice((None, *PRESET_NAMES)),
+        label="Preset",
+    )
+    seed: int = setting(
+        0,
+        "Seed of every random stream in the run (env, replay, agent).",
+        Integer(minimum=0, maximum=2**31 - 1),
+        label="Seed",
+    )
     env: EnvConfig = field(default_factory=EnvConfig, metadata={"doc": "Environment."})
     replay: ReplayConfig = field(
         default_factory=lambda: ReplayConfig(capacity=10_000, batch_size=32, window=1),
@@ -189,7 +207,7 @@ class RunConfig:
     train: TrainConfig = field(default_factory=TrainConfig, metadata={"doc": "Training loop."})
 
     def __post_init__(self) -> None:
-        _check_int("seed", self.seed, 0)
+        check_fields(self)
         if self.train.learning_starts < self.replay.batch_size:
             raise ValueError(
                 f"train.learning_starts must be >= replay.batch_size ({self.replay.batch_size}), "
@@ -248,6 +266,34 @@ class RunConfig:
             node[parts[-1]] = value
         return RunConfig.from_dict(data)
 
+    def with_env(self, env_id: str) -> RunConfig:
+        """A copy on another environment: its kwargs are kept only when the id stays the same
+        (a preset's env options, such as Blind Cliffwalk's ``n``, mean nothing elsewhere)."""
+        if env_id == self.env.id:
+            return self
+        return self.with_overrides({"env.id": env_id, "env.kwargs": {}})
+
+    def with_budget(self, total_steps: int) -> RunConfig:
+        """A copy with another env-step budget. The warm-up is capped at a tenth of it (but
+        holds at least one batch), so a short budget still learns."""
+        total_steps = (
+            TrainConfig.__dataclass_fields__["total_steps"]
+            .metadata["rule"]
+            .check("train.total_steps", total_steps)
+        )
+        warm_up = max(self.replay.batch_size, min(self.train.learning_starts, total_steps // 10))
+        return self.with_overrides(
+            {"train.total_steps": total_steps, "train.learning_starts": warm_up}
+        )
+
+    def get(self, path: str) -> Any:
+        """The value of a dotted-path field, e.g. ``config.get("replay.alpha")``."""
+        config_field(path)
+        value: Any = self
+        for part in path.split("."):
+            value = getattr(value, part)
+        return value
+
 
 def _from_dict(cls: type, data: Any, prefix: str) -> Any:
     if not isinstance(data, dict):
@@ -274,9 +320,29 @@ def _from_dict(cls: type, data: Any, prefix: str) -> Any:
 def _coerce(hint: Any, value: Any) -> Any:
     """JSON gives ints where floats are declared (e.g. alpha: 1); accept those losslessly."""
     args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
-    if float in args and _is_int(value):
+    if float in args and is_integer(value):
         return float(value)
     return value
+
+
+def config_field(path: str, cls: type = RunConfig) -> dataclasses.Field[Any]:
+    """The dataclass field behind a dotted path (``"replay.alpha"``), with its doc, rule and
+    label in ``metadata``; ``ValueError`` for a path that names no leaf field."""
+    node: Any = cls
+    parts = path.split(".")
+    for k, part in enumerate(parts):
+        found = {f.name: f for f in fields(node)}.get(part)
+        if found is None:
+            raise ValueError(f"unknown config field {path!r}")
+        hint = typing.get_type_hints(node)[part]
+        if k == len(parts) - 1:
+            if dataclasses.is_dataclass(hint):
+                raise ValueError(f"{path!r} is a group of fields, not one field")
+            return found
+        if not dataclasses.is_dataclass(hint):
+            raise ValueError(f"unknown config field {path!r}")
+        node = hint
+    raise ValueError(f"unknown config field {path!r}")
 
 
 def field_docs(cls: type = RunConfig, prefix: str = "") -> dict[str, str]:
@@ -289,75 +355,3 @@ def field_docs(cls: type = RunConfig, prefix: str = "") -> dict[str, str]:
         else:
             docs[f"{prefix}{f.name}"] = f.metadata.get("doc", "")
     return docs
-
-
-def _e14() -> RunConfig:
-    return RunConfig(
-        preset="e14",
-        env=EnvConfig(id="rdqn/MaskedCartPole-v0"),
-        replay=ReplayConfig(scheme="proportional", capacity=50_000, batch_size=128, window=8),
-        agent=AgentConfig(network="recurrent", target_update="soft", tau=0.005),
-        train=TrainConfig(total_steps=50_000, learning_starts=1_000),
-    )
-
-
-def _e15() -> RunConfig:
-    return RunConfig(
-        preset="e15",
-        env=EnvConfig(id="rdqn/SyntheticMarket-v0"),
-        replay=ReplayConfig(scheme="uniform", capacity=50_000, batch_size=128, window=8),
-        agent=AgentConfig(network="recurrent", target_update="hard", target_sync_every=1_000),
-        train=TrainConfig(total_steps=50_000, learning_starts=1_000),
-    )
-
-
-def _per_notebook() -> RunConfig:
-    # Plain DQN, as in the notebook (it leaves out Double DQN to isolate PER's effect), with a
-    # short, low exploration schedule; a sweep of learning rate, target period and Double DQN is
-    # in the README ("CartPole-v1 with the per-notebook preset").
-    return RunConfig(
-        preset="per-notebook",
-        env=EnvConfig(id="CartPole-v1"),
-        replay=ReplayConfig(scheme="proportional", capacity=10_000, batch_size=32, window=1),
-        agent=AgentConfig(network="mlp", target_update="hard", target_sync_every=500),
-        train=TrainConfig(
-            total_steps=100_000, learning_starts=1_000, epsilon_end=0.01, epsilon_fraction=0.1
-        ),
-    )
-
-
-def _paper() -> RunConfig:
-    return RunConfig(
-        preset="paper",
-        env=EnvConfig(id="rdqn/BlindCliffwalk-v0", kwargs={"n": 8}),
-        replay=ReplayConfig(
-            scheme="proportional", capacity=10_000, batch_size=32, window=1, alpha=0.6, beta0=0.5
-        ),
-        agent=AgentConfig(
-            network="linear",
-            optimizer="sgd",
-            lr=0.25,
-            gamma=0.99,
-            loss="mse",
-            target_update="hard",
-            target_sync_every=1,
-            grad_clip_norm=None,
-        ),
-        train=TrainConfig(total_steps=5_000, learning_starts=100),
-    )
-
-
-PRESETS: dict[str, Any] = {
-    "e14": _e14,
-    "e15": _e15,
-    "per-notebook": _per_notebook,
-    "paper": _paper,
-}
-"""Preset name -> factory of its `RunConfig`."""
-
-
-def preset(name: str) -> RunConfig:
-    """The `RunConfig` of a named preset (`ValueError` naming the allowed names otherwise)."""
-    if name not in PRESETS:
-        raise ValueError(f"preset must be one of {tuple(PRESETS)}, got {name!r}")
-    return PRESETS[name]()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from rdqn.config import preset
+from rdqn.presets import preset
 
 
 def tiny(total_steps: int = 400, **overrides: object):  # noqa: ANN201

@@ -19,13 +19,14 @@ import pandas as pd
 import pytest
 import torch
 
-from rdqn.agent import DivergenceError
-from rdqn.checkpoints import load_checkpoint
 from rdqn.cli import main
 from rdqn.compare import Curve, episodes_to_threshold
-from rdqn.config import PRESETS, field_docs, preset
-from rdqn.store import RunStore
-from rdqn.trainer import Trainer
+from rdqn.config import field_docs
+from rdqn.learn.agent import DivergenceError
+from rdqn.presets import PRESETS, preset
+from rdqn.runs.checkpoints import load_checkpoint
+from rdqn.runs.store import RunStore
+from rdqn.training.trainer import Trainer
 
 REPO = Path(__file__).resolve().parents[1]
 STEPS = 200
@@ -239,8 +240,8 @@ def test_train_progress_bar_goes_to_stderr(
     code, out, err = cli(capsys, tmp_path, "train", *args)
     assert code == 0
     assert RUN_LINE.match(out.strip())
-    assert f"{STEPS:>8,}/{STEPS:,}" in err
-    assert "#" * 28 in err  # the bar reached the end
+    assert f"{STEPS}/{STEPS}" in err  # tqdm's bar reached the end
+    assert "100%" in err
     assert err.endswith("\n")
 
 
@@ -456,14 +457,9 @@ def test_compare_two_schemes_one_seed(tmp_path: Path, capsys: pytest.CaptureFixt
 
     page = report.read_bytes().decode("utf-8")
     assert "Plotly.newPlot" in page
-    assert "uniform" in page and "rank" in page
-    assert "<table" in page
-    start = page.index("const fig = ") + len("const fig = ")
-    figure = json.loads(page[start : page.index(";\nPlotly.newPlot", start)])
-    assert len(figure["data"]) == 6
-    assert {t["legendgroup"] for t in figure["data"]} == {"uniform", "rank"}
-    assert figure["data"][0]["x"][-1] == STEPS
-    assert figure["layout"]["shapes"][0]["y0"] == 5.0
+    assert '"uniform (1 seed)"' in page and '"rank (1 seed)"' in page
+    assert "<table" in page and "<td>uniform</td>" in page
+    assert '"y0":5.0' in page  # the threshold line
 
 
 def test_compare_paper_preset_uses_alpha_07_for_rank(

@@ -1,13 +1,9 @@
-"""Tests for rdqn.compare: rolling means, step-function curves, aggregation, thresholds, report."""
+"""Tests for rdqn.compare: comparison configs, rolling means, curves, aggregation, thresholds."""
 
 from __future__ import annotations
 
-import html
-import importlib.util
-import json
 import math
 import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,16 +11,15 @@ import pandas as pd
 import pytest
 
 from rdqn.compare import (
-    SCHEME_COLORS,
     Curve,
     aggregate,
+    comparison_configs,
     episodes_to_threshold,
     learning_curve,
-    report_figure,
     rolling_mean,
     summary_table,
-    write_report,
 )
+from rdqn.presets import PAPER_RANK_ALPHA, preset
 
 NAN = float("nan")
 
@@ -200,132 +195,37 @@ def test_summary_table_without_threshold_has_no_threshold_columns() -> None:
     assert len(table) == 3
 
 
-# -------------------------------------------------------------------------- report_figure
-def test_report_figure_three_traces_per_scheme() -> None:
-    runs = {"uniform": [A, B], "rank": [A]}
-    fig = report_figure(runs, total_steps=40, threshold=3.0, window=2, points=5)
-    assert set(fig) == {"data", "layout"}
-    traces = fig["data"]
-    assert len(traces) == 3 * len(runs)
-    grid = [0, 10, 20, 30, 40]
-    for i, scheme in enumerate(runs):
-        high, low, mean = traces[3 * i : 3 * i + 3]
-        assert all(t["legendgroup"] == scheme for t in (high, low, mean))
-        assert all(t["type"] == "scatter" and t["x"] == grid for t in (high, low, mean))
-        assert "fill" not in high
-        assert low["fill"] == "tonexty"  # the band fills from low up to the high trace before it
-        r, g, b = (int(SCHEME_COLORS[scheme][k : k + 2], 16) for k in (1, 3, 5))
-        assert low["fillcolor"] == f"rgba({r},{g},{b},0.18)"
-        assert high["showlegend"] is False and low["showlegend"] is False
-        assert mean["line"]["color"] == SCHEME_COLORS[scheme]
-        seeds = len(runs[scheme])
-        assert mean["name"] == f"{scheme} ({seeds} seed{'s' if seeds != 1 else ''})"
-    # uniform on grid [0, 10, 20, 30, 40]: A [nan, 1, 1, 2, 4], B [nan, 10, 10, 5, 5]
-    high, low, mean = traces[:3]
-    assert high["y"] == [None, 10.0, 10.0, 5.0, 5.0]
-    assert low["y"] == [None, 1.0, 1.0, 2.0, 4.0]
-    assert mean["y"] == [None, 5.5, 5.5, 3.5, 4.5]
-    assert traces[5]["y"] == [None, 1.0, 1.0, 2.0, 4.0]
+# --------------------------------------------------------------------- comparison_configs
+def test_comparison_configs_share_seeds_across_schemes() -> None:
+    base = preset("per-notebook").with_budget(300)
+    configs = comparison_configs(base, ["uniform", "rank"], [0, 1])
+    assert [(c.replay.scheme, c.seed) for c in configs] == [
+        ("uniform", 0),
+        ("uniform", 1),
+        ("rank", 0),
+        ("rank", 1),
+    ]
+    assert {c.train.total_steps for c in configs} == {300}
+    assert {c.train.learning_starts for c in configs} == {32}
+    assert {c.replay.alpha for c in configs} == {0.6}
 
 
-def test_report_figure_threshold_shape_and_json() -> None:
-    fig = report_figure({"proportional": [A]}, total_steps=40, threshold=3.5, window=7, points=3)
-    shapes = fig["layout"]["shapes"]
-    assert len(shapes) == 1
-    line = shapes[0]
-    assert line["type"] == "line"
-    assert line["xref"] == "paper"
-    assert (line["x0"], line["x1"]) == (0, 1)
-    assert line["y0"] == line["y1"] == 3.5
-    assert "7" in fig["layout"]["yaxis"]["title"]["text"]
-    # Strict JSON: NaN became null, no numpy scalars.
-    json.dumps(fig, allow_nan=False)
+def test_paper_preset_gives_rank_based_alpha_0_7() -> None:
+    configs = comparison_configs(preset("paper"), ["proportional", "rank"], [0])
+    assert [c.replay.alpha for c in configs] == [0.6, PAPER_RANK_ALPHA] == [0.6, 0.7]
+    assert configs[0].env.kwargs == {"n": 8}
 
 
-def test_report_figure_without_threshold_has_no_shapes_and_unknown_scheme_color() -> None:
-    fig = report_figure({"mine": [A]}, total_steps=40, points=2)
-    assert "shapes" not in fig["layout"]
-    assert len(fig["data"]) == 3
-    assert fig["data"][2]["line"]["color"] == "#888888"
-    assert fig["data"][1]["fillcolor"] == "rgba(136,136,136,0.18)"
+def test_other_presets_keep_their_alpha_for_rank() -> None:
+    (config,) = comparison_configs(preset("e14"), ["rank"], [0])
+    assert config.replay.alpha == 0.6
 
 
-# --------------------------------------------------------------------------- write_report
-def _figure_json(page: str) -> Any:
-    start = page.index("const fig = ") + len("const fig = ")
-    end = page.index(";\nPlotly.newPlot", start)
-    return json.loads(page[start:end])
-
-
-def test_write_report_is_self_contained_utf8_html(tmp_path: Path) -> None:
-    runs = {"uniform": [A, B], "rank": [A]}
-    table = summary_table(runs, 3.0, window=2)
-    figure = report_figure(runs, total_steps=40, threshold=3.0, window=2, points=5)
-    heading = "CartPole — uniform vs rank <Δ & ü>"
-    target = tmp_path / "nested" / "dir" / "report.html"
-    path = write_report(target, figure, table, heading=heading)
-    assert path == target
-    assert isinstance(path, Path)
-
-    page = path.read_bytes().decode("utf-8")  # valid UTF-8
-    assert page.startswith("<!doctype html>")
-    assert '<meta charset="utf-8">' in page
-    assert f"<title>{html.escape(heading)}</title>" in page
-    assert f"<h1>{html.escape(heading)}</h1>" in page
-    assert "<Δ & ü>" not in page  # escaped, not raw markup
-    assert "Plotly.newPlot" in page
-    assert 'id="curves"' in page
-    # The table: its header and the scheme rows.
-    assert "<table" in page
-    assert "reached threshold" in page
-    assert "<td>uniform</td>" in page and "<td>rank</td>" in page
-    # The figure as JSON, identical to what was given.
-    assert _figure_json(page) == json.loads(json.dumps(figure))
-
-    spec = importlib.util.find_spec("plotly")
-    bundle = None
-    if spec is not None and spec.submodule_search_locations:
-        for location in spec.submodule_search_locations:
-            candidate = Path(location) / "package_data" / "plotly.min.js"
-            if candidate.exists():
-                bundle = candidate.read_text(encoding="utf-8")
-    if bundle is not None:  # offline: the bundle is inlined
-        assert bundle[:500] in page
-        assert bundle[-500:] in page
-        assert "cdn.plot.ly" not in page.split("<body>")[0].replace(bundle, "")
-    else:
-        assert '<script src="https://cdn.plot.ly/' in page
-
-
-def test_write_report_falls_back_to_a_script_tag_without_plotly(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("schemes", "seeds", "match"), [([], [0], "schemes"), (["uniform"], [], "seeds")]
+)
+def test_comparison_configs_need_schemes_and_seeds(
+    schemes: list[str], seeds: list[int], match: str
 ) -> None:
-    real_find_spec = importlib.util.find_spec
-
-    def no_plotly(name: str, *args: Any, **kwargs: Any) -> Any:
-        return None if name == "plotly" else real_find_spec(name, *args, **kwargs)
-
-    monkeypatch.setattr(importlib.util, "find_spec", no_plotly)
-    runs = {"uniform": [A]}
-    path = write_report(
-        tmp_path / "r.html",
-        report_figure(runs, total_steps=40, points=3),
-        summary_table(runs, None),
-        heading="h",
-    )
-    page = path.read_text(encoding="utf-8")
-    assert '<script src="https://cdn.plot.ly/plotly-' in page
-    assert "Plotly.newPlot" in page
-
-
-def test_write_report_table_shows_missing_values_as_dash(tmp_path: Path) -> None:
-    runs = {"uniform": [EMPTY]}
-    table = summary_table(runs, 1.0)
-    path = write_report(
-        tmp_path / "r.html", report_figure(runs, total_steps=10, points=2), table, heading="h"
-    )
-    page = path.read_text(encoding="utf-8")
-    table_html = page[page.index("<table") : page.index("</table>")]
-    assert "<td>-</td>" in table_html
-    assert "nan" not in table_html.lower()
-    assert "0/1" in table_html
+    with pytest.raises(ValueError, match=match):
+        comparison_configs(preset("per-notebook"), schemes, seeds)

@@ -6,16 +6,8 @@ import dataclasses
 
 import pytest
 
-from rdqn.config import (
-    PRESETS,
-    AgentConfig,
-    EnvConfig,
-    ReplayConfig,
-    RunConfig,
-    TrainConfig,
-    field_docs,
-    preset,
-)
+from rdqn.config import AgentConfig, EnvConfig, ReplayConfig, RunConfig, TrainConfig, field_docs
+from rdqn.presets import PRESETS, preset
 
 
 def test_default_run_config_is_the_per_notebook_setup() -> None:

@@ -1,4 +1,20 @@
-"""One-way dependency: rdqn/ imports no Streamlit or plotly and never prints (but its CLI)."""
+"""The layers of rdqn: one-way imports, no UI library in the core, no prints but the CLI's.
+
+Lowest first; a module may import rdqn modules of its own package or of lower layers only:
+
+    validation
+    replay, envs          the replay engine; the environments
+    learn                 nets, agent, its config, the fused update
+    config                RunConfig (composes the configs below it)
+    presets               the named RunConfigs
+    training              trainer, telemetry, timings
+    runs                  lifecycle, control, handles, registry, store, checkpoints, manifest
+    compare, classroom    comparisons of recorded runs; the classroom examples
+    cli                   `python -m rdqn`
+
+The CLI is a client like the dashboard's pages: it is the one module that may reach the figure
+layer (`dashboard.figures`, to draw the comparison report), and only inside a function.
+"""
 
 from __future__ import annotations
 
@@ -9,22 +25,76 @@ import pytest
 
 RDQN = Path(__file__).resolve().parents[1] / "rdqn"
 FILES = sorted(RDQN.rglob("*.py"))
+LAYERS = {
+    "validation": 0,
+    "replay": 1,
+    "envs": 1,
+    "learn": 2,
+    "config": 3,
+    "presets": 4,
+    "training": 5,
+    "runs": 6,
+    "compare": 7,
+    "classroom": 7,
+    "cli": 8,
+    "__main__": 9,
+}
+UI_LIBRARIES = {"streamlit", "plotly", "dashboard", "pages"}
 
 
-def imported_modules(tree: ast.AST) -> set[str]:
+def unit(module: str) -> str:
+    """The layer unit of an rdqn module: its package below rdqn, or the module itself."""
+    return module.split(".")[1]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(RDQN.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(tree: ast.AST, *, top_level_only: bool = False) -> set[str]:
+    nodes = ast.iter_child_nodes(tree) if top_level_only else ast.walk(tree)
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module.split(".")[0])
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+        elif isinstance(node, ast.If) and top_level_only:  # `if TYPE_CHECKING:` blocks
+            names |= imports(ast.Module(body=node.body, type_ignores=[]), top_level_only=True)
     return names
+
+
+def test_every_core_module_belongs_to_a_layer() -> None:
+    units = {unit(module_name(path)) for path in FILES if module_name(path) != "rdqn"}
+    assert units == set(LAYERS)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(RDQN)))
+def test_imports_go_down_the_layers(path: Path) -> None:
+    module = module_name(path)
+    if module == "rdqn":
+        return
+    own = unit(module)
+    for name in imports(ast.parse(path.read_text(encoding="utf-8"))):
+        if name.split(".")[0] != "rdqn" or name == "rdqn":
+            continue
+        other = unit(name)
+        assert other == own or LAYERS[other] < LAYERS[own], f"{module} imports {name}"
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(RDQN)))
 def test_core_module_imports_no_ui_library(path: Path) -> None:
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    assert not imported_modules(tree) & {"streamlit", "plotly", "dashboard", "pages"}
+    everywhere = {name.split(".")[0] for name in imports(tree)}
+    if path.name == "cli.py":
+        top = {name.split(".")[0] for name in imports(tree, top_level_only=True)}
+        assert not top & UI_LIBRARIES
+        assert {n for n in imports(tree) if n.split(".")[0] in UI_LIBRARIES} == {
+            "dashboard.figures.report"
+        }
+    else:
+        assert not everywhere & UI_LIBRARIES
 
 
 @pytest.mark.parametrize(
@@ -44,4 +114,5 @@ def test_core_module_never_prints(path: Path) -> None:
 
 def test_dashboard_figures_do_not_import_streamlit() -> None:
     for path in (RDQN.parent / "dashboard" / "figures").glob("*.py"):
-        assert "streamlit" not in imported_modules(ast.parse(path.read_text(encoding="utf-8")))
+        found = {n.split(".")[0] for n in imports(ast.parse(path.read_text(encoding="utf-8")))}
+        assert "streamlit" not in found, path.name

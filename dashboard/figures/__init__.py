@@ -3,7 +3,7 @@
 Every builder is a pure function of numpy arrays or the frozen `rdqn` dataclasses, so the pages
 stay thin and the figures are unit-tested without Streamlit. The figures are meant for a
 projector: a 15 px base font, axis titles with units, one color per replay scheme
-(`rdqn.compare.SCHEME_COLORS`), compact margins, and an empty-state figure ("no data yet") instead
+(`SCHEME_COLORS`), compact margins, and an empty-state figure ("no data yet") instead
 of an exception when there is nothing to plot yet. No template is set: `st.plotly_chart` applies
 the app's theme, and assigning a template deep-copies it, which made building a figure cost
 ~130 ms of the training thread's GIL time.

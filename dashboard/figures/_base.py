@@ -10,10 +10,10 @@ import plotly.graph_objects as go
 from numpy.typing import ArrayLike, NDArray
 from plotly.colors import qualitative
 
-from rdqn.compare import SCHEME_COLORS
-
 EMPTY_MESSAGE = "no data yet"
 BASE_FONT_SIZE = 15
+SCHEME_COLORS: dict[str, str] = {"uniform": "#636efa", "proportional": "#ef553b", "rank": "#00a884"}
+"""One colour per replay scheme, on every page and in the comparison report."""
 NEUTRAL = "#5b6b8c"
 """Color for data that belongs to no replay scheme (timings, unknown schemes)."""
 FAINT = "#9aa0a6"

@@ -6,14 +6,15 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 from plotly.colors import qualitative
 
 from dashboard.figures._base import (
-    BASE_FONT_SIZE,
     FAINT,
     NEUTRAL,
+    SCHEME_COLORS,
     _as_1d,
     _log_axis,
     _rgba,
@@ -24,7 +25,7 @@ from dashboard.figures._base import (
     ema,
     empty_figure,
 )
-from rdqn.compare import SCHEME_COLORS, Curve, report_figure
+from rdqn.compare import ROLLING_WINDOW, Curve, aggregate
 
 
 def reward_curve(
@@ -180,48 +181,47 @@ def comparison_figure(
     *,
     total_steps: int,
     threshold: float | None = None,
-    window: int = 20,
+    window: int = ROLLING_WINDOW,
+    points: int = 200,
     title: str = "Replay schemes compared",
 ) -> go.Figure:
-    """`rdqn.compare.report_figure` (mean curve and min-max band per scheme) as a styled Figure."""
+    """Per scheme, the mean learning curve over its seeds with a min-max band
+    (`rdqn.compare.aggregate` on a grid of `points` env steps), and a dotted threshold line."""
     if not any(c.returns.size for curves in runs.values() for c in curves) or total_steps <= 0:
         return empty_figure(title)
-    spec = report_figure(
-        runs, total_steps=total_steps, threshold=threshold, window=window, title=title
-    )
-    layout = _merge(
-        spec["layout"],
-        _style(
-            title=title,
-            x_title="environment steps",
-            y_title=f"return (mean of last {window} episodes)",
-            legend=True,
-        ),
+    grid = np.linspace(0, total_steps, points).astype(np.int64)
+    traces: list[dict[str, Any]] = []
+    for scheme, curves in runs.items():
+        color = _scheme_color(scheme)
+        stats = aggregate(curves, grid, window)
+        band = {"x": grid, "mode": "lines", "line": {"width": 0}, "hoverinfo": "skip"}
+        band |= {"showlegend": False, "legendgroup": scheme}
+        traces.append({"type": "scatter", "y": stats["high"], **band})
+        traces.append(
+            {"type": "scatter", "y": stats["low"], "fill": "tonexty", **band}
+            | {"fillcolor": _rgba(color, 0.18)}
+        )
+        seeds = f"{len(curves)} seed{'s' if len(curves) != 1 else ''}"
+        traces.append(
+            {
+                "type": "scatter",
+                "x": grid,
+                "y": stats["mean"],
+                "mode": "lines",
+                "name": f"{scheme} ({seeds})",
+                "line": {"color": color, "width": 3},
+                "legendgroup": scheme,
+            }
+        )
+    layout = _style(
+        title=title,
+        x_title="environment steps",
+        y_title=f"return (mean of last {window} episodes)",
+        legend=True,
     )
     if threshold is not None:
-        label = {
-            "x": 1.0,
-            "xref": "paper",
-            "y": threshold,
-            "yanchor": "bottom",
-            "xanchor": "right",
-            "text": f"threshold {threshold:g}",
-            "showarrow": False,
-            "font": {"size": BASE_FONT_SIZE - 2, "color": "#444"},
-        }
-        layout["annotations"] = [*layout.get("annotations", []), label]
-    return go.Figure(data=spec["data"], layout=layout)
-
-
-def _merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
-    """`base` updated by `update`, nested dicts merged key by key (as `fig.update_layout` does)."""
-    out = dict(base)
-    for key, value in update.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
+        layout |= _threshold_line(threshold)
+    return go.Figure(data=traces, layout=layout)
 
 
 def runs_overlay_figure(

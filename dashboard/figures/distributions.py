@@ -21,7 +21,7 @@ from dashboard.figures._base import (
     _vline,
     empty_figure,
 )
-from rdqn.telemetry import BatchView, GoodnessOfFit, Histogram, HistogramHistory
+from rdqn.training.telemetry import BatchView, GoodnessOfFit, Histogram, HistogramHistory
 
 
 def _is_empty(hist: Histogram | None) -> bool:

@@ -289,7 +289,7 @@ def sum_tree_figure(
     `len(leaf_masses)` are padding, drawn grey. Each node is labelled with its sum (3 significant
     digits) on levels of at most `MAX_LABELS_PER_LEVEL` nodes; hovering always shows it.
 
-    `paths`: root-to-leaf node-id paths (`rdqn.tree_demo.descent_path`) drawn in strong
+    `paths`: root-to-leaf node-id paths (`rdqn.classroom.tree_demo.descent_path`) drawn in strong
     colours, one per path from a qualitative palette, or all in one colour when there are more
     paths than palette colours. `highlight_leaves`: leaf indices filled in amber.
     Meant for 2..64 leaves; more than `MAX_TREE_LEAVES` raises (use `tree_levels_figure`).

@@ -31,6 +31,7 @@ __all__ = [
     "load_prices_csv",
     "make_env",
     "register_envs",
+    "reward_threshold",
 ]
 
 _REGISTRATIONS: dict[str, dict[str, Any]] = {
@@ -63,8 +64,7 @@ def make_env(env_id: str, seed: int | None = None, **kwargs: Any) -> gym.Env[Any
     spaces are seeded, so everything that follows (the caller's own ``reset()`` calls included) is
     determined by the seed. Raises ``ValueError`` for an id outside ``ENV_IDS``.
     """
-    if env_id not in ENV_IDS:
-        raise ValueError(f"unknown env id {env_id!r}; allowed: {', '.join(ENV_IDS)}")
+    _check_env_id(env_id)
     register_envs()
     env = gym.make(env_id, **kwargs)
     if seed is not None:
@@ -72,6 +72,18 @@ def make_env(env_id: str, seed: int | None = None, **kwargs: Any) -> gym.Env[Any
         env.action_space.seed(seed)
         env.observation_space.seed(seed)
     return env
+
+
+def _check_env_id(env_id: str) -> None:
+    if env_id not in ENV_IDS:
+        raise ValueError(f"unknown env id {env_id!r}; allowed: {', '.join(ENV_IDS)}")
+
+
+def reward_threshold(env_id: str) -> float | None:
+    """The env's registered reward threshold ('solved': 475 for CartPole-v1), None if none."""
+    _check_env_id(env_id)
+    threshold = gym.spec(env_id).reward_threshold
+    return None if threshold is None else float(threshold)
 
 
 register_envs()

@@ -9,7 +9,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from rdqn.store import RunStore
+from rdqn.runs.store import RunStore
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from rdqn.config import preset
-from rdqn.runs import RunHandle
-from rdqn.store import RunStore
+from rdqn.presets import preset
+from rdqn.runs.handle import RunHandle
+from rdqn.runs.store import RunStore
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 TINY = {

@@ -14,6 +14,7 @@ from dashboard.figures import (
     BASE_FONT_SIZE,
     EMPTY_MESSAGE,
     PATH_PALETTE,
+    SCHEME_COLORS,
     age_figure,
     column_fractions,
     comparison_figure,
@@ -33,15 +34,15 @@ from dashboard.figures import (
     tree_levels_figure,
     weights_scatter,
 )
-from rdqn.compare import SCHEME_COLORS, Curve
-from rdqn.telemetry import (
+from rdqn.classroom.tree_demo import descent_path
+from rdqn.compare import Curve
+from rdqn.training.telemetry import (
     RELATIVE_PROBABILITY_EDGES,
     BatchView,
     GoodnessOfFit,
     Histogram,
     HistogramHistory,
 )
-from rdqn.tree_demo import descent_path
 
 
 def is_empty_state(fig: go.Figure) -> bool:
@@ -542,7 +543,28 @@ def curve(n: int, scale: float) -> Curve:
     return Curve(np.arange(1, n + 1, dtype=np.int64) * 10, np.linspace(0, scale, n))
 
 
-def test_comparison_figure_wraps_the_report_with_scheme_colours() -> None:
+def test_comparison_figure_bands_and_means_by_hand() -> None:
+    a = Curve(np.array([10, 25, 40]), np.array([1.0, 3.0, 5.0]))  # rolling mean (2): 1, 2, 4
+    b = Curve(np.array([5, 30]), np.array([10.0, 0.0]))  # rolling mean (2): 10, 5
+    fig = comparison_figure(
+        {"uniform": [a, b], "rank": [a]}, total_steps=40, threshold=3.0, window=2, points=5
+    )
+    assert len(fig.data) == 6
+    high, low, mean = fig.data[:3]
+    assert list(high.x) == list(low.x) == list(mean.x) == [0, 10, 20, 30, 40]
+    assert {t.legendgroup for t in (high, low, mean)} == {"uniform"}
+    assert low.fill == "tonexty" and high.fill is None
+    assert low.fillcolor == "rgba(99,110,250,0.18)"
+    assert high.showlegend is False and low.showlegend is False
+    # On the grid: a = [nan, 1, 1, 2, 4], b = [nan, 10, 10, 5, 5].
+    np.testing.assert_array_equal(high.y, [np.nan, 10.0, 10.0, 5.0, 5.0])
+    np.testing.assert_array_equal(low.y, [np.nan, 1.0, 1.0, 2.0, 4.0])
+    np.testing.assert_array_equal(mean.y, [np.nan, 5.5, 5.5, 3.5, 4.5])
+    np.testing.assert_array_equal(fig.data[5].y, [np.nan, 1.0, 1.0, 2.0, 4.0])
+    assert fig.data[5].name == "rank (1 seed)"
+
+
+def test_comparison_figure_scheme_colours_and_threshold() -> None:
     runs = {"uniform": [curve(30, 100.0), curve(30, 80.0)], "rank": [curve(30, 120.0)]}
     fig = comparison_figure(runs, total_steps=300, threshold=90.0, window=5)
     assert len(fig.data) == 6

@@ -10,13 +10,10 @@ import pandas as pd
 import pytest
 
 from dashboard.history import (
-    PAPER_RANK_ALPHA,
     RunProgress,
-    comparison_configs,
     curve_from_episodes,
     curves_by_scheme,
     default_budget,
-    env_threshold,
     final_return,
     format_bytes,
     group_progress,
@@ -29,10 +26,10 @@ from dashboard.history import (
     stored_counters,
 )
 from rdqn.compare import Curve
-from rdqn.config import preset
-from rdqn.registry import RunRegistry
-from rdqn.runs import RunHandle
-from rdqn.store import RunStore
+from rdqn.presets import preset
+from rdqn.runs.handle import RunHandle
+from rdqn.runs.registry import RunRegistry
+from rdqn.runs.store import RunStore
 
 
 @pytest.fixture
@@ -57,58 +54,9 @@ def row(scheme: str, seed: int, status: str = "finished", steps: int = 50) -> Ru
     return RunProgress(f"{scheme}{seed}", scheme, seed, status, steps, 100, 2, curve)
 
 
-def test_env_threshold_is_the_registered_one() -> None:
-    assert env_threshold("CartPole-v1") == 475.0
-    assert env_threshold("rdqn/MaskedCartPole-v0") == 475.0
-    assert env_threshold("rdqn/BlindCliffwalk-v0") is None
-
-
 def test_default_budget_caps_long_presets() -> None:
     assert default_budget("per-notebook") == 15_000
     assert default_budget("paper") == preset("paper").train.total_steps
-
-
-def test_comparison_configs_share_seeds_across_schemes() -> None:
-    configs = comparison_configs("per-notebook", "CartPole-v1", ["uniform", "rank"], [0, 1], 300)
-    assert [(c.replay.scheme, c.seed) for c in configs] == [
-        ("uniform", 0),
-        ("uniform", 1),
-        ("rank", 0),
-        ("rank", 1),
-    ]
-    assert {c.train.total_steps for c in configs} == {300}
-    # A tenth of the budget is below one batch: warm-up is one batch.
-    assert {c.train.learning_starts for c in configs} == {32}
-    assert {c.replay.alpha for c in configs} == {0.6}
-
-
-def test_comparison_configs_keep_the_preset_warm_up_for_large_budgets() -> None:
-    (config,) = comparison_configs("per-notebook", "CartPole-v1", ["uniform"], [0], 15_000)
-    assert config.train.learning_starts == 1_000
-
-
-def test_paper_preset_gives_rank_based_alpha_0_7() -> None:
-    configs = comparison_configs(
-        "paper", "rdqn/BlindCliffwalk-v0", ["proportional", "rank"], [0], 1_000
-    )
-    assert [c.replay.alpha for c in configs] == [0.6, PAPER_RANK_ALPHA]
-    assert configs[0].env.kwargs == {"n": 8}
-
-
-def test_env_kwargs_are_dropped_on_another_env() -> None:
-    (config,) = comparison_configs("paper", "CartPole-v1", ["uniform"], [3], 1_000)
-    assert config.env.id == "CartPole-v1"
-    assert config.env.kwargs == {}
-
-
-@pytest.mark.parametrize(
-    ("schemes", "seeds", "match"), [([], [0], "schemes"), (["uniform"], [], "seeds")]
-)
-def test_comparison_configs_need_schemes_and_seeds(
-    schemes: list[str], seeds: list[int], match: str
-) -> None:
-    with pytest.raises(ValueError, match=match):
-        comparison_configs("per-notebook", "CartPole-v1", schemes, seeds, 300)
 
 
 def test_curve_from_episodes_skips_incomplete_rows() -> None:

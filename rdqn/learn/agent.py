@@ -1,0 +1,375 @@
+"""DQN agent: epsilon-greedy acting and one importance-weighted TD update per replay batch.
+
+For a batch of transitions (W_i, a_i, r_i, W'_i, terminated_i) with IS weights w_i (DESIGN items
+1, 5, 8, 9; Schaul et al. 2015, arXiv:1511.05952, Algorithm 1)::
+
+    y_i     = r_i + gamma * (1 - terminated_i) * max_a' Q_target(W'_i, a')        (no gradient)
+    y_i     = r_i + gamma * (1 - terminated_i) * Q_target(W'_i, argmax_a' Q(W'_i, a'))  (Double)
+    delta_i = y_i - Q(W_i, a_i)                (only the taken action, via ``gather``)
+    loss    = (1/B) * sum_i w_i * L(delta_i)   (L = Huber or squared error; w_i before the mean)
+
+A *truncated* step (time limit) still bootstraps; only termination removes the next-state term. The
+signed ``delta_i`` are returned so the replay sampler can set priorities ``(|delta_i| + eps)^alpha``
+for exactly the sampled indices. After the optimizer step the target network moves either softly,
+``theta' <- tau * theta + (1 - tau) * theta'`` after every update (E14, tau = .005), or by a hard
+copy every K updates (E15, PER notebook). The two are different protocols, chosen per preset.
+
+Seeding: one ``seed`` feeds a ``np.random.SeedSequence`` whose two children drive (1) a CPU
+``torch.Generator`` used only for weight initialisation and (2) a ``np.random.Generator`` used only
+for epsilon-greedy. No global RNG is read or advanced, so concurrent runs stay reproducible.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from numpy.typing import NDArray
+from torch import nn
+
+from rdqn.learn.agent_config import AgentConfig, resolve_device
+from rdqn.learn.fused_mlp import FusedMLP, fused_update_supported
+from rdqn.learn.nets import build_q_network
+
+__all__ = [
+    "BatchLike",
+    "DQNAgent",
+    "DivergenceError",
+    "LearnResult",
+]
+
+
+class DivergenceError(RuntimeError):
+    """A non-finite loss, TD error or gradient norm; raised before the optimizer step."""
+
+
+class BatchLike(Protocol):
+    """The replay batch fields :meth:`DQNAgent.learn` reads (duck-typed).
+
+    Shapes: ``obs``/``next_obs`` (B, T, *obs_shape); the rest (B,). ``weights`` are the IS weights
+    w_i (``None`` means all ones, as for uniform replay). ``truncated`` is carried but never removes
+    the bootstrap term.
+    """
+
+    obs: NDArray[np.floating]
+    actions: NDArray[np.integer]
+    rewards: NDArray[np.floating]
+    next_obs: NDArray[np.floating]
+    terminated: NDArray[np.bool_]
+    truncated: NDArray[np.bool_]
+    weights: NDArray[np.floating] | None
+
+
+@dataclass(frozen=True)
+class _BatchArrays:
+    """A validated batch as host arrays; ``discount`` is gamma * (1 - terminated)."""
+
+    obs: NDArray[np.float32]
+    next_obs: NDArray[np.float32]
+    actions: NDArray[np.int64]
+    rewards: NDArray[np.float32]
+    discount: NDArray[np.float32]
+    weights: NDArray[np.float32] | None
+
+
+@dataclass(frozen=True)
+class LearnResult:
+    """Outcome of one update.
+
+    ``td_errors``: signed delta_i = y_i - Q(W_i, a_i), float64 shape (B,), from the pre-update net.
+    ``loss``: the IS-weighted mean loss that was minimised. ``q_mean``: mean of Q(W_i, a_i) over the
+    batch. ``grad_norm``: global L2 norm of the gradient *before* clipping.
+    """
+
+    td_errors: NDArray[np.float64]
+    loss: float
+    q_mean: float
+    grad_norm: float
+
+
+def _as_tensor(array: Any, dtype: np.dtype[Any] | type, device: torch.device) -> torch.Tensor:
+    """Zero-copy ``torch.from_numpy`` where the array already has the dtype and layout."""
+    array = np.ascontiguousarray(array, dtype=dtype)
+    if not array.flags.writeable:
+        array = array.copy()
+    tensor = torch.from_numpy(array)
+    return tensor if device.type == "cpu" else tensor.to(device, non_blocking=True)
+
+
+class DQNAgent:
+    """Online and target Q-networks, Adam, epsilon-greedy acting and the module docstring's update.
+
+    ``obs_dim`` is the flattened observation size d; windows may carry any ``obs_shape`` with
+    ``prod(obs_shape) == d``. The target network starts as an exact copy of the online network and
+    never requires gradients.
+    """
+
+    def __init__(self, obs_dim: int, n_actions: int, config: AgentConfig, *, seed: int) -> None:
+        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        self.config = config
+        self.obs_dim = obs_dim
+        self.n_actions = n_actions
+        self.device = resolve_device(config.device)
+        init_seq, explore_seq = np.random.SeedSequence(int(seed)).spawn(2)
+        init_generator = torch.Generator(device="cpu")
+        init_generator.manual_seed(int(init_seq.generate_state(1, dtype=np.uint64)[0]))
+        self._rng = np.random.default_rng(explore_seq)
+
+        online = build_q_network(
+            config.network, obs_dim, n_actions, dueling=config.dueling, generator=init_generator
+        )
+        target = copy.deepcopy(online).requires_grad_(False)
+        self.online: nn.Module = online.to(self.device)
+        self.target: nn.Module = target.to(self.device)
+        self.optimizer: torch.optim.Optimizer = (
+            torch.optim.Adam(self.online.parameters(), lr=config.lr, fused=True)
+            if config.optimizer == "adam"
+            else torch.optim.SGD(self.online.parameters(), lr=config.lr)
+        )
+        self._online_params = list(self.online.parameters())
+        self._target_params = list(self.target.parameters())
+        self._fused: FusedMLP | None = None
+        if config.fused_mlp and fused_update_supported(self.online, self.device):
+            self._fused = FusedMLP(
+                self.online,
+                self.target,
+                self.optimizer,
+                loss=config.loss,
+                double_dqn=config.double_dqn,
+                grad_clip_norm=config.grad_clip_norm,
+            )
+        self.updates = 0
+
+    @property
+    def learner(self) -> str:
+        """``"fused-mlp"`` (one compiled call, :mod:`rdqn.learn.fused_mlp`) or ``"autograd"``."""
+        return "autograd" if self._fused is None else "fused-mlp"
+
+    # ---------------------------------------------------------------- acting
+    def _window_array(self, window: NDArray[np.floating]) -> NDArray[np.float32]:
+        """One window ``(T, *obs_shape)`` as a float32 array ``(T, d)``."""
+        window = np.asarray(window, dtype=np.float32)
+        if window.ndim < 2 or math.prod(window.shape[1:]) != self.obs_dim:
+            raise ValueError(
+                f"window must have shape (T, *obs_shape) with prod(obs_shape) == {self.obs_dim}, "
+                f"got {window.shape}"
+            )
+        return window.reshape(window.shape[0], self.obs_dim)
+
+    def q_values(self, window: NDArray[np.floating]) -> NDArray[np.float32]:
+        """Online Q-values ``(A,)`` for one window ``(T, *obs_shape)``."""
+        window = self._window_array(window)
+        if self._fused is not None:
+            return self._fused.q_values(np.ascontiguousarray(window[-1:]))[0]
+        with torch.no_grad():
+            return self.online(_as_tensor(window[None], np.float32, self.device))[0].cpu().numpy()
+
+    def act(self, window: NDArray[np.floating], epsilon: float) -> int:
+        """Epsilon-greedy action for one window ``(T, *obs_shape)``.
+
+        With probability ``epsilon`` a uniform random action, otherwise argmax_a Q(W, a) (first
+        maximum on ties). One uniform draw is consumed per call whatever ``epsilon`` is, so the
+        exploration stream does not depend on the epsilon schedule.
+        """
+        if not 0.0 <= epsilon <= 1.0:
+            raise ValueError(f"epsilon must be in [0, 1], got {epsilon!r}")
+        if self._rng.random() < epsilon:
+            return int(self._rng.integers(self.n_actions))
+        return int(np.argmax(self.q_values(window)))
+
+    # -------------------------------------------------------------- learning
+    def learn(self, batch: BatchLike) -> LearnResult:
+        """One IS-weighted TD update on ``batch``; see the module docstring for the math.
+
+        Raises :class:`DivergenceError` (weights, optimizer state and ``updates`` untouched) when
+        the loss, any TD error or the gradient norm is non-finite.
+        """
+        arrays = self._batch_arrays(batch)
+        if self._fused is not None:
+            host = self._fused_update(self._fused, arrays)
+        else:
+            host = self._autograd_update(arrays)
+        batch_size = arrays.actions.shape[0]
+        td_errors, (loss_value, q_mean, norm_value) = host[:batch_size], host[batch_size:]
+        if not np.isfinite(host).all():
+            bad = int(np.count_nonzero(~np.isfinite(td_errors)))
+            raise DivergenceError(
+                f"non-finite update {self.updates + 1}: loss={loss_value}, grad_norm={norm_value}, "
+                f"{bad} of {batch_size} TD errors non-finite; check rewards/observations for "
+                "NaN/inf or lower the learning rate. Weights were not changed."
+            )
+        self.updates += 1
+        self._update_target()
+        return LearnResult(
+            td_errors=td_errors,
+            loss=float(loss_value),
+            q_mean=float(q_mean),
+            grad_norm=float(norm_value),
+        )
+
+    def _batch_arrays(self, batch: BatchLike) -> _BatchArrays:
+        """Validated float32/int64 host arrays; observations as (B, T, d)."""
+        obs = np.asarray(batch.obs, dtype=np.float32)
+        next_obs = np.asarray(batch.next_obs, dtype=np.float32)
+        if obs.ndim < 3 or math.prod(obs.shape[2:]) != self.obs_dim or obs.shape != next_obs.shape:
+            raise ValueError(
+                f"obs and next_obs must share a shape (B, T, *obs_shape) with prod(obs_shape) == "
+                f"{self.obs_dim}, got {obs.shape} and {next_obs.shape}"
+            )
+        batch_size, steps = obs.shape[:2]
+        actions = np.asarray(batch.actions)
+        if actions.shape != (batch_size,):
+            raise ValueError(f"actions must have shape ({batch_size},), got {actions.shape}")
+        if batch_size and (actions.min() < 0 or actions.max() >= self.n_actions):
+            raise ValueError(
+                f"actions must be in [0, {self.n_actions}), got range "
+                f"[{actions.min()}, {actions.max()}]"
+            )
+        terminated = np.asarray(batch.terminated, dtype=np.float32)
+        return _BatchArrays(
+            obs=obs.reshape(batch_size, steps, self.obs_dim),
+            next_obs=next_obs.reshape(batch_size, steps, self.obs_dim),
+            actions=actions.astype(np.int64, copy=False),
+            rewards=np.asarray(batch.rewards, dtype=np.float32),
+            # gamma * (1 - terminated_i), computed on the host: one array instead of three ops.
+            discount=(self.config.gamma * (1.0 - terminated)).astype(np.float32),
+            weights=None if batch.weights is None else np.asarray(batch.weights, np.float32),
+        )
+
+    @staticmethod
+    def _fused_update(fused: FusedMLP, arrays: _BatchArrays) -> NDArray[np.float64]:
+        """The update as one compiled call (:mod:`rdqn.learn.fused_mlp`; the MLP reads the last
+        step).
+
+        Returns ``[td..., loss, q_mean, norm]``; nothing changes unless all are finite.
+        """
+        weights = np.ones_like(arrays.rewards) if arrays.weights is None else arrays.weights
+        result = fused.update(
+            np.ascontiguousarray(arrays.obs[:, -1, :]),
+            arrays.actions,
+            arrays.rewards,
+            arrays.discount,
+            weights,
+            np.ascontiguousarray(arrays.next_obs[:, -1, :]),
+        )
+        return np.concatenate([result.td_errors, result.stats])
+
+    def _autograd_update(self, arrays: _BatchArrays) -> NDArray[np.float64]:
+        """The update with autograd and ``torch.optim``; returns ``[td..., loss, q_mean, norm]``.
+
+        The optimizer steps only when every returned number is finite.
+        """
+        cfg = self.config
+        dev = self.device
+        obs = _as_tensor(arrays.obs, np.float32, dev)
+        next_obs = _as_tensor(arrays.next_obs, np.float32, dev)
+        actions = _as_tensor(arrays.actions, np.int64, dev).unsqueeze(1)
+        rewards = _as_tensor(arrays.rewards, np.float32, dev)
+        discount = _as_tensor(arrays.discount, np.float32, dev)
+        weights = None if arrays.weights is None else _as_tensor(arrays.weights, np.float32, dev)
+
+        q_taken = self.online(obs).gather(1, actions).squeeze(1)
+        with torch.no_grad():
+            next_q = self.target(next_obs)
+            if cfg.double_dqn:
+                next_actions = self.online(next_obs).argmax(dim=1, keepdim=True)
+                next_value = next_q.gather(1, next_actions).squeeze(1)
+            else:
+                next_value = next_q.max(dim=1).values
+            # Truncation is deliberately ignored here: a time-limit cut still bootstraps.
+            td_target = rewards + discount * next_value
+        if cfg.loss == "huber":
+            per_sample = F.smooth_l1_loss(q_taken, td_target, reduction="none")
+        else:
+            per_sample = F.mse_loss(q_taken, td_target, reduction="none")
+        loss = per_sample.mean() if weights is None else (weights * per_sample).mean()
+
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if cfg.grad_clip_norm is None:
+            grad_norm = torch.nn.utils.get_total_norm(
+                [p.grad for p in self._online_params if p.grad is not None]
+            )
+        else:
+            grad_norm = torch.nn.utils.clip_grad_norm_(self._online_params, cfg.grad_clip_norm)
+
+        td = (td_target - q_taken).detach()
+        stats = torch.stack([loss.detach(), q_taken.detach().mean(), grad_norm.to(loss.dtype)])
+        # One device-to-host transfer per update: TD errors and the three scalars together.
+        host = torch.cat([td, stats]).cpu().numpy().astype(np.float64)
+        if np.isfinite(host).all():
+            self.optimizer.step()
+        else:
+            self.optimizer.zero_grad(set_to_none=True)
+        return host
+
+    def _update_target(self) -> None:
+        with torch.no_grad():
+            if self.config.target_update == "soft":
+                # lerp_(end, w): theta' + w * (theta - theta') = tau*theta + (1-tau)*theta'
+                torch._foreach_lerp_(self._target_params, self._online_params, self.config.tau)
+            elif self.updates % self.config.target_sync_every == 0:
+                self.sync_target()
+
+    def sync_target(self) -> None:
+        """Hard copy: theta' <- theta."""
+        with torch.no_grad():
+            torch._foreach_copy_(self._target_params, self._online_params)
+
+    # ----------------------------------------------------------- persistence
+    def state_dict(self) -> dict[str, Any]:
+        """Online, target, optimizer, update count, exploration RNG state and shape/config echo.
+
+        Only tensors, numbers, strings, ``None`` and containers, so
+        ``torch.load(..., weights_only=True)`` can read a saved copy.
+        """
+        rng_state = self._rng.bit_generator.state
+        return {
+            "online": self.online.state_dict(),
+            "target": self.target.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "updates": self.updates,
+            "explore_rng": {
+                "bit_generator": rng_state["bit_generator"],
+                "state": str(rng_state["state"]["state"]),
+                "inc": str(rng_state["state"]["inc"]),
+                "has_uint32": int(rng_state["has_uint32"]),
+                "uinteger": int(rng_state["uinteger"]),
+            },
+            "obs_dim": self.obs_dim,
+            "n_actions": self.n_actions,
+            "config": asdict(self.config),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore from :meth:`state_dict`; shapes and network kind must match this agent."""
+        expected = (self.obs_dim, self.n_actions, self.config.network, self.config.dueling)
+        found = (
+            state["obs_dim"],
+            state["n_actions"],
+            state["config"]["network"],
+            state["config"]["dueling"],
+        )
+        if found != expected:
+            raise ValueError(
+                f"state must match (obs_dim, n_actions, network, dueling) = {expected}, got {found}"
+            )
+        self.online.load_state_dict(state["online"])
+        self.target.load_state_dict(state["target"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        if self._fused is not None:
+            self._fused.rebind()
+        self.updates = int(state["updates"])
+        rng = state["explore_rng"]
+        self._rng.bit_generator.state = {
+            "bit_generator": rng["bit_generator"],
+            "state": {"state": int(rng["state"]), "inc": int(rng["inc"])},
+            "has_uint32": rng["has_uint32"],
+            "uinteger": rng["uinteger"],
+        }

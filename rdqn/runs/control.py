@@ -1,0 +1,190 @@
+"""Driving a run step by step: requests from any thread, honoured between two environment steps.
+
+`RunControls` holds what the run's owner asked for (pause, resume, one step, a speed, stop) and
+when somebody last looked at the run; `drive` is the loop that opens a `RecordedRun`, steps its
+trainer as the controls say, publishes `Telemetry` snapshots and closes the run however it ends:
+
+    running <-> paused           pause / resume (recorded in the store as they happen)
+    step_once                    one env step (and its update, if due), then paused
+    set_speed(n)                 at most n env steps per second (None: full speed)
+    stop                         ends the run as 'stopped'
+    nobody polls for idle_timeout seconds   ends it as 'stopped' with that reason
+
+The loop blocks while paused, so a paused run costs no CPU. `RunHandle` runs `drive` in a thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+
+from rdqn.runs.lifecycle import RecordedRun, ending
+from rdqn.training.telemetry import Telemetry
+from rdqn.training.trainer import Trainer
+from rdqn.validation import Real
+
+__all__ = ["RunControls", "drive"]
+
+STOP, IDLE, RUN, STEP, PAUSE = "stop", "idle", "run", "step", "pause"
+_SPEED = Real(minimum=0.0, open_minimum=True, optional=True)
+
+
+def check_speed(speed: float | None) -> float | None:
+    """None (full speed) or a number of env steps per second > 0."""
+    try:
+        return _SPEED.check("speed", speed)
+    except ValueError:
+        raise ValueError(f"speed must be None (full speed) or > 0 steps/s, got {speed!r}") from None
+
+
+class RunControls:
+    """Thread-safe requests for a run's driving loop, and the time of its last poll.
+
+    Args:
+        paused: start paused (the trainer is built, then the loop waits).
+        speed: env steps per second, or None for full speed.
+        idle_timeout: seconds without a `touch` after which the loop stops the run (None: never).
+        clock: monotonic seconds (injectable for tests).
+    """
+
+    def __init__(
+        self,
+        *,
+        paused: bool = False,
+        speed: float | None = None,
+        idle_timeout: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._clock = clock
+        self.idle_timeout = idle_timeout
+        self.paused = paused
+        self.speed = check_speed(speed)
+        self.stopping = False
+        self._step_requests = 0
+        self.last_polled = clock()
+
+    def pause(self) -> None:
+        with self._lock:
+            self.paused = True
+
+    def resume(self) -> None:
+        with self._lock:
+            self.paused = False
+            self._step_requests = 0
+            self._wake.notify_all()
+
+    def step_once(self) -> None:
+        """One more env step (and its update, if due), then stay paused."""
+        with self._lock:
+            self.paused = True
+            self._step_requests += 1
+            self._wake.notify_all()
+
+    def set_speed(self, speed: float | None) -> None:
+        speed = check_speed(speed)
+        with self._lock:
+            self.speed = speed
+            self._wake.notify_all()
+
+    def stop(self) -> None:
+        with self._lock:
+            self.stopping = True
+            self._wake.notify_all()
+
+    def touch(self) -> None:
+        """Somebody is watching: reset the idle clock."""
+        self.last_polled = self._clock()
+
+    def idle(self) -> bool:
+        return (
+            self.idle_timeout is not None
+            and self._clock() - self.last_polled > self.idle_timeout
+        )
+
+    def next_action(self, paused_recorded: bool) -> str:
+        """What the loop does next: 'stop', 'idle', 'run', 'step', or 'pause' (once, to record
+        the pause: pass ``paused_recorded=True`` afterwards and it blocks until a request)."""
+        with self._lock:
+            while True:
+                if self.stopping:
+                    return STOP
+                if self.idle():
+                    return IDLE
+                if not self.paused:
+                    return RUN
+                if self._step_requests:
+                    self._step_requests -= 1
+                    return STEP
+                if not paused_recorded:
+                    return PAUSE
+                self._wake.wait(timeout=0.25)
+
+    def throttle(self, next_tick: float) -> float:
+        """Wait until ``next_tick`` (woken early by any request); returns the tick after it."""
+        speed = self.speed
+        now = self._clock()
+        if speed is None:
+            return now
+        next_tick = max(next_tick + 1.0 / speed, now - 1.0)
+        delay = next_tick - now
+        if delay > 0:
+            with self._lock:
+                self._wake.wait(timeout=delay)
+        return next_tick
+
+
+def drive(
+    run: RecordedRun,
+    controls: RunControls,
+    publish: Callable[[Telemetry], None],
+    *,
+    snapshot_interval: float = 0.5,
+) -> None:
+    """Open ``run``, step it as ``controls`` say, publish snapshots, and close it.
+
+    Never raises for a failure of the run itself: it ends as 'failed' with the error (a trainer
+    that cannot be built included).
+    """
+    trainer: Trainer | None = None
+    status, error = "stopped", None
+    try:
+        trainer = run.open(paused=controls.paused)
+        publish(trainer.snapshot())
+        last_publish = next_tick = time.monotonic()
+        while True:
+            action = controls.next_action(run.status == "paused")
+            if action == STOP:
+                break
+            if action == IDLE:
+                error = f"stopped: nobody watched this run for {controls.idle_timeout:g} s"
+                break
+            if action == PAUSE:
+                run.mark("paused")
+                publish(trainer.snapshot())
+                continue
+            if action == RUN and run.status == "paused":
+                run.mark("running")
+            if trainer.done:
+                status = "finished"
+                break
+            trainer.step()
+            now = time.monotonic()
+            if action == STEP or now - last_publish >= snapshot_interval:
+                publish(trainer.snapshot())
+                run.record_progress()
+                last_publish = now
+            next_tick = controls.throttle(next_tick) if action == RUN else now
+    except Exception as err:  # noqa: BLE001 - any failure must end as a recorded 'failed' run
+        status, error = ending(err)
+    finally:
+        # The last snapshot shows how the run ended; failing to take it must not hide that.
+        if trainer is not None:
+            with contextlib.suppress(Exception):
+                publish(trainer.snapshot())
+        # A failure while closing is recorded by close() itself as the run's error.
+        with contextlib.suppress(Exception):
+            run.close(status, error)

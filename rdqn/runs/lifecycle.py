@@ -1,0 +1,187 @@
+"""One lifecycle for every recorded run, whoever drives it.
+
+    created --open()--> running <--> paused --close()--> finished | failed | stopped
+
+A `RecordedRun` owns everything a run leaves behind: its row in the run store (filed with its
+config, then every status change), the batched metric writer its trainer streams episodes and
+updates into, the progress counters, and, however the run ends, the final counters, the manifest,
+a checkpoint and the final status with its reason. The CLI, comparisons and the dashboard's
+background runs all record runs through it; a client only chooses how to drive the trainer
+(`run_to_end`, or `rdqn.runs.control.drive` with pause / resume / step) and how to show progress.
+
+How a run ends (`ending`):
+
+    finished   the budget was reached
+    failed     any exception while building or stepping the trainer (a diverging update
+               included); the error says which
+    stopped    a stop request, Ctrl-C or nobody watching; the error says why
+
+A run whose process died before it could close stays 'running' or 'paused' in the store until
+`RunStore.mark_interrupted` marks it 'stopped' with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Callable
+
+from rdqn.config import RunConfig
+from rdqn.learn.agent import DivergenceError
+from rdqn.runs.checkpoints import save_checkpoint
+from rdqn.runs.manifest import manifest_of
+from rdqn.runs.store import RunStore
+from rdqn.runs.writer import RunWriter
+from rdqn.training.trainer import Trainer
+
+__all__ = ["FINAL_STATUSES", "RecordedRun", "ending", "run_to_end"]
+
+FINAL_STATUSES: tuple[str, ...] = ("finished", "failed", "stopped")
+INTERRUPTED_BY_USER = "interrupted by the user"
+
+
+def ending(error: BaseException) -> tuple[str, str]:
+    """The final (status, reason) of a run that ended with this exception."""
+    if isinstance(error, KeyboardInterrupt):
+        return "stopped", INTERRUPTED_BY_USER
+    if isinstance(error, DivergenceError):
+        return "failed", str(error)
+    return "failed", f"{type(error).__name__}: {error}"
+
+
+class RecordedRun:
+    """One run and its record in a `RunStore` (or in memory only when ``store`` is None).
+
+    Args:
+        config: the run's configuration.
+        store: where the run is recorded.
+        name, group_id: filed with the run (a comparison's runs share a group id).
+    """
+
+    def __init__(
+        self,
+        config: RunConfig,
+        store: RunStore | None = None,
+        *,
+        name: str | None = None,
+        group_id: str | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.name = name
+        self.group_id = group_id
+        self.id: str | None = None
+        self.trainer: Trainer | None = None
+        self.status = "created"
+        self.error: str | None = None
+        self._writer: RunWriter | None = None
+
+    def create(self) -> str:
+        """File the run (status 'created') if it is not filed yet; returns its id."""
+        if self.id is None:
+            if self.store is None:
+                self.id = uuid.uuid4().hex[:12]
+            else:
+                self.id = self.store.create_run(
+                    **self.config.record_fields(), name=self.name, group_id=self.group_id
+                )
+        return self.id
+
+    def open(self, *, paused: bool = False) -> Trainer:
+        """Build the trainer, attach the metric writer and mark the run running (or paused).
+
+        A run that is not filed yet is filed only once its trainer is built, so settings the
+        trainer rejects leave nothing behind; a filed run whose trainer fails to build is
+        recorded as failed. Either way the exception propagates.
+        """
+        try:
+            trainer = Trainer(self.config)
+        except BaseException as err:
+            if self.id is not None:
+                self.close(*ending(err))
+            raise
+        self.create()
+        self.trainer = trainer
+        if self.store is not None:
+            self._writer = RunWriter(self.store, self.id)  # type: ignore[arg-type]
+            trainer.sink = self._writer
+        self.mark("paused" if paused else "running")
+        return trainer
+
+    def mark(self, status: str) -> None:
+        """Record a move between 'running' and 'paused'."""
+        if status not in ("running", "paused"):
+            raise ValueError(f"status must be 'running' or 'paused', got {status!r}")
+        self.status = status
+        if self.store is not None and self.id is not None:
+            self.store.set_status(self.id, status)
+
+    def record_progress(self) -> None:
+        """Queue the trainer's counters; they reach the store with the next batch of rows."""
+        trainer = self.trainer
+        if self._writer is not None and trainer is not None:
+            self._writer.set_progress(
+                env_steps=trainer.env_steps, updates=trainer.updates, episodes=trainer.episodes
+            )
+
+    def close(self, status: str, error: str | None = None) -> None:
+        """End the run: final counters, rows, manifest and checkpoint, then the final status.
+
+        Closing an already closed run does nothing. The status is recorded even when saving the
+        manifest or checkpoint fails (that failure then becomes the run's error and propagates).
+        """
+        if status not in FINAL_STATUSES:
+            raise ValueError(f"status must be one of {FINAL_STATUSES}, got {status!r}")
+        if self.status in FINAL_STATUSES:
+            return
+        trainer = self.trainer
+        try:
+            self.record_progress()
+            if self._writer is not None:
+                self._writer.close()
+            if self.store is not None and trainer is not None and self.id is not None:
+                self.store.set_manifest(self.id, manifest_of(trainer))
+                path = save_checkpoint(
+                    trainer.checkpoint_state(), self.store.checkpoint_path_for(self.id)
+                )
+                self.store.set_checkpoint(self.id, path)
+        except BaseException as err:
+            status, error = ending(err)
+            raise
+        finally:
+            self.status, self.error = status, error
+            if self.store is not None and self.id is not None:
+                with contextlib.suppress(Exception):
+                    self.store.set_status(self.id, status, error)
+            if trainer is not None:
+                trainer.close()
+
+    def __repr__(self) -> str:
+        return f"RecordedRun(id={self.id!r}, status={self.status!r}, env={self.config.env.id!r})"
+
+
+def run_to_end(
+    run: RecordedRun, *, progress: Callable[[Trainer], None] | None = None
+) -> RecordedRun:
+    """Open the run and train it to its budget, recording progress about every 100 steps.
+
+    An exception while training ends the run as 'failed' with the error (returned, not raised);
+    Ctrl-C ends it as 'stopped' and propagates. A trainer that cannot be built raises.
+    """
+    trainer = run.open()
+
+    def report(current: Trainer) -> None:
+        run.record_progress()
+        if progress is not None:
+            progress(current)
+
+    try:
+        trainer.run(progress=report)
+    except KeyboardInterrupt as err:
+        run.close(*ending(err))
+        raise
+    except Exception as err:  # noqa: BLE001 - any failure ends the run as a recorded 'failed'
+        run.close(*ending(err))
+    else:
+        run.close("finished" if trainer.done else "stopped", None)
+    return run

@@ -1,0 +1,149 @@
+"""What the run store holds: statuses, metric columns and the SQL schema with its migrations.
+
+`rdqn.runs.store.RunStore` runs these statements; `rdqn.runs.writer.RunWriter` checks rows
+against the metric keys before they are queued. Migrations are append-only: ``MIGRATIONS[i]``
+moves a database from ``PRAGMA user_version`` i to i + 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "ACTIVE_STATUSES",
+    "EPISODE_COLUMNS",
+    "EPISODE_KEYS",
+    "INSERT_EPISODES",
+    "INSERT_STEPS",
+    "MIGRATIONS",
+    "PROGRESS_SET",
+    "SCHEMA_VERSION",
+    "STATUSES",
+    "STEP_COLUMNS",
+    "STEP_KEYS",
+    "Converter",
+    "quoted_columns",
+    "row_params",
+]
+
+STATUSES: tuple[str, ...] = ("created", "running", "paused", "finished", "failed", "stopped")
+ACTIVE_STATUSES: tuple[str, ...] = ("running", "paused")
+
+# (column, converter). Converters turn numpy/torch scalars into the Python types sqlite3 binds.
+Converter = Callable[[Any], Any]
+EPISODE_COLUMNS: tuple[tuple[str, Converter], ...] = (
+    ("episode", int),
+    ("env_steps", int),
+    ("updates", int),
+    ("return", float),
+    ("length", int),
+    ("wall_time", float),
+)
+STEP_COLUMNS: tuple[tuple[str, Converter], ...] = (
+    ("updates", int),
+    ("env_steps", int),
+    ("loss", float),
+    ("td_abs_mean", float),
+    ("q_mean", float),
+    ("beta", float),
+    ("epsilon", float),
+    ("ess", float),
+    ("wall_time", float),
+)
+EPISODE_KEYS = frozenset(name for name, _ in EPISODE_COLUMNS)
+STEP_KEYS = frozenset(name for name, _ in STEP_COLUMNS)
+
+_STATUS_CHECK = ", ".join(f"'{s}'" for s in STATUSES)
+# MIGRATIONS[i] moves a database from user_version i to i + 1; append, never edit.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        f"""CREATE TABLE IF NOT EXISTS runs (
+            id TEXT PRIMARY KEY,
+            name TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            status TEXT NOT NULL DEFAULT 'created' CHECK (status IN ({_STATUS_CHECK})),
+            preset TEXT,
+            env_id TEXT NOT NULL,
+            scheme TEXT NOT NULL,
+            seed INTEGER NOT NULL,
+            config_json TEXT NOT NULL,
+            manifest_json TEXT,
+            error TEXT,
+            checkpoint_path TEXT,
+            env_steps INTEGER NOT NULL DEFAULT 0,
+            updates INTEGER NOT NULL DEFAULT 0,
+            episodes INTEGER NOT NULL DEFAULT 0,
+            group_id TEXT,
+            owner_pid INTEGER
+        )""",
+        "CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status)",
+        "CREATE INDEX IF NOT EXISTS runs_by_group ON runs (group_id)",
+        """CREATE TABLE IF NOT EXISTS episodes (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            episode INTEGER NOT NULL,
+            env_steps INTEGER,
+            updates INTEGER,
+            "return" REAL,
+            length INTEGER,
+            wall_time REAL,
+            PRIMARY KEY (run_id, episode)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE IF NOT EXISTS steps (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            updates INTEGER NOT NULL,
+            env_steps INTEGER,
+            loss REAL,
+            td_abs_mean REAL,
+            q_mean REAL,
+            beta REAL,
+            epsilon REAL,
+            ess REAL,
+            wall_time REAL,
+            PRIMARY KEY (run_id, updates)
+        ) WITHOUT ROWID""",
+    ),
+)
+SCHEMA_VERSION: int = len(MIGRATIONS)
+
+
+def quoted_columns(columns: Sequence[tuple[str, Converter]]) -> str:
+    return ", ".join(f'"{name}"' for name, _ in columns)
+
+
+# "Last write wins": a run resumed from an earlier checkpoint re-logs the rows it repeats.
+INSERT_EPISODES = (
+    f"INSERT OR REPLACE INTO episodes (run_id, {quoted_columns(EPISODE_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * (len(EPISODE_COLUMNS) + 1))})"
+)
+INSERT_STEPS = (
+    f"INSERT OR REPLACE INTO steps (run_id, {quoted_columns(STEP_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * (len(STEP_COLUMNS) + 1))})"
+)
+PROGRESS_SET = "env_steps = ?, updates = ?, episodes = ?"
+
+
+def _convert(value: Any, convert: Converter) -> Any:
+    return None if value is None else convert(value)
+
+
+def row_params(
+    run_id: str,
+    rows: Sequence[Mapping[str, Any]],
+    columns: tuple[tuple[str, Converter], ...],
+    allowed: frozenset[str],
+    kind: str,
+) -> list[tuple[Any, ...]]:
+    key = columns[0][0]
+    params: list[tuple[Any, ...]] = []
+    for row in rows:
+        unknown = row.keys() - allowed
+        if unknown:
+            raise ValueError(
+                f"unknown {kind} column(s) {sorted(unknown)}; known: {sorted(allowed)}"
+            )
+        if row.get(key) is None:
+            raise ValueError(f"every {kind} row needs {key!r}, got {dict(row)!r}")
+        params.append((run_id, *(_convert(row.get(name), conv) for name, conv in columns)))
+    return params

@@ -1,0 +1,481 @@
+"""The run store: runs, their configs, manifests and metrics in one embedded SQLite file.
+
+A background training thread writes while dashboard and CLI threads read, possibly from two
+processes (a dashboard and a CLI run sharing one ``RDQN_HOME``). SQLite's write-ahead log gives
+exactly that: readers see the last committed snapshot and never block the single writer, and a
+writer waits (``busy_timeout``) instead of failing when another process holds the write lock.
+``synchronous=NORMAL`` means a commit costs no fsync in WAL mode; a power cut can lose the last
+few commits but never corrupts the file.
+
+Rules kept here:
+
+* One ``sqlite3`` connection per thread (a ``threading.local``), never shared: a connection
+  carries transaction state, so two threads on one connection interleave each other's writes.
+* Every write is one ``BEGIN IMMEDIATE`` transaction: the write lock is taken up front, so a
+  writer waits on ``busy_timeout`` rather than failing with "database is locked" when it tries to
+  upgrade a read snapshot that another process has made stale.
+* Metric rows are written in batches (`rdqn.runs.writer.RunWriter`); per-row commits would cost
+  the training loop far more than the 2% the design allows.
+
+Layout (``default_home()`` is ``$RDQN_HOME`` or ``.rdqn``)::
+
+    <home>/rdqn.db            this store (plus rdqn.db-wal, rdqn.db-shm while open)
+    <home>/checkpoints/       checkpoint files; delete_run removes the ones that live here
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import pandas as pd
+
+from rdqn.runs.schema import (
+    ACTIVE_STATUSES,
+    EPISODE_COLUMNS,
+    EPISODE_KEYS,
+    INSERT_EPISODES,
+    INSERT_STEPS,
+    MIGRATIONS,
+    PROGRESS_SET,
+    SCHEMA_VERSION,
+    STATUSES,
+    STEP_COLUMNS,
+    STEP_KEYS,
+    Converter,
+    quoted_columns,
+    row_params,
+)
+
+__all__ = ["RunRecord", "RunStore", "default_home"]
+
+_BUSY_TIMEOUT_MS = 10_000
+
+
+def default_home() -> Path:
+    """The store's home directory: ``$RDQN_HOME`` if set, else ``.rdqn`` (relative to the cwd)."""
+    return Path(os.environ.get("RDQN_HOME", ".rdqn"))
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One row of ``runs`` with ``config`` and ``manifest`` parsed from their JSON columns.
+
+    ``owner_pid`` is the process that last created, started or paused the run; it lets
+    :meth:`RunStore.mark_interrupted` tell a crashed process's runs from a live one's.
+    """
+
+    id: str
+    name: str | None
+    created_at: float
+    updated_at: float
+    status: str
+    preset: str | None
+    env_id: str
+    scheme: str
+    seed: int
+    config: dict[str, Any]
+    manifest: dict[str, Any] | None
+    error: str | None
+    checkpoint_path: str | None
+    env_steps: int
+    updates: int
+    episodes: int
+    group_id: str | None
+    owner_pid: int | None
+
+
+_JSON_FIELDS = {"config": "config_json", "manifest": "manifest_json"}
+_RUN_COLUMNS: tuple[str, ...] = tuple(_JSON_FIELDS.get(f.name, f.name) for f in fields(RunRecord))
+
+
+def _check_status(status: str) -> None:
+    if status not in STATUSES:
+        raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
+
+
+def _to_json(value: Mapping[str, Any], what: str) -> str:
+    try:
+        return json.dumps(dict(value), sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what} must be JSON-serialisable: {exc}") from exc
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether another process with this pid exists (POSIX only; elsewhere unknown -> False)."""
+    if os.name != "posix" or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class RunStore:
+    """Runs, configs, manifests and per-episode / per-update metrics in SQLite (WAL).
+
+    ``path`` is the database file (default ``default_home() / "rdqn.db"``); checkpoints belong in
+    ``checkpoint_dir`` = ``<db directory>/checkpoints``. Safe to use from many threads (each gets
+    its own connection) and from several processes. Call :meth:`close` once all threads are done.
+    Unknown run ids raise ``KeyError``; invalid arguments raise ``ValueError``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        db = Path(path) if path is not None else default_home() / "rdqn.db"
+        if str(db) == ":memory:":
+            raise ValueError("path must be a file: an in-memory database is private to one thread")
+        db.parent.mkdir(parents=True, exist_ok=True)
+        self.path: Path = db
+        self.checkpoint_dir: Path = db.parent / "checkpoints"
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: dict[int, tuple[threading.Thread, sqlite3.Connection]] = {}
+        self._closed = False
+        self._pid = os.getpid()
+        self._migrate()
+
+    # -- connections and transactions -------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._closed:
+            raise RuntimeError(f"RunStore at {self.path} is closed")
+        if os.getpid() != self._pid:
+            # A forked child must not touch its parent's connections (SQLite forbids it), not
+            # even to close them: start afresh.
+            self._local = threading.local()
+            self._lock = threading.Lock()
+            self._connections = {}
+            self._pid = os.getpid()
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE for writes). The connection
+        # is only ever used by this thread; check_same_thread=False lets close() reclaim it.
+        conn = sqlite3.connect(
+            self.path,
+            timeout=_BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        with self._lock:
+            dead = [k for k, (thread, _) in self._connections.items() if not thread.is_alive()]
+            for key in dead:
+                self._connections.pop(key)[1].close()
+            self._connections[id(conn)] = (threading.current_thread(), conn)
+        self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        conn = self._connect()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """One read snapshot: every statement inside sees the same committed state."""
+        conn = self._connect()
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self._write() as conn:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"{self.path} has schema version {version}, newer than this rdqn "
+                    f"({SCHEMA_VERSION}); upgrade rdqn or use another RDQN_HOME"
+                )
+            for statements in MIGRATIONS[version:]:
+                for statement in statements:
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    @property
+    def journal_mode(self) -> str:
+        """The journal mode SQLite reports for this thread's connection (``"wal"``)."""
+        return str(self._connect().execute("PRAGMA journal_mode").fetchone()[0])
+
+    @property
+    def schema_version(self) -> int:
+        """``PRAGMA user_version`` of the database file."""
+        return int(self._connect().execute("PRAGMA user_version").fetchone()[0])
+
+    def close(self) -> None:
+        """Close every thread's connection. Idempotent; later calls raise ``RuntimeError``."""
+        with self._lock:
+            self._closed = True
+            connections, self._connections = self._connections, {}
+        for _, conn in connections.values():
+            conn.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- runs -------------------------------------------------------------------------------
+
+    def create_run(
+        self,
+        *,
+        config: Mapping[str, Any],
+        name: str | None = None,
+        preset: str | None = None,
+        env_id: str,
+        scheme: str,
+        seed: int,
+        group_id: str | None = None,
+    ) -> str:
+        """Insert a run with status ``'created'`` and return its id (12 hex digits of a uuid4).
+
+        ``name`` defaults to ``"<preset or scheme> <env_id> seed <seed>"``.
+        """
+        config_json = _to_json(config, "config")
+        run_id = uuid.uuid4().hex[:12]
+        now = time.time()
+        label = name if name is not None else f"{preset or scheme} {env_id} seed {seed}"
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO runs (id, name, created_at, updated_at, status, preset, env_id, "
+                "scheme, seed, config_json, group_id, owner_pid) "
+                "VALUES (?, ?, ?, ?, 'created', ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, label, now, now, preset, env_id, scheme, int(seed), config_json)
+                + (group_id, os.getpid()),
+            )
+        return run_id
+
+    def _update_run(
+        self, conn: sqlite3.Connection, run_id: str, sql: str, params: tuple[Any, ...]
+    ) -> None:
+        cursor = conn.execute(
+            f"UPDATE runs SET {sql}, updated_at = ? WHERE id = ?", (*params, time.time(), run_id)
+        )
+        if cursor.rowcount == 0:
+            raise KeyError(f"no run with id {run_id!r} in {self.path}")
+
+    def set_status(self, run_id: str, status: str, error: str | None = None) -> None:
+        """Set ``status`` (one of :data:`STATUSES`) and ``error`` (``None`` clears it).
+
+        Moving to ``'running'`` or ``'paused'`` records this process as the run's owner.
+        """
+        _check_status(status)
+        with self._write() as conn:
+            if status in ACTIVE_STATUSES:
+                self._update_run(
+                    conn,
+                    run_id,
+                    "status = ?, error = ?, owner_pid = ?",
+                    (status, error, os.getpid()),
+                )
+            else:
+                self._update_run(conn, run_id, "status = ?, error = ?", (status, error))
+
+    def update_progress(self, run_id: str, *, env_steps: int, updates: int, episodes: int) -> None:
+        """Record the run's counters: environment steps, updates and episodes, separately."""
+        with self._write() as conn:
+            counters = (int(env_steps), int(updates), int(episodes))
+            self._update_run(conn, run_id, PROGRESS_SET, counters)
+
+    def set_manifest(self, run_id: str, manifest: Mapping[str, Any]) -> None:
+        """Store the run manifest (see :func:`rdqn.runs.manifest.build_manifest`) as JSON."""
+        manifest_json = _to_json(manifest, "manifest")
+        with self._write() as conn:
+            self._update_run(conn, run_id, "manifest_json = ?", (manifest_json,))
+
+    def set_checkpoint(self, run_id: str, path: str | os.PathLike[str] | None) -> None:
+        """Record the run's latest checkpoint file (``None`` forgets it)."""
+        value = None if path is None else str(path)
+        with self._write() as conn:
+            self._update_run(conn, run_id, "checkpoint_path = ?", (value,))
+
+    def checkpoint_path_for(self, run_id: str) -> Path:
+        """Where a run's checkpoint belongs: ``checkpoint_dir / "<run_id>.pt"``."""
+        return self.checkpoint_dir / f"{run_id}.pt"
+
+    def get_run(self, run_id: str) -> RunRecord:
+        """The run's record; ``KeyError`` naming the id if there is none."""
+        cursor = self._connect().cursor()
+        cursor.row_factory = sqlite3.Row
+        row = cursor.execute(
+            f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs WHERE id = ?", (run_id,)
+        ).fetchone()
+        if row is None:
+            raise KeyError(f"no run with id {run_id!r} in {self.path}")
+        values = dict(row)
+        config = json.loads(values.pop("config_json"))
+        manifest_json = values.pop("manifest_json")
+        manifest = None if manifest_json is None else json.loads(manifest_json)
+        return RunRecord(config=config, manifest=manifest, **values)
+
+    def list_runs(self, status: str | None = None, group_id: str | None = None) -> pd.DataFrame:
+        """Runs as a DataFrame, newest first, one column per ``runs`` column (JSON kept as text)."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        if status is not None:
+            _check_status(status)
+            clauses.append("status = ?")
+            params.append(status)
+        if group_id is not None:
+            clauses.append("group_id = ?")
+            params.append(group_id)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        sql = (
+            f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs {where} "
+            "ORDER BY created_at DESC, rowid DESC"
+        )
+        return pd.read_sql_query(sql, self._connect(), params=params)
+
+    def delete_run(self, run_id: str) -> None:
+        """Delete the run, its episode and step rows (cascade), and its checkpoint file if that
+        file lies under :attr:`checkpoint_dir` (files elsewhere are the caller's)."""
+        with self._write() as conn:
+            row = conn.execute(
+                "SELECT checkpoint_path FROM runs WHERE id = ?", (run_id,)
+            ).fetchone()
+            if row is None:
+                raise KeyError(f"no run with id {run_id!r} in {self.path}")
+            conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+        if row[0] is not None:
+            checkpoint = Path(row[0]).resolve()
+            if checkpoint.is_relative_to(self.checkpoint_dir.resolve()):
+                checkpoint.unlink(missing_ok=True)
+
+    def mark_interrupted(self) -> int:
+        """Mark runs left ``'running'``/``'paused'`` by a dead process as ``'stopped'``.
+
+        Call once at startup, before this process starts any run. A run whose owner is another
+        process that is still alive (say a CLI run beside the dashboard) is left alone; runs owned
+        by this process's pid are treated as left over from a crashed predecessor that had it.
+        Returns how many runs were marked.
+        """
+        me = os.getpid()
+        with self._write() as conn:
+            rows = conn.execute(
+                "SELECT id, owner_pid FROM runs WHERE status IN (?, ?)", ACTIVE_STATUSES
+            ).fetchall()
+            orphans = [
+                (run_id,)
+                for run_id, pid in rows
+                if pid is None or pid == me or not _pid_alive(int(pid))
+            ]
+            conn.executemany(
+                "UPDATE runs SET status = 'stopped', updated_at = ?, "
+                "error = COALESCE(error, 'interrupted: the process running it ended') WHERE id = ?",
+                [(time.time(), run_id) for (run_id,) in orphans],
+            )
+        return len(orphans)
+
+    # -- metrics ----------------------------------------------------------------------------
+
+    def write_metrics(
+        self,
+        run_id: str,
+        *,
+        episodes: Sequence[Mapping[str, Any]] = (),
+        steps: Sequence[Mapping[str, Any]] = (),
+        progress: Mapping[str, int] | None = None,
+    ) -> None:
+        """Write episode rows, step rows and (optionally) progress counters in one transaction.
+
+        Row keys are the columns of :data:`EPISODE_COLUMNS` / :data:`STEP_COLUMNS` (missing ones
+        are stored as NULL; ``episode`` / ``updates`` are required). ``progress`` takes
+        ``env_steps``, ``updates`` and ``episodes``. Rows that repeat a key replace the old row.
+        """
+        episode_params = row_params(run_id, episodes, EPISODE_COLUMNS, EPISODE_KEYS, "episode")
+        step_params = row_params(run_id, steps, STEP_COLUMNS, STEP_KEYS, "step")
+        with self._write() as conn:
+            if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+                raise KeyError(f"no run with id {run_id!r} in {self.path}")
+            if episode_params:
+                conn.executemany(INSERT_EPISODES, episode_params)
+            if step_params:
+                conn.executemany(INSERT_STEPS, step_params)
+            if progress is not None:
+                counters = tuple(int(progress[k]) for k in ("env_steps", "updates", "episodes"))
+                self._update_run(conn, run_id, PROGRESS_SET, counters)
+
+    def log_episodes(self, run_id: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert episode rows (one transaction); see :meth:`write_metrics` for the keys."""
+        self.write_metrics(run_id, episodes=rows)
+
+    def log_steps(self, run_id: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert per-update rows (one transaction); see :meth:`write_metrics` for the keys."""
+        self.write_metrics(run_id, steps=rows)
+
+    def _metric_frame(
+        self,
+        run_id: str,
+        table: str,
+        columns: tuple[tuple[str, Converter], ...],
+        after: int | None,
+    ) -> pd.DataFrame:
+        key = columns[0][0]
+        sql = f"SELECT {quoted_columns(columns)} FROM {table} WHERE run_id = ?"
+        params: list[Any] = [run_id]
+        if after is not None:
+            sql += f" AND {key} > ?"
+            params.append(int(after))
+        with self._read() as conn:
+            if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+                raise KeyError(f"no run with id {run_id!r} in {self.path}")
+            frame = pd.read_sql_query(f"{sql} ORDER BY {key}", conn, params=params)
+        # Numeric dtypes even for all-NULL columns (sqlite returns None -> object otherwise).
+        for name, convert in columns:
+            column = frame[name]
+            if convert is float:
+                frame[name] = column.astype("float64")
+            else:
+                frame[name] = column.astype("Int64" if column.isna().any() else "int64")
+        return frame
+
+    def episodes(self, run_id: str, *, after: int | None = None) -> pd.DataFrame:
+        """The run's episode rows ordered by ``episode`` (only ``episode > after`` if given)."""
+        return self._metric_frame(run_id, "episodes", EPISODE_COLUMNS, after)
+
+    def steps(self, run_id: str, *, after: int | None = None) -> pd.DataFrame:
+        """The run's per-update rows ordered by ``updates`` (only ``updates > after`` if given)."""
+        return self._metric_frame(run_id, "steps", STEP_COLUMNS, after)
+
+    def export_csv(self, run_id: str, kind: Literal["episodes", "steps"]) -> str:
+        """The run's ``episodes`` or ``steps`` as CSV text with a header row (floats round-trip)."""
+        if kind == "episodes":
+            frame = self.episodes(run_id)
+        elif kind == "steps":
+            frame = self.steps(run_id)
+        else:
+            raise ValueError(f"kind must be 'episodes' or 'steps', got {kind!r}")
+        return str(frame.to_csv(index=False))

@@ -1,0 +1,138 @@
+"""Batched metric writes for one run: training never waits on SQLite for a row.
+
+A `RunWriter` keeps episode and step rows in memory and hands them to
+`RunStore.write_metrics` in one transaction when `flush_every` seconds have passed or
+`max_pending` rows are waiting; the check on each add is one clock read.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any
+
+from rdqn.runs.schema import EPISODE_KEYS, STEP_KEYS
+from rdqn.runs.store import RunStore
+
+__all__ = ["RunWriter"]
+
+
+class RunWriter:
+    """Buffers one run's metric rows in memory and writes them in batches.
+
+    A flush happens inside :meth:`add_episode` / :meth:`add_step` once ``flush_every`` seconds have
+    passed since the last one or ``max_pending`` rows are waiting, so the per-row cost on the
+    training thread is a list append and a clock compare. Rows, plus the latest
+    :meth:`set_progress` counters, go to the store in one transaction, so a reader never sees
+    progress counters ahead of the rows behind them. If a write fails the rows stay pending, the
+    error propagates, and the next automatic attempt waits for the next deadline.
+    """
+
+    def __init__(
+        self,
+        store: RunStore,
+        run_id: str,
+        *,
+        flush_every: float = 1.0,
+        max_pending: int = 1000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not (isinstance(flush_every, int | float) and flush_every >= 0):
+            raise ValueError(f"flush_every must be a number >= 0, got {flush_every!r}")
+        if not math.isfinite(flush_every):
+            raise ValueError(f"flush_every must be finite, got {flush_every!r}")
+        if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
+            raise ValueError(f"max_pending must be an integer >= 1, got {max_pending!r}")
+        store.get_run(run_id)
+        self.store = store
+        self.run_id = run_id
+        self.flush_every = float(flush_every)
+        self.max_pending = max_pending
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._episodes: list[dict[str, Any]] = []
+        self._steps: list[dict[str, Any]] = []
+        self._progress: dict[str, int] | None = None
+        self._flush_at = max_pending
+        self._deadline = clock() + self.flush_every
+        self._closed = False
+
+    @property
+    def pending(self) -> int:
+        """Rows waiting to be written."""
+        return len(self._episodes) + len(self._steps)
+
+    def add_episode(self, row: Mapping[str, Any] | None = None, /, **values: Any) -> None:
+        """Queue one episode row, as a mapping or keywords (``return_=`` stands for ``return``)."""
+        merged = dict(row or {})
+        merged.update(values)
+        if "return_" in merged:
+            merged["return"] = merged.pop("return_")
+        if not merged.keys() <= EPISODE_KEYS or "episode" not in merged:
+            raise ValueError(
+                f"episode rows need 'episode' and only keys {sorted(EPISODE_KEYS)}, got "
+                f"{sorted(merged)}"
+            )
+        self._add(self._episodes, merged)
+
+    def add_step(self, **row: Any) -> None:
+        """Queue one per-update row (keys of ``STEP_COLUMNS``; ``updates`` is required)."""
+        if not row.keys() <= STEP_KEYS or "updates" not in row:
+            raise ValueError(
+                f"step rows need 'updates' and only keys {sorted(STEP_KEYS)}, got {sorted(row)}"
+            )
+        self._add(self._steps, row)
+
+    def set_progress(self, *, env_steps: int, updates: int, episodes: int) -> None:
+        """Record the run's counters; written with the next flush."""
+        with self._lock:
+            self._progress = {"env_steps": env_steps, "updates": updates, "episodes": episodes}
+
+    def _add(self, queue: list[dict[str, Any]], row: dict[str, Any]) -> None:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(f"RunWriter for run {self.run_id!r} is closed")
+            queue.append(row)
+            if self.pending >= self._flush_at or self._clock() >= self._deadline:
+                self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        now = self._clock()
+        self._deadline = now + self.flush_every
+        if not (self._episodes or self._steps or self._progress is not None):
+            return
+        try:
+            self.store.write_metrics(
+                self.run_id, episodes=self._episodes, steps=self._steps, progress=self._progress
+            )
+        except BaseException:
+            self._flush_at = self.pending + self.max_pending
+            raise
+        self._episodes, self._steps, self._progress = [], [], None
+        self._flush_at = self.max_pending
+
+    def flush(self) -> None:
+        """Write every pending row and the latest progress now."""
+        with self._lock:
+            self._flush_locked()
+
+    def close(self) -> None:
+        """Flush and refuse further rows. Idempotent."""
+        with self._lock:
+            if not self._closed:
+                self._flush_locked()
+                self._closed = True
+
+    def __enter__(self) -> RunWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,101 @@
+"""Where a training loop's time goes: named, accumulating wall-clock timers.
+
+The trainer wraps each phase of a step in ``timings.measure(PHASE)``; the run manifest
+(`rdqn.runs.manifest`) reports the totals. The phases, each measured separately (seed 000's
+protocol):
+
+    init    building env, networks, replay memory and optimizer (and any compilation)
+    env     stepping and resetting the environment
+    act     choosing actions: the acting forward pass on one window, and epsilon-greedy
+    sample  data preparation: drawing a replay batch, gathering its windows, and writing the
+            new priorities back
+    update  the learner: forward passes of the online and target networks, loss, backward
+            pass, gradient clipping, optimizer step and target update
+    evaluation  greedy evaluation episodes
+
+Accelerator work is asynchronous, so for CUDA pass ``synchronize=torch.cuda.synchronize``: it runs
+on entry and exit of every timed region, otherwise a region would be charged for kernels queued by
+the one before.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+__all__ = ["ACT", "ENV", "EVALUATION", "INIT", "PHASES", "SAMPLE", "UPDATE", "Timings"]
+
+INIT = "init"
+ENV = "env"
+ACT = "act"
+SAMPLE = "sample"
+UPDATE = "update"
+EVALUATION = "evaluation"
+PHASES: tuple[str, ...] = (INIT, ENV, ACT, SAMPLE, UPDATE, EVALUATION)
+"""Every phase a `rdqn.training.trainer.Trainer` measures, in the order of a step."""
+
+
+class _Measure:
+    """Context manager for one timed region; allocated per use so regions may nest."""
+
+    __slots__ = ("_name", "_start", "_timings")
+
+    def __init__(self, timings: Timings, name: str) -> None:
+        self._timings = timings
+        self._name = name
+        self._start = 0.0
+
+    def __enter__(self) -> None:
+        timings = self._timings
+        if timings._synchronize is not None:
+            timings._synchronize()
+        self._start = timings._clock()
+
+    def __exit__(self, *exc_info: object) -> None:
+        timings = self._timings
+        if timings._synchronize is not None:
+            timings._synchronize()
+        timings.add(self._name, timings._clock() - self._start)
+
+
+class Timings:
+    """Named, accumulating wall-clock timers.
+
+    ``with timings.measure(SAMPLE): ...`` adds the region's duration to ``SAMPLE``;
+    :meth:`add` adds a duration measured elsewhere. Overhead is two clock reads and two dict
+    updates per region (about a microsecond). Written by one thread; :meth:`totals` and
+    :meth:`counts` return copies, so another thread may read them at any time.
+    ``clock`` (default ``time.perf_counter``) can be injected for tests; ``synchronize`` is
+    called around each region (``torch.cuda.synchronize`` when timing GPU work).
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.perf_counter,
+        synchronize: Callable[[], object] | None = None,
+    ) -> None:
+        self._clock = clock
+        self._synchronize = synchronize
+        self._totals: dict[str, float] = {}
+        self._counts: dict[str, int] = {}
+
+    def measure(self, name: str) -> _Measure:
+        """A context manager that adds the wall-clock time of its body to ``name``."""
+        return _Measure(self, name)
+
+    def add(self, name: str, seconds: float) -> None:
+        """Add ``seconds`` (finite, >= 0) to ``name`` and count one occurrence."""
+        if not (seconds >= 0 and math.isfinite(seconds)):
+            raise ValueError(f"seconds must be finite and >= 0, got {seconds!r}")
+        self._totals[name] = self._totals.get(name, 0.0) + seconds
+        self._counts[name] = self._counts.get(name, 0) + 1
+
+    def totals(self) -> dict[str, float]:
+        """Seconds accumulated per name."""
+        return dict(self._totals)
+
+    def counts(self) -> dict[str, int]:
+        """Number of measured regions (or :meth:`add` calls) per name."""
+        return dict(self._counts)

@@ -1,0 +1,378 @@
+"""The training loop, one environment step at a time.
+
+`Trainer.step()` does exactly one environment step, and a learner update when one is due:
+
+    W_t = window of the episode so far       (the same code that builds replay windows)
+    a_t = epsilon-greedy(Q(W_t))             epsilon annealed linearly over env steps
+    o_{t+1}, r_t, terminated_t, truncated_t = env.step(a_t)
+    store (o_t, a_t, r_t, o_{t+1}, terminated_t, truncated_t)
+    every `train_every` steps after `learning_starts`:
+        batch ~ replay(B, beta)              beta annealed from beta0 to beta_end over the updates
+        delta = agent.learn(batch)           IS weights inside the per-sample loss
+        replay.update_priorities(batch, |delta|)
+
+Environment steps, learner updates and episodes are counted separately. A diverging update (NaN
+or inf) raises `DivergenceError` with everything recorded so far kept (status "failed"). The CLI
+and the dashboard's background runs are two clients of this class.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any, Protocol
+
+import numpy as np
+from scipy import stats
+
+from rdqn.config import RunConfig
+from rdqn.envs import load_prices_csv, make_env
+from rdqn.learn.agent import DivergenceError, DQNAgent
+from rdqn.replay import (
+    LinearSchedule,
+    ProportionalSampler,
+    RankBasedSampler,
+    ReplayBuffer,
+    Sampler,
+    SumTree,
+    UniformSampler,
+    WindowBuilder,
+)
+from rdqn.training.telemetry import (
+    RELATIVE_PROBABILITY_EDGES,
+    GoodnessOfFit,
+    Histogram,
+    Telemetry,
+    TelemetryRecorder,
+)
+from rdqn.training.timings import ACT, ENV, EVALUATION, INIT, SAMPLE, UPDATE, Timings
+
+__all__ = ["MetricsSink", "Trainer", "build_sampler"]
+
+FIT_BINS = 16
+FIT_BATCHES = 16
+TREE_LEVELS = 5
+
+
+class MetricsSink(Protocol):
+    """Where a trainer streams its rows (a `rdqn.runs.writer.RunWriter`, or a list in tests)."""
+
+    def add_episode(self, **row: Any) -> None: ...
+
+    def add_step(self, **row: Any) -> None: ...
+
+
+def build_sampler(config: RunConfig) -> Sampler:
+    """The sampler a config asks for."""
+    replay = config.replay
+    if replay.scheme == "uniform":
+        return UniformSampler()
+    if replay.scheme == "rank":
+        return RankBasedSampler(
+            alpha=replay.alpha,
+            sort_every=replay.rank_sort_every,
+            is_normalization=replay.is_normalization,  # type: ignore[arg-type]
+            max_weight=replay.max_weight,
+        )
+    return ProportionalSampler(
+        alpha=replay.alpha,
+        eps=replay.eps,
+        is_normalization=replay.is_normalization,  # type: ignore[arg-type]
+        max_weight=replay.max_weight,
+    )
+
+
+def _make_env(config: RunConfig) -> Any:
+    kwargs = dict(config.env.kwargs)
+    if "prices_csv" in kwargs:
+        kwargs["prices"] = load_prices_csv(kwargs.pop("prices_csv"))
+    try:
+        return make_env(config.env.id, **kwargs)
+    except TypeError as err:
+        raise ValueError(
+            f"env.kwargs {config.env.kwargs} rejected by {config.env.id}: {err}"
+        ) from err
+
+
+class Trainer:
+    """Drives env + agent + replay one step at a time; see the module docstring."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        *,
+        sink: MetricsSink | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.config = config
+        self.sink = sink
+        self.timings = Timings()
+        self._clock = clock
+        with self.timings.measure(INIT):
+            seeds = np.random.SeedSequence(config.seed).generate_state(4)
+            self.env = _make_env(config)
+            space = self.env.observation_space
+            self.obs_shape: tuple[int, ...] = tuple(space.shape)
+            self.n_actions = int(self.env.action_space.n)
+            obs_dim = int(np.prod(self.obs_shape))
+            self.agent = DQNAgent(obs_dim, self.n_actions, config.agent, seed=int(seeds[0]))
+            self.buffer = ReplayBuffer(
+                config.replay.capacity,
+                self.obs_shape,
+                window=config.replay.window,
+                sampler=build_sampler(config),
+                seed=int(seeds[1]),
+            )
+            self._diagnostic_rng = np.random.default_rng(int(seeds[2]))
+            self.windows = WindowBuilder(config.replay.window, self.obs_shape)
+            train = config.train
+            self.epsilon_schedule = LinearSchedule(
+                train.epsilon_start,
+                train.epsilon_end,
+                int(train.epsilon_fraction * train.total_steps),
+            )
+            self.beta_schedule = LinearSchedule(
+                config.replay.beta0, config.replay.beta_end, train.planned_updates
+            )
+            self.recorder = TelemetryRecorder(planned_updates=train.planned_updates)
+            self._obs, _ = self.env.reset(seed=config.seed)
+            self.env.action_space.seed(int(seeds[3]))
+            self.windows.reset(self._obs)
+        self.env_steps = 0
+        self.updates = 0
+        self.episodes = 0
+        self.status = "created"
+        self.error: str | None = None
+        self._episode_return = 0.0
+        self._episode_length = 0
+        self._last_loss = float("nan")
+        self._started = clock()
+        self._steps_per_second = 0.0
+
+    # ------------------------------------------------------------------ loop
+    @property
+    def done(self) -> bool:
+        return self.env_steps >= self.config.train.total_steps or self.status == "failed"
+
+    @property
+    def epsilon(self) -> float:
+        return self.epsilon_schedule(self.env_steps)
+
+    @property
+    def beta(self) -> float:
+        return self.beta_schedule(self.updates)
+
+    def step(self) -> None:
+        """One environment step, plus one learner update when due."""
+        if self.done:
+            raise RuntimeError(
+                f"the run is over ({self.status}, {self.env_steps} of "
+                f"{self.config.train.total_steps} steps)"
+            )
+        self.status = "running"
+        timings = self.timings
+        with timings.measure(ACT):
+            action = self.agent.act(self.windows.window(), self.epsilon)
+        with timings.measure(ENV):
+            next_obs, reward, terminated, truncated, _ = self.env.step(action)
+        self.buffer.add(self._obs, action, float(reward), next_obs, terminated, truncated)
+        self.env_steps += 1
+        self._episode_return += float(reward)
+        self._episode_length += 1
+        if terminated or truncated:
+            self._end_episode()
+        else:
+            self._obs = next_obs
+            self.windows.append(next_obs)
+        train = self.config.train
+        if self.env_steps > train.learning_starts and self.env_steps % train.train_every == 0:
+            self._learn()
+        if self.done and self.status == "running":
+            self.status = "finished"
+
+    def run(
+        self, steps: int | None = None, progress: Callable[[Trainer], None] | None = None
+    ) -> Trainer:
+        """Step until `steps` more env steps are done (default: the whole budget)."""
+        target = self.config.train.total_steps
+        if steps is not None:
+            target = min(target, self.env_steps + steps)
+        while self.env_steps < target and not self.done:
+            self.step()
+            if progress is not None and self.env_steps % 100 == 0:
+                progress(self)
+        return self
+
+    def _end_episode(self) -> None:
+        self.episodes += 1
+        self.recorder.on_episode(self._episode_return, self.env_steps, self._episode_length)
+        if self.sink is not None:
+            self.sink.add_episode(
+                episode=self.episodes,
+                env_steps=self.env_steps,
+                updates=self.updates,
+                **{"return": self._episode_return},
+                length=self._episode_length,
+                wall_time=self._clock() - self._started,
+            )
+        self._episode_return = 0.0
+        self._episode_length = 0
+        with self.timings.measure(ENV):
+            self._obs, _ = self.env.reset()
+        self.windows.reset(self._obs)
+
+    def _learn(self) -> None:
+        beta = self.beta
+        timings = self.timings
+        with timings.measure(SAMPLE):
+            batch = self.buffer.sample(self.config.replay.batch_size, beta=beta)
+        try:
+            with timings.measure(UPDATE):
+                result = self.agent.learn(batch)
+        except DivergenceError as err:
+            self.status = "failed"
+            self.error = str(err)
+            raise
+        td_abs = np.abs(result.td_errors)
+        with timings.measure(SAMPLE):
+            self.buffer.update_priorities(batch, td_abs)
+        self.updates += 1
+        self._last_loss = result.loss
+        train = self.config.train
+        log = self.updates % train.log_every == 0
+        view = self.recorder.on_update(
+            update=self.updates,
+            indices=batch.indices,
+            probabilities=batch.probabilities,
+            weights=batch.weights,
+            td_abs=td_abs,
+            ages=self.buffer.ages(batch.indices),
+            buffer_size=len(self.buffer),
+            loss=result.loss,
+            q_mean=result.q_mean,
+            log=log,
+        )
+        if log and self.sink is not None:
+            self.sink.add_step(
+                updates=self.updates,
+                env_steps=self.env_steps,
+                loss=result.loss,
+                td_abs_mean=float(td_abs.mean()),
+                q_mean=result.q_mean,
+                beta=beta,
+                epsilon=self.epsilon,
+                ess=view.ess,
+                wall_time=self._clock() - self._started,
+            )
+        if self.updates % train.histogram_every == 0:
+            self.recorder.on_histograms(self.updates, self.buffer.probabilities())
+
+    # ------------------------------------------------------------- reporting
+    def goodness_of_fit(self, batches: int = FIT_BATCHES, bins: int = FIT_BINS) -> GoodnessOfFit:
+        """Draw `batches` diagnostic batches and compare slot-bin counts with P(i) (chi-square).
+
+        Uses its own generator: samplers only read their state when sampling, so this never
+        changes what training draws next.
+        """
+        size = len(self.buffer)
+        batch_size = min(self.config.replay.batch_size, size)
+        bins = min(bins, size)
+        edges = np.linspace(0, size, bins + 1).astype(np.int64)
+        slot_bin = np.searchsorted(edges, np.arange(size), side="right") - 1
+        expected_p = np.bincount(slot_bin, weights=self.buffer.probabilities(), minlength=bins)
+        observed = np.zeros(bins)
+        for _ in range(batches):
+            draw = self.buffer.sampler.sample(size, batch_size, 1.0, self._diagnostic_rng)
+            observed += np.bincount(slot_bin[draw.indices], minlength=bins)
+        expected = expected_p * batches * batch_size
+        used = expected > 0
+        chi2 = float(((observed[used] - expected[used]) ** 2 / expected[used]).sum())
+        dof = max(int(used.sum()) - 1, 1)
+        return GoodnessOfFit(
+            bin_edges=edges,
+            observed=observed,
+            expected=expected,
+            chi_square=chi2,
+            dof=dof,
+            p_value=float(stats.chi2.sf(chi2, dof)),
+        )
+
+    def _tree_levels(self) -> list[np.ndarray]:
+        sampler = self.buffer.sampler
+        tree = getattr(sampler, "tree", None)
+        return tree.levels(TREE_LEVELS) if isinstance(tree, SumTree) else []
+
+    def snapshot(self, *, with_internals: bool = True) -> Telemetry:
+        """An immutable `Telemetry` of the run so far (cheap enough to call about once a second)."""
+        self._steps_per_second = self.recorder.mark_rate(self.env_steps)
+        size = len(self.buffer)
+        priorities = fit = None
+        if with_internals and size:
+            with np.errstate(divide="ignore"):
+                relative = np.log10(self.buffer.probabilities() * size)
+            priorities = Histogram.of(relative, RELATIVE_PROBABILITY_EDGES)
+            if self.updates:
+                fit = self.goodness_of_fit()
+        return self.recorder.snapshot(
+            status=self.status,
+            error=self.error,
+            env_steps=self.env_steps,
+            updates=self.updates,
+            episodes=self.episodes,
+            total_steps=self.config.train.total_steps,
+            beta=self.beta,
+            epsilon=self.epsilon,
+            steps_per_second=self._steps_per_second,
+            wall_time=self._clock() - self._started,
+            scheme=self.buffer.sampler.name,
+            buffer_size=size,
+            capacity=self.buffer.capacity,
+            stale_updates=self.buffer.stale_updates,
+            priorities=priorities,
+            fit=fit,
+            tree_levels=self._tree_levels() if with_internals else [],
+            timings=self.timings.totals(),
+        )
+
+    def evaluate(self, episodes: int = 5, seed: int = 10_000) -> np.ndarray:
+        """Greedy returns over `episodes` fresh episodes of a separate env (training untouched)."""
+        with self.timings.measure(EVALUATION):
+            env = _make_env(self.config)
+            builder = WindowBuilder(self.config.replay.window, self.obs_shape)
+            returns = []
+            for k in range(episodes):
+                obs, _ = env.reset(seed=seed + k)
+                builder.reset(obs)
+                total, done = 0.0, False
+                while not done:
+                    action = int(np.argmax(self.agent.q_values(builder.window())))
+                    obs, reward, terminated, truncated, _ = env.step(action)
+                    total += float(reward)
+                    done = terminated or truncated
+                    builder.append(obs)
+                returns.append(total)
+            env.close()
+        return np.array(returns)
+
+    def checkpoint_state(self) -> dict[str, Any]:
+        """Agent weights, optimizer, counters and config, loadable with weights_only=True."""
+        return {
+            "agent": self.agent.state_dict(),
+            "config": self.config.to_dict(),
+            "counters": {
+                "env_steps": self.env_steps,
+                "updates": self.updates,
+                "episodes": self.episodes,
+            },
+        }
+
+    def close(self) -> None:
+        self.env.close()
+
+    def __repr__(self) -> str:
+        cfg = asdict(self.config.replay)
+        return (
+            f"Trainer(env={self.config.env.id!r}, scheme={cfg['scheme']!r}, "
+            f"steps={self.env_steps}/{self.config.train.total_steps}, status={self.status!r})"
+        )

@@ -1,0 +1,195 @@
+"""Tests for rdqn.learn.nets: architecture of record (DESIGN item 10), shapes, init, helpers."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from rdqn.learn.nets import (
+    LinearQNet,
+    MLPQNet,
+    RecurrentQNet,
+    build_q_network,
+    count_parameters,
+    parameter_bytes,
+)
+
+
+def seeded(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+@pytest.mark.parametrize(("d", "a"), [(2, 2), (4, 3), (9, 3), (1, 1), (30, 5)])
+def test_recurrent_parameter_count_matches_formula(d: int, a: int) -> None:
+    """512(d+130) + 512*258 + 8256 + 65A, with PyTorch's two LSTM bias vectors (seed 000)."""
+    net = RecurrentQNet(d, a, generator=seeded(0))
+    assert count_parameters(net) == 512 * (d + 130) + 512 * 258 + 8256 + 65 * a
+
+
+def test_parameter_count_by_hand_for_d4_a3() -> None:
+    lstm1 = 4 * 128 * 4 + 4 * 128 * 128 + 2 * 4 * 128
+    lstm2 = 4 * 128 * 128 + 4 * 128 * 128 + 2 * 4 * 128
+    head = (128 * 64 + 64) + (64 * 3 + 3)
+    assert count_parameters(RecurrentQNet(4, 3)) == lstm1 + lstm2 + head == 209_155
+
+
+def test_two_separate_single_layer_batch_first_lstms() -> None:
+    net = RecurrentQNet(5, 2)
+    lstms = [m for m in net.modules() if isinstance(m, nn.LSTM)]
+    assert lstms == [net.lstm1, net.lstm2]
+    for lstm, in_size in zip(lstms, (5, 128), strict=True):
+        assert lstm.num_layers == 1
+        assert lstm.batch_first
+        assert (lstm.input_size, lstm.hidden_size) == (in_size, 128)
+    assert (net.head.fc.in_features, net.head.fc.out_features) == (128, 64)
+    assert (net.head.out.in_features, net.head.out.out_features) == (64, 2)
+    assert not any(isinstance(m, nn.Softmax | nn.LogSoftmax) for m in net.modules())
+
+
+def test_recurrent_output_shape_and_no_softmax() -> None:
+    net = RecurrentQNet(3, 4, generator=seeded(1))
+    with torch.no_grad():
+        nn.init.constant_(net.head.out.bias, -2.0)
+        q = net(torch.randn(6, 8, 3, generator=seeded(2)))
+    assert q.shape == (6, 4)
+    assert (q < 0).any()
+    assert not torch.allclose(q.sum(dim=1), torch.ones(6))
+
+
+def test_recurrent_every_call_starts_from_zero_hidden_state() -> None:
+    """No state carried across calls or across samples of a batch (DESIGN item 2)."""
+    net = RecurrentQNet(3, 2, generator=seeded(3))
+    gen = seeded(4)
+    window = torch.randn(1, 5, 3, generator=gen)
+    with torch.no_grad():
+        first = net(window)
+        net(torch.randn(7, 5, 3, generator=gen) * 10)
+        again = net(window)
+        in_batch = net(torch.cat([torch.randn(3, 5, 3, generator=gen), window]))[-1:]
+    torch.testing.assert_close(first, again, rtol=0, atol=0)
+    torch.testing.assert_close(first, in_batch)
+
+
+def test_recurrent_uses_the_whole_window() -> None:
+    net = RecurrentQNet(2, 2, generator=seeded(5))
+    window = torch.randn(1, 4, 2, generator=seeded(6))
+    changed = window.clone()
+    changed[0, 0] += 1.0
+    with torch.no_grad():
+        assert not torch.allclose(net(window), net(changed))
+
+
+def test_recurrent_rejects_non_window_input() -> None:
+    with pytest.raises(ValueError, match=r"\(B, T, d\)"):
+        RecurrentQNet(2, 2)(torch.zeros(3, 2))
+
+
+def test_mlp_architecture_and_count() -> None:
+    net = MLPQNet(4, 2)
+    linears = [m for m in net.modules() if isinstance(m, nn.Linear)]
+    assert [(m.in_features, m.out_features) for m in linears] == [(4, 64), (64, 64), (64, 2)]
+    assert count_parameters(net) == (4 * 64 + 64) + (64 * 64 + 64) + (64 * 2 + 2)
+
+
+def test_mlp_custom_hidden_widths() -> None:
+    net = MLPQNet(3, 2, hidden=(16, 8, 4))
+    linears = [m for m in net.modules() if isinstance(m, nn.Linear)]
+    assert [(m.in_features, m.out_features) for m in linears] == [
+        (3, 16),
+        (16, 8),
+        (8, 4),
+        (4, 2),
+    ]
+    with pytest.raises(ValueError, match="hidden"):
+        MLPQNet(3, 2, hidden=())
+
+
+def test_mlp_reads_last_window_step_and_plain_batches() -> None:
+    net = MLPQNet(3, 2, generator=seeded(7))
+    windows = torch.randn(5, 4, 3, generator=seeded(8))
+    with torch.no_grad():
+        from_windows = net(windows)
+        from_last = net(windows[:, -1, :])
+        from_t1 = net(windows[:, -1:, :])
+    assert from_windows.shape == (5, 2)
+    torch.testing.assert_close(from_windows, from_last, rtol=0, atol=0)
+    torch.testing.assert_close(from_t1, from_last, rtol=0, atol=0)
+    with pytest.raises(ValueError, match=r"\(B, d\)"):
+        net(torch.zeros(3))
+
+
+@pytest.mark.parametrize("kind", ["recurrent", "mlp"])
+def test_dueling_head_combines_value_and_centered_advantage(kind: str) -> None:
+    """Q = V + A - mean(A).
+
+    Zeroed last-layer weights with biases b (advantage) and v (value) give Q = v + b - mean(b).
+    """
+    net = build_q_network(kind, 3, 3, dueling=True, generator=seeded(9))
+    with torch.no_grad():
+        net.head.out.weight.zero_()
+        net.head.out.bias.copy_(torch.tensor([1.0, 2.0, 6.0]))
+        net.head.value.weight.zero_()
+        net.head.value.bias.fill_(0.5)
+        q = net(torch.randn(2, 4, 3, generator=seeded(10)))
+    expected = torch.tensor([0.5 + 1 - 3, 0.5 + 2 - 3, 0.5 + 6 - 3]).expand(2, 3)
+    torch.testing.assert_close(q, expected)
+    plain = build_q_network(kind, 3, 3)
+    assert count_parameters(net) == count_parameters(plain) + 65
+
+
+@pytest.mark.parametrize("cls", [RecurrentQNet, MLPQNet])
+def test_same_generator_seed_gives_identical_weights(cls: type[nn.Module]) -> None:
+    global_state = torch.random.get_rng_state()
+    first, second = cls(4, 3, generator=seeded(11)), cls(4, 3, generator=seeded(11))
+    other = cls(4, 3, generator=seeded(12))
+    assert torch.equal(global_state, torch.random.get_rng_state())
+    for p, q, r in zip(first.parameters(), second.parameters(), other.parameters(), strict=True):
+        assert torch.equal(p, q)
+        assert not torch.equal(p, r)
+
+
+def test_init_follows_pytorch_default_bounds() -> None:
+    net = RecurrentQNet(4, 3, generator=seeded(13))
+    for p in net.lstm1.parameters():
+        assert p.abs().max() <= 1 / 128**0.5
+    assert net.head.fc.weight.abs().max() <= 1 / 128**0.5
+    assert net.head.out.bias.abs().max() <= 1 / 64**0.5
+    assert net.head.fc.weight.std() > 0.5 / (3 * 128) ** 0.5
+
+
+def test_build_q_network_dispatch_and_unknown_kind() -> None:
+    assert isinstance(build_q_network("recurrent", 2, 2), RecurrentQNet)
+    assert isinstance(build_q_network("mlp", 2, 2), MLPQNet)
+    with pytest.raises(ValueError, match=r"one of \('recurrent', 'mlp', 'linear'\), got 'gru'"):
+        build_q_network("gru", 2, 2)
+
+
+@pytest.mark.parametrize("cls", [RecurrentQNet, MLPQNet])
+@pytest.mark.parametrize(
+    ("obs_dim", "n_actions", "match"),
+    [(0, 2, "obs_dim.*0"), (2, 0, "n_actions.*0"), (-1, 2, "obs_dim.*-1"), (2.5, 2, "obs_dim")],
+)
+def test_dimension_validation(
+    cls: type[nn.Module], obs_dim: int, n_actions: int, match: str
+) -> None:
+    with pytest.raises(ValueError, match=match):
+        cls(obs_dim, n_actions)
+
+
+def test_parameter_bytes_is_four_bytes_per_float32_parameter() -> None:
+    net = RecurrentQNet(2, 2)
+    assert parameter_bytes(net) == 4 * count_parameters(net) == 4 * 208_066
+    assert parameter_bytes(net.double()) == 8 * 208_066
+
+
+def test_linear_net_is_a_zero_initialised_q_table_on_one_hot_inputs() -> None:
+    net = build_q_network("linear", 3, 2)
+    assert isinstance(net, LinearQNet)
+    assert count_parameters(net) == 3 * 2
+    one_hot = torch.eye(3).unsqueeze(1)  # (3 states, T=1, d=3)
+    assert torch.equal(net(one_hot), torch.zeros(3, 2))
+    with torch.no_grad():
+        net.out.weight.copy_(torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
+    # Q(s, a) = W[a, s]: the weight matrix is the transposed Q-table.
+    assert torch.equal(net(one_hot), net.out.weight.T)

@@ -1,0 +1,215 @@
+"""Tests for rdqn.runs.checkpoints: round trip, atomic replacement, and every kind of bad file."""
+
+from __future__ import annotations
+
+import pickle
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from rdqn.runs.checkpoints import (
+    CHECKPOINT_FORMAT,
+    CHECKPOINT_VERSION,
+    CheckpointError,
+    load_checkpoint,
+    save_checkpoint,
+)
+
+
+def training_state(seed: int = 0) -> dict[str, Any]:
+    torch.manual_seed(seed)
+    net = nn.Linear(3, 2)
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
+    net(torch.ones(4, 3)).sum().backward()
+    optimizer.step()
+    return {
+        "online": net.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "torch_rng": torch.Generator().manual_seed(seed).get_state(),
+        "numpy_rng": np.random.default_rng(seed).bit_generator.state,
+        "counters": {"updates": 10, "env_steps": 40, "episodes": 2},
+        "config": {"alpha": 0.6, "hidden": (128, 128), "name": "e14", "clip": None},
+        "priorities": torch.arange(5, dtype=torch.float64),
+    }
+
+
+def assert_same(a: Any, b: Any) -> None:
+    if isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys()
+        for key in a:
+            assert_same(a[key], b[key])
+    elif isinstance(a, list | tuple):
+        assert type(a) is type(b) and len(a) == len(b)
+        for x, y in zip(a, b, strict=True):
+            assert_same(x, y)
+    else:
+        assert a == b
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    state = training_state()
+    path = save_checkpoint(state, tmp_path / "nested" / "dir" / "run.pt")
+    assert path == tmp_path / "nested" / "dir" / "run.pt"
+    loaded = load_checkpoint(path)
+    assert_same(state, loaded)
+    assert "format" not in loaded and "version" not in loaded
+    net = nn.Linear(3, 2)
+    net.load_state_dict(loaded["online"])
+    assert isinstance(loaded["counters"]["updates"], int)
+
+
+def test_file_carries_the_marker(tmp_path: Path) -> None:
+    path = save_checkpoint({"x": torch.ones(2)}, tmp_path / "a.pt")
+    raw = torch.load(path, weights_only=True)
+    assert raw["format"] == CHECKPOINT_FORMAT == "rdqn-checkpoint"
+    assert raw["version"] == CHECKPOINT_VERSION == 1
+
+
+def test_tensors_load_on_the_cpu(tmp_path: Path) -> None:
+    path = save_checkpoint({"x": torch.ones(2)}, tmp_path / "a.pt")
+    assert load_checkpoint(str(path))["x"].device == torch.device("cpu")
+
+
+def test_overwrite_replaces_atomically(tmp_path: Path) -> None:
+    path = tmp_path / "run.pt"
+    save_checkpoint({"step": 1}, path)
+    save_checkpoint({"step": 2}, path)
+    assert load_checkpoint(path) == {"step": 2}
+    assert [p.name for p in tmp_path.iterdir()] == ["run.pt"]
+
+
+def test_crash_mid_write_keeps_previous_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "run.pt"
+    save_checkpoint({"step": 1, "w": torch.ones(3)}, path)
+
+    def crashing_save(obj: object, f: Any, *args: object, **kwargs: object) -> None:
+        f.write(b"PK\x03\x04 half a checkpoint")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(torch, "save", crashing_save)
+    with pytest.raises(OSError, match="disk full"):
+        save_checkpoint({"step": 2, "w": torch.zeros(3)}, path)
+    monkeypatch.undo()
+    assert_same(load_checkpoint(path), {"step": 1, "w": torch.ones(3)})
+    assert [p.name for p in tmp_path.iterdir()] == ["run.pt"]
+
+
+def test_crash_on_first_write_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(obj: object, f: Any, *args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(torch, "save", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        save_checkpoint({"step": 1}, tmp_path / "run.pt")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_missing_file_names_the_path(tmp_path: Path) -> None:
+    path = tmp_path / "nope.pt"
+    with pytest.raises(CheckpointError, match=r"checkpoint file not found: .*nope\.pt"):
+        load_checkpoint(path)
+
+
+def test_checkpoint_error_is_a_value_error(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        load_checkpoint(tmp_path / "nope.pt")
+
+
+def test_directory_is_unreadable(tmp_path: Path) -> None:
+    with pytest.raises(CheckpointError, match="cannot read checkpoint"):
+        load_checkpoint(tmp_path)
+
+
+@pytest.mark.parametrize("cut", ["empty", "three bytes", "half"])
+def test_truncated_file_is_corrupt(tmp_path: Path, cut: str) -> None:
+    path = save_checkpoint(training_state(), tmp_path / "run.pt")
+    data = path.read_bytes()
+    path.write_bytes(data[: {"empty": 0, "three bytes": 3, "half": len(data) // 2}[cut]])
+    with pytest.raises(CheckpointError, match=r"run\.pt is corrupt or truncated"):
+        load_checkpoint(path)
+
+
+def test_scrambled_archive_is_corrupt(tmp_path: Path) -> None:
+    path = save_checkpoint({"w": torch.arange(1000.0)}, tmp_path / "run.pt")
+    data = bytearray(path.read_bytes())
+    data[4:200] = bytes(196)
+    path.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match="corrupt or truncated"):
+        load_checkpoint(path)
+
+
+def test_plain_pickle_is_foreign(tmp_path: Path) -> None:
+    path = tmp_path / "object.pkl"
+    path.write_bytes(pickle.dumps({"model": OrderedDict(w=[1, 2])}))
+    with pytest.raises(CheckpointError, match=r"object\.pkl is not an rdqn checkpoint"):
+        load_checkpoint(path)
+
+
+def test_text_file_is_foreign(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("alpha = 0.6\n")
+    with pytest.raises(CheckpointError, match="not an rdqn checkpoint"):
+        load_checkpoint(path)
+
+
+class Payload:
+    """Stands for an arbitrary object: weights_only loading must refuse to rebuild it."""
+
+
+def test_torch_file_with_arbitrary_objects_is_foreign(tmp_path: Path) -> None:
+    path = tmp_path / "foreign.pt"
+    torch.save({"format": CHECKPOINT_FORMAT, "version": 1, "obj": Payload()}, path)
+    with pytest.raises(CheckpointError, match="not an rdqn checkpoint: it holds objects"):
+        load_checkpoint(path)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [{"w": torch.ones(2)}, torch.ones(2), [1, 2], {"format": "other", "version": 1}],
+    ids=["dict", "tensor", "list", "other-format"],
+)
+def test_torch_file_without_marker_is_foreign(tmp_path: Path, content: object) -> None:
+    path = tmp_path / "plain.pt"
+    torch.save(content, path)
+    with pytest.raises(CheckpointError, match="not an rdqn checkpoint: a torch file without"):
+        load_checkpoint(path)
+
+
+def test_newer_version_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "future.pt"
+    torch.save({"format": CHECKPOINT_FORMAT, "version": 2}, path)
+    with pytest.raises(CheckpointError, match="has version 2; this rdqn reads version 1"):
+        load_checkpoint(path)
+
+
+def test_reserved_keys_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"reserved checkpoint keys \['version'\]"):
+        save_checkpoint({"version": 3}, tmp_path / "a.pt")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("state", "where"),
+    [
+        ({"buffer": np.zeros(3)}, r"state\['buffer'\]"),
+        ({"x": [1, np.float64(2.0)]}, r"state\['x'\]\[1\]"),
+        ({"obj": Payload()}, r"state\['obj'\]"),
+    ],
+)
+def test_state_that_could_not_be_loaded_back_is_refused(
+    tmp_path: Path, state: dict[str, Any], where: str
+) -> None:
+    with pytest.raises(TypeError, match=where + ".*cannot read back"):
+        save_checkpoint(state, tmp_path / "a.pt")
+    assert list(tmp_path.iterdir()) == []

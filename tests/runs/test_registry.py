@@ -1,0 +1,56 @@
+"""Tests for rdqn.runs.registry: the cap on concurrent runs, the queue, stopping and reaping."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from rdqn.runs.registry import RunRegistry, ServerBusy
+from tests.run_helpers import rdqn_threads, tiny, wait_for
+
+
+def test_no_thread_left_after_100_start_stop_cycles() -> None:
+    before = len(rdqn_threads())
+    registry = RunRegistry(max_active=2)
+    handle = registry.start(tiny(total_steps=10_000), owner="tab")
+    for k in range(100):
+        replacement = tiny(total_steps=10_000, seed=k % 3)
+        registry.stop(handle.id)
+        handle = registry.start(replacement, owner="tab", paused=k % 2 == 0)
+    registry.stop(handle.id)
+    registry.shutdown()
+    wait_for(lambda: len(rdqn_threads()) == before, timeout=30)
+
+
+def test_registry_cap_answers_busy_at_once_and_queue_drains() -> None:
+    registry = RunRegistry(max_active=1)
+    first = registry.start(tiny(total_steps=100_000), owner="a")
+    started = time.monotonic()
+    with pytest.raises(ServerBusy, match=r"server busy: 1 runs active \(limit 1\)"):
+        registry.start(tiny(), owner="b")
+    assert time.monotonic() - started < 1.0
+    queued = registry.enqueue([tiny(total_steps=60), tiny(total_steps=60)], owner="b")
+    assert [h.status for h in queued] == ["created", "created"]
+    assert registry.get(first.id) is first
+    registry.stop(first.id)
+    wait_for(lambda: all(h.status == "finished" for h in queued), timeout=60)
+    assert registry.active_count == 0
+    registry.shutdown()
+
+
+def test_stop_owner_and_reap_idle() -> None:
+    registry = RunRegistry(max_active=3, idle_timeout=5.0)
+    mine = registry.start(tiny(total_steps=100_000), owner="tab-1")
+    other = registry.start(tiny(total_steps=100_000), owner="tab-2")
+    assert registry.stop_owner("tab-1") == 1
+    assert mine.status == "stopped" and other.status in ("running", "paused")
+    assert registry.reap_idle(now=time.monotonic()) == []
+    assert registry.reap_idle(now=time.monotonic() + 60) == [other.id]
+    assert other.status == "stopped"
+    registry.shutdown()
+
+
+def test_registry_rejects_a_bad_cap() -> None:
+    with pytest.raises(ValueError, match="max_active must be an integer >= 1, got 0"):
+        RunRegistry(max_active=0)

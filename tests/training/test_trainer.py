@@ -1,0 +1,185 @@
+"""Tests for rdqn.training.trainer: counters, schedules, reproducibility, divergence, telemetry."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+import torch
+
+from rdqn.config import RunConfig
+from rdqn.learn.agent import DivergenceError
+from rdqn.presets import PRESETS, preset
+from rdqn.runs.manifest import manifest_of
+from rdqn.training.trainer import Trainer
+
+
+def tiny(name: str = "per-notebook", **overrides: object) -> RunConfig:
+    """A preset shrunk to run in a fraction of a second."""
+    base = {
+        "train.total_steps": 300,
+        "train.learning_starts": 64,
+        "replay.capacity": 256,
+        "replay.batch_size": 16,
+        "train.histogram_every": 20,
+    }
+    base.update(overrides)
+    return preset(name).with_overrides(base)
+
+
+class ListSink:
+    def __init__(self) -> None:
+        self.episodes: list[dict] = []
+        self.steps: list[dict] = []
+
+    def add_episode(self, **row: object) -> None:
+        self.episodes.append(row)
+
+    def add_step(self, **row: object) -> None:
+        self.steps.append(row)
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_every_preset_runs_a_few_hundred_steps(name: str) -> None:
+    trainer = Trainer(tiny(name))
+    trainer.run()
+    assert trainer.status == "finished"
+    assert trainer.env_steps == 300
+    assert trainer.updates == 300 - 64
+    snap = trainer.snapshot()
+    assert snap.env_steps == 300 and snap.updates == 236 and snap.progress == 1.0
+    assert snap.priorities is not None and snap.priorities.counts.sum() == 256
+    trainer.close()
+
+
+def test_counters_are_kept_separately_and_match_the_sink() -> None:
+    sink = ListSink()
+    trainer = Trainer(tiny(**{"train.train_every": 2, "train.log_every": 5}), sink=sink)
+    trainer.run()
+    assert trainer.updates == (300 - 64) // 2
+    assert trainer.episodes == len(sink.episodes) == len(trainer.recorder.episode_returns)
+    assert sum(row["length"] for row in sink.episodes) <= trainer.env_steps
+    assert [row["updates"] for row in sink.steps] == list(range(5, trainer.updates + 1, 5))
+    # CartPole pays 1 per step, so each return equals the episode length.
+    assert all(row["return"] == row["length"] for row in sink.episodes)
+
+
+def test_schedules_anneal_beta_to_one_and_epsilon_to_its_floor() -> None:
+    trainer = Trainer(tiny())
+    assert trainer.beta == pytest.approx(0.4) and trainer.epsilon == 1.0
+    trainer.run()
+    assert trainer.beta == pytest.approx(1.0)
+    assert trainer.epsilon == pytest.approx(trainer.config.train.epsilon_end)
+
+
+def test_same_seed_same_returns_and_losses() -> None:
+    first, second = Trainer(tiny(seed=3)), Trainer(tiny(seed=3))
+    first.run()
+    second.run()
+    np.testing.assert_array_equal(first.recorder.episode_returns, second.recorder.episode_returns)
+    np.testing.assert_array_equal(first.snapshot().losses, second.snapshot().losses)
+    third = Trainer(tiny(seed=4)).run()
+    assert not np.array_equal(third.snapshot().losses, first.snapshot().losses)
+
+
+def test_the_window_acted_on_is_the_window_replayed() -> None:
+    trainer = Trainer(tiny("e14", **{"replay.window": 4, "train.total_steps": 150}))
+    acted: dict[int, np.ndarray] = {}
+    act = trainer.agent.act
+
+    def recording_act(window: np.ndarray, epsilon: float) -> int:
+        acted[trainer.buffer.total_added] = window.copy()
+        return act(window, epsilon)
+
+    trainer.agent.act = recording_act  # type: ignore[method-assign]
+    trainer.run()
+    slots = np.arange(len(trainer.buffer))
+    windows, _, _, _ = trainer.buffer.storage.windows(slots, 4)
+    generations = trainer.buffer.storage.generation[slots]
+    for window, generation in zip(windows, generations, strict=True):
+        np.testing.assert_array_equal(window, acted[int(generation)])
+
+
+def test_divergence_stops_the_run_and_keeps_what_was_recorded() -> None:
+    trainer = Trainer(tiny())
+    trainer.run(150)
+    episodes_before = len(trainer.recorder.episode_returns)
+    with torch.no_grad():
+        for parameter in trainer.agent.online.parameters():
+            parameter.fill_(float("nan"))
+    with pytest.raises(DivergenceError, match="non-finite"):
+        trainer.run()
+    assert trainer.status == "failed" and "non-finite" in (trainer.error or "")
+    assert trainer.done
+    assert len(trainer.recorder.episode_returns) >= episodes_before
+    snap = trainer.snapshot()
+    assert snap.status == "failed" and snap.error == trainer.error
+    with pytest.raises(RuntimeError, match="the run is over"):
+        trainer.step()
+
+
+def test_snapshot_is_a_private_copy() -> None:
+    trainer = Trainer(tiny())
+    trainer.run(200)
+    snap = trainer.snapshot()
+    returns = snap.episode_returns.copy()
+    trainer.run()
+    np.testing.assert_array_equal(snap.episode_returns, returns)
+    assert snap.env_steps == 200
+
+
+def test_snapshot_replay_internals() -> None:
+    trainer = Trainer(tiny())
+    trainer.run()
+    snap = trainer.snapshot()
+    batch = snap.last_batch
+    assert batch is not None and batch.indices.shape == (16,)
+    assert 1.0 <= batch.ess <= 16.0
+    assert snap.fit is not None and 0.0 <= snap.fit.p_value <= 1.0
+    assert snap.fit.observed.sum() == pytest.approx(snap.fit.expected.sum())
+    assert [len(level) for level in snap.tree_levels] == [1, 2, 4, 8, 16]
+    assert snap.tree_levels[0][0] == pytest.approx(trainer.buffer.sampler.tree.total)
+    assert snap.priority_history.counts.shape == (len(snap.priority_history.steps), 40)
+    assert snap.weight_history.counts.sum() > 0
+    assert snap.age_counts is not None and snap.age_counts.counts.sum() == 16 * trainer.updates
+    assert set(snap.td_stages) == {"10%", "25%", "50%", "100%"}
+    for name in ("init", "act", "env", "sample", "update"):
+        assert snap.timings[name] > 0
+
+
+def test_goodness_of_fit_accepts_the_sampler_it_checks() -> None:
+    trainer = Trainer(tiny(**{"replay.alpha": 1.0}))
+    trainer.run()
+    fit = trainer.goodness_of_fit(batches=64)
+    assert fit.p_value > 1e-3, fit
+    assert fit.expected.sum() == pytest.approx(64 * 16)
+
+
+def test_uniform_scheme_has_no_tree_and_flat_probabilities() -> None:
+    trainer = Trainer(tiny(**{"replay.scheme": "uniform"})).run()
+    snap = trainer.snapshot()
+    assert snap.tree_levels == [] and snap.scheme == "uniform"
+    assert np.all(snap.last_batch.weights == 1.0)
+
+
+def test_evaluate_and_checkpoint_state() -> None:
+    trainer = Trainer(tiny()).run()
+    returns = trainer.evaluate(episodes=2)
+    assert returns.shape == (2,) and np.all(returns >= 1)
+    buffer = io.BytesIO()
+    torch.save(trainer.checkpoint_state(), buffer)
+    buffer.seek(0)
+    state = torch.load(buffer, weights_only=True)
+    assert state["counters"]["env_steps"] == 300
+    assert RunConfig.from_dict(state["config"]) == trainer.config
+
+
+def test_manifest_records_versions_shapes_and_timings() -> None:
+    trainer = Trainer(tiny()).run()
+    manifest = manifest_of(trainer)
+    text = repr(manifest)
+    for key in ("torch", "numpy", "gymnasium"):
+        assert key in text
+    assert manifest["counters"]["env_steps"] == 300
+    assert manifest["learner"] == "fused-mlp"
