@@ -21,13 +21,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from rdqn.replay import SumTree
+from rdqn.validation import check_real, is_real
 
 __all__ = [
     "BatchDraw",
@@ -58,9 +59,8 @@ _DEFAULT_PATTERN = (3.0, 0.5, 1.0, 0.2, 2.0, 0.8, 0.1, 1.5)
 
 def masses(priorities: ArrayLike, alpha: float) -> NDArray[np.float64]:
     """m_i = p_i^alpha (0^0 = 1: alpha = 0 is exactly uniform, as in the sampler)."""
-    if not (math.isfinite(alpha) and alpha >= 0):
-        raise ValueError(f"alpha must be a finite number >= 0, got {alpha!r}")
-    return np.asarray(priorities, dtype=np.float64) ** float(alpha)
+    alpha = check_real("alpha", alpha, minimum=0.0)
+    return np.asarray(priorities, dtype=np.float64) ** alpha
 
 
 def importance_weights(probabilities: ArrayLike, beta: float) -> NDArray[np.float64]:
@@ -69,8 +69,7 @@ def importance_weights(probabilities: ArrayLike, beta: float) -> NDArray[np.floa
     The max is over every item, so this is the paper's global normalisation when `probabilities`
     covers the whole buffer; the largest weight, that of the least likely item, is 1.
     """
-    if not (math.isfinite(beta) and beta >= 0):
-        raise ValueError(f"beta must be a finite number >= 0, got {beta!r}")
+    beta = check_real("beta", beta, minimum=0.0)
     p = np.asarray(probabilities, dtype=np.float64)
     positive = p > 0
     raw = np.full(p.shape, np.nan)
@@ -264,16 +263,10 @@ def accumulate(
 # --------------------------------------------------------------------------- helpers
 
 
-def _is_real(value: object) -> TypeGuard[int | float | np.integer | np.floating]:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
-        value, (bool, np.bool_)
-    )
-
-
 def _as_number(value: object) -> float | None:
     """A float from a number or numeric text; None for anything else (None, bools, words)."""
-    if _is_real(value):
-        return float(value)
+    if is_real(value):
+        return float(value)  # type: ignore[arg-type]
     if isinstance(value, str):
         try:
             return float(value.strip())

@@ -34,11 +34,11 @@ from numpy.typing import NDArray
 from rdqn.classroom.tree_demo import (
     MAX_MAGNITUDE,
     _as_number,
-    _is_real,
     _show,
     importance_weights,
     masses,
 )
+from rdqn.validation import is_real
 
 __all__ = [
     "INPUT_COLUMNS",
@@ -114,7 +114,7 @@ class UpdateExample:
                             f"terminated, row {i}: must be True or False, got {value!r}"
                         )
                     continue
-                if not (_is_real(value) and abs(value) <= MAX_MAGNITUDE):
+                if not (is_real(value) and abs(value) <= MAX_MAGNITUDE):
                     raise ValueError(
                         f"{name}, row {i}: must be a number in "
                         f"[-{MAX_MAGNITUDE:g}, {MAX_MAGNITUDE:g}], got {value!r}"
@@ -128,7 +128,7 @@ class UpdateExample:
             ("eps", 0.0, MAX_MAGNITUDE),
         ):
             value = getattr(self, name)
-            if not (_is_real(value) and low <= value <= high):
+            if not (is_real(value) and low <= value <= high):
                 raise ValueError(f"{name} must be a number in [{low:g}, {high:g}], got {value!r}")
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
@@ -331,7 +331,7 @@ def step_equations(example: UpdateExample, result: UpdateResult, row: int) -> li
 def _as_flag(value: object) -> bool | None:
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
-    if _is_real(value) and float(value) in (0.0, 1.0):
+    if is_real(value) and float(value) in (0.0, 1.0):
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true"

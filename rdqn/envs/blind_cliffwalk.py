@@ -36,6 +36,8 @@ import numpy as np
 from gymnasium import spaces
 from numpy.typing import NDArray
 
+from rdqn.validation import check_integer
+
 
 class BlindCliffwalkEnv(gym.Env[NDArray[np.float32], np.int64]):
     """Blind Cliffwalk(n) with a fixed per-state "right" action (see the module docstring)."""
@@ -57,9 +59,7 @@ class BlindCliffwalkEnv(gym.Env[NDArray[np.float32], np.int64]):
                 ``right_actions`` is given).
             right_actions: explicit pattern, one action in {0, 1} per state.
         """
-        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
-            raise ValueError(f"n must be an integer >= 2, got {n!r}")
-        self.n = int(n)
+        self.n = check_integer("n", n, minimum=2)
         if right_actions is None:
             pattern = np.random.default_rng(layout_seed).integers(0, 2, size=self.n)
         else:

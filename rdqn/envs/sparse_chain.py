@@ -29,6 +29,8 @@ import numpy as np
 from gymnasium import spaces
 from numpy.typing import NDArray
 
+from rdqn.validation import check_integer, check_real
+
 LEFT = 0
 RIGHT = 1
 START = 1
@@ -49,15 +51,11 @@ class SparseChainEnv(gym.Env[NDArray[np.float32], np.int64]):
             max_steps: steps before truncation; ``None`` means ``n + 9``.
             left_reward: reward for being at position 0 after a step (0 disables it).
         """
-        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 3:
-            raise ValueError(f"n must be an integer >= 3, got {n!r}")
-        self.n = int(n)
-        self.max_steps = self.n + 9 if max_steps is None else int(max_steps)
-        if self.max_steps < 1:
-            raise ValueError(f"max_steps must be >= 1, got {max_steps!r}")
-        if not np.isfinite(left_reward):
-            raise ValueError(f"left_reward must be finite, got {left_reward!r}")
-        self.left_reward = float(left_reward)
+        self.n = check_integer("n", n, minimum=3)
+        self.max_steps = (
+            self.n + 9 if max_steps is None else check_integer("max_steps", max_steps, minimum=1)
+        )
+        self.left_reward = check_real("left_reward", left_reward)
 
         self.observation_space = spaces.Box(0.0, 1.0, shape=(self.n,), dtype=np.float32)
         self.action_space = spaces.Discrete(2)

@@ -44,6 +44,8 @@ import pandas as pd
 from gymnasium import spaces
 from numpy.typing import ArrayLike, NDArray
 
+from rdqn.validation import check_integer, check_probability, check_real
+
 POSITIONS = (0, 1, -1)
 """Position set by each action: 0 flat, 1 long, 2 short."""
 
@@ -137,22 +139,14 @@ class SyntheticMarketEnv(gym.Env[NDArray[np.float32], np.int64]):
             stormy_volatility: the same in the stormy regime.
             switch_probability: per-step probability of switching regime.
         """
-        if episode_length < 1:
-            raise ValueError(f"episode_length must be >= 1, got {episode_length}")
-        if n_returns < 1:
-            raise ValueError(f"n_returns must be >= 1, got {n_returns}")
-        if not (np.isfinite(cost) and cost >= 0.0):
-            raise ValueError(f"cost must be finite and >= 0, got {cost}")
-        if not (np.isfinite(initial_price) and initial_price > 0.0):
-            raise ValueError(f"initial_price must be finite and > 0, got {initial_price}")
-        if not 0.0 < mean_reversion <= 1.0:
-            raise ValueError(f"mean_reversion must be in (0, 1], got {mean_reversion}")
-        volatilities = {"calm_volatility": calm_volatility, "stormy_volatility": stormy_volatility}
-        for name, sigma in volatilities.items():
-            if not (np.isfinite(sigma) and sigma >= 0.0):
-                raise ValueError(f"{name} must be finite and >= 0, got {sigma}")
-        if not 0.0 <= switch_probability <= 1.0:
-            raise ValueError(f"switch_probability must be in [0, 1], got {switch_probability}")
+        check_integer("episode_length", episode_length, minimum=1)
+        check_integer("n_returns", n_returns, minimum=1)
+        check_real("cost", cost, minimum=0.0)
+        check_real("initial_price", initial_price, minimum=0.0, open_minimum=True)
+        check_real("mean_reversion", mean_reversion, minimum=0.0, maximum=1.0, open_minimum=True)
+        check_real("calm_volatility", calm_volatility, minimum=0.0)
+        check_real("stormy_volatility", stormy_volatility, minimum=0.0)
+        check_probability("switch_probability", switch_probability)
 
         self.episode_length = int(episode_length)
         self.n_returns = int(n_returns)

@@ -35,6 +35,7 @@ from torch import nn
 from rdqn.learn.agent_config import AgentConfig, resolve_device
 from rdqn.learn.fused_mlp import FusedMLP, fused_update_supported
 from rdqn.learn.nets import build_q_network
+from rdqn.validation import check_integer
 
 __all__ = [
     "BatchLike",
@@ -110,8 +111,7 @@ class DQNAgent:
     """
 
     def __init__(self, obs_dim: int, n_actions: int, config: AgentConfig, *, seed: int) -> None:
-        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+        check_integer("seed", seed, minimum=0)
         self.config = config
         self.obs_dim = obs_dim
         self.n_actions = n_actions

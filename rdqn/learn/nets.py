@@ -38,6 +38,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from rdqn.validation import check_integer
+
 __all__ = [
     "NETWORK_KINDS",
     "LinearQNet",
@@ -55,11 +57,6 @@ NETWORK_KINDS: tuple[str, ...] = ("recurrent", "mlp", "linear")
 
 LSTM_HIDDEN = 128
 HEAD_HIDDEN = 64
-
-
-def _check_positive_int(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
 
 
 def init_default_(module: nn.Module, generator: torch.Generator | None = None) -> None:
@@ -120,8 +117,8 @@ class RecurrentQNet(nn.Module):
         dueling: bool = False,
         generator: torch.Generator | None = None,
     ) -> None:
-        _check_positive_int("obs_dim", obs_dim)
-        _check_positive_int("n_actions", n_actions)
+        check_integer("obs_dim", obs_dim, minimum=1)
+        check_integer("n_actions", n_actions, minimum=1)
         super().__init__()
         self.obs_dim = obs_dim
         self.n_actions = n_actions
@@ -163,13 +160,13 @@ class MLPQNet(nn.Module):
         dueling: bool = False,
         generator: torch.Generator | None = None,
     ) -> None:
-        _check_positive_int("obs_dim", obs_dim)
-        _check_positive_int("n_actions", n_actions)
+        check_integer("obs_dim", obs_dim, minimum=1)
+        check_integer("n_actions", n_actions, minimum=1)
         hidden = tuple(hidden)
         if not hidden:
             raise ValueError(f"hidden must list at least one layer width, got {hidden!r}")
         for width in hidden:
-            _check_positive_int("hidden width", width)
+            check_integer("hidden width", width, minimum=1)
         super().__init__()
         self.obs_dim = obs_dim
         self.n_actions = n_actions
@@ -207,8 +204,8 @@ class LinearQNet(nn.Module):
     """
 
     def __init__(self, obs_dim: int, n_actions: int) -> None:
-        _check_positive_int("obs_dim", obs_dim)
-        _check_positive_int("n_actions", n_actions)
+        check_integer("obs_dim", obs_dim, minimum=1)
+        check_integer("n_actions", n_actions, minimum=1)
         super().__init__()
         self.obs_dim = obs_dim
         self.n_actions = n_actions

@@ -14,6 +14,7 @@ from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from rdqn.replay.samplers import Sampler, UniformSampler
 from rdqn.replay.storage import ACTION_MAX, RingStorage, count_samples
+from rdqn.validation import check_integer, check_probability
 
 __all__ = ["Batch", "ReplayBuffer"]
 
@@ -53,12 +54,6 @@ class Batch:
         return int(self.indices.shape[0])
 
 
-def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 class ReplayBuffer:
     """Fixed-capacity replay memory of single-stream transitions with windowed observations.
 
@@ -85,10 +80,10 @@ class ReplayBuffer:
         seed: int | None = None,
         obs_dtype: DTypeLike = np.float32,
     ) -> None:
-        capacity = _positive_int("capacity", capacity)
-        self.window = _positive_int("window", window)
+        capacity = check_integer("capacity", capacity, minimum=1)
+        self.window = check_integer("window", window, minimum=1)
         shape = (obs_shape,) if isinstance(obs_shape, (int, np.integer)) else tuple(obs_shape)
-        if not shape or any(_positive_int("obs_shape entries", s) <= 0 for s in shape):
+        if not shape or any(check_integer("obs_shape entries", s, minimum=1) <= 0 for s in shape):
             raise ValueError(f"obs_shape must be a non-empty tuple of positive ints, got {shape}")
         self.obs_shape = tuple(int(s) for s in shape)
         dtype = np.dtype(obs_dtype)
@@ -194,16 +189,11 @@ class ReplayBuffer:
     # ------------------------------------------------------------------ sampling
     def sample(self, batch_size: int, *, beta: float = 1.0) -> Batch:
         """Draw a batch of `batch_size` transitions with their windows and IS weights."""
-        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         size = len(self)
-        if not 0 < batch_size <= size:
-            raise ValueError(
-                f"batch_size must be in [1, {size}] (the number of stored transitions), "
-                f"got {batch_size}"
-            )
-        if not (isinstance(beta, (int, float, np.floating)) and 0.0 <= beta <= 1.0):
-            raise ValueError(f"beta must be in [0, 1], got {beta!r}")
+        if size == 0:
+            raise ValueError("cannot sample from an empty buffer: add transitions first")
+        batch_size = check_integer("batch_size", batch_size, minimum=1, maximum=size)
+        beta = check_probability("beta", beta)
         draw = self.sampler.sample(size, int(batch_size), float(beta), self.rng)
         indices = draw.indices
         st = self.storage

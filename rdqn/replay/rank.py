@@ -10,11 +10,11 @@ from numpy.typing import NDArray
 from rdqn.replay.samplers import (
     Draw,
     Normalization,
-    check_alpha,
     check_attached,
     check_normalization,
     importance_weights_kernel,
 )
+from rdqn.validation import check_real
 
 __all__ = ["RankBasedSampler"]
 
@@ -48,7 +48,7 @@ class RankBasedSampler:
         is_normalization: Normalization = "global",
         max_weight: float | None = None,
     ) -> None:
-        self.alpha = check_alpha(alpha)
+        self.alpha = check_real("alpha", alpha, minimum=0.0)
         if not isinstance(sort_every, (int, np.integer)) or sort_every < 1:
             raise ValueError(f"sort_every must be an integer >= 1, got {sort_every!r}")
         self.sort_every = int(sort_every)

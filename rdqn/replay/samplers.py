@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rdqn.replay.sumtree import SumTree, descend, update_tree_kernel
+from rdqn.validation import Real, check_choice, check_real
 
 __all__ = [
     "Draw",
@@ -40,6 +41,7 @@ __all__ = [
 
 Normalization = Literal["global", "batch", "none"]
 _NORMALIZATION_CODES = {"global": 0, "batch": 1, "none": 2}
+_MAX_WEIGHT = Real(minimum=0.0, open_minimum=True, optional=True)
 
 
 @dataclass(frozen=True)
@@ -86,26 +88,11 @@ class Sampler(Protocol):
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
 
 
-def check_alpha(alpha: float) -> float:
-    if not (isinstance(alpha, (int, float)) and np.isfinite(alpha) and alpha >= 0):
-        raise ValueError(f"alpha must be a finite number >= 0, got {alpha!r}")
-    return float(alpha)
-
-
-def check_eps(eps: float) -> float:
-    if not (isinstance(eps, (int, float)) and np.isfinite(eps) and eps >= 0):
-        raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
-    return float(eps)
-
-
 def check_normalization(mode: str, max_weight: float | None) -> tuple[int, float]:
-    if mode not in _NORMALIZATION_CODES:
-        raise ValueError(
-            f"is_normalization must be one of {sorted(_NORMALIZATION_CODES)}, got {mode!r}"
-        )
-    if max_weight is not None and not (np.isfinite(max_weight) and max_weight > 0):
-        raise ValueError(f"max_weight must be None or a finite number > 0, got {max_weight!r}")
-    return _NORMALIZATION_CODES[mode], 0.0 if max_weight is None else float(max_weight)
+    """The kernel's code for an IS-weight normalisation, and the weight clip (0: none)."""
+    check_choice("is_normalization", mode, tuple(_NORMALIZATION_CODES))
+    clip = _MAX_WEIGHT.check("max_weight", max_weight)
+    return _NORMALIZATION_CODES[mode], 0.0 if clip is None else clip
 
 
 def check_attached(capacity: int | None, name: str) -> int:
@@ -270,8 +257,8 @@ class ProportionalSampler:
         is_normalization: Normalization = "global",
         max_weight: float | None = None,
     ) -> None:
-        self.alpha = check_alpha(alpha)
-        self.eps = check_eps(eps)
+        self.alpha = check_real("alpha", alpha, minimum=0.0)
+        self.eps = check_real("eps", eps, minimum=0.0)
         self.is_normalization = is_normalization
         self.max_weight = max_weight
         self._mode, self._max_weight = check_normalization(is_normalization, max_weight)

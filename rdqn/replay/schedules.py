@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rdqn.validation import check_integer, check_real
+
 __all__ = ["LinearSchedule"]
 
 
@@ -21,12 +23,9 @@ class LinearSchedule:
     steps: int
 
     def __post_init__(self) -> None:
-        if isinstance(self.steps, bool) or not isinstance(self.steps, int) or self.steps < 0:
-            raise ValueError(f"steps must be an integer >= 0, got {self.steps!r}")
-        for name in ("start", "end"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or value != value or abs(value) == float("inf"):
-                raise ValueError(f"{name} must be a finite number, got {value!r}")
+        check_integer("steps", self.steps, minimum=0)
+        check_real("start", self.start)
+        check_real("end", self.end)
 
     def __call__(self, t: int) -> float:
         if t < 0:

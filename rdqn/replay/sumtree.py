@@ -38,6 +38,8 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from rdqn.validation import check_integer
+
 __all__ = ["SumTree"]
 
 
@@ -120,11 +122,7 @@ class SumTree:
     """
 
     def __init__(self, capacity: int, *, track_min: bool = True) -> None:
-        if not isinstance(capacity, (int, np.integer)) or isinstance(capacity, bool):
-            raise ValueError(f"capacity must be a positive integer, got {capacity!r}")
-        if capacity <= 0:
-            raise ValueError(f"capacity must be > 0, got {capacity}")
-        self.capacity = int(capacity)
+        self.capacity = check_integer("capacity", capacity, minimum=1)
         self.offset = _leaf_offset(self.capacity)
         self.sum_nodes = np.zeros(2 * self.offset, dtype=np.float64)
         self.min_nodes = (

@@ -7,7 +7,6 @@ A `RunWriter` keeps episode and step rows in memory and hands them to
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -16,6 +15,7 @@ from typing import Any
 
 from rdqn.runs.schema import EPISODE_KEYS, STEP_KEYS
 from rdqn.runs.store import RunStore
+from rdqn.validation import check_integer, check_real
 
 __all__ = ["RunWriter"]
 
@@ -40,17 +40,11 @@ class RunWriter:
         max_pending: int = 1000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if not (isinstance(flush_every, int | float) and flush_every >= 0):
-            raise ValueError(f"flush_every must be a number >= 0, got {flush_every!r}")
-        if not math.isfinite(flush_every):
-            raise ValueError(f"flush_every must be finite, got {flush_every!r}")
-        if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
-            raise ValueError(f"max_pending must be an integer >= 1, got {max_pending!r}")
+        self.flush_every = check_real("flush_every", flush_every, minimum=0.0)
+        self.max_pending = check_integer("max_pending", max_pending, minimum=1)
         store.get_run(run_id)
         self.store = store
         self.run_id = run_id
-        self.flush_every = float(flush_every)
-        self.max_pending = max_pending
         self._clock = clock
         self._lock = threading.Lock()
         self._episodes: list[dict[str, Any]] = []

@@ -33,8 +33,8 @@ def test_defaults() -> None:
     [
         ({"n": 2}, r"n must be an integer >= 3, got 2"),
         ({"n": 4.0}, r"n must be an integer >= 3, got 4.0"),
-        ({"max_steps": 0}, r"max_steps must be >= 1, got 0"),
-        ({"left_reward": float("nan")}, r"left_reward must be finite, got nan"),
+        ({"max_steps": 0}, r"max_steps must be an integer >= 1, got 0"),
+        ({"left_reward": float("nan")}, r"left_reward must be a finite number, got nan"),
     ],
 )
 def test_bad_arguments_are_rejected(kwargs: dict[str, object], message: str) -> None:

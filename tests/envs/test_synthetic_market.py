@@ -202,13 +202,13 @@ def test_bad_supplied_prices_are_rejected(prices: np.ndarray, message: str) -> N
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"episode_length": 0}, "episode_length must be >= 1, got 0"),
-        ({"n_returns": 0}, "n_returns must be >= 1, got 0"),
-        ({"cost": -1.0}, "cost must be finite and >= 0, got -1.0"),
+        ({"episode_length": 0}, "episode_length must be an integer >= 1, got 0"),
+        ({"n_returns": 0}, "n_returns must be an integer >= 1, got 0"),
+        ({"cost": -1.0}, "cost must be a finite number >= 0, got -1.0"),
         ({"mean_reversion": 0.0}, r"mean_reversion must be in \(0, 1\], got 0.0"),
-        ({"stormy_volatility": -0.1}, "stormy_volatility must be finite and >= 0, got -0.1"),
+        ({"stormy_volatility": -0.1}, "stormy_volatility must be a finite number >= 0, got -0.1"),
         ({"switch_probability": 2.0}, r"switch_probability must be in \[0, 1\], got 2.0"),
-        ({"initial_price": 0.0}, "initial_price must be finite and > 0, got 0.0"),
+        ({"initial_price": 0.0}, "initial_price must be a finite number > 0, got 0.0"),
     ],
 )
 def test_bad_arguments_are_rejected(kwargs: dict[str, float], message: str) -> None:

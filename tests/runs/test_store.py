@@ -12,7 +12,6 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -22,58 +21,7 @@ import pytest
 from rdqn.runs.schema import SCHEMA_VERSION, STATUSES
 from rdqn.runs.store import RunRecord, RunStore, default_home
 from rdqn.runs.writer import RunWriter
-
-CONFIG = {"alpha": 0.6, "beta0": 0.4, "window": 8, "hidden": [128, 128], "name": "e14"}
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[RunStore]:
-    with RunStore(tmp_path / "rdqn.db") as s:
-        yield s
-
-
-def new_run(store: RunStore, **overrides: object) -> str:
-    args: dict[str, object] = {
-        "config": CONFIG,
-        "preset": "e14",
-        "env_id": "CartPole-v1",
-        "scheme": "proportional",
-        "seed": 7,
-    }
-    args.update(overrides)
-    return store.create_run(**args)  # type: ignore[arg-type]
-
-
-def episode_rows(n: int, start: int = 0) -> list[dict[str, object]]:
-    return [
-        {
-            "episode": i,
-            "env_steps": 10 * (i + 1),
-            "updates": 5 * i,
-            "return": 0.1 * i - 1 / 3,
-            "length": 10,
-            "wall_time": 1.5 * i,
-        }
-        for i in range(start, start + n)
-    ]
-
-
-def step_rows(n: int, start: int = 0) -> list[dict[str, object]]:
-    return [
-        {
-            "updates": u,
-            "env_steps": 4 * u,
-            "loss": 1.0 / (u + 3),
-            "td_abs_mean": 0.5 + u,
-            "q_mean": -0.25 * u,
-            "beta": 0.4 + 1e-3 * u,
-            "epsilon": 1.0 - 1e-3 * u,
-            "ess": 100.0 / 7,
-            "wall_time": 0.01 * u,
-        }
-        for u in range(start, start + n)
-    ]
-
+from tests.runs.store_helpers import CONFIG, episode_rows, new_run, step_rows
 
 # -- location and schema -----------------------------------------------------------------------
 
@@ -482,111 +430,3 @@ def test_forked_child_opens_its_own_connection(store: RunStore) -> None:
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert len(store.steps(run_id)) == 2
-
-
-# -- RunWriter ---------------------------------------------------------------------------------
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def test_writer_flushes_on_max_pending(store: RunStore) -> None:
-    run_id = new_run(store)
-    writer = RunWriter(store, run_id, flush_every=3600, max_pending=5, clock=FakeClock())
-    for row in step_rows(4):
-        writer.add_step(**row)
-    assert writer.pending == 4 and store.steps(run_id).empty
-    writer.add_step(**step_rows(1, start=4)[0])
-    assert writer.pending == 0 and len(store.steps(run_id)) == 5
-
-
-def test_writer_flushes_on_time(store: RunStore) -> None:
-    run_id = new_run(store)
-    clock = FakeClock()
-    writer = RunWriter(store, run_id, flush_every=1.0, max_pending=1000, clock=clock)
-    writer.add_episode({"episode": 0, "return": 1.0})
-    clock.now = 0.5
-    writer.add_episode(episode=1, return_=2.0, length=3)
-    assert store.episodes(run_id).empty
-    clock.now = 1.0
-    writer.set_progress(env_steps=9, updates=0, episodes=3)
-    writer.add_episode(episode=2)
-    episodes = store.episodes(run_id)
-    assert list(episodes["episode"]) == [0, 1, 2]
-    assert list(episodes["return"].iloc[:2]) == [1.0, 2.0]
-    assert store.get_run(run_id).episodes == 3
-
-
-def test_writer_close_flushes_and_refuses_more(store: RunStore) -> None:
-    run_id = new_run(store)
-    with RunWriter(store, run_id, flush_every=3600) as writer:
-        writer.add_step(updates=1, loss=0.5)
-        writer.add_episode(episode=0, length=5)
-    assert len(store.steps(run_id)) == 1 and len(store.episodes(run_id)) == 1
-    writer.close()
-    with pytest.raises(RuntimeError, match="closed"):
-        writer.add_step(updates=2)
-
-
-def test_writer_rejects_bad_rows_at_add_time(store: RunStore) -> None:
-    writer = RunWriter(store, new_run(store))
-    with pytest.raises(ValueError, match="step rows need 'updates'"):
-        writer.add_step(loss=1.0)
-    with pytest.raises(ValueError, match="only keys"):
-        writer.add_step(updates=1, lr=0.1)
-    with pytest.raises(ValueError, match="episode rows need 'episode'"):
-        writer.add_episode(reward=1.0)
-    assert writer.pending == 0
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "match"),
-    [
-        ({"flush_every": -1}, "flush_every must be a number >= 0"),
-        ({"flush_every": math.inf}, "flush_every must be finite"),
-        ({"max_pending": 0}, "max_pending must be an integer >= 1"),
-    ],
-)
-def test_writer_validates_arguments(store: RunStore, kwargs: dict, match: str) -> None:
-    with pytest.raises(ValueError, match=match):
-        RunWriter(store, new_run(store), **kwargs)
-
-
-def test_writer_keeps_rows_when_a_flush_fails(store: RunStore) -> None:
-    run_id = new_run(store)
-    writer = RunWriter(store, run_id, flush_every=3600, max_pending=2, clock=FakeClock())
-    store.delete_run(run_id)
-    writer.add_step(updates=0)
-    with pytest.raises(KeyError):
-        writer.add_step(updates=1)
-    assert writer.pending == 2
-    writer.add_step(updates=2)  # no retry on every add after a failure
-    assert writer.pending == 3
-
-
-def test_writer_overhead_is_small(store: RunStore) -> None:
-    """Guard, not a benchmark: 10,000 add_step calls plus their flushes stay well under 0.2 s.
-
-    Timed with this thread's CPU time (best of three) so that other processes competing for the
-    CPUs cannot fail it; it measures ~0.08 s on a 2-core CI box (about 8 us per row, flush
-    included, against updates that take milliseconds).
-    """
-    run_id = new_run(store)
-    rows = step_rows(10_000)
-    best = math.inf
-    for _ in range(3):
-        writer = RunWriter(store, run_id)
-        start = time.thread_time()
-        for row in rows:
-            writer.add_step(**row)
-        writer.flush()
-        best = min(best, time.thread_time() - start)
-        if best < 0.2:
-            break
-    assert best < 0.2, f"10,000 add_step + flush took {best:.3f} s of CPU"
-    assert len(store.steps(run_id)) == 10_000
