@@ -1,8 +1,10 @@
-"""The live page's shareable state: query parameters <-> run settings, and classroom lessons.
+"""The live page's shareable state: a preset and dotted config overrides <-> URL query parameters.
 
-Copying the page's URL reproduces its setup (as TensorFlow Playground does): preset, env, scheme,
-alpha, beta0 and seed travel as query parameters. Parsing is forgiving: a bad or out-of-range value
-is ignored with a note for the page to show, never an exception.
+Copying the page's URL reproduces its setup (as TensorFlow Playground does). The page's only state
+is a preset name and the dotted `RunConfig` overrides made on top of it; `URL_ALIASES` is the one
+table from short URL names to those fields (``alpha`` is ``replay.alpha``). Values are parsed and
+checked by the config's own rules (`rdqn.validation`), so a bad or out-of-range value is ignored
+with a note for the page to show, never an exception.
 """
 
 from __future__ import annotations
@@ -11,96 +13,81 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rdqn.config import SCHEMES, RunConfig
-from rdqn.envs import ENV_IDS
-from rdqn.presets import PRESETS, preset
+from dashboard.lessons import LESSONS, Lesson
+from rdqn.config import PRESET_NAMES, config_field
+from rdqn.presets import configure
+from rdqn.validation import Flag, Integer, Real
 
-__all__ = [
-    "LESSONS",
-    "LIVE_DEFAULTS",
-    "SHARED_KEYS",
-    "Lesson",
-    "ParsedParams",
-    "config_from_settings",
-    "parse_params",
-    "settings_for_preset",
-    "to_params",
-]
+__all__ = ["URL_ALIASES", "ParsedParams", "parse_params", "to_params"]
 
-SHARED_KEYS = ("preset", "env", "scheme", "alpha", "beta", "seed")
-
-
-@dataclass(frozen=True)
-class Lesson:
-    """A classroom view: which live-page controls stay visible, and what the class should try."""
-
-    title: str
-    controls: tuple[str, ...]
-    prompt: str
-
-
-LESSONS: dict[str, Lesson] = {
-    "alpha-beta": Lesson(
-        "Prioritization and its correction",
-        ("alpha", "beta"),
-        "Move alpha from 0 (uniform) to 1 (fully proportional) and watch who gets replayed; then "
-        "raise beta to correct the bias with importance-sampling weights.",
-    ),
-    "alpha": Lesson(
-        "How strongly to prioritize",
-        ("alpha",),
-        "alpha = 0 is uniform replay. What happens to the learning curve as alpha grows?",
-    ),
-    "schemes": Lesson(
-        "Uniform, proportional or rank-based",
-        ("scheme", "alpha", "beta"),
-        "Switch the replay scheme and compare the curves; the previous run stays on the chart.",
-    ),
+URL_ALIASES: dict[str, str] = {
+    "env": "env.id",
+    "scheme": "replay.scheme",
+    "alpha": "replay.alpha",
+    "beta": "replay.beta0",
+    "seed": "seed",
+    "steps": "train.total_steps",
+    "capacity": "replay.capacity",
+    "batch": "replay.batch_size",
+    "window": "replay.window",
+    "lr": "agent.lr",
+    "gamma": "agent.gamma",
+    "target": "agent.target_update",
 }
+"""URL name -> dotted config field. ``preset`` names the preset itself."""
+DEFAULT_PRESET = "per-notebook"
 
 
 @dataclass(frozen=True)
 class ParsedParams:
-    values: dict[str, Any] = field(default_factory=dict)
+    """What a URL asks for: a preset and overrides (both checked), plus the page's own keys."""
+
+    preset: str | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     lesson: Lesson | None = None
     run_id: str | None = None
 
 
-def _unit_float(raw: str, name: str, notes: list[str]) -> float | None:
+def _value(path: str, raw: str) -> Any:
+    """The text of a query parameter as the type its config field holds, checked by its rule."""
+    rule = config_field(path).metadata["rule"]
+    value: Any = raw
     try:
-        value = float(raw)
+        if isinstance(rule, Integer):
+            value = int(raw)
+        elif isinstance(rule, Real):
+            value = float(raw)
+        elif isinstance(rule, Flag):
+            value = {"true": True, "false": False}.get(raw.lower(), raw)
     except ValueError:
-        notes.append(f"ignored {name}={raw!r}: not a number")
-        return None
-    if not 0.0 <= value <= 1.0:
-        notes.append(f"ignored {name}={raw!r}: must be between 0 and 1")
-        return None
-    return value
+        pass  # the rule names the text it could not read
+    return rule.check(path, value)
 
 
 def parse_params(params: Mapping[str, str]) -> ParsedParams:
-    """Validated live-page settings from URL query parameters, with a note per ignored value."""
-    values: dict[str, Any] = {}
+    """Validated live-page settings from URL query parameters, with a note per ignored value.
+
+    Each override is also checked against the ones before it (a batch larger than the capacity
+    is ignored, not the capacity).
+    """
     notes: list[str] = []
-    choices = {"preset": tuple(PRESETS), "env": ENV_IDS, "scheme": SCHEMES}
-    for key, allowed in choices.items():
-        if key in params:
-            if params[key] in allowed:
-                values[key] = params[key]
-            else:
-                notes.append(f"ignored {key}={params[key]!r}: use one of {', '.join(allowed)}")
-    for key in ("alpha", "beta"):
-        if key in params:
-            value = _unit_float(params[key], key, notes)
-            if value is not None:
-                values[key] = value
-    if "seed" in params:
-        raw = params["seed"]
-        if raw.isdigit() and int(raw) < 2**31:
-            values["seed"] = int(raw)
-        else:
-            notes.append(f"ignored seed={raw!r}: must be a whole number from 0 to 2147483647")
+    name = params.get("preset")
+    if name is not None and name not in PRESET_NAMES:
+        notes.append(f"ignored preset={name!r}: use one of {', '.join(PRESET_NAMES)}")
+        name = None
+    overrides: dict[str, Any] = {}
+    for alias, path in URL_ALIASES.items():
+        if alias not in params:
+            continue
+        raw = params[alias]
+        try:
+            value = _value(path, raw)
+            configure(name or DEFAULT_PRESET, {**overrides, path: value})
+        except ValueError as err:
+            notes.append(f"ignored {alias}={raw!r}: {err}")
+            continue
+        overrides[path] = value
     lesson = None
     if "lesson" in params:
         lesson = LESSONS.get(params["lesson"])
@@ -110,77 +97,17 @@ def parse_params(params: Mapping[str, str]) -> ParsedParams:
     if run_id is not None and not (run_id.isalnum() and len(run_id) <= 32):
         notes.append(f"ignored run={run_id!r}: not a run id")
         run_id = None
-    return ParsedParams(values=values, notes=notes, lesson=lesson, run_id=run_id)
+    return ParsedParams(
+        preset=name, overrides=overrides, notes=notes, lesson=lesson, run_id=run_id
+    )
 
 
-def to_params(values: Mapping[str, Any]) -> dict[str, str]:
-    """Query parameters for the shared keys of `values` (floats rounded for readable URLs)."""
-    out = {}
-    for key in SHARED_KEYS:
-        if key in values and values[key] is not None:
-            value = values[key]
-            out[key] = f"{value:g}" if isinstance(value, float) else str(value)
+def to_params(preset_name: str, overrides: Mapping[str, Any]) -> dict[str, str]:
+    """Query parameters for a preset and its overrides (those with a URL name; floats rounded
+    for readable URLs)."""
+    out = {"preset": preset_name}
+    for alias, path in URL_ALIASES.items():
+        if path in overrides:
+            value = overrides[path]
+            out[alias] = f"{value:g}" if isinstance(value, float) else str(value)
     return out
-
-
-LIVE_DEFAULTS: dict[str, Any] = {
-    "preset": "per-notebook",
-    "env": "CartPole-v1",
-    "scheme": "proportional",
-    "alpha": 0.6,
-    "beta": 0.4,
-    "seed": 0,
-    "steps": 100_000,
-    "capacity": 10_000,
-    "batch": 32,
-    "window": 1,
-    "lr": 1e-3,
-    "gamma": 0.99,
-    "target": "hard",
-}
-"""What the live page starts with: the PER notebook's agent on CartPole with its whole budget,
-about a minute at full speed: long enough to learn to balance."""
-
-
-def settings_for_preset(name: str) -> dict[str, Any]:
-    """The live-page settings a preset implies (its env, scheme and hyperparameters)."""
-    config = preset(name)
-    return {
-        "preset": name,
-        "env": config.env.id,
-        "scheme": config.replay.scheme,
-        "alpha": config.replay.alpha,
-        "beta": config.replay.beta0,
-        "steps": config.train.total_steps,
-        "capacity": config.replay.capacity,
-        "batch": config.replay.batch_size,
-        "window": config.replay.window,
-        "lr": config.agent.lr,
-        "gamma": config.agent.gamma,
-        "target": config.agent.target_update,
-    }
-
-
-def config_from_settings(
-    settings: Mapping[str, Any], env_kwargs: Mapping[str, Any] | None = None
-) -> RunConfig:
-    """The `RunConfig` for the live page's settings (raises `ValueError` naming a bad field)."""
-    base = preset(settings["preset"])
-    same_env = settings["env"] == base.env.id
-    overrides: dict[str, Any] = {
-        "env.id": settings["env"],
-        "env.kwargs": dict(env_kwargs) if env_kwargs else (base.env.kwargs if same_env else {}),
-        "replay.scheme": settings["scheme"],
-        "replay.alpha": float(settings["alpha"]),
-        "replay.beta0": float(settings["beta"]),
-        "replay.capacity": int(settings["capacity"]),
-        "replay.batch_size": int(settings["batch"]),
-        "replay.window": int(settings["window"]) if base.agent.network == "recurrent" else 1,
-        "agent.lr": float(settings["lr"]),
-        "agent.gamma": float(settings["gamma"]),
-        "agent.target_update": settings["target"],
-        "train.total_steps": int(settings["steps"]),
-        "train.learning_starts": max(base.train.learning_starts, int(settings["batch"])),
-        "seed": int(settings["seed"]),
-    }
-    return base.with_overrides(overrides)

@@ -5,7 +5,8 @@
 - `session()` is session-scoped: when a browser tab goes away Streamlit releases it, and its
   `on_release` hook stops that session's runs. Runs nobody polls for RDQN_IDLE_TIMEOUT seconds
   are stopped too (`reap_idle` runs on every page load), since a closed tab may send no signal.
-- `init_state()` is the one place session-state keys get their defaults.
+- `init_state()` is the one place session-state keys get their defaults; every key is named
+  ``<page>.<name>`` (live, compare, runs, tree, hand), widget keys included.
 """
 
 from __future__ import annotations
@@ -16,23 +17,24 @@ import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import streamlit as st
 import streamlit.components.v1 as components
 import torch
 
-from dashboard.params import LIVE_DEFAULTS
-from rdqn.config import RunConfig
+from dashboard.params import DEFAULT_PRESET
+from rdqn.classroom import tree_demo, worked_example
 from rdqn.learn import fused_mlp
-from rdqn.runs.handle import RunHandle
-from rdqn.runs.registry import RunRegistry, ServerBusy
+from rdqn.runs.registry import RunRegistry
 from rdqn.runs.store import RunStore
 from rdqn.training.telemetry import Telemetry
 
 __all__ = [
     "SPEEDS",
+    "TREE_SEED",
     "Session",
-    "current_run",
     "ensure_app_frame",
     "init_state",
     "latest_snapshot",
@@ -40,9 +42,11 @@ __all__ = [
     "save_upload",
     "session",
     "speed_value",
-    "start_live_run",
     "store",
 ]
+
+TREE_SEED = 2015
+"""Seed of the sum-tree page's draws: the same batches in every session, for a class."""
 
 
 @st.cache_resource(show_spinner=False)
@@ -102,28 +106,45 @@ def ensure_app_frame() -> None:
     st.stop()
 
 
-def init_state() -> None:
-    """Session-state defaults, set once per session."""
-    defaults = {
+def _defaults() -> dict[str, Any]:
+    """Every session-state key the pages keep, with its default: ``<page>.<name>``."""
+    return {
+        # Live training: a preset and the dotted config overrides made on top of it.
+        "live.preset": DEFAULT_PRESET,
+        "live.overrides": {},
+        "live.params_loaded": False,
         "live.run_id": None,
         "live.previous_run_id": None,
-        "live.settings": dict(LIVE_DEFAULTS),
-        "live.params_loaded": False,
+        "live.error": None,
         "live.smoothing": 0.9,
         "live.speed": "full speed",
+        # Compare schemes: the runs of the comparison on show.
         "compare.group": [],
         "compare.group_id": None,
+        # Saved runs: the rows selected in the table.
         "runs.selected": [],
+        # Sum tree: the priorities (as edited), the draws and their generator.
+        "tree.base": tree_demo.default_priorities(8).tolist(),
+        "tree.priorities": tree_demo.default_priorities(8).tolist(),
+        "tree.editor": 0,
+        "tree.rng": np.random.default_rng(TREE_SEED),
+        "tree.uniforms": None,
+        "tree.tally": None,
+        # One update by hand: the table of transitions (as edited).
+        "hand.base": worked_example.example_frame(worked_example.default_example()),
+        "hand.editor": 0,
     }
-    for key, value in defaults.items():
-        st.session_state.setdefault(key, value)
+
+
+_KEYS = tuple(_defaults())
+
+
+def init_state() -> None:
+    """Session-state defaults, set once per session; reaps runs nobody watches."""
+    if any(key not in st.session_state for key in _KEYS):
+        for key, value in _defaults().items():
+            st.session_state.setdefault(key, value)
     registry().reap_idle()
-
-
-def current_run() -> RunHandle | None:
-    """This session's live run, if it still exists."""
-    run_id = st.session_state.get("live.run_id")
-    return registry().get(run_id) if run_id else None
 
 
 def latest_snapshot(run_id: str | None) -> Telemetry | None:
@@ -132,30 +153,6 @@ def latest_snapshot(run_id: str | None) -> Telemetry | None:
         return None
     handle = registry().get(run_id)
     return handle.snapshot() if handle is not None else None
-
-
-def start_live_run(config: RunConfig, *, paused: bool = False) -> RunHandle | None:
-    """Replace this session's live run with a new one; the old one becomes the overlay.
-
-    Returns None (after showing why) when the registry is at its cap.
-    """
-    old = current_run()
-    if old is not None:
-        registry().stop(old.id)
-        st.session_state["live.previous_run_id"] = old.id
-    try:
-        handle = registry().start(
-            config,
-            owner=session().owner,
-            paused=paused,
-            speed=speed_value(st.session_state.get("live.speed", "full speed")),
-        )
-    except ServerBusy as err:
-        st.session_state["live.run_id"] = None
-        st.warning(str(err))
-        return None
-    st.session_state["live.run_id"] = handle.id
-    return handle
 
 
 SPEEDS: dict[str, float | None] = {

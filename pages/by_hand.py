@@ -9,8 +9,6 @@ from rdqn.classroom import worked_example as we
 ensure_app_frame()
 
 ss = st.session_state
-ss.setdefault("hand.base", we.example_frame(we.default_example()))
-ss.setdefault("hand.editor", 0)
 
 
 def reset() -> None:

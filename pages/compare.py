@@ -6,10 +6,9 @@ The runs of one comparison share a group id in the store; the group id also trav
 
 from __future__ import annotations
 
-import uuid
-
 import streamlit as st
 
+from dashboard.comparisons import linked_group, start_comparison, stop_runs
 from dashboard.figures import comparison_figure
 from dashboard.history import (
     MIN_COMPARE_STEPS,
@@ -18,13 +17,12 @@ from dashboard.history import (
     group_progress,
     progress_frame,
 )
-from dashboard.state import ensure_app_frame, registry, session, store
+from dashboard.state import ensure_app_frame, registry, store
 from rdqn.compare import ROLLING_WINDOW, comparison_configs, summary_table
 from rdqn.config import SCHEMES
 from rdqn.envs import ENV_IDS, reward_threshold
 from rdqn.presets import PAPER_RANK_ALPHA, PRESETS, preset
 from rdqn.runs.lifecycle import FINAL_STATUSES
-from rdqn.runs.registry import ServerBusy
 
 ensure_app_frame()
 
@@ -35,25 +33,6 @@ STATUS_COLUMNS = {
     "episodes": st.column_config.NumberColumn(format="localized"),
     "error": st.column_config.TextColumn(width="large"),
 }
-
-
-def linked_group() -> tuple[str | None, list[str]]:
-    """This session's comparison, or the one named by `?group=` (loaded from the store)."""
-    linked = st.query_params.get("group")
-    if linked and linked.isalnum() and linked != st.session_state.get("compare.group_id"):
-        ids = store().list_runs(group_id=linked)["id"].tolist()
-        st.session_state["compare.group"] = ids[::-1]
-        st.session_state["compare.group_id"] = linked
-    group_id = st.session_state.get("compare.group_id")
-    if group_id:
-        st.query_params["group"] = group_id
-    return group_id, st.session_state["compare.group"]
-
-
-def stop_runs(run_ids: list[str]) -> None:
-    # Queued runs first, so that a stopped run's free slot does not start one of them.
-    for run_id in reversed(run_ids):
-        registry().stop(run_id)
 
 
 def results(run_ids: list[str], threshold: float | None, live: bool) -> None:
@@ -72,14 +51,14 @@ def results(run_ids: list[str], threshold: float | None, live: bool) -> None:
         comparison_figure(
             curves, total_steps=total_steps, threshold=threshold, window=ROLLING_WINDOW
         ),
-        key="cmp.figure",
+        key="compare.figure",
     )
     st.markdown(f"**Episodes to threshold** (rolling mean of {ROLLING_WINDOW} episodes)")
     st.dataframe(
         summary_table(curves, threshold, ROLLING_WINDOW).round(1),
         hide_index=True,
         placeholder="—",
-        key="cmp.summary",
+        key="compare.summary",
     )
     if live and all(row.done for row in rows):
         st.rerun()
@@ -92,23 +71,23 @@ st.caption(
 )
 
 left, middle, right, far = st.columns(4)
-preset_name = left.selectbox("Preset", tuple(PRESETS), index=2, key="cmp.preset")
+preset_name = left.selectbox("Preset", tuple(PRESETS), index=2, key="compare.preset")
 base = preset(preset_name)
 env_id = middle.selectbox(
-    "Environment", ENV_IDS, index=ENV_IDS.index(base.env.id), key=f"cmp.env.{preset_name}"
+    "Environment", ENV_IDS, index=ENV_IDS.index(base.env.id), key=f"compare.env.{preset_name}"
 )
-seed_count = right.number_input("Seeds per scheme", 1, 5, 3, key="cmp.seeds")
+seed_count = right.number_input("Seeds per scheme", 1, 5, 3, key="compare.seeds")
 steps = far.number_input(
     "Env steps per run",
     min_value=MIN_COMPARE_STEPS,
     max_value=1_000_000,
     value=default_budget(preset_name),
     step=1_000,
-    key=f"cmp.steps.{preset_name}",
+    key=f"compare.steps.{preset_name}",
     help="The budget of each run; the default finishes in a few minutes.",
 )
 schemes = st.multiselect(
-    "Replay schemes", SCHEMES, default=list(SCHEMES), key="cmp.schemes", format_func=str.title
+    "Replay schemes", SCHEMES, default=list(SCHEMES), key="compare.schemes", format_func=str.title
 )
 runs_wanted = len(schemes) * int(seed_count)
 seeds = "seed 0" if seed_count == 1 else f"seeds 0–{int(seed_count) - 1}"
@@ -119,22 +98,14 @@ if preset_name == "paper" and "rank" in schemes:
 st.caption(note)
 
 group_id, run_ids = linked_group()
-if st.button("Run comparison", type="primary", key="cmp.run", disabled=not schemes):
+if st.button("Run comparison", type="primary", key="compare.run", disabled=not schemes):
     try:
         base = preset(preset_name).with_env(env_id).with_budget(int(steps))
-        configs = comparison_configs(base, schemes, range(int(seed_count)))
-        stop_runs(run_ids)
-        new_group = uuid.uuid4().hex[:12]
-        handles = registry().enqueue(configs, owner=session().owner, group_id=new_group)
-    except ServerBusy as err:
-        st.warning(str(err))
+        group_id, run_ids = start_comparison(
+            comparison_configs(base, schemes, range(int(seed_count)))
+        )
     except ValueError as err:
         st.error(f"Cannot start this comparison: {err}")
-    else:
-        group_id, run_ids = new_group, [handle.id for handle in handles]
-        st.session_state["compare.group"] = run_ids
-        st.session_state["compare.group_id"] = group_id
-        st.query_params["group"] = group_id
 
 if group_id:
     st.divider()
@@ -155,11 +126,11 @@ if group_id:
         "Return threshold",
         value=reward_threshold(group_env),
         step=10.0,
-        key=f"cmp.threshold.{group_id}",
+        key=f"compare.threshold.{group_id}",
         help="'Solved' when the mean return of the last 20 episodes reaches it "
         "(default: the environment's own reward threshold).",
     )
-    if stop_box.button("Stop comparison", key="cmp.stop", disabled=not live):
+    if stop_box.button("Stop comparison", key="compare.stop", disabled=not live):
         stop_runs(run_ids)
         st.rerun()
     st.fragment(run_every=1.0 if live else None)(results)(run_ids, threshold, live)

@@ -2,43 +2,23 @@
 
 import streamlit as st
 
-from dashboard.params import LIVE_DEFAULTS, config_from_settings
-from dashboard.state import ensure_app_frame, start_live_run
+from dashboard.assets import explanation
+from dashboard.live import live_config, start_live_run, use_defaults
+from dashboard.state import ensure_app_frame
 
 ensure_app_frame()
 
 st.title("Prioritized experience replay, live")
-st.markdown(
-    """
-A deep Q-learning agent learns from a **replay memory**: every step it stores a transition
-$(s_t, a_t, r_t, s_{t+1})$ and later trains on random mini-batches of old transitions. Each update
-moves $Q(s, a)$ toward the target $y = r + \\gamma \\max_{a'} Q_{\\text{target}}(s', a')$ and the
-surprise of a transition is its **TD error** $\\delta = y - Q(s, a)$.
-
-**Prioritized replay** (Schaul et al. 2015) replays surprising transitions more often. Each stored
-transition gets a priority $p_i = |\\delta_i| + \\epsilon$ and is drawn with probability
-"""
-)
+st.markdown(explanation("home_replay"))
 st.latex(r"P(i) = \frac{p_i^{\alpha}}{\sum_k p_k^{\alpha}}")
-st.markdown(
-    """
-$\\alpha = 0$ is plain uniform replay, $\\alpha = 1$ is fully proportional. Drawing some transitions
-more often biases the updates, so each sampled transition's loss is multiplied by an
-**importance-sampling weight**
-"""
-)
+st.markdown(explanation("home_weights"))
 st.latex(r"w_i = \frac{\left(N \cdot P(i)\right)^{-\beta}}{\max_j w_j}")
-st.markdown(
-    """
-with $\\beta$ annealed to 1 (full correction) by the end of training. A **sum tree** finds a
-transition of any cumulative priority in $O(\\log N)$, so sampling stays fast for a million items.
-"""
-)
+st.markdown(explanation("home_sum_tree"))
 
 left, right = st.columns([1, 2])
 if left.button("Start demo", icon=":material/rocket_launch:", type="primary", key="home.demo"):
-    st.session_state["live.settings"] = dict(LIVE_DEFAULTS)
-    if start_live_run(config_from_settings(LIVE_DEFAULTS)) is not None:
+    use_defaults()
+    if start_live_run(live_config()) is not None:
         st.switch_page("pages/live.py")
 right.markdown(
     "The demo trains the PER notebook's agent on CartPole with α = 0.6 and β₀ = 0.4. "

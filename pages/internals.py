@@ -1,12 +1,11 @@
 """Replay internals: who gets replayed, with which weights, and how that changes over training."""
 
-import numpy as np
 import streamlit as st
 
 from dashboard import figures
 from dashboard.params import parse_params
 from dashboard.state import ensure_app_frame, registry
-from rdqn.training.telemetry import RELATIVE_PROBABILITY_EDGES, WEIGHT_EDGES, Histogram
+from rdqn.training.telemetry import WEIGHT_EDGES, Histogram, relative_probability_histogram
 
 ensure_app_frame()
 
@@ -58,9 +57,7 @@ def internals() -> None:
     )
     sampled = weights = None
     if batch is not None:
-        with np.errstate(divide="ignore"):
-            relative = np.log10(batch.probabilities * snap.buffer_size)
-        sampled = Histogram.of(relative, RELATIVE_PROBABILITY_EDGES)
+        sampled = relative_probability_histogram(batch.probabilities, snap.buffer_size)
         weights = Histogram.of(batch.weights, WEIGHT_EDGES)
     row[1].plotly_chart(
         figures.histogram_figure(

@@ -18,8 +18,8 @@ from dashboard.history import (
     manifest_summary,
     run_label,
     runs_table,
-    stored_counters,
 )
+from dashboard.saved_runs import delete_run, run_counters
 from dashboard.state import ensure_app_frame, registry, store
 from rdqn.envs import reward_threshold
 from rdqn.runs.schema import ACTIVE_STATUSES
@@ -38,13 +38,7 @@ TABLE_COLUMNS = {
 
 def counters(record: RunRecord) -> None:
     """Env steps, updates and episodes (and speed while training) of one run."""
-    handle = registry().get(record.id)
-    snapshot = handle.snapshot() if handle is not None else None
-    if snapshot is not None:
-        done = {"env_steps": snapshot.env_steps, "updates": snapshot.updates}
-        done["episodes"] = snapshot.episodes
-    else:
-        done = stored_counters(record, store().episodes(record.id))
+    done, snapshot = run_counters(record)
     total = record.config.get("train", {}).get("total_steps", 0)
     steps, updates, episodes, rate = st.columns(4)
     steps.metric(f"Env steps (budget {total:,})", f"{done['env_steps']:,}")
@@ -64,15 +58,6 @@ def live_counters(run_id: str) -> None:
     if record.status not in ACTIVE_STATUSES:
         st.rerun()
     counters(record)
-
-
-def delete(record: RunRecord) -> None:
-    if registry().get(record.id) is not None:
-        registry().stop(record.id)
-    store().delete_run(record.id)
-    st.session_state["runs.selected"] = [
-        run_id for run_id in st.session_state["runs.selected"] if run_id != record.id
-    ]
 
 
 def run_card(record: RunRecord) -> None:
@@ -130,7 +115,7 @@ def run_card(record: RunRecord) -> None:
             st.caption("This run is training in another process; stop it there first.")
         sure = st.checkbox("I am sure", key=f"runs.sure.{record.id}", disabled=elsewhere)
         if st.button("Delete run", key="runs.delete", type="primary", disabled=not sure):
-            delete(record)
+            delete_run(record)
             st.rerun()
 
 

@@ -4,6 +4,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from dashboard import tree_state
+from dashboard.assets import explanation
 from dashboard.figures import (
     draw_histogram_figure,
     segments_figure,
@@ -15,42 +17,9 @@ from rdqn.classroom import tree_demo as td
 
 ensure_app_frame()
 
-SEED = 2015
 LEAF_COUNTS = (8, 12, 16, 32, 64)
 BATCHES_PER_CLICK = 100
-
 ss = st.session_state
-for key, default in {
-    "tree.base": td.default_priorities(8).tolist(),
-    "tree.priorities": td.default_priorities(8).tolist(),
-    "tree.editor": 0,
-    "tree.rng": np.random.default_rng(SEED),
-    "tree.uniforms": None,
-    "tree.tally": None,
-}.items():
-    ss.setdefault(key, default)
-
-
-def set_priorities(values: np.ndarray) -> None:
-    ss["tree.base"] = ss["tree.priorities"] = [float(v) for v in values]
-    ss["tree.editor"] += 1  # a fresh editor forgets the edits made on the old values
-
-
-def draw_batch() -> None:
-    ss["tree.uniforms"] = ss["tree.rng"].random(ss["tree.batch"])
-
-
-def draw_many() -> None:
-    leaf_masses = td.masses(ss["tree.priorities"], ss["tree.alpha"])
-    ss["tree.tally"] = td.accumulate(
-        ss["tree.tally"], leaf_masses, ss["tree.batch"], BATCHES_PER_CLICK, ss["tree.rng"]
-    )
-
-
-def clear_draws() -> None:
-    ss["tree.uniforms"] = ss["tree.tally"] = None
-    ss["tree.rng"] = np.random.default_rng(SEED)
-
 
 st.title("Sum tree")
 st.caption(
@@ -64,7 +33,7 @@ controls[0].selectbox(
     "Leaves (buffer size N)",
     LEAF_COUNTS,
     key="tree.leaves",
-    on_change=lambda: set_priorities(td.default_priorities(ss["tree.leaves"])),
+    on_change=lambda: tree_state.set_priorities(td.default_priorities(ss["tree.leaves"])),
     persist_state="session",
 )
 controls[1].slider(
@@ -77,7 +46,7 @@ controls[3].slider("Batch size B", 1, 16, 4, key="tree.batch", persist_state="se
 
 n = ss["tree.leaves"]
 if len(ss["tree.base"]) != n:
-    set_priorities(td.default_priorities(n))
+    tree_state.set_priorities(td.default_priorities(n))
 tree_slot = st.container()
 editor_col, table_col = st.columns([1, 2], gap="large")
 with editor_col:
@@ -98,13 +67,13 @@ with editor_col:
             "Randomize",
             key="tree.randomize",
             icon=":material/casino:",
-            on_click=lambda: set_priorities(td.random_priorities(n, ss["tree.rng"])),
+            on_click=lambda: tree_state.set_priorities(td.random_priorities(n, ss["tree.rng"])),
         )
         st.button(
             "Reset",
             key="tree.reset",
             icon=":material/restart_alt:",
-            on_click=lambda: set_priorities(td.default_priorities(n)),
+            on_click=lambda: tree_state.set_priorities(td.default_priorities(n)),
         )
 
 table = td.leaf_table(ss["tree.priorities"], ss["tree.alpha"], ss["tree.beta"])
@@ -129,16 +98,7 @@ with table_col:
         height=min(36 + 35 * n, 400),
         width="stretch",
     )
-st.markdown(
-    r"""
-**Reading the numbers.** The tree stores the masses $p_i^\alpha$, so leaf $i$ is drawn with
-probability $P(i) = p_i^\alpha / \sum_k p_k^\alpha$. With $\alpha = 0$ every leaf is equally
-likely; with $\alpha = 1$ leaves are drawn in proportion to their priority. Drawing some
-transitions more often biases the update, and the importance-sampling weight
-$w_i = (N\,P(i))^{-\beta} / \max_j w_j$ undoes that bias: the least likely leaf gets the largest
-weight (1), and $\beta = 1$ corrects fully.
-"""
-)
+st.markdown(explanation("sum_tree_reading"))
 
 leaf_masses = table["mass"].to_numpy()
 tree = td.build_tree(leaf_masses)
@@ -165,23 +125,19 @@ with st.container(horizontal=True):
         key="tree.draw",
         type="primary",
         icon=":material/ads_click:",
-        on_click=draw_batch,
+        on_click=tree_state.draw_batch,
     )
     st.button(
         f"Draw {BATCHES_PER_CLICK} batches",
         key="tree.draw_many",
         icon=":material/bar_chart:",
-        on_click=draw_many,
+        on_click=tree_state.draw_many,
+        args=(BATCHES_PER_CLICK,),
     )
-    st.button("Clear draws", key="tree.clear", icon=":material/delete:", on_click=clear_draws)
-st.markdown(
-    "The total mass is cut into $B$ equal segments and one query "
-    "$m_k = (k + u_k)\\,\\text{total}/B$ with $u_k \\sim U[0, 1)$ is drawn in each segment. "
-    "The leaf whose span of cumulative mass contains $m_k$ is sampled: `SumTree.find` descends "
-    "from the root, going right (and subtracting the left sum) whenever $m_k$ is past the left "
-    "child's sum. The segments make a batch *stratified*: every batch takes one draw from each "
-    "part of the total, so even a small batch follows $P(i)$ closely."
-)
+    st.button(
+        "Clear draws", key="tree.clear", icon=":material/delete:", on_click=tree_state.clear_draws
+    )
+st.markdown(explanation("sum_tree_drawing"))
 st.plotly_chart(
     segments_figure(leaf_masses, batch.queries if batch else None, ss["tree.batch"]),
     width="stretch",

@@ -75,7 +75,11 @@ class ReplayConfig:
         label="Replay scheme",
     )
     capacity: int = setting(
-        50_000, "Transitions kept (FIFO: the oldest is overwritten).", _COUNT, label="Capacity"
+        50_000,
+        "Transitions kept (FIFO: the oldest is overwritten).",
+        _COUNT,
+        label="Capacity",
+        step=1000,
     )
     batch_size: int = setting(128, "Transitions per learner update.", _COUNT, label="Batch size")
     window: int = setting(
@@ -86,9 +90,10 @@ class ReplayConfig:
     )
     alpha: float = setting(
         0.6,
-        "Priority exponent: 0 = uniform, 1 = fully proportional.",
-        Real(minimum=0.0),
+        "Priority exponent: 0 = uniform replay, 1 = fully proportional to |TD error|.",
+        _UNIT,
         label="α (prioritization)",
+        step=0.05,
     )
     eps: float = setting(
         1e-6,
@@ -98,9 +103,11 @@ class ReplayConfig:
     )
     beta0: float = setting(
         0.4,
-        "Initial IS-correction exponent, annealed linearly to beta_end.",
+        "Initial IS-correction exponent, annealed linearly to beta_end: "
+        "0 = no correction, 1 = full correction.",
         _UNIT,
         label="β₀ (IS correction at the start)",
+        step=0.05,
     )
     beta_end: float = setting(
         1.0, "Final IS-correction exponent (1 = full correction).", _UNIT, label="Final β"
@@ -137,7 +144,11 @@ class TrainConfig:
     """The training loop's budget and schedules."""
 
     total_steps: int = setting(
-        20_000, "Environment steps to train for (the budget).", _COUNT, label="Env steps budget"
+        20_000,
+        "Environment steps to train for (the budget).",
+        _COUNT,
+        label="Env steps budget",
+        step=1000,
     )
     learning_starts: int = setting(
         1_000,
@@ -286,6 +297,15 @@ class RunConfig:
             {"train.total_steps": total_steps, "train.learning_starts": warm_up}
         )
 
+    def leaves(self) -> dict[str, Any]:
+        """Every leaf field by dotted path: ``{"preset": ..., "replay.alpha": 0.6, ...}``."""
+        return _flatten(self.to_dict(), "")
+
+    def overrides_from(self, base: RunConfig) -> dict[str, Any]:
+        """The dotted overrides that turn ``base`` into this config (fields that differ)."""
+        mine, theirs = self.leaves(), base.leaves()
+        return {path: value for path, value in mine.items() if theirs[path] != value}
+
     def get(self, path: str) -> Any:
         """The value of a dotted-path field, e.g. ``config.get("replay.alpha")``."""
         config_field(path)
@@ -293,6 +313,16 @@ class RunConfig:
         for part in path.split("."):
             value = getattr(value, part)
         return value
+
+
+def _flatten(data: dict[str, Any], prefix: str) -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for name, value in data.items():
+        if isinstance(value, dict) and name != "kwargs":
+            flat.update(_flatten(value, f"{prefix}{name}."))
+        else:
+            flat[f"{prefix}{name}"] = value
+    return flat
 
 
 def _from_dict(cls: type, data: Any, prefix: str) -> Any:

@@ -13,12 +13,13 @@ net on one-hot states, plain SGD, and the target copied after every update (no t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from rdqn.config import PRESET_NAMES, AgentConfig, EnvConfig, ReplayConfig, RunConfig, TrainConfig
 from rdqn.validation import check_choice
 
-__all__ = ["PAPER_RANK_ALPHA", "PRESETS", "preset"]
+__all__ = ["PAPER_RANK_ALPHA", "PRESETS", "configure", "preset"]
 
 PAPER_RANK_ALPHA = 0.7
 """Schaul et al. 2015 (arXiv:1511.05952), table 3: rank-based PER uses alpha 0.7 where the
@@ -94,3 +95,16 @@ assert tuple(PRESETS) == PRESET_NAMES, "rdqn.config.PRESET_NAMES must list the p
 def preset(name: str) -> RunConfig:
     """The `RunConfig` of a named preset (`ValueError` naming the allowed names otherwise)."""
     return PRESETS[check_choice("preset", name, PRESET_NAMES)]()
+
+
+def configure(name: str, overrides: Mapping[str, Any] | None = None) -> RunConfig:
+    """Preset ``name`` with dotted overrides (``{"replay.alpha": 0.8}``) applied.
+
+    An ``env.id`` override goes first, through `RunConfig.with_env`: a preset's env options
+    (Blind Cliffwalk's ``n``) mean nothing on another env, unless ``env.kwargs`` sets new ones.
+    """
+    rest = dict(overrides or {})
+    config = preset(name)
+    if "env.id" in rest:
+        config = config.with_env(rest.pop("env.id"))
+    return config.with_overrides(rest) if rest else config

@@ -204,19 +204,25 @@ class Mapping:
 
     def check(self, name: str, value: Any) -> dict[str, Any]:
         if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
-            raise ValueError(
-                f"{name} must be a dict with string keys (a JSON object), got {value!r}"
-            )
+            raise ValueError(f"{name} must be a JSON object (string keys), got {value!r}")
         return value
 
 
-def setting(default: Any, doc: str, rule: Rule | None = None, *, label: str | None = None) -> Any:
-    """A dataclass field that states its one-line documentation, its rule and a short label.
+def setting(
+    default: Any,
+    doc: str,
+    rule: Rule | None = None,
+    *,
+    label: str | None = None,
+    step: float | None = None,
+) -> Any:
+    """A dataclass field that states its one-line documentation, its rule and how to show it.
 
-    The doc is the CLI's ``--help`` text and the dashboard's tooltip; the rule validates it
-    (`check_fields`) and bounds its widget; the label names it on forms.
+    The doc is the CLI's ``--help`` text and the dashboard's tooltip; the rule validates the value
+    (`check_fields`) and bounds its widget; the label names it on forms, and ``step`` is the
+    increment of its slider or number box.
     """
-    metadata = {"doc": doc, "rule": rule, "label": label}
+    metadata = {"doc": doc, "rule": rule, "label": label, "step": step}
     if isinstance(default, dict):
         return field(default_factory=lambda: dict(default), metadata=metadata)
     return field(default=default, metadata=metadata)

@@ -6,8 +6,17 @@ import dataclasses
 
 import pytest
 
-from rdqn.config import AgentConfig, EnvConfig, ReplayConfig, RunConfig, TrainConfig, field_docs
-from rdqn.presets import PRESETS, preset
+from rdqn.config import (
+    AgentConfig,
+    EnvConfig,
+    ReplayConfig,
+    RunConfig,
+    TrainConfig,
+    config_field,
+    field_docs,
+)
+from rdqn.presets import preset
+from rdqn.validation import Integer, Real
 
 
 def test_default_run_config_is_the_per_notebook_setup() -> None:
@@ -22,50 +31,14 @@ def test_default_run_config_is_the_per_notebook_setup() -> None:
     assert config.agent.target_update == "hard"
 
 
-@pytest.mark.parametrize("name", list(PRESETS))
-def test_presets_round_trip_through_json(name: str) -> None:
-    config = preset(name)
-    assert config.preset == name
-    assert RunConfig.from_json(config.to_json()) == config
-    assert RunConfig.from_dict(config.to_dict()) == config
-
-
-def test_preset_table_matches_the_design() -> None:
-    e14, e15, per, paper = (preset(n) for n in ("e14", "e15", "per-notebook", "paper"))
-    assert (e14.agent.network, e14.replay.scheme, e14.agent.target_update) == (
-        "recurrent",
-        "proportional",
-        "soft",
-    )
-    assert (e14.replay.alpha, e14.replay.beta0, e14.agent.tau) == (0.6, 0.4, 0.005)
-    assert (e14.agent.lr, e14.agent.gamma, e14.replay.capacity, e14.replay.batch_size) == (
-        1e-3,
-        0.99,
-        50_000,
-        128,
-    )
-    assert (e15.agent.network, e15.replay.scheme, e15.agent.target_update) == (
-        "recurrent",
-        "uniform",
-        "hard",
-    )
-    assert (per.agent.network, per.replay.capacity, per.replay.batch_size) == ("mlp", 10_000, 32)
-    assert (paper.agent.network, paper.replay.beta0, paper.env.id) == (
-        "linear",
-        0.5,
-        "rdqn/BlindCliffwalk-v0",
-    )
-
-
-def test_unknown_preset_lists_the_allowed_ones() -> None:
-    with pytest.raises(ValueError, match=r"preset must be one of .*'e14'.*got 'e16'"):
-        preset("e16")
-
-
 @pytest.mark.parametrize(
     ("factory", "kwargs", "match"),
     [
-        (ReplayConfig, {"alpha": -0.1}, r"alpha must be a finite number >= 0, got -0.1"),
+        (ReplayConfig, {"alpha": -0.1}, r"alpha must be in \[0, 1\], got -0.1"),
+        (ReplayConfig, {"alpha": 1.5}, r"alpha must be in \[0, 1\], got 1.5"),
+        (RunConfig, {"preset": "foo"}, r"preset must be one of \(None, 'e14'.*got 'foo'"),
+        (RunConfig, {"seed": 2**31}, r"seed must be an integer from 0 to 2,147,483,647"),
+        (EnvConfig, {"kwargs": [1]}, r"kwargs must be a JSON object"),
         (ReplayConfig, {"beta0": 1.5}, r"beta0 must be in \[0, 1\], got 1.5"),
         (ReplayConfig, {"capacity": 0}, r"capacity must be an integer >= 1, got 0"),
         (ReplayConfig, {"scheme": "prio"}, r"scheme must be one of .*got 'prio'"),
@@ -135,3 +108,56 @@ def test_every_leaf_field_has_a_doc() -> None:
     assert docs["replay.alpha"].startswith("Priority exponent")
     assert "agent.gamma" in docs and "train.total_steps" in docs
     assert all(docs.values()), [k for k, v in docs.items() if not v]
+
+
+def test_every_leaf_field_states_its_rule_and_label() -> None:
+    for path in field_docs():
+        metadata = config_field(path).metadata
+        assert metadata["rule"] is not None, path
+        assert metadata["label"], path
+
+
+def test_config_field_finds_leaves_and_rejects_groups_and_typos() -> None:
+    assert config_field("replay.alpha").metadata["rule"] == Real(minimum=0.0, maximum=1.0)
+    assert config_field("seed").metadata["rule"] == Integer(minimum=0, maximum=2**31 - 1)
+    with pytest.raises(ValueError, match="'replay' is a group of fields"):
+        config_field("replay")
+    for bad in ("replay.alfa", "nope", "seed.x", "replay.alpha.x"):
+        with pytest.raises(ValueError, match="unknown config field"):
+            config_field(bad)
+
+
+def test_get_reads_dotted_fields() -> None:
+    config = preset("e14")
+    assert config.get("replay.window") == 8
+    assert config.get("agent.tau") == 0.005
+    assert config.get("preset") == "e14"
+
+
+def test_with_env_drops_env_options_only_on_another_env() -> None:
+    paper = preset("paper")
+    assert paper.with_env("rdqn/BlindCliffwalk-v0") is paper
+    moved = paper.with_env("CartPole-v1")
+    assert (moved.env.id, moved.env.kwargs) == ("CartPole-v1", {})
+    with pytest.raises(ValueError, match="env.id must be one of"):
+        paper.with_env("Pong-v5")
+
+
+def test_with_budget_caps_the_warm_up_at_a_tenth_but_one_batch() -> None:
+    per = preset("per-notebook")  # learning_starts 1,000, batch 32
+    assert per.with_budget(300).train.learning_starts == 32  # a tenth (30) is below one batch
+    assert per.with_budget(5_000).train.learning_starts == 500
+    assert per.with_budget(50_000).train.learning_starts == 1_000  # the preset's own
+    assert per.with_budget(5_000).train.total_steps == 5_000
+    with pytest.raises(ValueError, match="train.total_steps must be an integer >= 1, got 0"):
+        per.with_budget(0)
+
+
+def test_leaves_and_overrides_from_round_trip() -> None:
+    base = preset("per-notebook")
+    changed = base.with_overrides({"replay.alpha": 0.8, "seed": 3, "env.kwargs": {"a": 1}})
+    overrides = changed.overrides_from(base)
+    assert overrides == {"replay.alpha": 0.8, "seed": 3, "env.kwargs": {"a": 1}}
+    assert base.with_overrides(overrides) == changed
+    assert len(base.leaves()) == len(field_docs())
+    assert base.overrides_from(base) == {}

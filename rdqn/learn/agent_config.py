@@ -49,12 +49,14 @@ class AgentConfig:
         "Learning rate (step size).",
         Real(minimum=0.0, open_minimum=True),
         label="Learning rate",
+        step=1e-4,
     )
     gamma: float = setting(
         0.99,
         "Discount factor in the TD target.",
         Real(minimum=0.0, maximum=1.0),
         label="γ (discount)",
+        step=0.01,
     )
     loss: str = setting(
         "huber",

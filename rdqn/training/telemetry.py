@@ -35,6 +35,7 @@ __all__ = [
     "Telemetry",
     "TelemetryRecorder",
     "effective_sample_size",
+    "relative_probability_histogram",
 ]
 
 RELATIVE_PROBABILITY_EDGES = np.linspace(-3.0, 3.0, 41)
@@ -68,6 +69,15 @@ class Histogram:
     @property
     def centers(self) -> NDArray[np.float64]:
         return 0.5 * (self.edges[1:] + self.edges[:-1])
+
+
+def relative_probability_histogram(probabilities: NDArray[np.float64], size: int) -> Histogram:
+    """log10(N * P(i)) of each item on `RELATIVE_PROBABILITY_EDGES`: 0 is what uniform replay
+    gives a buffer of `size` items, 1 ten times as often, -1 a tenth (P = 0 lands in the first
+    bin)."""
+    with np.errstate(divide="ignore"):
+        relative = np.log10(np.asarray(probabilities, dtype=np.float64) * size)
+    return Histogram.of(relative, RELATIVE_PROBABILITY_EDGES)
 
 
 @dataclass(frozen=True)
@@ -238,10 +248,9 @@ class TelemetryRecorder:
         """Record the buffer's N*P(i) distribution and the IS weights since the last call."""
         n = probabilities.shape[0]
         if n:
-            with np.errstate(divide="ignore"):
-                relative = np.log10(probabilities * n)
-            counts = Histogram.of(relative, RELATIVE_PROBABILITY_EDGES).counts
-            self.priority_history.add(update, counts)
+            self.priority_history.add(
+                update, relative_probability_histogram(probabilities, n).counts
+            )
         self.weight_history.add(update, self._weight_counts.copy())
         self._weight_counts[:] = 0
 

@@ -40,11 +40,10 @@ from rdqn.replay import (
     WindowBuilder,
 )
 from rdqn.training.telemetry import (
-    RELATIVE_PROBABILITY_EDGES,
     GoodnessOfFit,
-    Histogram,
     Telemetry,
     TelemetryRecorder,
+    relative_probability_histogram,
 )
 from rdqn.training.timings import ACT, ENV, EVALUATION, INIT, SAMPLE, UPDATE, Timings
 
@@ -309,9 +308,7 @@ class Trainer:
         size = len(self.buffer)
         priorities = fit = None
         if with_internals and size:
-            with np.errstate(divide="ignore"):
-                relative = np.log10(self.buffer.probabilities() * size)
-            priorities = Histogram.of(relative, RELATIVE_PROBABILITY_EDGES)
+            priorities = relative_probability_histogram(self.buffer.probabilities(), size)
             if self.updates:
                 fit = self.goodness_of_fit()
         return self.recorder.snapshot(

@@ -31,19 +31,19 @@ def open_page() -> AppTest:
 
 def test_form_defaults(home: Path) -> None:
     at = open_page()
-    assert at.selectbox(key="cmp.preset").value == "per-notebook"
-    assert at.selectbox(key="cmp.env.per-notebook").value == "CartPole-v1"
-    assert at.number_input(key="cmp.steps.per-notebook").value == 15_000
-    assert at.multiselect(key="cmp.schemes").value == ["uniform", "proportional", "rank"]
+    assert at.selectbox(key="compare.preset").value == "per-notebook"
+    assert at.selectbox(key="compare.env.per-notebook").value == "CartPole-v1"
+    assert at.number_input(key="compare.steps.per-notebook").value == 15_000
+    assert at.multiselect(key="compare.schemes").value == ["uniform", "proportional", "rank"]
     assert at.session_state["compare.group"] == []
 
 
 def test_tiny_comparison_runs_to_the_end(home: Path) -> None:
     at = open_page()
-    at.number_input(key="cmp.steps.per-notebook").set_value(300)
-    at.number_input(key="cmp.seeds").set_value(1)
-    at.multiselect(key="cmp.schemes").set_value(["uniform", "proportional"])
-    at.button(key="cmp.run").click().run()
+    at.number_input(key="compare.steps.per-notebook").set_value(300)
+    at.number_input(key="compare.seeds").set_value(1)
+    at.multiselect(key="compare.schemes").set_value(["uniform", "proportional"])
+    at.button(key="compare.run").click().run()
     assert not at.exception
     run_ids = at.session_state["compare.group"]
     group_id = at.session_state["compare.group_id"]
@@ -69,15 +69,15 @@ def test_tiny_comparison_runs_to_the_end(home: Path) -> None:
     assert summary["scheme"].tolist() == ["uniform", "proportional"]
     status = next(t for t in tables if "progress" in t.columns)
     assert set(status["status"]) == {"finished"}
-    assert not at.button(key="cmp.stop").value
+    assert not at.button(key="compare.stop").value
 
 
 def test_reload_shows_a_finished_group_from_the_store(home: Path) -> None:
     at = open_page()
-    at.number_input(key="cmp.steps.per-notebook").set_value(200)
-    at.number_input(key="cmp.seeds").set_value(1)
-    at.multiselect(key="cmp.schemes").set_value(["rank"])
-    at.button(key="cmp.run").click().run()
+    at.number_input(key="compare.steps.per-notebook").set_value(200)
+    at.number_input(key="compare.seeds").set_value(1)
+    at.multiselect(key="compare.schemes").set_value(["rank"])
+    at.button(key="compare.run").click().run()
     group_id = at.session_state["compare.group_id"]
     store = RunStore(home / "rdqn.db")
     deadline = time.monotonic() + 60

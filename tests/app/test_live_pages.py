@@ -7,7 +7,11 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from dashboard.config_widgets import FORM_FIELDS, field_label
+from dashboard.params import URL_ALIASES
 from dashboard.state import registry
+from rdqn.config import config_field
+from rdqn.presets import preset
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -84,10 +88,12 @@ def test_url_parameters_set_up_the_page_and_bad_ones_are_noted() -> None:
     at.run()
     at.switch_page("pages/live.py").run()
     assert not at.exception
-    settings = at.session_state["live.settings"]
-    assert settings["alpha"] == 0.3 and settings["scheme"] == "rank"
+    assert at.session_state["live.preset"] == "per-notebook"
+    assert at.session_state["live.overrides"] == {"replay.alpha": 0.3, "replay.scheme": "rank"}
     notes = " ".join(info.value for info in at.info)
-    assert "beta='7'" in notes and "seed='x'" in notes
+    assert "beta='7': replay.beta0 must be in [0, 1], got 7.0" in notes
+    assert "seed='x': seed must be an integer from 0 to 2,147,483,647, got 'x'" in notes
+    assert at.query_params["alpha"] == "0.3" and "beta" not in at.query_params
 
 
 def test_lesson_hides_all_but_its_controls() -> None:
@@ -120,3 +126,66 @@ def test_internals_page_without_and_with_a_run() -> None:
     at.switch_page("pages/internals.py").run()
     assert not at.exception
     assert len(at.get("plotly_chart")) >= 9
+
+
+def labelled(widgets, label: str):  # noqa: ANN001, ANN201
+    (widget,) = [w for w in widgets if w.label == label]
+    return widget
+
+
+def sidebar_widgets(at: AppTest) -> list:  # noqa: ANN201
+    kinds = ("selectbox", "number_input", "slider", "checkbox", "radio")
+    return [w for kind in kinds for w in getattr(at.sidebar, kind)]
+
+
+def test_every_settings_field_is_a_config_field_with_its_doc_as_help() -> None:
+    at = open_app()
+    at.switch_page("pages/live.py").run()
+    by_label = {field_label(path): path for path in ("preset", *FORM_FIELDS)}
+    shown = {}
+    for widget in sidebar_widgets(at):
+        if widget.label == "Load the preset's own defaults":
+            continue
+        path = by_label[widget.label]  # every widget of the form is a config field
+        assert widget.help == config_field(path).metadata["doc"], path
+        shown[path] = widget.value
+    assert set(shown) == {"preset", *FORM_FIELDS}
+    defaults = preset("per-notebook")
+    assert shown == {"preset": "per-notebook"} | {p: defaults.get(p) for p in FORM_FIELDS}
+    for alias in ("alpha", "beta", "scheme"):
+        widget = (
+            at.slider(key=f"live.{alias}") if alias != "scheme" else at.selectbox(key="live.scheme")
+        )
+        assert widget.help == config_field(URL_ALIASES[alias]).metadata["doc"]
+
+
+def test_applying_the_settings_form_restarts_with_them_and_defaults_undo_it() -> None:
+    at = open_app()
+    at.switch_page("pages/live.py").run()
+    labelled(at.sidebar.number_input, "Capacity").set_value(20_000)
+    labelled(at.sidebar.selectbox, "Target network").set_value("soft")
+    at.sidebar.button[0].click()  # the form's submit button
+    at.run()
+    assert not at.exception
+    assert at.session_state["live.overrides"] == {
+        "replay.capacity": 20_000,
+        "agent.target_update": "soft",
+    }
+    config = registry().get(at.session_state["live.run_id"]).config
+    assert (config.replay.capacity, config.agent.target_update) == (20_000, "soft")
+    assert at.query_params["capacity"] == "20000" and at.query_params["target"] == "soft"
+
+    at.sidebar.button(key="live.defaults").click().run()
+    assert at.session_state["live.overrides"] == {}
+    assert "capacity" not in at.query_params and at.query_params["preset"] == "per-notebook"
+
+
+def test_conflicting_settings_show_an_error_and_change_nothing() -> None:
+    at = open_app()
+    at.switch_page("pages/live.py").run()
+    labelled(at.sidebar.number_input, "Batch size").set_value(1024)
+    at.sidebar.button[0].click()
+    at.run()
+    assert not at.exception
+    assert "train.learning_starts must be >= replay.batch_size (1024)" in at.error[0].value
+    assert at.session_state["live.overrides"] == {}

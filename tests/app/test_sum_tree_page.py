@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.params import LIVE_DEFAULTS, config_from_settings
 from dashboard.state import registry
+from rdqn.presets import preset
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 DEFAULT = [3.0, 0.5, 1.0, 0.2, 2.0, 0.8, 0.1, 1.5]
@@ -157,9 +157,7 @@ def test_live_run_tree_or_a_pointer_to_live_training(at: AppTest) -> None:
     at.run()
     assert any("Live training page" in box.value for box in at.info)
 
-    handle = registry().start(
-        config_from_settings(LIVE_DEFAULTS), owner="test-sum-tree", paused=True
-    )
+    handle = registry().start(preset("per-notebook"), owner="test-sum-tree", paused=True)
     try:
         at.session_state["live.run_id"] = handle.id
         deadline = time.monotonic() + 20

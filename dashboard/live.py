@@ -1,0 +1,174 @@
+"""The live page's run and its settings: a preset plus dotted config overrides, and restarts.
+
+The settings are a `RunConfig` in two parts kept in session state: ``live.preset`` (a preset name)
+and ``live.overrides`` (the dotted fields changed on top of it, `rdqn.presets.configure`). The
+URL mirrors them (`dashboard.params`); the widgets are generated from the config's fields
+(`dashboard.config_widgets`). Moving α, β₀ or the scheme, or applying the settings form, restarts
+the run from the same seed; the old run stays on the chart as the overlay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import streamlit as st
+
+from dashboard.params import DEFAULT_PRESET, URL_ALIASES, ParsedParams, to_params
+from dashboard.state import registry, save_upload, session, speed_value
+from rdqn.config import RunConfig
+from rdqn.envs import load_prices_csv
+from rdqn.presets import configure, preset
+from rdqn.runs.handle import RunHandle
+from rdqn.runs.registry import ServerBusy
+
+__all__ = [
+    "MAIN_CONTROLS",
+    "apply_settings",
+    "current_run",
+    "live_config",
+    "load_params_once",
+    "on_main_control",
+    "restart",
+    "start_live_run",
+    "sync_url",
+    "use_defaults",
+]
+
+MAIN_CONTROLS: tuple[str, ...] = ("alpha", "beta", "scheme")
+"""The controls above the charts, by URL name; moving one restarts the run."""
+UPLOAD_ENV = "rdqn/SyntheticMarket-v0"
+
+
+def live_config() -> RunConfig:
+    """The live page's settings as a config (`ValueError` naming a field when they conflict)."""
+    return configure(st.session_state["live.preset"], st.session_state["live.overrides"])
+
+
+def set_override(path: str, value: Any) -> None:
+    """Change one field (`ValueError` if the settings would conflict); overrides equal to the
+    preset's own values are dropped."""
+    _set_overrides(
+        st.session_state["live.preset"], {**st.session_state["live.overrides"], path: value}
+    )
+
+
+def _set_overrides(name: str, overrides: Mapping[str, Any]) -> None:
+    config = configure(name, overrides)
+    st.session_state["live.preset"] = name
+    st.session_state["live.overrides"] = config.overrides_from(preset(name))
+
+
+def load_params_once(parsed: ParsedParams) -> None:
+    """Take the page's settings from the URL, once per session."""
+    if st.session_state["live.params_loaded"]:
+        return
+    if parsed.preset is not None:
+        st.session_state["live.preset"] = parsed.preset
+        st.session_state["live.overrides"] = {}
+    for path, value in parsed.overrides.items():
+        set_override(path, value)
+    st.session_state["live.params_loaded"] = True
+
+
+def current_run() -> RunHandle | None:
+    """This session's live run, if the registry still has it."""
+    run_id = st.session_state.get("live.run_id")
+    return registry().get(run_id) if run_id else None
+
+
+def start_live_run(config: RunConfig, *, paused: bool = False) -> RunHandle | None:
+    """Replace this session's live run with a new one; the old one becomes the overlay.
+
+    Returns None (after showing why) when the registry is at its cap.
+    """
+    old = current_run()
+    if old is not None:
+        registry().stop(old.id)
+        st.session_state["live.previous_run_id"] = old.id
+    try:
+        handle = registry().start(
+            config,
+            owner=session().owner,
+            paused=paused,
+            speed=speed_value(st.session_state["live.speed"]),
+        )
+    except ServerBusy as err:
+        st.session_state["live.run_id"] = None
+        st.warning(str(err))
+        return None
+    st.session_state["live.run_id"] = handle.id
+    return handle
+
+
+def restart(paused: bool | None = None) -> None:
+    """Start a fresh run of the current settings from the same seed (paused like the old one,
+    unless ``paused`` says otherwise)."""
+    try:
+        config = live_config()
+    except ValueError as err:
+        st.session_state["live.error"] = str(err)
+        return
+    st.session_state["live.error"] = None
+    if paused is None:
+        handle = current_run()
+        paused = handle is not None and handle.status == "paused"
+    start_live_run(config, paused=paused)
+
+
+def on_main_control(alias: str) -> None:
+    """Widget callback of a main control: take its value, restart a run that exists."""
+    set_override(URL_ALIASES[alias], st.session_state[f"live.{alias}"])
+    if current_run() is not None:
+        restart()
+
+
+def _forget_main_controls() -> None:
+    """Main-control widgets show the new settings on the next run of the page."""
+    for alias in MAIN_CONTROLS:
+        st.session_state.pop(f"live.{alias}", None)
+
+
+def apply_settings(
+    preset_name: str,
+    values: Mapping[str, Any],
+    *,
+    preset_defaults: bool,
+    upload: bytes | None,
+) -> None:
+    """The settings form's Apply: switch preset (keeping the changes made, or not), take the
+    form's fields and an uploaded prices CSV, then restart."""
+    kept = {} if preset_defaults else dict(st.session_state["live.overrides"])
+    kept.pop("env.kwargs", None)  # an uploaded CSV is used only when uploaded again
+    try:
+        _set_overrides(preset_name, {**kept, **({} if preset_defaults else values)})
+    except ValueError as err:
+        st.session_state["live.error"] = str(err)
+        return
+    if upload is not None and live_config().env.id == UPLOAD_ENV:
+        try:
+            path = save_upload(upload)
+            load_prices_csv(path)
+        except ValueError as err:
+            st.session_state["live.error"] = f"prices CSV rejected: {err}"
+            return
+        set_override("env.kwargs", {"prices_csv": str(path)})
+    _forget_main_controls()
+    restart()
+
+
+def sync_url() -> None:
+    """Write the settings into the page's URL (`dashboard.params.to_params`), dropping the names
+    of fields that are back at the preset's values."""
+    wanted = to_params(st.session_state["live.preset"], st.session_state["live.overrides"])
+    for alias in URL_ALIASES:
+        if alias not in wanted and alias in st.query_params:
+            del st.query_params[alias]
+    st.query_params.update(wanted)
+
+
+def use_defaults() -> None:
+    """Back to the page's defaults: the default preset, nothing overridden."""
+    st.session_state["live.preset"] = DEFAULT_PRESET
+    st.session_state["live.overrides"] = {}
+    _forget_main_controls()

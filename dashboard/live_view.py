@@ -1,0 +1,88 @@
+"""What the live page shows of a run: counters, progress, reward and loss curves.
+
+Read from the run's latest `Telemetry` snapshot while the registry has it, and from the run store
+otherwise (a finished run, or one from before a server restart), so a shared link keeps working.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from dashboard import figures
+from dashboard.state import registry, store
+from rdqn.compare import ROLLING_WINDOW
+from rdqn.training.telemetry import Telemetry
+
+__all__ = ["run_view", "stored_run_view"]
+
+
+def _metrics(snap: Telemetry) -> None:
+    metrics = st.columns(7)
+    recent = snap.episode_returns[-ROLLING_WINDOW:]
+    metrics[0].metric("Env steps", f"{snap.env_steps:,}")
+    metrics[1].metric("Updates", f"{snap.updates:,}")
+    metrics[2].metric("Episodes", f"{snap.episodes:,}")
+    metrics[3].metric("Steps/s", f"{snap.steps_per_second:,.0f}")
+    metrics[4].metric("β", f"{snap.beta:.3f}")
+    metrics[5].metric("ε", f"{snap.epsilon:.3f}")
+    metrics[6].metric(
+        f"Return (last {ROLLING_WINDOW})", f"{np.mean(recent):.1f}" if recent.size else "–"
+    )
+
+
+def run_view(run_id: str | None, *, previous_run_id: str | None, smoothing: float) -> None:
+    """Counters, progress and curves of a run in the registry; the previous run as an overlay."""
+    handle = registry().get(run_id) if run_id else None
+    snap = handle.snapshot() if handle is not None else None
+    if snap is None:
+        st.info(
+            "Press **Start** to train with these settings, or **Step** to go one step at a time."
+        )
+        return
+    _metrics(snap)
+    st.progress(
+        snap.progress, text=f"{snap.status} · run `{run_id}` · {snap.progress:.0%} of budget"
+    )
+    if snap.status == "failed":
+        st.error(f"The run failed: {snap.error}")
+    previous = registry().get(previous_run_id) if previous_run_id else None
+    overlay = None
+    if previous is not None:
+        old = previous.snapshot(touch=False)
+        if old is not None and old.episode_returns.size:
+            overlay = (old.episode_end_steps, old.episode_returns)
+    charts = st.columns([3, 2])
+    charts[0].plotly_chart(
+        figures.reward_curve(
+            snap.episode_end_steps,
+            snap.episode_returns,
+            smoothing=smoothing,
+            overlay=overlay,
+            scheme=snap.scheme,
+        ),
+        width="stretch",
+        key="live.reward_chart",
+    )
+    charts[1].plotly_chart(
+        figures.loss_curve(snap.log_updates, snap.losses, snap.td_abs_mean, scheme=snap.scheme),
+        width="stretch",
+        key="live.loss_chart",
+    )
+
+
+def stored_run_view(run_id: str) -> None:
+    """A run the registry no longer has, from the store: its status and reward curve."""
+    try:
+        record = store().get_run(run_id)
+    except KeyError:
+        st.warning(f"No run with id {run_id!r} on this server.")
+        return
+    episodes = store().episodes(run_id)
+    st.markdown(f"Status **{record.status}** · {record.env_steps:,} env steps")
+    st.plotly_chart(
+        figures.reward_curve(
+            episodes["env_steps"].to_numpy(), episodes["return"].to_numpy(), scheme=record.scheme
+        ),
+        width="stretch",
+    )

@@ -1,0 +1,46 @@
+"""The sum-tree page's session state: the priorities being edited and the batches drawn from them.
+
+Keys (defaults in `dashboard.state.init_state`): ``tree.base`` (the priorities the editor starts
+from), ``tree.priorities`` (as edited), ``tree.editor`` (a counter: a new editor forgets old
+edits), ``tree.rng`` (the draws' generator), ``tree.uniforms`` (the last batch's draws) and
+``tree.tally`` (counts of many batches). Widget keys: ``tree.leaves``, ``tree.alpha``,
+``tree.beta``, ``tree.batch``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from dashboard.state import TREE_SEED
+from rdqn.classroom import tree_demo
+
+__all__ = ["clear_draws", "draw_batch", "draw_many", "set_priorities"]
+
+
+def set_priorities(values: np.ndarray) -> None:
+    """Start the editor (and the tree) from these priorities."""
+    st.session_state["tree.base"] = st.session_state["tree.priorities"] = [float(v) for v in values]
+    st.session_state["tree.editor"] += 1
+
+
+def draw_batch() -> None:
+    """One stratified batch: a uniform draw per segment."""
+    st.session_state["tree.uniforms"] = st.session_state["tree.rng"].random(
+        st.session_state["tree.batch"]
+    )
+
+
+def draw_many(batches: int) -> None:
+    """Add ``batches`` batches to the tally (which restarts if the masses changed)."""
+    ss = st.session_state
+    leaf_masses = tree_demo.masses(ss["tree.priorities"], ss["tree.alpha"])
+    ss["tree.tally"] = tree_demo.accumulate(
+        ss["tree.tally"], leaf_masses, ss["tree.batch"], batches, ss["tree.rng"]
+    )
+
+
+def clear_draws() -> None:
+    """Forget every draw and restart the generator from its seed."""
+    st.session_state["tree.uniforms"] = st.session_state["tree.tally"] = None
+    st.session_state["tree.rng"] = np.random.default_rng(TREE_SEED)

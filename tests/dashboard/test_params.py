@@ -1,0 +1,89 @@
+"""Tests for dashboard.params: URL names <-> config fields, checked by the config's own rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from dashboard.lessons import LESSONS
+from dashboard.params import URL_ALIASES, parse_params, to_params
+from rdqn.config import config_field
+from rdqn.presets import configure
+
+
+def test_every_url_name_is_a_config_field() -> None:
+    for path in URL_ALIASES.values():
+        assert config_field(path).metadata["rule"] is not None
+    assert len(set(URL_ALIASES.values())) == len(URL_ALIASES)
+
+
+def test_parse_reads_values_as_their_fields_types() -> None:
+    parsed = parse_params(
+        {
+            "preset": "e14",
+            "alpha": "0.8",
+            "beta": "1",
+            "scheme": "rank",
+            "seed": "3",
+            "capacity": "20000",
+            "target": "hard",
+            "env": "CartPole-v1",
+        }
+    )
+    assert parsed.notes == []
+    assert parsed.preset == "e14"
+    assert parsed.overrides == {
+        "env.id": "CartPole-v1",
+        "replay.scheme": "rank",
+        "replay.alpha": 0.8,
+        "replay.beta0": 1.0,
+        "seed": 3,
+        "replay.capacity": 20_000,
+        "agent.target_update": "hard",
+    }
+    assert isinstance(parsed.overrides["seed"], int)
+    config = configure("e14", parsed.overrides)
+    assert (config.env.id, config.replay.alpha, config.seed) == ("CartPole-v1", 0.8, 3)
+
+
+@pytest.mark.parametrize(
+    ("params", "note"),
+    [
+        ({"preset": "e16"}, "ignored preset='e16': use one of e14, e15, per-notebook, paper"),
+        ({"alpha": "high"}, "ignored alpha='high': replay.alpha must be in [0, 1], got 'high'"),
+        ({"alpha": "nan"}, "ignored alpha='nan': replay.alpha must be in [0, 1], got nan"),
+        ({"beta": "7"}, "ignored beta='7': replay.beta0 must be in [0, 1], got 7.0"),
+        ({"seed": "-1"}, "ignored seed='-1': seed must be an integer from 0 to 2,147,483,647"),
+        ({"seed": "1.5"}, "ignored seed='1.5': seed must be an integer from 0 to 2,147,483,647"),
+        ({"scheme": "greedy"}, "ignored scheme='greedy': replay.scheme must be one of"),
+        ({"env": "Pong-v5"}, "ignored env='Pong-v5': env.id must be one of"),
+        ({"window": "4"}, "ignored window='4': replay.window must be 1 for the mlp network"),
+        ({"lesson": "x"}, "ignored lesson='x': use one of alpha-beta, alpha, schemes"),
+        ({"run": "../etc"}, "ignored run='../etc': not a run id"),
+    ],
+)
+def test_bad_values_are_ignored_with_a_note(params: dict[str, str], note: str) -> None:
+    parsed = parse_params(params)
+    assert parsed.overrides == {} and parsed.preset is None and parsed.run_id is None
+    assert len(parsed.notes) == 1 and parsed.notes[0].startswith(note), parsed.notes
+
+
+def test_a_value_that_conflicts_with_an_earlier_one_is_ignored() -> None:
+    parsed = parse_params({"capacity": "64", "batch": "128"})
+    assert parsed.overrides == {"replay.capacity": 64}
+    assert parsed.notes == [
+        "ignored batch='128': replay.batch_size must be <= capacity (64), got 128"
+    ]
+
+
+def test_lesson_and_run() -> None:
+    parsed = parse_params({"lesson": "alpha", "run": "abc123"})
+    assert parsed.lesson is LESSONS["alpha"] and parsed.run_id == "abc123"
+
+
+def test_to_params_round_trips_through_parse() -> None:
+    overrides = {"replay.alpha": 0.7, "seed": 4, "replay.scheme": "uniform", "env.kwargs": {}}
+    params = to_params("per-notebook", overrides)
+    assert params == {"preset": "per-notebook", "scheme": "uniform", "alpha": "0.7", "seed": "4"}
+    parsed = parse_params(params)
+    assert parsed.preset == "per-notebook"
+    assert parsed.overrides == {k: v for k, v in overrides.items() if k != "env.kwargs"}

@@ -1,0 +1,113 @@
+"""Tests for rdqn.runs.control: requests honoured between steps, and the loop that records them."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from rdqn.runs.control import IDLE, PAUSE, RUN, STEP, STOP, RunControls, drive
+from rdqn.runs.lifecycle import RecordedRun
+from rdqn.runs.store import RunStore
+from rdqn.training.telemetry import Telemetry
+from tests.run_helpers import tiny, wait_for
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 50.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_next_action_follows_the_requests() -> None:
+    controls = RunControls()
+    assert controls.next_action(paused_recorded=False) == RUN
+    controls.pause()
+    assert controls.next_action(paused_recorded=False) == PAUSE  # once, to record the pause
+    controls.step_once()
+    controls.step_once()
+    assert controls.next_action(paused_recorded=True) == STEP
+    assert controls.next_action(paused_recorded=True) == STEP
+    controls.resume()
+    assert controls.next_action(paused_recorded=True) == RUN
+    controls.stop()
+    assert controls.next_action(paused_recorded=False) == STOP
+
+
+def test_a_paused_loop_blocks_until_a_request_wakes_it() -> None:
+    controls = RunControls(paused=True)
+    answers: list[str] = []
+    waiter = threading.Thread(target=lambda: answers.append(controls.next_action(True)))
+    waiter.start()
+    time.sleep(0.3)
+    assert answers == [] and waiter.is_alive()
+    controls.step_once()
+    waiter.join(2)
+    assert answers == [STEP]
+
+
+def test_idle_after_the_timeout_without_a_touch() -> None:
+    clock = FakeClock()
+    controls = RunControls(idle_timeout=10.0, clock=clock)
+    clock.now += 9.0
+    assert controls.next_action(False) == RUN
+    controls.touch()
+    clock.now += 9.0
+    assert not controls.idle()
+    clock.now += 2.0
+    assert controls.idle() and controls.next_action(False) == IDLE
+    assert not RunControls(clock=clock).idle()  # no timeout: never idle
+
+
+def test_throttle_spaces_steps_by_the_speed() -> None:
+    controls = RunControls(speed=20.0)
+    tick = time.monotonic()
+    start = time.monotonic()
+    for _ in range(10):
+        tick = controls.throttle(tick)
+    assert 0.4 <= time.monotonic() - start < 1.0
+    controls.set_speed(None)
+    assert controls.throttle(tick) <= time.monotonic()
+    with pytest.raises(ValueError, match=r"speed must be None \(full speed\) or > 0 steps/s"):
+        controls.set_speed(-1)
+
+
+def test_drive_records_pause_and_resume_and_ends_stopped(tmp_path: Path) -> None:
+    snapshots: list[Telemetry] = []
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run = RecordedRun(tiny(100_000), store)
+        run_id = run.create()
+        controls = RunControls()
+        loop = threading.Thread(
+            target=drive, args=(run, controls, snapshots.append), kwargs={"snapshot_interval": 0.05}
+        )
+        loop.start()
+        wait_for(lambda: store.get_run(run_id).status == "running")
+        controls.pause()
+        wait_for(lambda: store.get_run(run_id).status == "paused")
+        frozen = snapshots[-1].env_steps
+        time.sleep(0.3)
+        assert snapshots[-1].env_steps == frozen
+        controls.resume()
+        wait_for(lambda: store.get_run(run_id).status == "running")
+        controls.stop()
+        loop.join(10)
+        record = store.get_run(run_id)
+    assert record.status == "stopped" and record.error is None
+    assert record.env_steps == snapshots[-1].env_steps > frozen
+
+
+def test_drive_records_a_crash_as_failed_and_returns(tmp_path: Path) -> None:
+    def broken(_: Telemetry) -> None:
+        raise RuntimeError("renderer gone")
+
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run = RecordedRun(tiny(200), store)
+        drive(run, RunControls(), broken)
+        record = store.get_run(run.id)
+    assert record.status == "failed"
+    assert record.error == "RuntimeError: renderer gone"

@@ -1,0 +1,192 @@
+"""Tests for rdqn.runs.lifecycle: one code path records every run, whoever drives it.
+
+The key check drives the same config once through the CLI (`python -m rdqn train`, in process)
+and once as a dashboard background run (`RunHandle`), into one store, and compares everything
+the store holds about the two runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from rdqn.cli import main
+from rdqn.learn.agent import DivergenceError
+from rdqn.presets import preset
+from rdqn.runs.checkpoints import load_checkpoint
+from rdqn.runs.handle import RunHandle
+from rdqn.runs.lifecycle import FINAL_STATUSES, RecordedRun, ending, run_to_end
+from rdqn.runs.store import RunStore
+from rdqn.training.trainer import Trainer
+from tests.run_helpers import tiny
+
+TINY_SET = {"train.learning_starts": 64, "replay.capacity": 256, "replay.batch_size": 16}
+
+
+def test_the_cli_and_a_background_run_record_the_same_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    threads = torch.get_num_threads()
+    args = ["--home", str(tmp_path), "train", "--steps", "300", "--quiet", "--seed", "3"]
+    for key, value in TINY_SET.items():
+        args += ["--set", f"{key}={value}"]
+    try:
+        assert main(args) == 0, capsys.readouterr().err
+    finally:
+        torch.set_num_threads(threads)
+    with RunStore(tmp_path / "rdqn.db") as store:
+        (cli_id,) = store.list_runs()["id"]
+        config = preset("per-notebook").with_budget(300).with_overrides({**TINY_SET, "seed": 3})
+        handle = RunHandle(config, store=store).start()
+        assert handle.join(60)
+
+        cli, bg = store.get_run(cli_id), store.get_run(handle.id)
+        assert cli.config == bg.config == config.to_dict()
+        for field in ("status", "error", "preset", "env_id", "scheme", "seed", "env_steps"):
+            assert getattr(cli, field) == getattr(bg, field), field
+        assert (cli.updates, cli.episodes) == (bg.updates, bg.episodes)
+        assert (cli.status, cli.env_steps, cli.updates) == ("finished", 300, 300 - 64)
+        for table in (store.episodes, store.steps):
+            pd.testing.assert_frame_equal(
+                table(cli_id).drop(columns="wall_time"), table(handle.id).drop(columns="wall_time")
+            )
+        assert len(store.episodes(cli_id)) == cli.episodes > 0
+        assert cli.manifest is not None and bg.manifest is not None
+        assert set(cli.manifest) == set(bg.manifest)
+        for key in ("config", "inputs", "counters", "learner", "parameter_bytes", "seed"):
+            assert cli.manifest[key] == bg.manifest[key], key
+        assert cli.manifest["counters"]["env_steps"] == 300
+        first, second = load_checkpoint(cli.checkpoint_path), load_checkpoint(bg.checkpoint_path)
+        assert first["counters"] == second["counters"]
+        for name, tensor in first["agent"]["online"].items():
+            torch.testing.assert_close(tensor, second["agent"]["online"][name], rtol=0, atol=0)
+
+
+def test_open_files_the_run_only_once_its_trainer_is_built(tmp_path: Path) -> None:
+    bad = tiny().with_overrides({"env.kwargs": {"bogus": 1}})
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run = RecordedRun(bad, store)
+        with pytest.raises(ValueError, match="bogus"):
+            run.open()
+        assert run.id is None and store.list_runs().empty
+
+        filed = RecordedRun(bad, store)
+        run_id = filed.create()
+        with pytest.raises(ValueError, match="bogus"):
+            filed.open()
+        record = store.get_run(run_id)
+        assert (record.status, filed.status) == ("failed", "failed")
+        assert "bogus" in record.error and record.error == filed.error
+
+
+def test_statuses_move_through_the_store(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run = RecordedRun(tiny(200), store, name="mine", group_id="g1")
+        run_id = run.create()
+        assert run.create() == run_id  # filed once
+        assert store.get_run(run_id).status == "created"
+        trainer = run.open(paused=True)
+        assert store.get_run(run_id).status == "paused"
+        run.mark("running")
+        trainer.run(steps=120)
+        run.record_progress()
+        run.close("stopped", "stopped by the owner")
+        record = store.get_run(run_id)
+        assert (record.status, record.error, record.env_steps) == (
+            "stopped",
+            "stopped by the owner",
+            120,
+        )
+        assert (record.name, record.group_id) == ("mine", "g1")
+        assert record.manifest["counters"]["env_steps"] == 120
+        assert load_checkpoint(record.checkpoint_path)["counters"]["env_steps"] == 120
+        run.close("finished")  # closing twice changes nothing
+        assert store.get_run(run_id).status == "stopped"
+        with pytest.raises(ValueError, match="status must be one of"):
+            run.close("paused")
+        with pytest.raises(ValueError, match="'running' or 'paused'"):
+            run.mark("finished")
+
+
+def test_a_memory_only_run_has_an_id_and_a_lifecycle() -> None:
+    run = run_to_end(RecordedRun(tiny(200)))
+    assert run.id is not None and len(run.id) == 12
+    assert run.status == "finished" and run.trainer is not None
+    assert run.trainer.env_steps == 200
+
+
+def test_run_to_end_records_any_exception_as_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_step = Trainer.step
+
+    def crash(self: Trainer) -> None:
+        if self.env_steps == 90:
+            raise OverflowError("math range error")
+        real_step(self)
+
+    monkeypatch.setattr(Trainer, "step", crash)
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run = run_to_end(RecordedRun(tiny(200), store))
+        record = store.get_run(run.id)
+    assert (run.status, record.status) == ("failed", "failed")
+    assert record.error == "OverflowError: math range error"
+    assert record.env_steps == 90
+    assert record.checkpoint_path and record.manifest["counters"]["env_steps"] == 90
+
+
+def test_run_to_end_records_ctrl_c_as_stopped_and_reraises(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_step = Trainer.step
+
+    def interrupt(self: Trainer) -> None:
+        if self.env_steps == 50:
+            raise KeyboardInterrupt
+        real_step(self)
+
+    monkeypatch.setattr(Trainer, "step", interrupt)
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run = RecordedRun(tiny(200), store)
+        with pytest.raises(KeyboardInterrupt):
+            run_to_end(run)
+        record = store.get_run(run.id)
+    assert (record.status, record.error, record.env_steps) == (
+        "stopped",
+        "interrupted by the user",
+        50,
+    )
+
+
+def test_a_failing_checkpoint_still_ends_the_run_with_its_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full_disk(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("rdqn.runs.lifecycle.save_checkpoint", full_disk)
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run = RecordedRun(tiny(200), store)
+        run.open()
+        with pytest.raises(OSError, match="No space left"):
+            run.close("finished")
+        record = store.get_run(run.id)
+    assert record.status == "failed"
+    assert record.error == "OSError: [Errno 28] No space left on device"
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "reason"),
+    [
+        (KeyboardInterrupt(), "stopped", "interrupted by the user"),
+        (DivergenceError("non-finite loss at update 7"), "failed", "non-finite loss at update 7"),
+        (ValueError("bad"), "failed", "ValueError: bad"),
+        (MemoryError(), "failed", "MemoryError: "),
+    ],
+)
+def test_ending_maps_exceptions_to_statuses(error: BaseException, status: str, reason: str) -> None:
+    assert ending(error) == (status, reason)
+    assert status in FINAL_STATUSES

@@ -1,0 +1,70 @@
+"""Tests for rdqn.presets: the named configs, the paper's rank alpha, presets with overrides."""
+
+from __future__ import annotations
+
+import pytest
+
+from rdqn.config import PRESET_NAMES, RunConfig
+from rdqn.presets import PAPER_RANK_ALPHA, PRESETS, configure, preset
+
+
+def test_preset_names_are_listed_once() -> None:
+    assert tuple(PRESETS) == PRESET_NAMES
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_presets_round_trip_through_json(name: str) -> None:
+    config = preset(name)
+    assert config.preset == name
+    assert RunConfig.from_json(config.to_json()) == config
+    assert RunConfig.from_dict(config.to_dict()) == config
+
+
+def test_preset_table_matches_the_design() -> None:
+    e14, e15, per, paper = (preset(n) for n in ("e14", "e15", "per-notebook", "paper"))
+    assert (e14.agent.network, e14.replay.scheme, e14.agent.target_update) == (
+        "recurrent",
+        "proportional",
+        "soft",
+    )
+    assert (e14.replay.alpha, e14.replay.beta0, e14.agent.tau) == (0.6, 0.4, 0.005)
+    assert (e14.agent.lr, e14.agent.gamma, e14.replay.capacity, e14.replay.batch_size) == (
+        1e-3,
+        0.99,
+        50_000,
+        128,
+    )
+    assert (e15.agent.network, e15.replay.scheme, e15.agent.target_update) == (
+        "recurrent",
+        "uniform",
+        "hard",
+    )
+    assert (per.agent.network, per.replay.capacity, per.replay.batch_size) == ("mlp", 10_000, 32)
+    assert (paper.agent.network, paper.replay.beta0, paper.env.id) == (
+        "linear",
+        0.5,
+        "rdqn/BlindCliffwalk-v0",
+    )
+
+
+def test_unknown_preset_lists_the_allowed_ones() -> None:
+    with pytest.raises(ValueError, match=r"preset must be one of .*'e14'.*got 'e16'"):
+        preset("e16")
+
+
+def test_paper_rank_alpha_is_table_3s() -> None:
+    assert PAPER_RANK_ALPHA == 0.7
+
+
+def test_configure_applies_overrides_to_the_preset() -> None:
+    config = configure("e14", {"replay.alpha": 0.8, "seed": 2})
+    assert config == preset("e14").with_overrides({"replay.alpha": 0.8, "seed": 2})
+    assert configure("e14") == preset("e14")
+
+
+def test_configure_moves_env_before_the_other_overrides() -> None:
+    config = configure("paper", {"env.id": "rdqn/SparseChain-v0", "env.kwargs": {"n": 5}})
+    assert (config.env.id, config.env.kwargs) == ("rdqn/SparseChain-v0", {"n": 5})
+    assert configure("paper", {"env.id": "CartPole-v1"}).env.kwargs == {}
+    with pytest.raises(ValueError, match="replay.window must be 1"):
+        configure("per-notebook", {"replay.window": 4})
