@@ -1,1 +1,15 @@
-"""Plotting layer of the rdqn dashboard: pure figure builders, no Streamlit import."""
+"""The dashboard's layer between the pages and the core.
+
+Pure (no Streamlit; unit-tested as plain functions):
+    figures/        figure builders: data in, plotly figure out; the comparison report
+    history         rows, curves and tables of stored and live runs
+    params          the live page's URL: a preset and config overrides, checked by their rules
+    lessons         classroom lessons: which controls a lesson shows
+
+Streamlit glue (session state, widgets, the process-wide registry):
+    state           the run store, the run registry, the session, every session-state default
+    config_widgets  widgets generated from RunConfig fields (label, rule, doc as help)
+    live, live_view the live page's run, its settings and what is shown of it
+    comparisons     the Compare page's comparison on show; saved_runs, tree_state likewise
+    assets          the pages' explanatory text from assets/text
+"""

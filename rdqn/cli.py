@@ -75,6 +75,18 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
     return config.with_overrides(overrides) if overrides else config
 
 
+def _add_run_parser(sub: Any, name: str, help_text: str) -> argparse.ArgumentParser:
+    """A command that trains: the run options, and every config field in its --help."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=help_text,
+        epilog=_set_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_run_options(parser)
+    return parser
+
+
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--preset", default="per-notebook", choices=list(PRESETS))
     parser.add_argument("--env", choices=list(ENV_IDS), help="environment (default: the preset's)")
@@ -90,32 +102,22 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "rdqn") -> argparse.ArgumentParser:
     parser = _Parser(
-        prog="python -m rdqn",
+        prog=prog,
         description="Prioritized experience replay for deep Q-learning.",
     )
     parser.add_argument("--home", help="run store folder (default: $RDQN_HOME or ./.rdqn)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    train = sub.add_parser(
-        "train",
-        help="train one run",
-        epilog=_set_help(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    _add_run_options(train)
+    train = _add_run_parser(sub, "train", "train one run")
     train.add_argument("--seed", type=int, default=None, help="run seed (default: the preset's)")
     train.add_argument("--scheme", choices=SCHEMES, help="replay scheme (default: the preset's)")
     train.add_argument("--name", help="a name for the run")
 
-    compare = sub.add_parser(
-        "compare",
-        help="uniform vs proportional vs rank-based on the same env and seeds",
-        epilog=_set_help(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    compare = _add_run_parser(
+        sub, "compare", "uniform vs proportional vs rank-based on the same env and seeds"
     )
-    _add_run_options(compare)
     compare.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     compare.add_argument("--schemes", nargs="+", choices=SCHEMES, default=list(SCHEMES))
     compare.add_argument("--threshold", type=float, help="return threshold (default: env's)")
@@ -302,9 +304,9 @@ def _cmd_presets() -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit status."""
-    parser = build_parser()
+def main(argv: Sequence[str] | None = None, *, prog: str = "rdqn") -> int:
+    """Entry point of the ``rdqn`` command (and of ``python -m rdqn``); returns the exit status."""
+    parser = build_parser(prog)
     try:
         args = parser.parse_args(argv)
         if args.command == "presets":

@@ -12,7 +12,6 @@ The named presets are in `rdqn.presets`.
 from __future__ import annotations
 
 import dataclasses
-import json
 import types
 import typing
 from dataclasses import dataclass, field, fields
@@ -244,23 +243,10 @@ class RunConfig:
             "seed": self.seed,
         }
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True)
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunConfig:
         """Build from `to_dict()` output; unknown keys and bad values raise `ValueError`."""
         return _from_dict(cls, data, "")
-
-    @classmethod
-    def from_json(cls, text: str) -> RunConfig:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"config is not valid JSON: {err}") from err
-        if not isinstance(data, dict):
-            raise ValueError(f"config JSON must be an object, got {type(data).__name__}")
-        return cls.from_dict(data)
 
     def with_overrides(self, overrides: dict[str, Any]) -> RunConfig:
         """A copy with dotted-path fields replaced, e.g. `{"replay.alpha": 0.7, "seed": 3}`."""
@@ -327,7 +313,7 @@ def _flatten(data: dict[str, Any], prefix: str) -> dict[str, Any]:
 
 def _from_dict(cls: type, data: Any, prefix: str) -> Any:
     if not isinstance(data, dict):
-        raise ValueError(f"{prefix or 'config'} must be a mapping, got {data!r}")
+        raise ValueError(f"{prefix.rstrip('.') or 'config'} must be a mapping, got {data!r}")
     hints = typing.get_type_hints(cls)
     known = {f.name for f in fields(cls)}
     unknown = sorted(set(data) - known)

@@ -78,14 +78,15 @@ def test_from_dict_prefixes_nested_errors_with_the_section() -> None:
         RunConfig.from_dict(data)
 
 
-def test_from_json_accepts_integral_floats_and_rejects_garbage() -> None:
+def test_from_dict_accepts_integral_floats_and_rejects_non_mappings() -> None:
     data = RunConfig().to_dict()
     data["replay"]["alpha"] = 1  # JSON writers drop ".0"
     assert RunConfig.from_dict(data).replay.alpha == 1.0
-    with pytest.raises(ValueError, match="not valid JSON"):
-        RunConfig.from_json("{nope")
-    with pytest.raises(ValueError, match="must be an object"):
-        RunConfig.from_json("[1, 2]")
+    with pytest.raises(ValueError, match="config must be a mapping"):
+        RunConfig.from_dict([1, 2])  # type: ignore[arg-type]
+    data["replay"] = [1]
+    with pytest.raises(ValueError, match="replay must be a mapping, got \\[1\\]"):
+        RunConfig.from_dict(data)
 
 
 def test_with_overrides_replaces_dotted_fields_and_validates() -> None:

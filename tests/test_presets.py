@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from rdqn.config import PRESET_NAMES, RunConfig
@@ -16,7 +18,7 @@ def test_preset_names_are_listed_once() -> None:
 def test_presets_round_trip_through_json(name: str) -> None:
     config = preset(name)
     assert config.preset == name
-    assert RunConfig.from_json(config.to_json()) == config
+    assert RunConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
     assert RunConfig.from_dict(config.to_dict()) == config
 
 

@@ -111,10 +111,6 @@ class ReplayBuffer:
         return self.storage.cursor
 
     @property
-    def total_added(self) -> int:
-        return self.storage.writes
-
-    @property
     def nbytes(self) -> int:
         """Bytes held by the storage arrays and the sampler's per-slot state."""
         return self.storage.nbytes + self.sampler.nbytes

@@ -144,11 +144,6 @@ class RunHandle:
     def last_polled(self) -> float:
         return self.controls.last_polled
 
-    @property
-    def alive(self) -> bool:
-        thread = self._thread
-        return thread is not None and thread.is_alive()
-
     def snapshot(self, *, touch: bool = True) -> Telemetry | None:
         """The latest published snapshot (None before the trainer has started)."""
         if touch:

@@ -54,11 +54,6 @@ class RunRegistry:
     def _active(self) -> list[RunHandle]:
         return [h for h in self._runs.values() if h.status in ("running", "paused")]
 
-    @property
-    def active_count(self) -> int:
-        with self._lock:
-            return len(self._active())
-
     def start(
         self, config: RunConfig, *, owner: str | None = None, paused: bool = False, **kwargs: Any
     ) -> RunHandle:
@@ -99,10 +94,6 @@ class RunRegistry:
                 handle = self._queue.pop(0)
                 if handle.status == "created":
                     handle.start()
-
-    def queued(self) -> list[RunHandle]:
-        with self._lock:
-            return list(self._queue)
 
     def _on_exit(self, handle: RunHandle) -> None:
         self.pump()

@@ -35,7 +35,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal
 
 import pandas as pd
@@ -218,16 +217,6 @@ class RunStore:
                     conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
-    @property
-    def journal_mode(self) -> str:
-        """The journal mode SQLite reports for this thread's connection (``"wal"``)."""
-        return str(self._connect().execute("PRAGMA journal_mode").fetchone()[0])
-
-    @property
-    def schema_version(self) -> int:
-        """``PRAGMA user_version`` of the database file."""
-        return int(self._connect().execute("PRAGMA user_version").fetchone()[0])
-
     def close(self) -> None:
         """Close every thread's connection. Idempotent; later calls raise ``RuntimeError``."""
         with self._lock:
@@ -239,12 +228,7 @@ class RunStore:
     def __enter__(self) -> RunStore:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     # -- runs -------------------------------------------------------------------------------
@@ -303,12 +287,6 @@ class RunStore:
                 )
             else:
                 self._update_run(conn, run_id, "status = ?, error = ?", (status, error))
-
-    def update_progress(self, run_id: str, *, env_steps: int, updates: int, episodes: int) -> None:
-        """Record the run's counters: environment steps, updates and episodes, separately."""
-        with self._write() as conn:
-            counters = (int(env_steps), int(updates), int(episodes))
-            self._update_run(conn, run_id, PROGRESS_SET, counters)
 
     def set_manifest(self, run_id: str, manifest: Mapping[str, Any]) -> None:
         """Store the run manifest (see :func:`rdqn.runs.manifest.build_manifest`) as JSON."""
@@ -427,14 +405,6 @@ class RunStore:
             if progress is not None:
                 counters = tuple(int(progress[k]) for k in ("env_steps", "updates", "episodes"))
                 self._update_run(conn, run_id, PROGRESS_SET, counters)
-
-    def log_episodes(self, run_id: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Insert episode rows (one transaction); see :meth:`write_metrics` for the keys."""
-        self.write_metrics(run_id, episodes=rows)
-
-    def log_steps(self, run_id: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Insert per-update rows (one transaction); see :meth:`write_metrics` for the keys."""
-        self.write_metrics(run_id, steps=rows)
 
     def _metric_frame(
         self,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from types import TracebackType
 from typing import Any
 
 from rdqn.runs.schema import EPISODE_KEYS, STEP_KEYS
@@ -123,10 +122,5 @@ class RunWriter:
     def __enter__(self) -> RunWriter:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()

@@ -126,7 +126,6 @@ class Telemetry:
     beta: float
     epsilon: float
     steps_per_second: float
-    wall_time: float
     scheme: str
     buffer_size: int
     capacity: int

@@ -145,7 +145,6 @@ class Trainer:
         self.error: str | None = None
         self._episode_return = 0.0
         self._episode_length = 0
-        self._last_loss = float("nan")
         self._started = clock()
         self._steps_per_second = 0.0
 
@@ -237,7 +236,6 @@ class Trainer:
         with timings.measure(SAMPLE):
             self.buffer.update_priorities(batch, td_abs)
         self.updates += 1
-        self._last_loss = result.loss
         train = self.config.train
         log = self.updates % train.log_every == 0
         view = self.recorder.on_update(
@@ -321,7 +319,6 @@ class Trainer:
             beta=self.beta,
             epsilon=self.epsilon,
             steps_per_second=self._steps_per_second,
-            wall_time=self._clock() - self._started,
             scheme=self.buffer.sampler.name,
             buffer_size=size,
             capacity=self.buffer.capacity,

@@ -50,7 +50,7 @@ def test_batch_fields_and_shapes() -> None:
     o_{t+1} last; scalars and bookkeeping per row match what was added for that generation."""
     buf = ReplayBuffer(16, (2, 3), window=4, sampler=ProportionalSampler(), seed=0)
     add_steps(buf, 0, 12, end_every=5)
-    assert len(buf) == 12 and buf.cursor == 12 and buf.total_added == 12
+    assert len(buf) == 12 and buf.cursor == 12 and buf.storage.writes == 12
     batch = buf.sample(5, beta=0.4)
     assert isinstance(batch, Batch) and len(batch) == 5
     assert batch.obs.shape == batch.next_obs.shape == (5, 4, 2, 3)

@@ -35,7 +35,6 @@ def test_registry_cap_answers_busy_at_once_and_queue_drains() -> None:
     assert registry.get(first.id) is first
     registry.stop(first.id)
     wait_for(lambda: all(h.status == "finished" for h in queued), timeout=60)
-    assert registry.active_count == 0
     registry.shutdown()
 
 

@@ -37,11 +37,10 @@ def test_default_home_follows_rdqn_home(monkeypatch: pytest.MonkeyPatch, tmp_pat
 
 
 def test_wal_mode_and_schema_version(store: RunStore) -> None:
-    assert store.journal_mode == "wal"
-    assert store.schema_version == SCHEMA_VERSION >= 1
     raw = sqlite3.connect(store.path)
     try:
         assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION >= 1
     finally:
         raw.close()
 
@@ -111,7 +110,9 @@ def test_config_must_be_json(store: RunStore) -> None:
 def test_status_progress_manifest_checkpoint_round_trip(store: RunStore) -> None:
     run_id = new_run(store)
     store.set_status(run_id, "running")
-    store.update_progress(run_id, env_steps=np.int64(1200), updates=300, episodes=12)
+    store.write_metrics(
+        run_id, progress={"env_steps": np.int64(1200), "updates": 300, "episodes": 12}
+    )
     manifest = {"seed": 7, "environment": {"versions": {"torch": "2.13.0"}}, "peak": 1.5}
     store.set_manifest(run_id, manifest)
     store.set_checkpoint(run_id, store.checkpoint_path_for(run_id))
@@ -153,9 +154,11 @@ def test_unknown_run_id_is_a_clear_key_error(store: RunStore) -> None:
     with pytest.raises(KeyError, match=message):
         store.set_status("feedfacecafe", "running")
     with pytest.raises(KeyError, match=message):
-        store.update_progress("feedfacecafe", env_steps=1, updates=1, episodes=1)
+        store.write_metrics(
+            "feedfacecafe", progress={"env_steps": 1, "updates": 1, "episodes": 1}
+        )
     with pytest.raises(KeyError, match=message):
-        store.log_steps("feedfacecafe", step_rows(2))
+        store.write_metrics("feedfacecafe", steps=step_rows(2))
     with pytest.raises(KeyError, match=message):
         store.episodes("feedfacecafe")
     with pytest.raises(KeyError, match=message):
@@ -183,7 +186,7 @@ def test_two_store_objects_see_each_others_writes(tmp_path: Path) -> None:
     with RunStore(tmp_path / "rdqn.db") as one, RunStore(tmp_path / "rdqn.db") as two:
         run_id = new_run(one)
         assert two.get_run(run_id).config == CONFIG
-        two.log_steps(run_id, step_rows(3))
+        two.write_metrics(run_id, steps=step_rows(3))
         two.set_status(run_id, "finished")
         assert len(one.steps(run_id)) == 3
         assert one.get_run(run_id).status == "finished"
@@ -193,7 +196,7 @@ def test_another_process_sees_writes(tmp_path: Path) -> None:
     db = tmp_path / "rdqn.db"
     with RunStore(db) as s:
         run_id = new_run(s)
-        s.log_episodes(run_id, episode_rows(4))
+        s.write_metrics(run_id, episodes=episode_rows(4))
     code = (
         "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
         "print(c.execute('SELECT COUNT(*) FROM episodes').fetchone()[0])"
@@ -209,8 +212,8 @@ def test_another_process_sees_writes(tmp_path: Path) -> None:
 
 def test_episodes_and_steps_round_trip(store: RunStore) -> None:
     run_id = new_run(store)
-    store.log_episodes(run_id, episode_rows(5))
-    store.log_steps(run_id, step_rows(7))
+    store.write_metrics(run_id, episodes=episode_rows(5))
+    store.write_metrics(run_id, steps=step_rows(7))
     episodes = store.episodes(run_id)
     steps = store.steps(run_id)
     assert list(episodes.columns) == [
@@ -230,7 +233,7 @@ def test_episodes_and_steps_round_trip(store: RunStore) -> None:
 
 def test_missing_columns_are_null_and_numpy_scalars_are_accepted(store: RunStore) -> None:
     run_id = new_run(store)
-    store.log_steps(run_id, [{"updates": np.int64(3), "loss": np.float32(0.5)}])
+    store.write_metrics(run_id, steps=[{"updates": np.int64(3), "loss": np.float32(0.5)}])
     steps = store.steps(run_id)
     assert steps["updates"].tolist() == [3] and steps["loss"].tolist() == [0.5]
     assert steps["q_mean"].dtype == np.float64 and math.isnan(steps["q_mean"].iloc[0])
@@ -240,17 +243,17 @@ def test_missing_columns_are_null_and_numpy_scalars_are_accepted(store: RunStore
 def test_bad_metric_rows_are_value_errors(store: RunStore) -> None:
     run_id = new_run(store)
     with pytest.raises(ValueError, match=r"unknown step column\(s\) \['lr'\]"):
-        store.log_steps(run_id, [{"updates": 1, "lr": 0.1}])
+        store.write_metrics(run_id, steps=[{"updates": 1, "lr": 0.1}])
     with pytest.raises(ValueError, match="every episode row needs 'episode'"):
-        store.log_episodes(run_id, [{"return": 1.0}])
+        store.write_metrics(run_id, episodes=[{"return": 1.0}])
     assert store.steps(run_id).empty
 
 
 def test_repeated_keys_replace_rows(store: RunStore) -> None:
     """A run resumed from an earlier checkpoint re-logs updates it had already logged."""
     run_id = new_run(store)
-    store.log_steps(run_id, step_rows(5))
-    store.log_steps(run_id, [{"updates": 3, "loss": 42.0}])
+    store.write_metrics(run_id, steps=step_rows(5))
+    store.write_metrics(run_id, steps=[{"updates": 3, "loss": 42.0}])
     steps = store.steps(run_id)
     assert len(steps) == 5
     assert steps.loc[steps["updates"] == 3, "loss"].item() == 42.0
@@ -259,8 +262,8 @@ def test_repeated_keys_replace_rows(store: RunStore) -> None:
 @pytest.mark.parametrize("kind", ["episodes", "steps"])
 def test_export_csv_parses_back_to_the_same_values(store: RunStore, kind: str) -> None:
     run_id = new_run(store)
-    store.log_episodes(run_id, episode_rows(6))
-    store.log_steps(run_id, step_rows(6))
+    store.write_metrics(run_id, episodes=episode_rows(6))
+    store.write_metrics(run_id, steps=step_rows(6))
     text = store.export_csv(run_id, kind)  # type: ignore[arg-type]
     parsed = pd.read_csv(io.StringIO(text))
     expected = store.episodes(run_id) if kind == "episodes" else store.steps(run_id)
@@ -277,8 +280,8 @@ def test_delete_run_cascades_and_removes_own_checkpoint(store: RunStore, tmp_pat
     gone = new_run(store)
     outside = new_run(store)
     for run_id in (keep, gone, outside):
-        store.log_episodes(run_id, episode_rows(3))
-        store.log_steps(run_id, step_rows(3))
+        store.write_metrics(run_id, episodes=episode_rows(3))
+        store.write_metrics(run_id, steps=step_rows(3))
     own = store.checkpoint_path_for(gone)
     own.parent.mkdir(parents=True)
     own.write_bytes(b"x")
@@ -423,7 +426,7 @@ def test_forked_child_opens_its_own_connection(store: RunStore) -> None:
         code = 1
         try:
             ok = store._connect() is not parent_conn
-            store.log_steps(run_id, step_rows(2))
+            store.write_metrics(run_id, steps=step_rows(2))
             code = 0 if ok else 2
         finally:
             os._exit(code)

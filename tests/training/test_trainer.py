@@ -89,7 +89,7 @@ def test_the_window_acted_on_is_the_window_replayed() -> None:
     act = trainer.agent.act
 
     def recording_act(window: np.ndarray, epsilon: float) -> int:
-        acted[trainer.buffer.total_added] = window.copy()
+        acted[trainer.buffer.storage.writes] = window.copy()
         return act(window, epsilon)
 
     trainer.agent.act = recording_act  # type: ignore[method-assign]
