@@ -167,3 +167,38 @@ def test_demo_trains_alpha_restarts_and_sum_tree_draws(server: str, page: Page) 
     time.sleep(2)
     _assert_no_exception(page)
     page.screenshot(path=str(ARTIFACTS / "sum_tree.png"), full_page=True)
+
+
+def test_settings_form_and_shared_url_reproduce_the_setup_in_another_session(
+    server: str, page: Page
+) -> None:
+    """A teacher sets up a run (URL and form), a student opens the copied address in a browser
+    session of their own and sees the same setup."""
+    browser = page.context.browser
+    assert browser is not None
+    teacher = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+    teacher.set_default_timeout(60_000)
+    teacher.goto(f"{server}/live?preset=paper&alpha=0.8")
+    sidebar = teacher.locator('[data-testid="stSidebar"]')
+    capacity = sidebar.get_by_role("spinbutton", name="Capacity")
+    capacity.fill("2000")
+    sidebar.get_by_role("button", name="Apply and restart").click()
+    teacher.wait_for_url(re.compile(r".*capacity=2000.*"))
+    teacher.locator('[data-testid="stProgress"]').first.wait_for()
+    assert "alpha=0.8" in teacher.url and "preset=paper" in teacher.url
+    _assert_no_exception(teacher)
+    teacher.screenshot(path=str(ARTIFACTS / "live-settings-teacher.png"))
+
+    student = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+    student.set_default_timeout(60_000)
+    student.goto(teacher.url)
+    student_sidebar = student.locator('[data-testid="stSidebar"]')
+    student_sidebar.get_by_text("Run settings").wait_for()
+    assert student_sidebar.get_by_role("spinbutton", name="Capacity").input_value() == "2000"
+    alpha = student.locator('[data-testid="stSlider"]', has_text="prioritization")
+    assert alpha.locator('[data-testid="stSliderThumbValue"]').inner_text() == "0.80"
+    assert student_sidebar.get_by_role("combobox", name="Preset").input_value() == "paper"
+    _assert_no_exception(student)
+    student.screenshot(path=str(ARTIFACTS / "live-settings-student.png"))
+    teacher.context.close()
+    student.context.close()
