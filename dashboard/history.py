@@ -30,7 +30,6 @@ __all__ = [
     "COMPARE_STEP_CAP",
     "MIN_COMPARE_STEPS",
     "RunProgress",
-    "curve_from_episodes",
     "curves_by_scheme",
     "default_budget",
     "final_return",
@@ -55,15 +54,6 @@ _EMPTY_CURVE = Curve(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 def default_budget(preset_name: str) -> int:
     """The preset's step budget, capped so a comparison finishes in a few minutes."""
     return min(preset(preset_name).train.total_steps, COMPARE_STEP_CAP)
-
-
-def curve_from_episodes(episodes: pd.DataFrame) -> Curve:
-    """A `Curve` from store episode rows (columns `env_steps` and `return`)."""
-    rows = episodes.dropna(subset=["env_steps", "return"])
-    return Curve(
-        rows["env_steps"].to_numpy(dtype=np.int64),
-        rows["return"].to_numpy(dtype=np.float64),
-    )
 
 
 @dataclass(frozen=True)
@@ -123,7 +113,7 @@ def progress_from_record(record: RunRecord, episodes: pd.DataFrame) -> RunProgre
         env_steps=counters["env_steps"],
         total_steps=int(record.config.get("train", {}).get("total_steps", 0)),
         episodes=counters["episodes"],
-        curve=curve_from_episodes(episodes),
+        curve=Curve.from_episodes(episodes),
         error=record.error,
     )
 

@@ -1,19 +1,22 @@
 """Streamlit glue shared by the pages: the run store, the run registry and the session's runs.
 
 - `store()` and `registry()` are process-wide (`st.cache_resource`): the registry is the one
-  shared object of the app and caps concurrent training threads (RDQN_MAX_RUNS, default 4).
+  shared object of the app. Runs train outside this process, in the workers of the executor
+  RDQN_EXECUTOR names (worker processes by default, Ray for a cluster), so the web server stays
+  free to serve pages; at most RDQN_MAX_RUNS train at once (default: what the executor can
+  serve, the cores but one for worker processes).
 - `session()` is session-scoped: when a browser tab goes away Streamlit releases it, and its
-  `on_release` hook stops that session's runs. Runs nobody polls for RDQN_IDLE_TIMEOUT seconds
-  are stopped too (`reap_idle` runs on every page load), since a closed tab may send no signal.
+  `on_release` hook stops that session's runs. A run nobody polls for RDQN_IDLE_TIMEOUT seconds
+  (default 120) stops itself too, since a closed tab may send no signal.
 - `init_state()` is the one place session-state keys get their defaults; every key is named
   ``<page>.<name>`` (live, compare, runs, tree, hand), widget keys included.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
-import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +29,7 @@ import torch
 
 from dashboard.params import DEFAULT_PRESET
 from rdqn.classroom import tree_demo, worked_example
-from rdqn.learn import fused_mlp
+from rdqn.runs.executors import ExecutorUnavailable, executor_from_env
 from rdqn.runs.registry import RunRegistry
 from rdqn.runs.store import RunStore
 from rdqn.training.telemetry import Telemetry
@@ -59,17 +62,25 @@ def store() -> RunStore:
 
 @st.cache_resource(show_spinner=False)
 def registry() -> RunRegistry:
-    """The process-wide run registry."""
-    # Several small runs share the machine's cores: one intra-op thread each avoids the thread
-    # oversubscription that makes every run slower.
+    """The process-wide run registry; closing the server stops its runs and ends its workers."""
+    # With RDQN_EXECUTOR=thread the runs share this process's cores: one intra-op thread each
+    # avoids the oversubscription that makes every run slower.
     torch.set_num_threads(1)
-    # Compiling the MLP kernels the first time takes ~20 s: do it now, not in the first run.
-    threading.Thread(target=fused_mlp.warm_up, name="rdqn-warm-up", daemon=True).start()
-    return RunRegistry(
+    try:
+        executor = executor_from_env()
+    except (ValueError, ExecutorUnavailable) as err:
+        st.error(f"The server cannot start runs: {err}", icon=":material/error:")
+        st.stop()
+    max_runs = os.environ.get("RDQN_MAX_RUNS")
+    run_registry = RunRegistry(
         store(),
-        max_active=int(os.environ.get("RDQN_MAX_RUNS", "4")),
+        executor=executor,
+        max_active=int(max_runs) if max_runs else None,
         idle_timeout=float(os.environ.get("RDQN_IDLE_TIMEOUT", "120")),
     )
+    executor.prepare()  # imports and compiled kernels, in the background, before the first run
+    atexit.register(run_registry.shutdown)
+    return run_registry
 
 
 @dataclass(frozen=True)
@@ -140,11 +151,10 @@ _KEYS = tuple(_defaults())
 
 
 def init_state() -> None:
-    """Session-state defaults, set once per session; reaps runs nobody watches."""
+    """Session-state defaults, set once per session."""
     if any(key not in st.session_state for key in _KEYS):
         for key, value in _defaults().items():
             st.session_state.setdefault(key, value)
-    registry().reap_idle()
 
 
 def latest_snapshot(run_id: str | None) -> Telemetry | None:

@@ -12,7 +12,6 @@ from numpy.typing import NDArray
 
 from dashboard.figures import runs_overlay_figure, timing_figure
 from dashboard.history import (
-    curve_from_episodes,
     final_return,
     format_bytes,
     manifest_summary,
@@ -21,6 +20,7 @@ from dashboard.history import (
 )
 from dashboard.saved_runs import delete_run, run_counters
 from dashboard.state import ensure_app_frame, registry, store
+from rdqn.compare import Curve
 from rdqn.envs import reward_threshold
 from rdqn.runs.schema import ACTIVE_STATUSES
 from rdqn.runs.store import RunRecord
@@ -147,7 +147,7 @@ else:
         rows = runs.set_index("id").loc[chosen]
         curves: dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]] = {}
         for run_id, row in rows.iterrows():
-            curve = curve_from_episodes(store().episodes(str(run_id)))
+            curve = Curve.from_episodes(store().episodes(str(run_id)))
             label = run_label(str(run_id), row["scheme"], int(row["seed"]))
             curves[label] = (curve.end_steps, curve.returns)
         envs = set(rows["env_id"])

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +28,10 @@ from rdqn.compare import ROLLING_WINDOW, Curve, comparison_configs, summary_tabl
 from rdqn.config import SCHEMES, RunConfig, field_docs
 from rdqn.envs import ENV_IDS, reward_threshold
 from rdqn.presets import PRESETS, preset
-from rdqn.runs.lifecycle import RecordedRun, run_to_end
+from rdqn.runs.executors import ExecutorUnavailable, executor_from_env
+from rdqn.runs.handle import RunHandle
+from rdqn.runs.lifecycle import INTERRUPTED_BY_USER, RecordedRun, run_to_end
+from rdqn.runs.registry import RunRegistry
 from rdqn.runs.store import RunStore
 from rdqn.training.trainer import Trainer
 
@@ -125,6 +130,12 @@ def build_parser(prog: str = "rdqn") -> argparse.ArgumentParser:
         "--window", type=int, default=ROLLING_WINDOW, help="episodes in the rolling mean"
     )
     compare.add_argument("--report", default="compare-report.html", help="HTML report path")
+    compare.add_argument(
+        "--parallel",
+        type=int,
+        help="runs training at once, one worker process each (default: one per core; "
+        "RDQN_EXECUTOR=ray spreads them over a Ray cluster)",
+    )
 
     runs = sub.add_parser("runs", help="list, show, export or delete stored runs")
     runs_sub = runs.add_subparsers(dest="action", required=True, parser_class=_Parser)
@@ -146,7 +157,7 @@ def build_parser(prog: str = "rdqn") -> argparse.ArgumentParser:
 class Progress:
     """A tqdm bar on stderr: env steps, steps per second and the recent mean return."""
 
-    def __init__(self, total: int, label: str, enabled: bool) -> None:
+    def __init__(self, total: int, label: str, enabled: bool, position: int | None = None) -> None:
         self.bar = tqdm(
             total=total,
             desc=label,
@@ -156,13 +167,17 @@ class Progress:
             file=sys.stderr,
             dynamic_ncols=True,
             mininterval=0.2,
+            position=position,
         )
 
+    def show(self, env_steps: int, returns: Sequence[float]) -> None:
+        recent = returns[-ROLLING_WINDOW:]
+        if len(recent):
+            self.bar.set_postfix_str(f"return {np.mean(recent):.1f}", refresh=False)
+        self.bar.update(env_steps - self.bar.n)
+
     def __call__(self, trainer: Trainer) -> None:
-        returns = trainer.recorder.episode_returns[-ROLLING_WINDOW:]
-        if returns:
-            self.bar.set_postfix_str(f"return {np.mean(returns):.1f}", refresh=False)
-        self.bar.update(trainer.env_steps - self.bar.n)
+        self.show(trainer.env_steps, trainer.recorder.episode_returns)
 
     def close(self) -> None:
         self.bar.close()
@@ -215,22 +230,27 @@ def _cmd_compare(args: argparse.Namespace, store: RunStore) -> int:
         raise UsageError(f"--seeds must be non-negative integers, got {args.seeds}")
     if args.window < 1:
         raise UsageError(f"--window must be >= 1 episode, got {args.window}")
+    if args.parallel is not None and args.parallel < 1:
+        raise UsageError(f"--parallel must be >= 1, got {args.parallel}")
     threshold = args.threshold if args.threshold is not None else reward_threshold(base.env.id)
     configs = comparison_configs(base, args.schemes, args.seeds)
     group_id = uuid.uuid4().hex[:12]
+    executor = executor_from_env()
+    parallel = args.parallel or (executor.capacity if executor.name == "ray" else os.cpu_count())
+    registry = RunRegistry(store, executor=executor, max_active=parallel, idle_timeout=None)
+    try:
+        handles = registry.enqueue(configs, group_id=group_id)
+        _watch(handles, configs, quiet=args.quiet)
+    except KeyboardInterrupt:
+        registry.shutdown(INTERRUPTED_BY_USER)
+        raise
+    finally:
+        registry.shutdown()
     runs: dict[str, list[Curve]] = {scheme: [] for scheme in args.schemes}
-    failed = 0
-    for config in configs:
-        label = f"{config.replay.scheme:>12} s{config.seed}"
-        run = train_one(config, store, group_id=group_id, quiet=args.quiet, label=label)
-        failed += run.status != "finished"
-        recorder = run.trainer.recorder  # type: ignore[union-attr]
-        runs[config.replay.scheme].append(
-            Curve(
-                np.array(recorder.episode_end_steps, dtype=np.int64),
-                np.array(recorder.episode_returns, dtype=np.float64),
-            )
-        )
+    for handle, config in zip(handles, configs, strict=True):
+        if handle.status != "finished":
+            print(f"run {handle.id} {handle.status}: {handle.error}", file=sys.stderr)
+        runs[config.replay.scheme].append(Curve.from_episodes(store.episodes(handle.id)))
     table = summary_table(runs, threshold, args.window)
     print(table.to_string(index=False, float_format=lambda v: f"{v:,.1f}"))
     heading = f"{base.env.id}: {', '.join(args.schemes)} ({base.preset}, seeds {args.seeds})"
@@ -247,7 +267,34 @@ def _cmd_compare(args: argparse.Namespace, store: RunStore) -> int:
     )
     path = write_comparison_report(args.report, report)
     print(f"report written to {path} (group {group_id})")
+    failed = sum(handle.status != "finished" for handle in handles)
     return 0 if failed == 0 else 1
+
+
+def _watch(handles: Sequence[RunHandle], configs: Sequence[RunConfig], *, quiet: bool) -> None:
+    """A progress bar per run, from its snapshots, until every run has ended."""
+    bars = [
+        Progress(
+            config.train.total_steps,
+            f"{config.replay.scheme:>12} s{config.seed}",
+            enabled=not quiet,
+            position=k,
+        )
+        for k, config in enumerate(configs)
+    ]
+    try:
+        while True:
+            ended = [handle.join(0) for handle in handles]
+            for handle, bar in zip(handles, bars, strict=True):
+                snapshot = handle.snapshot()
+                if snapshot is not None:
+                    bar.show(snapshot.env_steps, snapshot.episode_returns)
+            if all(ended):
+                return
+            time.sleep(0.2)
+    finally:
+        for bar in bars:
+            bar.close()
 
 
 def _cmd_runs(args: argparse.Namespace, store: RunStore) -> int:
@@ -326,7 +373,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "rdqn") -> int:
             return _cmd_runs(args, store)
         finally:
             store.close()
-    except (UsageError, ValueError) as err:
+    except (UsageError, ValueError, ExecutorUnavailable) as err:
         print(f"rdqn: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

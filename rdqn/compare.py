@@ -66,6 +66,15 @@ class Curve:
     end_steps: NDArray[np.int64]
     returns: NDArray[np.float64]
 
+    @classmethod
+    def from_episodes(cls, episodes: pd.DataFrame) -> Curve:
+        """From a run's stored episode rows (`RunStore.episodes`), skipping incomplete rows."""
+        rows = episodes.dropna(subset=["env_steps", "return"])
+        return cls(
+            rows["env_steps"].to_numpy(dtype=np.int64),
+            rows["return"].to_numpy(dtype=np.float64),
+        )
+
 
 def rolling_mean(values: NDArray[np.float64], window: int) -> NDArray[np.float64]:
     """Mean of the last `window` values at each position (fewer at the start)."""

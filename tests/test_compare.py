@@ -39,6 +39,16 @@ B = curve([5, 30], [10.0, 0.0])  # smooth: [10, 5]
 EMPTY = curve([], [])
 
 
+def test_curve_from_stored_episodes_skips_incomplete_rows() -> None:
+    frame = pd.DataFrame(
+        {"env_steps": pd.array([10, None, 40], dtype="Int64"), "return": [1.0, 2.0, 3.0]}
+    )
+    curve = Curve.from_episodes(frame)
+    assert curve.end_steps.tolist() == [10, 40]
+    assert curve.returns.tolist() == [1.0, 3.0]
+    assert curve.end_steps.dtype == np.int64
+
+
 # --------------------------------------------------------------------------- rolling_mean
 def test_rolling_mean_by_hand() -> None:
     assert_same(rolling_mean(np.array([1.0, 2.0, 3.0, 4.0]), 2), [1.0, 1.5, 2.5, 3.5])

@@ -17,6 +17,7 @@ A checkpoint is one ``torch.save`` zip archive holding a dict: the caller's stat
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import tempfile
 from collections import OrderedDict
@@ -30,8 +31,10 @@ __all__ = [
     "CHECKPOINT_FORMAT",
     "CHECKPOINT_VERSION",
     "CheckpointError",
+    "checkpoint_bytes",
     "load_checkpoint",
     "save_checkpoint",
+    "write_checkpoint",
 ]
 
 CHECKPOINT_FORMAT = "rdqn-checkpoint"
@@ -71,25 +74,35 @@ def _check_loadable(value: Any, where: str) -> None:
     )
 
 
-def save_checkpoint(state: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
-    """Write ``state`` plus the rdqn marker to ``path`` atomically; return the path.
+def checkpoint_bytes(state: Mapping[str, Any]) -> bytes:
+    """``state`` plus the rdqn marker as the bytes of a checkpoint file.
 
-    Parent directories are created. ``state`` may not use the marker keys ``"format"`` and
-    ``"version"`` (``ValueError``) and must hold only what ``weights_only`` loading accepts
-    (``TypeError`` naming the offending entry). On any failure the previous file at ``path``, if
-    any, is untouched and no temporary file is left behind.
+    ``state`` may not use the marker keys ``"format"`` and ``"version"`` (``ValueError``) and must
+    hold only what ``weights_only`` loading accepts (``TypeError`` naming the offending entry).
+    A worker that cannot write the server's files sends these bytes instead.
     """
-    target = Path(path)
     clash = [key for key in _MARKER_KEYS if key in state]
     if clash:
         raise ValueError(f"state must not use the reserved checkpoint keys {clash}")
     payload = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, **state}
     _check_loadable(payload, "state")
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    return buffer.getvalue()
+
+
+def write_checkpoint(data: bytes, path: str | os.PathLike[str]) -> Path:
+    """Write checkpoint bytes (`checkpoint_bytes`) to ``path`` atomically; return the path.
+
+    Parent directories are created. On any failure the previous file at ``path``, if any, is
+    untouched and no temporary file is left behind.
+    """
+    target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
-            torch.save(payload, handle)
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp_name, target)
@@ -99,6 +112,12 @@ def save_checkpoint(state: Mapping[str, Any], path: str | os.PathLike[str]) -> P
         raise
     _fsync_directory(target.parent)
     return target
+
+
+def save_checkpoint(state: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+    """Write ``state`` plus the rdqn marker to ``path`` atomically; return the path
+    (`checkpoint_bytes`, then `write_checkpoint`)."""
+    return write_checkpoint(checkpoint_bytes(state), path)
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -1,16 +1,16 @@
 """Driving a run step by step: requests from any thread, honoured between two environment steps.
 
-`RunControls` holds what the run's owner asked for (pause, resume, one step, a speed, stop) and
-when somebody last looked at the run; `drive` is the loop that opens a `RecordedRun`, steps its
-trainer as the controls say, publishes `Telemetry` snapshots and closes the run however it ends:
+`RunControls` holds what the run's owner asked for (pause, resume, one step, a speed, stop);
+`drive` is the loop that opens a `RecordedRun`, steps its trainer as the controls say, publishes
+`Telemetry` snapshots and closes the run however it ends:
 
     running <-> paused           pause / resume (recorded in the store as they happen)
     step_once                    one env step (and its update, if due), then paused
     set_speed(n)                 at most n env steps per second (None: full speed)
-    stop                         ends the run as 'stopped'
-    nobody polls for idle_timeout seconds   ends it as 'stopped' with that reason
+    stop(reason)                 ends the run as 'stopped', with the reason if one is given
 
-The loop blocks while paused, so a paused run costs no CPU. `RunHandle` runs `drive` in a thread.
+The loop blocks while paused, so a paused run costs no CPU. A worker (`rdqn.runs.worker`) runs
+`drive` and turns the server's commands into these requests.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from rdqn.validation import Real
 
 __all__ = ["RunControls", "drive"]
 
-STOP, IDLE, RUN, STEP, PAUSE = "stop", "idle", "run", "step", "pause"
+STOP, RUN, STEP, PAUSE = "stop", "run", "step", "pause"
 _SPEED = Real(minimum=0.0, open_minimum=True, optional=True)
 
 
@@ -40,32 +40,21 @@ def check_speed(speed: float | None) -> float | None:
 
 
 class RunControls:
-    """Thread-safe requests for a run's driving loop, and the time of its last poll.
+    """Thread-safe requests for a run's driving loop.
 
     Args:
         paused: start paused (the trainer is built, then the loop waits).
         speed: env steps per second, or None for full speed.
-        idle_timeout: seconds without a `touch` after which the loop stops the run (None: never).
-        clock: monotonic seconds (injectable for tests).
     """
 
-    def __init__(
-        self,
-        *,
-        paused: bool = False,
-        speed: float | None = None,
-        idle_timeout: float | None = None,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def __init__(self, *, paused: bool = False, speed: float | None = None) -> None:
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
-        self._clock = clock
-        self.idle_timeout = idle_timeout
         self.paused = paused
         self.speed = check_speed(speed)
         self.stopping = False
+        self.stop_reason: str | None = None
         self._step_requests = 0
-        self.last_polled = clock()
 
     def pause(self) -> None:
         with self._lock:
@@ -90,30 +79,21 @@ class RunControls:
             self.speed = speed
             self._wake.notify_all()
 
-    def stop(self) -> None:
+    def stop(self, reason: str | None = None) -> None:
+        """End the run as 'stopped'; ``reason`` becomes its error text (the first one given)."""
         with self._lock:
-            self.stopping = True
+            if not self.stopping:
+                self.stopping = True
+                self.stop_reason = reason
             self._wake.notify_all()
 
-    def touch(self) -> None:
-        """Somebody is watching: reset the idle clock."""
-        self.last_polled = self._clock()
-
-    def idle(self) -> bool:
-        return (
-            self.idle_timeout is not None
-            and self._clock() - self.last_polled > self.idle_timeout
-        )
-
     def next_action(self, paused_recorded: bool) -> str:
-        """What the loop does next: 'stop', 'idle', 'run', 'step', or 'pause' (once, to record
-        the pause: pass ``paused_recorded=True`` afterwards and it blocks until a request)."""
+        """What the loop does next: 'stop', 'run', 'step', or 'pause' (once, to record the
+        pause: pass ``paused_recorded=True`` afterwards and it blocks until a request)."""
         with self._lock:
             while True:
                 if self.stopping:
                     return STOP
-                if self.idle():
-                    return IDLE
                 if not self.paused:
                     return RUN
                 if self._step_requests:
@@ -126,7 +106,7 @@ class RunControls:
     def throttle(self, next_tick: float) -> float:
         """Wait until ``next_tick`` (woken early by any request); returns the tick after it."""
         speed = self.speed
-        now = self._clock()
+        now = time.monotonic()
         if speed is None:
             return now
         next_tick = max(next_tick + 1.0 / speed, now - 1.0)
@@ -158,9 +138,7 @@ def drive(
         while True:
             action = controls.next_action(run.status == "paused")
             if action == STOP:
-                break
-            if action == IDLE:
-                error = f"stopped: nobody watched this run for {controls.idle_timeout:g} s"
+                error = controls.stop_reason
                 break
             if action == PAUSE:
                 run.mark("paused")

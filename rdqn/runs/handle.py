@@ -1,9 +1,11 @@
-"""Background runs: a `RunHandle` drives one `RecordedRun` in a daemon thread.
+"""A run as the server sees it: a `RunHandle` relays between the pages and the run's worker.
 
-The thread never touches any UI. It publishes immutable `Telemetry` snapshots under a lock, and
-readers (dashboard fragments polling about once a second, or another session watching by run id)
-only ever read the latest snapshot. Controls are `rdqn.runs.control.RunControls` requests the
-loop honours between two environment steps; `rdqn.runs.registry` caps, queues and reaps handles.
+The run trains in a worker (`rdqn.runs.executors`: a process by default, a thread in tests, a
+Ray actor on a cluster). The handle sends the owner's controls to it and keeps the latest
+`Telemetry` snapshot the worker sent, which pages read; a relay thread receives the worker's
+events, makes the store writes a remote worker relays, notices a worker that dies (its run is
+recorded as failed, with the reason and everything it wrote so far) and stops a run nobody has
+looked at for ``idle_timeout`` seconds. `rdqn.runs.registry` caps, queues and reaps handles.
 
     created -> running <-> paused -> finished | failed | stopped
 """
@@ -11,33 +13,40 @@ loop honours between two environment steps; `rdqn.runs.registry` caps, queues an
 from __future__ import annotations
 
 import atexit
+import contextlib
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from rdqn.config import RunConfig
-from rdqn.runs.control import RunControls, drive
+from rdqn.runs.control import check_speed
+from rdqn.runs.executors import Executor, ThreadExecutor, Worker
 from rdqn.runs.lifecycle import FINAL_STATUSES, RecordedRun
 from rdqn.runs.store import RunStore
+from rdqn.runs.worker import RunSpec, apply_record
 from rdqn.training.telemetry import Telemetry
 
 __all__ = ["RunHandle"]
 
+_POLL_S = 0.25
+
 
 class RunHandle:
-    """One training run in a daemon thread.
+    """One run, training in a worker.
 
     Args:
         config: the run's configuration.
         store: where to record the run (None: memory only). The run is filed at once, so its
-            id exists (and can be listed as queued) before its thread starts.
+            id exists (and can be listed as queued) before its worker starts.
+        executor: where the run trains (default: a thread in this process).
         owner: an opaque session id; the registry stops a session's runs when it goes away.
         name, group_id: stored with the run (group_id ties the runs of one comparison).
-        snapshot_interval: seconds between published snapshots.
+        snapshot_interval: seconds between snapshots the worker sends.
         speed: env steps per second, or None for full speed.
-        idle_timeout: stop by itself after this many seconds without a `snapshot()` poll
+        idle_timeout: stop the run after this many seconds without a `snapshot()` poll
             (None: never); a browser tab that closes sends no signal.
-        on_exit: called (with this handle) when the thread ends.
+        on_exit: called (with this handle) when the run has ended.
     """
 
     def __init__(
@@ -45,6 +54,7 @@ class RunHandle:
         config: RunConfig,
         *,
         store: RunStore | None = None,
+        executor: Executor | None = None,
         owner: str | None = None,
         name: str | None = None,
         group_id: str | None = None,
@@ -54,78 +64,116 @@ class RunHandle:
         on_exit: Callable[[RunHandle], None] | None = None,
     ) -> None:
         self.config = config
+        self.store = store
+        self.executor: Executor = executor if executor is not None else ThreadExecutor()
         self.owner = owner
         self.group_id = group_id
         self.snapshot_interval = snapshot_interval
-        self.controls = RunControls(speed=speed, idle_timeout=idle_timeout)
-        self._run = RecordedRun(config, store, name=name, group_id=group_id)
-        self.id: str = self._run.create()
+        self.idle_timeout = idle_timeout
+        self.id: str = RecordedRun(config, store, name=name, group_id=group_id).create()
+        self._speed = check_speed(speed)
         self._on_exit = on_exit
         self._lock = threading.Lock()
         self._status = "created"
+        self._error: str | None = None
         self._snapshot: Telemetry | None = None
-        self._thread: threading.Thread | None = None
+        self._worker: Worker | None = None
+        self._relay: threading.Thread | None = None
+        self._stop_sent = False
+        self.last_polled = time.monotonic()
         self.created = time.time()
 
     # ------------------------------------------------------------------ controls
     def start(self, *, paused: bool = False) -> RunHandle:
-        """Start the thread (once). With `paused=True` it builds the trainer and waits."""
+        """Start the run's worker (once). With `paused=True` it builds the trainer and waits."""
         with self._lock:
-            if self._thread is not None:
+            if self._worker is not None:
                 raise RuntimeError(f"run {self.id} was already started")
-            self.controls.paused = paused
-            self.controls.touch()
+            if self._status != "created":
+                raise RuntimeError(f"run {self.id} is {self._status}; it cannot start")
+            spec = RunSpec(
+                run_id=self.id,
+                config=self.config,
+                store_path=str(self.store.path)
+                if self.store is not None and self.executor.shares_store
+                else None,
+                paused=paused,
+                speed=self._speed,
+                snapshot_interval=self.snapshot_interval,
+            )
             self._status = "paused" if paused else "running"
-            self._thread = threading.Thread(target=self._main, name=f"rdqn-run-{self.id}")
-            self._thread.daemon = True
-            # A training thread still inside torch when the interpreter exits aborts the
-            # process, so a live run is stopped at exit (and unregistered when it ends).
+            self.last_polled = time.monotonic()
+            self._worker = self.executor.launch(spec)
+            self._relay = threading.Thread(target=self._relay_events, name=f"rdqn-relay-{self.id}")
+            self._relay.daemon = True
+            # A run still training when the interpreter exits is stopped and recorded first.
             atexit.register(self.stop)
-            self._thread.start()
+            self._relay.start()
         return self
+
+    def _send(self, *command: Any) -> None:
+        if self._worker is not None:
+            self._worker.send(command)
 
     def pause(self) -> None:
         with self._lock:
             if self._status == "running":
-                self.controls.pause()
+                self._send("pause")
                 self._status = "paused"
 
     def resume(self) -> None:
         with self._lock:
             if self._status == "paused":
-                self.controls.resume()
+                self._send("resume")
                 self._status = "running"
 
     def step_once(self) -> None:
         """Advance exactly one env step (and its update, if one is due), then stay paused."""
         with self._lock:
             if self._status in ("running", "paused"):
-                self.controls.step_once()
+                self._send("step")
                 self._status = "paused"
 
     def set_speed(self, speed: float | None) -> None:
-        self.controls.set_speed(speed)
-
-    def stop(self, timeout: float | None = 10.0) -> None:
-        """Ask the loop to end and wait for it (the run is recorded as 'stopped')."""
+        speed = check_speed(speed)
         with self._lock:
-            self.controls.stop()
-            thread = self._thread
-            never_started = thread is None and self._status == "created"
+            self._speed = speed
+            self._send("speed", speed)
+
+    def stop(
+        self, timeout: float | None = 10.0, *, reason: str | None = None, wait: bool = True
+    ) -> None:
+        """End the run (recorded as 'stopped', with ``reason`` if given) and, with ``wait``, wait
+        for it: a worker that has not ended its run ``timeout`` seconds after the request is
+        killed."""
+        with self._lock:
+            never_started = self._worker is None and self._status == "created"
             if never_started:
-                self._status = "stopped"
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
-        elif never_started:
-            self._run.close("stopped")
+                self._status, self._error = "stopped", reason
+            else:
+                self._request_stop(reason)
+            relay = self._relay
+        if never_started:
+            RecordedRun(self.config, self.store, run_id=self.id).close("stopped", reason)
+            return
+        if wait and relay is not None and relay is not threading.current_thread():
+            relay.join(timeout)
+            if relay.is_alive() and self._worker is not None:
+                self._worker.kill()
+                relay.join(timeout)
+
+    def _request_stop(self, reason: str | None) -> None:
+        if not self._stop_sent:
+            self._stop_sent = True
+            self._send("stop", reason)
 
     def join(self, timeout: float | None = None) -> bool:
-        """Wait for the thread to end; True when it has."""
-        thread = self._thread
-        if thread is None:
+        """Wait for the run to end; True when it has."""
+        relay = self._relay
+        if relay is None:
             return self._status in FINAL_STATUSES
-        thread.join(timeout)
-        return not thread.is_alive()
+        relay.join(timeout)
+        return not relay.is_alive()
 
     # ------------------------------------------------------------------- reading
     @property
@@ -134,37 +182,75 @@ class RunHandle:
 
     @property
     def error(self) -> str | None:
-        return self._run.error
+        return self._error
 
     @property
     def speed(self) -> float | None:
-        return self.controls.speed
-
-    @property
-    def last_polled(self) -> float:
-        return self.controls.last_polled
+        return self._speed
 
     def snapshot(self, *, touch: bool = True) -> Telemetry | None:
-        """The latest published snapshot (None before the trainer has started)."""
+        """The latest snapshot (None before the trainer has started); ``touch``: someone is
+        watching, which keeps the run from stopping for idleness."""
         if touch:
-            self.controls.touch()
+            self.last_polled = time.monotonic()
         with self._lock:
             return self._snapshot
 
-    # ---------------------------------------------------------------------- loop
-    def _publish(self, snapshot: Telemetry) -> None:
-        with self._lock:
-            self._snapshot = snapshot
-
-    def _main(self) -> None:
+    # --------------------------------------------------------------------- relay
+    def _relay_events(self) -> None:
+        worker = self._worker
+        assert worker is not None
+        ended: tuple[str, str | None] | None = None
         try:
-            drive(self._run, self.controls, self._publish, snapshot_interval=self.snapshot_interval)
+            while ended is None:
+                for event in worker.events(_POLL_S):
+                    ended = self._on_event(event) or ended
+                if ended is None and not worker.alive():
+                    for event in worker.events(0.0):  # what it sent before it ended
+                        ended = self._on_event(event) or ended
+                    if ended is None:
+                        ended = self._lost(worker.exit_reason())
+                if ended is None:
+                    self._stop_if_idle()
+        except Exception as err:  # noqa: BLE001 - the run must end recorded, whatever failed here
+            worker.kill()
+            ended = self._lost(f"the server could not record the run: {type(err).__name__}: {err}")
         finally:
+            worker.join(10.0)
+            status, error = ended if ended is not None else ("failed", "the run's relay ended")
             with self._lock:
-                self._status = self._run.status
+                self._status, self._error = status, error
             atexit.unregister(self.stop)
             if self._on_exit is not None:
                 self._on_exit(self)
+
+    def _lost(self, reason: str) -> tuple[str, str]:
+        """Record how a run ended whose worker could not close it (its rows stay): 'stopped' if
+        a stop was asked for (the worker was killed for not ending in time), else 'failed'."""
+        ending = ("stopped", f"stopped; {reason}") if self._stop_sent else ("failed", reason)
+        if self.store is not None:
+            with contextlib.suppress(Exception):
+                self.store.set_status(self.id, *ending)
+        return ending
+
+    def _on_event(self, event: tuple[Any, ...]) -> tuple[str, str | None] | None:
+        kind = event[0]
+        if kind == "snapshot":
+            with self._lock:
+                self._snapshot = event[1]
+        elif kind == "record":
+            if self.store is not None:
+                apply_record(self.store, event[1], event[2])
+        elif kind == "done":
+            return event[1], event[2]
+        return None
+
+    def _stop_if_idle(self) -> None:
+        if self.idle_timeout is None or self._status not in ("running", "paused"):
+            return
+        if time.monotonic() - self.last_polled > self.idle_timeout:
+            with self._lock:
+                self._request_stop(f"stopped: nobody watched this run for {self.idle_timeout:g} s")
 
     def __repr__(self) -> str:
         return f"RunHandle(id={self.id!r}, status={self._status!r}, env={self.config.env.id!r})"

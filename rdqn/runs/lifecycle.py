@@ -28,9 +28,9 @@ from collections.abc import Callable
 
 from rdqn.config import RunConfig
 from rdqn.learn.agent import DivergenceError
-from rdqn.runs.checkpoints import save_checkpoint
+from rdqn.runs.checkpoints import checkpoint_bytes
 from rdqn.runs.manifest import manifest_of
-from rdqn.runs.store import RunStore
+from rdqn.runs.store import RunRecords, RunStore
 from rdqn.runs.writer import RunWriter
 from rdqn.training.trainer import Trainer
 
@@ -54,23 +54,26 @@ class RecordedRun:
 
     Args:
         config: the run's configuration.
-        store: where the run is recorded.
+        store: where the run is recorded: a `RunStore`, or a relay of its writes to the server's
+            store (a worker on another machine); None keeps the run in memory only.
         name, group_id: filed with the run (a comparison's runs share a group id).
+        run_id: the id of a run already filed (by the server that queued it).
     """
 
     def __init__(
         self,
         config: RunConfig,
-        store: RunStore | None = None,
+        store: RunRecords | None = None,
         *,
         name: str | None = None,
         group_id: str | None = None,
+        run_id: str | None = None,
     ) -> None:
         self.config = config
         self.store = store
         self.name = name
         self.group_id = group_id
-        self.id: str | None = None
+        self.id: str | None = run_id
         self.trainer: Trainer | None = None
         self.status = "created"
         self.error: str | None = None
@@ -79,12 +82,14 @@ class RecordedRun:
     def create(self) -> str:
         """File the run (status 'created') if it is not filed yet; returns its id."""
         if self.id is None:
-            if self.store is None:
-                self.id = uuid.uuid4().hex[:12]
-            else:
+            if isinstance(self.store, RunStore):
                 self.id = self.store.create_run(
                     **self.config.record_fields(), name=self.name, group_id=self.group_id
                 )
+            elif self.store is None:
+                self.id = uuid.uuid4().hex[:12]
+            else:
+                raise ValueError("a run relayed to another store must be filed there first")
         return self.id
 
     def open(self, *, paused: bool = False) -> Trainer:
@@ -141,10 +146,7 @@ class RecordedRun:
                 self._writer.close()
             if self.store is not None and trainer is not None and self.id is not None:
                 self.store.set_manifest(self.id, manifest_of(trainer))
-                path = save_checkpoint(
-                    trainer.checkpoint_state(), self.store.checkpoint_path_for(self.id)
-                )
-                self.store.set_checkpoint(self.id, path)
+                self.store.save_checkpoint(self.id, checkpoint_bytes(trainer.checkpoint_state()))
         except BaseException as err:
             status, error = ending(err)
             raise

@@ -1,18 +1,20 @@
 """The run registry: the app's one shared object.
 
-It caps concurrent training threads (a request beyond the cap raises `ServerBusy` at once, never
+It caps concurrent training runs (a request beyond the cap raises `ServerBusy` at once, never
 hangs), queues comparison runs until a slot frees, finds runs by id for read-only watchers, and
-stops runs that nobody has polled for a while (a closed browser tab sends no signal).
+stops a session's runs when the session goes away. Runs train in the registry's executor's
+workers (`rdqn.runs.executors`); a run nobody polls for `idle_timeout` seconds stops itself
+(a closed browser tab sends no signal).
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterable
 from typing import Any
 
 from rdqn.config import RunConfig
+from rdqn.runs.executors import Executor, ThreadExecutor
 from rdqn.runs.handle import RunHandle
 from rdqn.runs.lifecycle import FINAL_STATUSES
 from rdqn.runs.store import RunStore
@@ -26,12 +28,15 @@ class ServerBusy(RuntimeError):
 
 
 class RunRegistry:
-    """The process-wide set of runs: a cap on training threads, a queue, lookup and reaping.
+    """The process-wide set of runs: a cap on training runs, a queue, lookup and reaping.
 
     Args:
         store: the run store every run is recorded in (None: memory only).
-        max_active: most training threads alive at once.
-        idle_timeout: seconds without a `snapshot()` poll after which `reap_idle` stops a run.
+        executor: where runs train (default: threads in this process).
+        max_active: most runs training at once (default: what the executor can serve, e.g. the
+            cores but one for worker processes, the cluster's CPUs under Ray).
+        idle_timeout: seconds without a `snapshot()` poll after which a run is stopped (None:
+            never, e.g. for a command line that waits for its runs).
         keep_finished: finished runs kept for lookup (oldest forgotten first).
     """
 
@@ -39,12 +44,15 @@ class RunRegistry:
         self,
         store: RunStore | None = None,
         *,
-        max_active: int = 4,
-        idle_timeout: float = 120.0,
+        executor: Executor | None = None,
+        max_active: int | None = None,
+        idle_timeout: float | None = 120.0,
         keep_finished: int = 64,
     ) -> None:
         self.store = store
-        self.max_active = check_integer("max_active", max_active, minimum=1)
+        self.executor: Executor = executor if executor is not None else ThreadExecutor()
+        capacity = self.executor.capacity if max_active is None else max_active
+        self.max_active = check_integer("max_active", capacity, minimum=1)
         self.idle_timeout = idle_timeout
         self.keep_finished = keep_finished
         self._lock = threading.RLock()
@@ -85,7 +93,14 @@ class RunRegistry:
 
     def _handle(self, config: RunConfig, owner: str | None, kwargs: dict[str, Any]) -> RunHandle:
         kwargs.setdefault("idle_timeout", self.idle_timeout)
-        return RunHandle(config, store=self.store, owner=owner, on_exit=self._on_exit, **kwargs)
+        return RunHandle(
+            config,
+            store=self.store,
+            executor=self.executor,
+            owner=owner,
+            on_exit=self._on_exit,
+            **kwargs,
+        )
 
     def pump(self) -> None:
         """Start queued runs while there is room."""
@@ -123,28 +138,21 @@ class RunRegistry:
             self.stop(handle.id)
         return len(handles)
 
-    def reap_idle(self, now: float | None = None) -> list[str]:
-        """Stop runs nobody has polled for `idle_timeout` seconds; returns their ids."""
-        now = time.monotonic() if now is None else now
-        stale = [
-            h
-            for h in self.runs()
-            if h.status in ("running", "paused") and now - h.last_polled > self.idle_timeout
-        ]
-        for handle in stale:
-            self.stop(handle.id)
-        return [h.id for h in stale]
-
     def _forget_old(self) -> None:
         finished = [h for h in self._runs.values() if h.status in FINAL_STATUSES]
         finished.sort(key=lambda h: h.created)
         for handle in finished[: max(0, len(finished) - self.keep_finished)]:
             del self._runs[handle.id]
 
-    def shutdown(self) -> None:
-        """Stop everything (queued runs are dropped)."""
+    def shutdown(self, reason: str = "stopped: the server shut down") -> None:
+        """Stop everything, all runs at once (queued runs are dropped), and wait for them."""
         with self._lock:
+            for handle in self._queue:
+                handle.stop(reason=reason)
             self._queue.clear()
-            handles = list(self._runs.values())
+            handles = [h for h in self._runs.values() if h.status not in FINAL_STATUSES]
         for handle in handles:
-            handle.stop()
+            handle.stop(reason=reason, wait=False)
+        for handle in handles:
+            handle.stop(reason=reason)
+        self.executor.close()

@@ -35,10 +35,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import pandas as pd
 
+from rdqn.runs.checkpoints import write_checkpoint
 from rdqn.runs.schema import (
     ACTIVE_STATUSES,
     EPISODE_COLUMNS,
@@ -56,7 +57,7 @@ from rdqn.runs.schema import (
     row_params,
 )
 
-__all__ = ["RunRecord", "RunStore", "default_home"]
+__all__ = ["RunRecord", "RunRecords", "RunStore", "default_home"]
 
 _BUSY_TIMEOUT_MS = 10_000
 
@@ -64,6 +65,29 @@ _BUSY_TIMEOUT_MS = 10_000
 def default_home() -> Path:
     """The store's home directory: ``$RDQN_HOME`` if set, else ``.rdqn`` (relative to the cwd)."""
     return Path(os.environ.get("RDQN_HOME", ".rdqn"))
+
+
+class RunRecords(Protocol):
+    """The writes a run makes about itself while it trains (`rdqn.runs.lifecycle`).
+
+    `RunStore` makes them; a worker that cannot reach the server's store relays them to it
+    (`rdqn.runs.worker.RecordRelay`), and the server's `RunStore` makes them there.
+    """
+
+    def set_status(self, run_id: str, status: str, error: str | None = None) -> None: ...
+
+    def write_metrics(
+        self,
+        run_id: str,
+        *,
+        episodes: Sequence[Mapping[str, Any]] = (),
+        steps: Sequence[Mapping[str, Any]] = (),
+        progress: Mapping[str, int] | None = None,
+    ) -> None: ...
+
+    def set_manifest(self, run_id: str, manifest: Mapping[str, Any]) -> None: ...
+
+    def save_checkpoint(self, run_id: str, data: bytes) -> Path | None: ...
 
 
 @dataclass(frozen=True)
@@ -299,6 +323,14 @@ class RunStore:
         value = None if path is None else str(path)
         with self._write() as conn:
             self._update_run(conn, run_id, "checkpoint_path = ?", (value,))
+
+    def save_checkpoint(self, run_id: str, data: bytes) -> Path:
+        """Write a run's checkpoint bytes (`rdqn.runs.checkpoints.checkpoint_bytes`) atomically to
+        `checkpoint_path_for` and record the file; returns its path."""
+        self.get_run(run_id)
+        path = write_checkpoint(data, self.checkpoint_path_for(run_id))
+        self.set_checkpoint(run_id, path)
+        return path
 
     def checkpoint_path_for(self, run_id: str) -> Path:
         """Where a run's checkpoint belongs: ``checkpoint_dir / "<run_id>.pt"``."""

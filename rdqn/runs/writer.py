@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rdqn.runs.schema import EPISODE_KEYS, STEP_KEYS
-from rdqn.runs.store import RunStore
+from rdqn.runs.store import RunRecords
 from rdqn.validation import check_integer, check_real
 
 __all__ = ["RunWriter"]
@@ -32,7 +32,7 @@ class RunWriter:
 
     def __init__(
         self,
-        store: RunStore,
+        store: RunRecords,
         run_id: str,
         *,
         flush_every: float = 1.0,
@@ -41,7 +41,6 @@ class RunWriter:
     ) -> None:
         self.flush_every = check_real("flush_every", flush_every, minimum=0.0)
         self.max_pending = check_integer("max_pending", max_pending, minimum=1)
-        store.get_run(run_id)
         self.store = store
         self.run_id = run_id
         self._clock = clock

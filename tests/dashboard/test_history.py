@@ -6,12 +6,10 @@ import math
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from dashboard.history import (
     RunProgress,
-    curve_from_episodes,
     curves_by_scheme,
     default_budget,
     final_return,
@@ -57,16 +55,6 @@ def row(scheme: str, seed: int, status: str = "finished", steps: int = 50) -> Ru
 def test_default_budget_caps_long_presets() -> None:
     assert default_budget("per-notebook") == 15_000
     assert default_budget("paper") == preset("paper").train.total_steps
-
-
-def test_curve_from_episodes_skips_incomplete_rows() -> None:
-    frame = pd.DataFrame(
-        {"env_steps": pd.array([10, None, 40], dtype="Int64"), "return": [1.0, 2.0, 3.0]}
-    )
-    curve = curve_from_episodes(frame)
-    assert curve.end_steps.tolist() == [10, 40]
-    assert curve.returns.tolist() == [1.0, 3.0]
-    assert curve.end_steps.dtype == np.int64
 
 
 def test_progress_from_record_reads_counters_and_episodes(store: RunStore) -> None:

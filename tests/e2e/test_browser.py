@@ -46,7 +46,14 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = _free_port()
-    env = {**os.environ, "RDQN_HOME": str(tmp_path_factory.mktemp("rdqn-home"))}
+    # Several sessions train at once here: more than the default cap (the cores but one).
+    env = {
+        **os.environ,
+        "RDQN_HOME": str(tmp_path_factory.mktemp("rdqn-home")),
+        "RDQN_MAX_RUNS": "4",
+    }
+    ARTIFACTS.mkdir(exist_ok=True)
+    log = (ARTIFACTS / "server.log").open("w", encoding="utf-8")  # read back on failure
     process = subprocess.Popen(
         [
             sys.executable,
@@ -63,7 +70,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         ],
         cwd=ROOT,
         env=env,
-        stdout=subprocess.PIPE,
+        stdout=log,
         stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
@@ -76,13 +83,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                         break
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
-                    output = process.stdout.read().decode() if process.stdout else ""
+                    output = (ARTIFACTS / "server.log").read_text(encoding="utf-8")
                     raise RuntimeError(f"streamlit did not start:\n{output}") from None
                 time.sleep(0.5)
         yield url
     finally:
         process.terminate()
         process.wait(timeout=20)
+        log.close()
 
 
 @pytest.fixture(scope="module")

@@ -8,19 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from rdqn.runs.control import IDLE, PAUSE, RUN, STEP, STOP, RunControls, drive
+from rdqn.runs.control import PAUSE, RUN, STEP, STOP, RunControls, drive
 from rdqn.runs.lifecycle import RecordedRun
 from rdqn.runs.store import RunStore
 from rdqn.training.telemetry import Telemetry
 from tests.run_helpers import tiny, wait_for
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 50.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_next_action_follows_the_requests() -> None:
@@ -50,17 +42,12 @@ def test_a_paused_loop_blocks_until_a_request_wakes_it() -> None:
     assert answers == [STEP]
 
 
-def test_idle_after_the_timeout_without_a_touch() -> None:
-    clock = FakeClock()
-    controls = RunControls(idle_timeout=10.0, clock=clock)
-    clock.now += 9.0
-    assert controls.next_action(False) == RUN
-    controls.touch()
-    clock.now += 9.0
-    assert not controls.idle()
-    clock.now += 2.0
-    assert controls.idle() and controls.next_action(False) == IDLE
-    assert not RunControls(clock=clock).idle()  # no timeout: never idle
+def test_stop_keeps_the_first_reason() -> None:
+    controls = RunControls()
+    controls.stop("stopped: nobody watched this run for 120 s")
+    controls.stop("stopped: the server shut down")
+    assert controls.stopping
+    assert controls.stop_reason == "stopped: nobody watched this run for 120 s"
 
 
 def test_throttle_spaces_steps_by_the_speed() -> None:
@@ -94,10 +81,10 @@ def test_drive_records_pause_and_resume_and_ends_stopped(tmp_path: Path) -> None
         assert snapshots[-1].env_steps == frozen
         controls.resume()
         wait_for(lambda: store.get_run(run_id).status == "running")
-        controls.stop()
+        controls.stop("stopped by its owner")
         loop.join(10)
         record = store.get_run(run_id)
-    assert record.status == "stopped" and record.error is None
+    assert record.status == "stopped" and record.error == "stopped by its owner"
     assert record.env_steps == snapshots[-1].env_steps > frozen
 
 

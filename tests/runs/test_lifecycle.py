@@ -167,7 +167,7 @@ def test_a_failing_checkpoint_still_ends_the_run_with_its_error(
     def full_disk(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("rdqn.runs.lifecycle.save_checkpoint", full_disk)
+    monkeypatch.setattr("rdqn.runs.store.write_checkpoint", full_disk)
     with RunStore(tmp_path / "rdqn.db") as store:
         run = RecordedRun(tiny(200), store)
         run.open()

@@ -164,7 +164,11 @@ def test_unknown_run_id_is_a_clear_key_error(store: RunStore) -> None:
     with pytest.raises(KeyError, match=message):
         store.delete_run("feedfacecafe")
     with pytest.raises(KeyError, match=message):
-        RunWriter(store, "feedfacecafe")
+        store.save_checkpoint("feedfacecafe", b"")
+    writer = RunWriter(store, "feedfacecafe")
+    writer.add_step(**step_rows(1)[0])
+    with pytest.raises(KeyError, match=message):
+        writer.flush()
 
 
 def test_list_runs_newest_first_and_filters(store: RunStore) -> None:

@@ -1,0 +1,216 @@
+"""Where runs train: worker processes by default, threads for tests, Ray for a cluster.
+
+An executor starts a worker (`rdqn.runs.worker.run_worker`) for a `RunSpec` and returns the
+server's end of the link, a `Worker`: send it commands, read its events, ask whether it lives.
+`RunHandle` relays between a `Worker` and the pages; it does not care which executor made it.
+
+    ProcessExecutor   one process per run, forked from a zygote that imported rdqn once, so a
+                      run starts in a fraction of a second. The default: training never holds
+                      the web server's GIL. Capacity: the machine's cores minus one.
+    ThreadExecutor    a thread in this process (tests, and library use without a server).
+    RayExecutor       a Ray actor per run (`rdqn.runs.ray_executor`), for more than one machine.
+
+`executor_from_env` picks one from RDQN_EXECUTOR (process | thread | ray) and RDQN_RAY_ADDRESS.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from typing import Any, Protocol
+
+from rdqn.runs.worker import RunSpec, run_worker, warm_up
+from rdqn.runs.zygote import Zygote
+from rdqn.validation import check_choice
+
+__all__ = [
+    "EXECUTORS",
+    "Executor",
+    "ExecutorUnavailable",
+    "ProcessExecutor",
+    "ThreadExecutor",
+    "Worker",
+    "executor_from_env",
+]
+
+EXECUTORS: tuple[str, ...] = ("process", "thread", "ray")
+
+
+class ExecutorUnavailable(RuntimeError):
+    """The executor asked for cannot run here (an optional dependency is missing)."""
+
+
+class Worker(Protocol):
+    """The server's end of one worker."""
+
+    def send(self, command: tuple[Any, ...]) -> None:
+        """Send a command (a lost worker ignores it)."""
+        ...
+
+    def events(self, timeout: float) -> list[tuple[Any, ...]]:
+        """The events that arrived, waiting up to ``timeout`` s for the first one."""
+        ...
+
+    def alive(self) -> bool: ...
+
+    def exit_reason(self) -> str:
+        """Why a worker that is no longer alive ended (for the run's error)."""
+        ...
+
+    def kill(self) -> None:
+        """End the worker at once (its run is recorded as it stood)."""
+        ...
+
+    def join(self, timeout: float) -> None:
+        """Wait for a worker that has closed its run to end, and release it."""
+        ...
+
+
+class Executor(Protocol):
+    """Starts workers."""
+
+    name: str
+    shares_store: bool
+    """Whether workers can open the server's SQLite store (else they relay their writes)."""
+
+    @property
+    def capacity(self) -> int:
+        """How many runs can train at once without slowing each other down."""
+        ...
+
+    def prepare(self) -> None:
+        """Get ready for the first run in the background (imports, compiled kernels)."""
+        ...
+
+    def launch(self, spec: RunSpec) -> Worker: ...
+
+    def close(self) -> None: ...
+
+
+# --------------------------------------------------------------------------------- processes
+class ProcessExecutor:
+    """One worker process per run, forked from a zygote that imported rdqn and loaded its
+    kernels once (`rdqn.runs.zygote`), so a run starts in milliseconds.
+
+    ``capacity`` defaults to the cores but one (one is left for the web server).
+    """
+
+    name = "process"
+    shares_store = True
+
+    def __init__(self, *, capacity: int | None = None) -> None:
+        self._capacity = capacity
+        self._zygote = Zygote()
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity or max(1, (os.cpu_count() or 2) - 1)
+
+    def prepare(self) -> None:
+        """Start the zygote now (it imports and warms up in seconds), so the first run does not
+        wait for it."""
+        self._zygote.ensure_running()
+
+    def launch(self, spec: RunSpec) -> Worker:
+        return self._zygote.launch(spec)
+
+    def close(self) -> None:
+        """End the zygote; running workers end with their links."""
+        self._zygote.close()
+
+
+# ----------------------------------------------------------------------------------- threads
+class _QueueLink:
+    """The worker's end of a link between two threads."""
+
+    def __init__(self, commands: queue.Queue[Any], events: queue.Queue[Any]) -> None:
+        self._commands = commands
+        self._events = events
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        self._events.put(message)
+
+    def recv(self) -> tuple[Any, ...]:
+        message = self._commands.get()
+        if message is None:
+            raise EOFError("the server closed the link")
+        return message
+
+
+class _ThreadWorker:
+    def __init__(
+        self, thread: threading.Thread, commands: queue.Queue[Any], events: queue.Queue[Any]
+    ):
+        self._thread = thread
+        self._commands = commands
+        self._events = events
+
+    def send(self, command: tuple[Any, ...]) -> None:
+        self._commands.put(command)
+
+    def events(self, timeout: float) -> list[tuple[Any, ...]]:
+        out = []
+        try:
+            out.append(self._events.get(timeout=timeout))
+            while True:
+                out.append(self._events.get_nowait())
+        except queue.Empty:
+            return out
+
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def exit_reason(self) -> str:
+        return "the worker thread ended before closing its run"
+
+    def kill(self) -> None:
+        self._commands.put(None)  # a thread cannot be killed: end its link, the run stops
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+
+class ThreadExecutor:
+    """A worker thread in this process: same protocol, no process boundary (tests, library)."""
+
+    name = "thread"
+    shares_store = True
+
+    @property
+    def capacity(self) -> int:
+        return max(1, (os.cpu_count() or 2) - 1)
+
+    def prepare(self) -> None:
+        """Load the compiled kernels in the background, so the first run does not wait."""
+        threading.Thread(target=warm_up, name="rdqn-warm-up", daemon=True).start()
+
+    def launch(self, spec: RunSpec) -> Worker:
+        commands: queue.Queue[Any] = queue.Queue()
+        events: queue.Queue[Any] = queue.Queue()
+        thread = threading.Thread(
+            target=run_worker,
+            args=(spec, _QueueLink(commands, events)),
+            name=f"rdqn-run-{spec.run_id}",
+            daemon=True,
+        )
+        thread.start()
+        return _ThreadWorker(thread, commands, events)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def executor_from_env(environ: dict[str, str] | None = None) -> Executor:
+    """The executor RDQN_EXECUTOR names (default: process); for Ray, RDQN_RAY_ADDRESS says
+    which cluster: ``local`` (the default: start one on this machine), ``auto`` or
+    ``host:port``. Raises `ExecutorUnavailable` when Ray is asked for but not installed."""
+    env = os.environ if environ is None else environ
+    name = check_choice("RDQN_EXECUTOR", env.get("RDQN_EXECUTOR", "process"), EXECUTORS)
+    if name == "thread":
+        return ThreadExecutor()
+    if name == "ray":
+        from rdqn.runs.ray_executor import RayExecutor
+
+        return RayExecutor(address=env.get("RDQN_RAY_ADDRESS", "local"))
+    return ProcessExecutor()

@@ -1,0 +1,142 @@
+"""Runs as Ray actors, for a class that outgrows one machine (``RDQN_EXECUTOR=ray``).
+
+Each run is an actor holding one CPU. Inside it the run trains exactly as in a worker process
+(`rdqn.runs.worker.run_worker`), linked by two queues to the actor's methods: the server sends
+commands with fire-and-forget calls and collects events with a long-polling call. The web server
+only relays and renders. An actor may live on another machine, where the server's SQLite file
+is out of reach, so its writes are relayed to the server (`RunSpec.store_path` is None); a node
+or actor that dies surfaces as an error of that call, and the run is recorded as failed with it.
+
+Ray is an optional install (``pip install -r requirements-ray.txt``). ``address`` is ``local``
+(start a Ray instance on this machine), ``auto`` (join the one ``ray start --head`` runs here)
+or ``host:port`` of a cluster's head. Each node needs rdqn importable: a checkout on a shared
+path (this one's folder is put on the actors' ``PYTHONPATH``) or ``pip install``.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from pathlib import Path
+from typing import Any
+
+from rdqn.runs.executors import ExecutorUnavailable, Worker
+from rdqn.runs.worker import RunSpec, run_worker
+
+__all__ = ["RAY_MISSING", "RayExecutor"]
+
+RAY_MISSING = (
+    "RDQN_EXECUTOR=ray needs Ray, which is not installed here: "
+    "pip install -r requirements-ray.txt (or pip install 'rdqn[ray]')"
+)
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError as err:
+        raise ExecutorUnavailable(RAY_MISSING) from err
+    return ray
+
+
+class _RunActor:
+    """The actor's body: a run in a thread, linked to the methods by queues."""
+
+    def __init__(self, spec: RunSpec) -> None:
+        from rdqn.runs.executors import _QueueLink
+
+        self._commands: queue.Queue[Any] = queue.Queue()
+        self._events: queue.Queue[Any] = queue.Queue()
+        link = _QueueLink(self._commands, self._events)
+        self._thread = threading.Thread(target=run_worker, args=(spec, link), daemon=True)
+        self._thread.start()
+
+    def command(self, message: tuple[Any, ...] | None) -> None:
+        self._commands.put(message)
+
+    def events(self, timeout: float) -> list[tuple[Any, ...]]:
+        out = []
+        try:
+            out.append(self._events.get(timeout=timeout))
+            while True:
+                out.append(self._events.get_nowait())
+        except queue.Empty:
+            return out
+
+    def finished(self) -> bool:
+        return not self._thread.is_alive()
+
+
+class _RayWorker:
+    def __init__(self, ray: Any, actor: Any) -> None:
+        self._ray = ray
+        self._actor = actor
+        self._lost: str | None = None
+
+    def send(self, command: tuple[Any, ...]) -> None:
+        if self._lost is None:
+            self._actor.command.remote(command)
+
+    def events(self, timeout: float) -> list[tuple[Any, ...]]:
+        if self._lost is not None:
+            return []
+        try:
+            return list(self._ray.get(self._actor.events.remote(timeout), timeout=timeout + 60))
+        except Exception as err:  # noqa: BLE001 - RayActorError, node loss, timeouts: all fatal
+            self._lost = f"the Ray actor was lost: {type(err).__name__}: {err}"
+            return []
+
+    def alive(self) -> bool:
+        return self._lost is None
+
+    def exit_reason(self) -> str:
+        return self._lost or "the Ray actor ended before closing its run"
+
+    def kill(self) -> None:
+        self._ray.kill(self._actor, no_restart=True)
+        self._lost = self._lost or "the Ray actor was killed"
+
+    def join(self, timeout: float) -> None:
+        self._ray.kill(self._actor, no_restart=True)  # its run is closed: free its CPU
+
+
+class RayExecutor:
+    """One Ray actor per run; capacity: the cluster's CPUs."""
+
+    name = "ray"
+    shares_store = False
+
+    def __init__(self, address: str = "local", *, num_cpus: int | None = None) -> None:
+        ray = self._ray = _ray()
+        self._started = False
+        if not ray.is_initialized():
+            options: dict[str, Any] = {
+                "include_dashboard": False,
+                "logging_level": "ERROR",
+                "log_to_driver": False,
+                "runtime_env": {"env_vars": {"PYTHONPATH": str(_ROOT)}},
+            }
+            if address == "local":
+                ray.init(num_cpus=num_cpus, **options)
+            else:
+                ray.init(address=address, **options)
+            self._started = True
+        self._actor_class = ray.remote(num_cpus=1, max_concurrency=4)(_RunActor)
+
+    @property
+    def capacity(self) -> int:
+        return max(1, int(self._ray.cluster_resources().get("CPU", 1)))
+
+    def prepare(self) -> None:
+        """Nothing ahead of time: each actor is a fresh process on some node."""
+
+    def launch(self, spec: RunSpec) -> Worker:
+        actor = self._actor_class.options(name=f"rdqn-run-{spec.run_id}").remote(spec)
+        return _RayWorker(self._ray, actor)
+
+    def close(self) -> None:
+        """Leave the Ray instance this executor started (a joined cluster stays up)."""
+        if self._started and self._ray.is_initialized():
+            self._ray.shutdown()
+            self._started = False

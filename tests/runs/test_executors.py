@@ -1,0 +1,230 @@
+"""Executor contract: the same tests against threads, worker processes and a real local Ray.
+
+Every executor must: record a run through the lifecycle (into the server's store, directly or
+relayed), honour pause / step / resume / speed / stop, send snapshots, record a run whose
+worker is killed as failed with its metrics kept, respect the cap and queue, and leave no
+worker behind when the server shuts down or dies.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rdqn.runs.checkpoints import load_checkpoint
+from rdqn.runs.executors import (
+    Executor,
+    ExecutorUnavailable,
+    ProcessExecutor,
+    ThreadExecutor,
+    executor_from_env,
+)
+from rdqn.runs.handle import RunHandle
+from rdqn.runs.registry import RunRegistry
+from rdqn.runs.store import RunStore
+from tests.run_helpers import tiny, wait_for
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def process_executor() -> Iterator[ProcessExecutor]:
+    executor = ProcessExecutor()
+    yield executor
+    executor.close()
+
+
+@pytest.fixture(scope="module")
+def ray_executor() -> Iterator[Executor]:
+    from rdqn.runs.ray_executor import RayExecutor
+
+    executor = RayExecutor("local", num_cpus=2)
+    yield executor
+    executor.close()
+
+
+@pytest.fixture(params=["thread", "process", "ray"])
+def executor(request: pytest.FixtureRequest) -> Executor:
+    if request.param == "thread":
+        return ThreadExecutor()
+    return request.getfixturevalue(f"{request.param}_executor")
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[RunStore]:
+    with RunStore(tmp_path / "rdqn.db") as run_store:
+        yield run_store
+
+
+def running(handle: RunHandle, steps: int = 1, timeout: float = 60) -> None:
+    wait_for(lambda: (s := handle.snapshot()) is not None and s.env_steps >= steps, timeout)
+
+
+def test_a_run_finishes_and_the_store_holds_it(executor: Executor, store: RunStore) -> None:
+    handle = RunHandle(tiny(300), store=store, executor=executor).start()
+    assert handle.join(120)
+    assert (handle.status, handle.error) == ("finished", None)
+    snapshot = handle.snapshot()
+    assert snapshot is not None and snapshot.env_steps == 300
+    record = store.get_run(handle.id)
+    assert (record.status, record.env_steps, record.updates) == ("finished", 300, 300 - 32)
+    assert len(store.episodes(handle.id)) == record.episodes == snapshot.episodes > 0
+    assert len(store.steps(handle.id)) > 0
+    assert record.manifest["counters"]["env_steps"] == 300
+    assert load_checkpoint(record.checkpoint_path)["counters"]["env_steps"] == 300
+
+
+def test_pause_step_resume_speed_and_stop(executor: Executor, store: RunStore) -> None:
+    handle = RunHandle(
+        tiny(1_000_000), store=store, executor=executor, snapshot_interval=0.05
+    ).start(paused=True)
+    running(handle, 0)
+    wait_for(lambda: store.get_run(handle.id).status == "paused")
+    assert handle.snapshot().env_steps == 0
+    for expected in (1, 2):
+        handle.step_once()
+        wait_for(lambda expected=expected: handle.snapshot().env_steps == expected)
+    handle.set_speed(20.0)
+    handle.resume()
+    wait_for(lambda: store.get_run(handle.id).status == "running")
+    start = handle.snapshot().env_steps
+    time.sleep(1.0)
+    assert 5 <= handle.snapshot().env_steps - start <= 45
+    handle.set_speed(None)
+    running(handle, start + 500)
+    handle.stop(reason="stopped by its owner")
+    assert (handle.status, handle.error) == ("stopped", "stopped by its owner")
+    record = store.get_run(handle.id)
+    assert (record.status, record.error) == ("stopped", "stopped by its owner")
+    assert record.env_steps == handle.snapshot().env_steps > start + 500
+
+
+def test_a_run_that_cannot_start_is_recorded_as_failed(executor: Executor, store: RunStore) -> None:
+    handle = RunHandle(
+        tiny().with_overrides({"env.kwargs": {"bogus": 1}}), store=store, executor=executor
+    ).start()
+    assert handle.join(60)
+    assert handle.status == "failed" and "bogus" in handle.error
+    assert store.get_run(handle.id).status == "failed"
+
+
+def test_a_run_nobody_watches_stops_itself(executor: Executor, store: RunStore) -> None:
+    handle = RunHandle(tiny(1_000_000), store=store, executor=executor, idle_timeout=1.0)
+    handle.start()
+    assert handle.join(60)
+    assert (handle.status, handle.error) == ("stopped", "stopped: nobody watched this run for 1 s")
+
+
+@pytest.mark.parametrize("kind", ["process", "ray"])
+def test_a_killed_worker_fails_its_run_and_keeps_its_metrics(
+    kind: str, store: RunStore, request: pytest.FixtureRequest
+) -> None:
+    executor = request.getfixturevalue(f"{kind}_executor")
+    handle = RunHandle(tiny(1_000_000), store=store, executor=executor).start()
+    running(handle, 3_000)
+    wait_for(lambda: len(store.episodes(handle.id)) > 0)
+    handle._worker.kill()  # SIGKILL for a process, ray.kill for an actor
+    assert handle.join(30)
+    assert handle.status == "failed"
+    reason = "killed by signal 9" if kind == "process" else "Ray actor"
+    assert reason in handle.error
+    record = store.get_run(handle.id)
+    assert (record.status, record.error) == ("failed", handle.error)
+    assert len(store.episodes(handle.id)) > 0  # what it wrote before it died is kept
+
+
+def test_the_cap_and_the_queue(executor: Executor, store: RunStore) -> None:
+    registry = RunRegistry(store, executor=executor, max_active=1)
+    handles = registry.enqueue([tiny(200, seed=seed) for seed in range(3)])
+    most = 0
+    while not all(handle.join(0) for handle in handles):
+        most = max(most, sum(h.status in ("running", "paused") for h in handles))
+        time.sleep(0.01)
+    assert most == 1
+    assert [h.status for h in handles] == ["finished"] * 3
+    assert set(store.list_runs()["status"]) == {"finished"}
+    registry.shutdown()
+
+
+def test_the_default_cap_follows_the_hardware(process_executor: ProcessExecutor) -> None:
+    assert process_executor.capacity == max(1, (os.cpu_count() or 2) - 1)
+    assert RunRegistry(executor=process_executor).max_active == process_executor.capacity
+    assert ProcessExecutor(capacity=4).capacity == 4
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        return stat.read().split()[2] != "Z"  # a zombie has ended
+
+
+def test_shutdown_stops_every_run_and_leaves_no_worker(store: RunStore) -> None:
+    executor = ProcessExecutor()
+    registry = RunRegistry(store, executor=executor, max_active=2)
+    handles = [registry.start(tiny(1_000_000, seed=seed)) for seed in range(2)]
+    for handle in handles:
+        running(handle, 100)
+    pids = [handle._worker.pid for handle in handles]
+    zygote = executor._zygote._process.pid
+    assert all(pid_alive(pid) for pid in [*pids, zygote])
+    registry.shutdown()
+    assert [h.status for h in handles] == ["stopped", "stopped"]
+    assert {store.get_run(h.id).error for h in handles} == {"stopped: the server shut down"}
+    wait_for(lambda: not any(pid_alive(pid) for pid in [*pids, zygote]), timeout=10)
+
+
+SERVER = """
+import sys, time
+from rdqn.runs.executors import ProcessExecutor
+from rdqn.runs.handle import RunHandle
+from rdqn.runs.store import RunStore
+from tests.run_helpers import tiny
+
+executor = ProcessExecutor()
+handle = RunHandle(tiny(1_000_000), store=RunStore(sys.argv[1]), executor=executor).start()
+while handle.snapshot() is None or handle.snapshot().env_steps < 100:
+    time.sleep(0.05)
+print(handle.id, handle._worker.pid, executor._zygote._process.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_worker_whose_server_dies_stops_and_records_it(tmp_path: Path) -> None:
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER, str(tmp_path / "rdqn.db")],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        run_id, worker, zygote = server.stdout.readline().split()
+        server.send_signal(signal.SIGKILL)
+        server.wait(10)
+        wait_for(lambda: not pid_alive(int(worker)) and not pid_alive(int(zygote)), timeout=15)
+    finally:
+        server.kill()
+    with RunStore(tmp_path / "rdqn.db") as store:
+        record = store.get_run(run_id)
+    assert (record.status, record.error) == ("stopped", "stopped: the server went away")
+    assert record.env_steps >= 100 and record.checkpoint_path
+
+
+def test_executor_from_env_names_and_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert isinstance(executor_from_env({"RDQN_EXECUTOR": "thread"}), ThreadExecutor)
+    assert isinstance(executor_from_env({}), ProcessExecutor)
+    with pytest.raises(ValueError, match=r"RDQN_EXECUTOR must be one of \('process', 'thread', "):
+        executor_from_env({"RDQN_EXECUTOR": "gpu"})
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    with pytest.raises(ExecutorUnavailable, match=r"pip install -r requirements-ray.txt"):
+        executor_from_env({"RDQN_EXECUTOR": "ray"})
