@@ -12,10 +12,20 @@ from collections.abc import Sequence
 
 import streamlit as st
 
+from dashboard.figures import comparison_figure
+from dashboard.history import curves_by_scheme, group_progress, progress_frame
 from dashboard.state import registry, session, store
+from rdqn.compare import ROLLING_WINDOW, summary_table
 from rdqn.config import RunConfig
+from rdqn.runs.schema import FINAL_STATUSES
 
-__all__ = ["linked_group", "start_comparison", "stop_runs"]
+__all__ = [
+    "comparison_results",
+    "group_is_live",
+    "linked_group",
+    "start_comparison",
+    "stop_runs",
+]
 
 
 def linked_group() -> tuple[str | None, list[str]]:
@@ -46,3 +56,47 @@ def start_comparison(configs: Sequence[RunConfig]) -> tuple[str, list[str]]:
     st.session_state["compare.group_id"] = group_id
     st.query_params["group"] = group_id
     return group_id, run_ids
+
+
+def group_is_live(run_ids: Sequence[str]) -> bool:
+    """Whether any run of the comparison is still queued or training on this server."""
+    handles = [registry().get(run_id) for run_id in run_ids]
+    return any(h is not None and h.status not in FINAL_STATUSES for h in handles)
+
+
+STATUS_COLUMNS = {
+    "progress": st.column_config.ProgressColumn(min_value=0, max_value=100, format="%d%%"),
+    f"return (last {ROLLING_WINDOW})": st.column_config.NumberColumn(format="%.1f"),
+    "env steps": st.column_config.NumberColumn(format="localized"),
+    "episodes": st.column_config.NumberColumn(format="localized"),
+    "error": st.column_config.TextColumn(width="large"),
+}
+
+
+def comparison_results(run_ids: list[str], threshold: float | None, live: bool) -> None:
+    """Status table, learning curves and threshold table; reruns every second while live."""
+    rows = group_progress(run_ids, registry(), store())
+    if not rows:
+        st.info("The runs of this comparison are no longer in the store.")
+        return
+    status = progress_frame(rows)
+    if not status["error"].any():
+        status = status.drop(columns="error")
+    st.dataframe(status, hide_index=True, column_config=STATUS_COLUMNS, placeholder="—")
+    curves = curves_by_scheme(rows)
+    total_steps = max(row.total_steps for row in rows)
+    st.plotly_chart(
+        comparison_figure(
+            curves, total_steps=total_steps, threshold=threshold, window=ROLLING_WINDOW
+        ),
+        key="compare.figure",
+    )
+    st.markdown(f"**Episodes to threshold** (rolling mean of {ROLLING_WINDOW} episodes)")
+    st.dataframe(
+        summary_table(curves, threshold, ROLLING_WINDOW).round(1),
+        hide_index=True,
+        placeholder="—",
+        key="compare.summary",
+    )
+    if live and all(row.done for row in rows):
+        st.rerun()

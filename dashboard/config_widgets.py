@@ -10,8 +10,8 @@ and bounded by the field's rule:
     other Real                  number box
     Flag                        checkbox
 
-`FORM_FIELDS` are the run settings the live page's sidebar form edits; `FORM_LIMITS` caps sizes
-this server can afford beyond what the config itself allows.
+`FORM_FIELDS` are the run settings the live page's sidebar form edits; number boxes stop at the
+server's `dashboard.params.LIMITS`.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from typing import Any
 
 from streamlit.delta_generator import DeltaGenerator
 
+from dashboard.params import LIMITS
 from rdqn.config import config_field
 from rdqn.validation import Choice, Flag, Integer, Real
 
 __all__ = [
     "FORM_FIELDS",
-    "FORM_LIMITS",
     "config_widget",
     "field_help",
     "field_label",
@@ -45,13 +45,12 @@ FORM_FIELDS: tuple[str, ...] = (
     "train.total_steps",
     "seed",
 )
-FORM_LIMITS: Mapping[str, int] = {
-    "replay.capacity": 1_000_000,
-    "replay.batch_size": 1024,
-    "replay.window": 64,
-    "train.learning_starts": 1_000_000,
-    "train.total_steps": 5_000_000,
-}
+
+
+def _maximum(path: str, rule: Integer, value: Any) -> int | None:
+    """The number box's top: the rule's, or the server's limit (never below the value shown)."""
+    limit = LIMITS.get(path, rule.maximum)
+    return None if limit is None else max(limit, int(value))
 
 
 def field_label(path: str) -> str:
@@ -83,7 +82,7 @@ def config_widget(
         return container.number_input(
             label,
             min_value=rule.minimum,
-            max_value=FORM_LIMITS.get(path, rule.maximum),
+            max_value=_maximum(path, rule, value),
             value=int(value),
             step=int(step or 1),
             **common,

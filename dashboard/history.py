@@ -22,13 +22,12 @@ from rdqn.compare import ROLLING_WINDOW, Curve
 from rdqn.config import SCHEMES
 from rdqn.presets import preset
 from rdqn.runs.handle import RunHandle
-from rdqn.runs.lifecycle import FINAL_STATUSES
 from rdqn.runs.registry import RunRegistry
+from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import RunRecord, RunStore
 
 __all__ = [
     "COMPARE_STEP_CAP",
-    "MIN_COMPARE_STEPS",
     "RunProgress",
     "curves_by_scheme",
     "default_budget",
@@ -46,7 +45,6 @@ __all__ = [
 
 COMPARE_STEP_CAP = 15_000
 """Default comparison budget: a few minutes of CPU for a handful of CartPole runs."""
-MIN_COMPARE_STEPS = 200
 
 _EMPTY_CURVE = Curve(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 

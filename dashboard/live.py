@@ -10,14 +10,15 @@ the run from the same seed; the old run stays on the chart as the overlay.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
 from dashboard.params import DEFAULT_PRESET, URL_ALIASES, ParsedParams, to_params
-from dashboard.state import registry, save_upload, session, speed_value
+from dashboard.state import SPEEDS, registry, save_upload, session
 from rdqn.config import RunConfig
-from rdqn.envs import load_prices_csv
+from rdqn.envs import load_prices_csv, make_env
 from rdqn.presets import configure, preset
 from rdqn.runs.handle import RunHandle
 from rdqn.runs.registry import ServerBusy
@@ -46,17 +47,21 @@ def live_config() -> RunConfig:
 
 
 def set_override(path: str, value: Any) -> None:
-    """Change one field (`ValueError` if the settings would conflict); overrides equal to the
-    preset's own values are dropped."""
+    """Change one field (`ValueError` if the settings would conflict)."""
     _set_overrides(
         st.session_state["live.preset"], {**st.session_state["live.overrides"], path: value}
     )
 
 
 def _set_overrides(name: str, overrides: Mapping[str, Any]) -> None:
-    config = configure(name, overrides)
+    """Keep the fields the user set (checked together), less those equal to the preset's own:
+    derived values (a warm-up capped by a short budget) are recomputed, not remembered."""
+    configure(name, overrides)
+    base = preset(name)
     st.session_state["live.preset"] = name
-    st.session_state["live.overrides"] = config.overrides_from(preset(name))
+    st.session_state["live.overrides"] = {
+        path: value for path, value in overrides.items() if base.get(path) != value
+    }
 
 
 def load_params_once(parsed: ParsedParams) -> None:
@@ -91,7 +96,7 @@ def start_live_run(config: RunConfig, *, paused: bool = False) -> RunHandle | No
             config,
             owner=session().owner,
             paused=paused,
-            speed=speed_value(st.session_state["live.speed"]),
+            speed=SPEEDS[st.session_state["live.speed"]],
         )
     except ServerBusy as err:
         st.session_state["live.run_id"] = None
@@ -136,25 +141,34 @@ def apply_settings(
     preset_defaults: bool,
     upload: bytes | None,
 ) -> None:
-    """The settings form's Apply: switch preset (keeping the changes made, or not), take the
-    form's fields and an uploaded prices CSV, then restart."""
+    """The settings form's Apply: switch preset, keeping the changes made so far and the fields
+    edited in the form (or, with ``preset_defaults``, nothing), take an uploaded prices CSV,
+    then restart. Nothing changes when the result would not be a valid run."""
+    current = live_config()
+    edited = {path: value for path, value in values.items() if current.get(path) != value}
     kept = {} if preset_defaults else dict(st.session_state["live.overrides"])
     kept.pop("env.kwargs", None)  # an uploaded CSV is used only when uploaded again
     try:
-        _set_overrides(preset_name, {**kept, **({} if preset_defaults else values)})
+        _set_overrides(preset_name, {**kept, **({} if preset_defaults else edited)})
+        if upload is not None and live_config().env.id == UPLOAD_ENV:
+            set_override("env.kwargs", {"prices_csv": str(_checked_upload(upload))})
     except ValueError as err:
         st.session_state["live.error"] = str(err)
         return
-    if upload is not None and live_config().env.id == UPLOAD_ENV:
-        try:
-            path = save_upload(upload)
-            load_prices_csv(path)
-        except ValueError as err:
-            st.session_state["live.error"] = f"prices CSV rejected: {err}"
-            return
-        set_override("env.kwargs", {"prices_csv": str(path)})
     _forget_main_controls()
     restart()
+
+
+def _checked_upload(data: bytes) -> Path:
+    """Keep an uploaded prices CSV if the market can be built from it (a rejected one is not
+    kept); `ValueError` says what is wrong with it."""
+    path = save_upload(data)
+    try:
+        make_env(UPLOAD_ENV, prices=load_prices_csv(path)).close()
+    except ValueError as err:
+        path.unlink(missing_ok=True)
+        raise ValueError(f"prices CSV rejected: {err}") from err
+    return path
 
 
 def sync_url() -> None:

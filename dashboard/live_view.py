@@ -36,9 +36,15 @@ def run_view(run_id: str | None, *, previous_run_id: str | None, smoothing: floa
     handle = registry().get(run_id) if run_id else None
     snap = handle.snapshot() if handle is not None else None
     if snap is None:
-        st.info(
-            "Press **Start** to train with these settings, or **Step** to go one step at a time."
-        )
+        if handle is not None and handle.error:
+            st.error(f"The run {handle.status}: {handle.error}")
+        elif handle is not None:
+            st.info(f"Run `{run_id}` is {handle.status}: preparing to train…")
+        else:
+            st.info(
+                "Press **Start** to train with these settings, or **Step** to go one step at a "
+                "time."
+            )
         return
     _metrics(snap)
     st.progress(

@@ -18,7 +18,7 @@ from rdqn.config import PRESET_NAMES, config_field
 from rdqn.presets import configure
 from rdqn.validation import Flag, Integer, Real
 
-__all__ = ["URL_ALIASES", "ParsedParams", "parse_params", "to_params"]
+__all__ = ["DEFAULT_PRESET", "LIMITS", "URL_ALIASES", "ParsedParams", "parse_params", "to_params"]
 
 URL_ALIASES: dict[str, str] = {
     "env": "env.id",
@@ -27,6 +27,7 @@ URL_ALIASES: dict[str, str] = {
     "beta": "replay.beta0",
     "seed": "seed",
     "steps": "train.total_steps",
+    "warmup": "train.learning_starts",
     "capacity": "replay.capacity",
     "batch": "replay.batch_size",
     "window": "replay.window",
@@ -34,8 +35,18 @@ URL_ALIASES: dict[str, str] = {
     "gamma": "agent.gamma",
     "target": "agent.target_update",
 }
-"""URL name -> dotted config field. ``preset`` names the preset itself."""
+"""URL name -> dotted config field. ``preset`` names the preset itself. An uploaded prices CSV
+(``env.kwargs``) stays on the server that received it and does not travel in the URL."""
 DEFAULT_PRESET = "per-notebook"
+LIMITS: dict[str, int] = {
+    "replay.capacity": 1_000_000,
+    "replay.batch_size": 1024,
+    "replay.window": 64,
+    "train.learning_starts": 1_000_000,
+    "train.total_steps": 5_000_000,
+}
+"""The most this server lets a page ask for, beyond what the config itself allows: the URL and
+the settings form both stop here."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +73,10 @@ def _value(path: str, raw: str) -> Any:
             value = {"true": True, "false": False}.get(raw.lower(), raw)
     except ValueError:
         pass  # the rule names the text it could not read
-    return rule.check(path, value)
+    value = rule.check(path, value)
+    if path in LIMITS and value > LIMITS[path]:
+        raise ValueError(f"{path} must be at most {LIMITS[path]:,} on this server, got {value:,}")
+    return value
 
 
 def parse_params(params: Mapping[str, str]) -> ParsedParams:
@@ -97,17 +111,15 @@ def parse_params(params: Mapping[str, str]) -> ParsedParams:
     if run_id is not None and not (run_id.isalnum() and len(run_id) <= 32):
         notes.append(f"ignored run={run_id!r}: not a run id")
         run_id = None
-    return ParsedParams(
-        preset=name, overrides=overrides, notes=notes, lesson=lesson, run_id=run_id
-    )
+    return ParsedParams(preset=name, overrides=overrides, notes=notes, lesson=lesson, run_id=run_id)
 
 
 def to_params(preset_name: str, overrides: Mapping[str, Any]) -> dict[str, str]:
-    """Query parameters for a preset and its overrides (those with a URL name; floats rounded
-    for readable URLs)."""
+    """Query parameters for a preset and its overrides (those with a URL name; floats written
+    exactly, so the URL reproduces them)."""
     out = {"preset": preset_name}
     for alias, path in URL_ALIASES.items():
         if path in overrides:
             value = overrides[path]
-            out[alias] = f"{value:g}" if isinstance(value, float) else str(value)
+            out[alias] = repr(value) if isinstance(value, float) else str(value)
     return out

@@ -44,7 +44,6 @@ __all__ = [
     "registry",
     "save_upload",
     "session",
-    "speed_value",
     "store",
 ]
 
@@ -173,10 +172,6 @@ SPEEDS: dict[str, float | None] = {
     "1,000 steps/s": 1000.0,
     "full speed": None,
 }
-
-
-def speed_value(label: str) -> float | None:
-    return SPEEDS.get(label)
 
 
 def save_upload(data: bytes) -> Path:

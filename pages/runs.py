@@ -20,7 +20,7 @@ from dashboard.history import (
 )
 from dashboard.saved_runs import delete_run, run_counters
 from dashboard.state import ensure_app_frame, registry, store
-from rdqn.compare import Curve
+from rdqn.compare import ROLLING_WINDOW, Curve
 from rdqn.envs import reward_threshold
 from rdqn.runs.schema import ACTIVE_STATUSES
 from rdqn.runs.store import RunRecord
@@ -75,7 +75,9 @@ def run_card(record: RunRecord) -> None:
     final, peak, params = st.columns(3)
     last = final_return(episodes["return"])
     label = "Recent return" if record.status in ACTIVE_STATUSES else "Final return"
-    final.metric(f"{label} (last 20 episodes)", "—" if math.isnan(last) else f"{last:.1f}")
+    final.metric(
+        f"{label} (last {ROLLING_WINDOW} episodes)", "—" if math.isnan(last) else f"{last:.1f}"
+    )
     peak.metric("Peak process memory", format_bytes(manifest.get("peak_memory_bytes")))
     params.metric("Parameter bytes", format_bytes(manifest.get("parameter_bytes")))
     config_col, manifest_col = st.columns(2)

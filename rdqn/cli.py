@@ -27,7 +27,7 @@ from tqdm import tqdm
 from rdqn.compare import ROLLING_WINDOW, Curve, comparison_configs, summary_table
 from rdqn.config import SCHEMES, RunConfig, field_docs
 from rdqn.envs import ENV_IDS, reward_threshold
-from rdqn.presets import PRESETS, preset
+from rdqn.presets import PRESETS, configure, preset
 from rdqn.runs.executors import ExecutorUnavailable, executor_from_env
 from rdqn.runs.handle import RunHandle
 from rdqn.runs.lifecycle import INTERRUPTED_BY_USER, RecordedRun, run_to_end
@@ -68,16 +68,15 @@ def _parse_set(items: Sequence[str]) -> dict[str, Any]:
 
 
 def _config_from_args(args: argparse.Namespace) -> RunConfig:
-    config = preset(args.preset)
     overrides: dict[str, Any] = {}
     if args.env is not None:
-        config = config.with_env(args.env)
+        overrides["env.id"] = args.env
     if args.steps is not None:
-        config = config.with_budget(args.steps)
+        overrides["train.total_steps"] = args.steps
     if getattr(args, "scheme", None) is not None:
         overrides["replay.scheme"] = args.scheme
     overrides.update(_parse_set(args.set or []))
-    return config.with_overrides(overrides) if overrides else config
+    return configure(args.preset, overrides)
 
 
 def _add_run_parser(sub: Any, name: str, help_text: str) -> argparse.ArgumentParser:
@@ -319,7 +318,9 @@ def _cmd_runs(args: argparse.Namespace, store: RunStore) -> int:
             "env_steps": record.env_steps,
             "updates": record.updates,
             "episodes": record.episodes,
-            "mean return (last 20)": float(episodes["return"].tail(20).mean())
+            f"mean return (last {ROLLING_WINDOW})": float(
+                episodes["return"].tail(ROLLING_WINDOW).mean()
+            )
             if len(episodes)
             else None,
             "checkpoint": record.checkpoint_path,

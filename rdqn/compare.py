@@ -88,7 +88,9 @@ def rolling_mean(values: NDArray[np.float64], window: int) -> NDArray[np.float64
     return (csum[idx] - csum[start]) / (idx - start)
 
 
-def learning_curve(curve: Curve, grid: NDArray[np.int64], window: int = 20) -> NDArray[np.float64]:
+def learning_curve(
+    curve: Curve, grid: NDArray[np.int64], window: int = ROLLING_WINDOW
+) -> NDArray[np.float64]:
     """Rolling-mean return achieved by each grid step (NaN before the first episode ends)."""
     smooth = rolling_mean(curve.returns, window)
     position = np.searchsorted(curve.end_steps, grid, side="right") - 1
@@ -99,7 +101,7 @@ def learning_curve(curve: Curve, grid: NDArray[np.int64], window: int = 20) -> N
 
 
 def aggregate(
-    curves: Sequence[Curve], grid: NDArray[np.int64], window: int = 20
+    curves: Sequence[Curve], grid: NDArray[np.int64], window: int = ROLLING_WINDOW
 ) -> dict[str, NDArray[np.float64]]:
     """Mean, min and max across runs of their learning curves on `grid` (NaN-aware)."""
     if not curves:
@@ -116,7 +118,7 @@ def aggregate(
 
 
 def episodes_to_threshold(
-    curve: Curve, threshold: float, window: int = 20
+    curve: Curve, threshold: float, window: int = ROLLING_WINDOW
 ) -> tuple[int | None, int | None]:
     """(episodes, env steps) until the rolling mean of `window` returns first reaches threshold."""
     smooth = rolling_mean(curve.returns, window)
@@ -128,7 +130,7 @@ def episodes_to_threshold(
 
 
 def summary_table(
-    runs: Mapping[str, Sequence[Curve]], threshold: float | None, window: int = 20
+    runs: Mapping[str, Sequence[Curve]], threshold: float | None, window: int = ROLLING_WINDOW
 ) -> pd.DataFrame:
     """One row per scheme: seeds, final return (mean of the last `window` episodes), and the
     mean episodes / env steps to the threshold over the seeds that reached it."""

@@ -273,11 +273,8 @@ class RunConfig:
     def with_budget(self, total_steps: int) -> RunConfig:
         """A copy with another env-step budget. The warm-up is capped at a tenth of it (but
         holds at least one batch), so a short budget still learns."""
-        total_steps = (
-            TrainConfig.__dataclass_fields__["total_steps"]
-            .metadata["rule"]
-            .check("train.total_steps", total_steps)
-        )
+        rule = config_field("train.total_steps").metadata["rule"]
+        total_steps = rule.check("train.total_steps", total_steps)
         warm_up = max(self.replay.batch_size, min(self.train.learning_starts, total_steps // 10))
         return self.with_overrides(
             {"train.total_steps": total_steps, "train.learning_starts": warm_up}

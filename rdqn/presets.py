@@ -88,8 +88,7 @@ PRESETS: dict[str, Callable[[], RunConfig]] = {
     "per-notebook": _per_notebook,
     "paper": _paper,
 }
-"""Preset name -> factory of its `RunConfig`."""
-assert tuple(PRESETS) == PRESET_NAMES, "rdqn.config.PRESET_NAMES must list the presets"
+"""Preset name -> factory of its `RunConfig` (in the order of `rdqn.config.PRESET_NAMES`)."""
 
 
 def preset(name: str) -> RunConfig:
@@ -98,13 +97,21 @@ def preset(name: str) -> RunConfig:
 
 
 def configure(name: str, overrides: Mapping[str, Any] | None = None) -> RunConfig:
-    """Preset ``name`` with dotted overrides (``{"replay.alpha": 0.8}``) applied.
+    """Preset ``name`` with dotted overrides (``{"replay.alpha": 0.8}``) applied: how the CLI,
+    the live page and comparisons all build a run's config.
 
     An ``env.id`` override goes first, through `RunConfig.with_env`: a preset's env options
     (Blind Cliffwalk's ``n``) mean nothing on another env, unless ``env.kwargs`` sets new ones.
+    A ``train.total_steps`` override goes last, through `RunConfig.with_budget` (the warm-up is
+    capped at a tenth of the budget), unless ``train.learning_starts`` is overridden too.
     """
     rest = dict(overrides or {})
     config = preset(name)
     if "env.id" in rest:
         config = config.with_env(rest.pop("env.id"))
-    return config.with_overrides(rest) if rest else config
+    budget = rest.pop("train.total_steps", None)
+    if "train.learning_starts" in rest and budget is not None:
+        rest["train.total_steps"], budget = budget, None
+    if rest:
+        config = config.with_overrides(rest)
+    return config if budget is None else config.with_budget(budget)

@@ -122,7 +122,8 @@ def check_probability(name: str, value: Any) -> float:
 
 def check_choice(name: str, value: Any, choices: Sequence[Any]) -> Any:
     """``value`` itself, if it is one of ``choices``."""
-    if value not in tuple(choices):
+    # Same type too: True == 1 and 1.0 == 1 to Python, never to a setting.
+    if not any(type(value) is type(choice) and value == choice for choice in choices):
         raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
     return value
 

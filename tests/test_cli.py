@@ -350,8 +350,8 @@ def test_bad_arguments_exit_2_with_one_line(
 def test_bad_env_kwargs_exit_2_without_leaving_a_run_behind(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # BUG (rdqn/cli.py train_one/main): the env is made after the run is created, and the
-    # TypeError from gymnasium escapes main() as a traceback, leaving a 'created' run forever.
+    # Regression: the env used to be made after the run was filed, and gymnasium's TypeError
+    # escaped main() as a traceback, leaving a 'created' run forever.
     code, out, err = cli(capsys, tmp_path, "train", *TINY, "--set", 'env.kwargs={"bogus": 1}')
     assert_usage_error(code, out, err, "bogus")
     assert "created" not in stored_runs(tmp_path).get("status", pd.Series(dtype=str)).tolist()

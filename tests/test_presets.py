@@ -70,3 +70,12 @@ def test_configure_moves_env_before_the_other_overrides() -> None:
     assert configure("paper", {"env.id": "CartPole-v1"}).env.kwargs == {}
     with pytest.raises(ValueError, match="replay.window must be 1"):
         configure("per-notebook", {"replay.window": 4})
+
+
+def test_configure_caps_the_warm_up_of_a_budget_unless_the_warm_up_is_set() -> None:
+    assert configure("per-notebook", {"train.total_steps": 500}).train.learning_starts == 50
+    short = configure("per-notebook", {"train.total_steps": 1000, "replay.batch_size": 256})
+    assert (short.train.learning_starts, short.replay.batch_size) == (256, 256)
+    chosen = configure("per-notebook", {"train.total_steps": 500, "train.learning_starts": 64})
+    assert (chosen.train.total_steps, chosen.train.learning_starts) == (500, 64)
+    assert configure("per-notebook", {"train.total_steps": 50_000}).train.learning_starts == 1000

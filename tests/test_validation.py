@@ -138,3 +138,11 @@ def test_setting_carries_doc_rule_label_and_step_and_check_fields_uses_them() ->
     assert Example().options == {} and Example().options is not Example().options
     with pytest.raises(ValueError, match="count must be an integer >= 1, got 0"):
         Example(count=0)
+
+
+def test_a_choice_must_have_the_same_type() -> None:
+    assert check_choice("k", 1, (1, 2)) == 1
+    for wrong in (True, 1.0, "1"):
+        with pytest.raises(ValueError, match="k must be one of"):
+            check_choice("k", wrong, (1, 2))
+    assert Choice((None, "a")).check("preset", None) is None

@@ -38,7 +38,8 @@ from rdqn.classroom.tree_demo import (
     importance_weights,
     masses,
 )
-from rdqn.validation import is_real
+from rdqn.learn.agent_config import LOSSES
+from rdqn.validation import check_choice, is_real
 
 __all__ = [
     "INPUT_COLUMNS",
@@ -54,7 +55,6 @@ __all__ = [
     "worked_update",
 ]
 
-LOSSES: tuple[str, ...] = ("huber", "mse")
 INPUT_COLUMNS: tuple[str, ...] = ("reward", "terminated", "q", "next_max_q", "priority")
 """Columns of the editable table of transitions (`example_frame`, `example_from_frame`)."""
 RESULT_COLUMNS: tuple[str, ...] = (
@@ -130,8 +130,7 @@ class UpdateExample:
             value = getattr(self, name)
             if not (is_real(value) and low <= value <= high):
                 raise ValueError(f"{name} must be a number in [{low:g}, {high:g}], got {value!r}")
-        if self.loss not in LOSSES:
-            raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
+        check_choice("loss", self.loss, LOSSES)
 
     @property
     def rows(self) -> int:

@@ -36,7 +36,7 @@ import numpy as np
 from gymnasium import spaces
 from numpy.typing import NDArray
 
-from rdqn.validation import check_integer
+from rdqn.validation import check_integer, check_probability
 
 
 class BlindCliffwalkEnv(gym.Env[NDArray[np.float32], np.int64]):
@@ -117,8 +117,7 @@ class BlindCliffwalkEnv(gym.Env[NDArray[np.float32], np.int64]):
         the wrong action terminates with reward 0, so Q*(s, wrong) = 0. Used to measure learning
         (the paper's figure 1 reports the error of Q against this table).
         """
-        if not 0.0 <= gamma <= 1.0:
-            raise ValueError(f"gamma must be in [0, 1], got {gamma}")
+        gamma = check_probability("gamma", gamma)
         q = np.zeros((self.n, 2), dtype=np.float64)
         q[np.arange(self.n), self.right_actions] = gamma ** np.arange(self.n - 1, -1, -1.0)
         return q

@@ -83,9 +83,9 @@ class ReplayBuffer:
         capacity = check_integer("capacity", capacity, minimum=1)
         self.window = check_integer("window", window, minimum=1)
         shape = (obs_shape,) if isinstance(obs_shape, (int, np.integer)) else tuple(obs_shape)
-        if not shape or any(check_integer("obs_shape entries", s, minimum=1) <= 0 for s in shape):
-            raise ValueError(f"obs_shape must be a non-empty tuple of positive ints, got {shape}")
-        self.obs_shape = tuple(int(s) for s in shape)
+        if not shape:
+            raise ValueError("obs_shape must be a non-empty tuple of positive ints, got ()")
+        self.obs_shape = tuple(check_integer("obs_shape entries", s, minimum=1) for s in shape)
         dtype = np.dtype(obs_dtype)
         if dtype.kind not in "fiub":
             raise ValueError(f"obs_dtype must be a numeric dtype, got {dtype}")

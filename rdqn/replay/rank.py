@@ -14,7 +14,7 @@ from rdqn.replay.samplers import (
     check_normalization,
     importance_weights_kernel,
 )
-from rdqn.validation import check_real
+from rdqn.validation import check_integer, check_real
 
 __all__ = ["RankBasedSampler"]
 
@@ -49,9 +49,7 @@ class RankBasedSampler:
         max_weight: float | None = None,
     ) -> None:
         self.alpha = check_real("alpha", alpha, minimum=0.0)
-        if not isinstance(sort_every, (int, np.integer)) or sort_every < 1:
-            raise ValueError(f"sort_every must be an integer >= 1, got {sort_every!r}")
-        self.sort_every = int(sort_every)
+        self.sort_every = check_integer("sort_every", sort_every, minimum=1)
         self.is_normalization = is_normalization
         self.max_weight = max_weight
         self._mode, self._max_weight = check_normalization(is_normalization, max_weight)

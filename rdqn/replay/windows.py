@@ -18,6 +18,8 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
+from rdqn.validation import check_integer
+
 __all__ = ["WindowBuilder", "gather_windows"]
 
 
@@ -99,9 +101,7 @@ class WindowBuilder:
     """
 
     def __init__(self, window: int, obs_shape: tuple[int, ...], dtype: DTypeLike = np.float32):
-        if not isinstance(window, (int, np.integer)) or window < 1:
-            raise ValueError(f"window must be an integer >= 1, got {window!r}")
-        self.length = int(window)
+        self.length = check_integer("window", window, minimum=1)
         self.obs_shape = tuple(int(s) for s in obs_shape)
         self.dtype = np.dtype(dtype)
         self._frames = np.zeros((self.length, *self.obs_shape), dtype=self.dtype)

@@ -16,6 +16,7 @@ The loop blocks while paused, so a paused run costs no CPU. A worker (`rdqn.runs
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -131,9 +132,16 @@ def drive(
     """
     trainer: Trainer | None = None
     status, error = "stopped", None
+
+    def snapshot() -> Telemetry:
+        """The trainer's snapshot, labelled with how the run stands (created, running, paused,
+        or how it ended): the trainer only knows its own loop."""
+        assert trainer is not None
+        return dataclasses.replace(trainer.snapshot(), status=run.status, error=run.error)
+
     try:
         trainer = run.open(paused=controls.paused)
-        publish(trainer.snapshot())
+        publish(snapshot())
         last_publish = next_tick = time.monotonic()
         while True:
             action = controls.next_action(run.status == "paused")
@@ -142,7 +150,7 @@ def drive(
                 break
             if action == PAUSE:
                 run.mark("paused")
-                publish(trainer.snapshot())
+                publish(snapshot())
                 continue
             if action == RUN and run.status == "paused":
                 run.mark("running")
@@ -152,17 +160,17 @@ def drive(
             trainer.step()
             now = time.monotonic()
             if action == STEP or now - last_publish >= snapshot_interval:
-                publish(trainer.snapshot())
+                publish(snapshot())
                 run.record_progress()
                 last_publish = now
             next_tick = controls.throttle(next_tick) if action == RUN else now
     except Exception as err:  # noqa: BLE001 - any failure must end as a recorded 'failed' run
         status, error = ending(err)
     finally:
-        # The last snapshot shows how the run ended; failing to take it must not hide that.
-        if trainer is not None:
-            with contextlib.suppress(Exception):
-                publish(trainer.snapshot())
         # A failure while closing is recorded by close() itself as the run's error.
         with contextlib.suppress(Exception):
             run.close(status, error)
+        # The last snapshot shows how the run ended; failing to take it must not hide that.
+        if trainer is not None:
+            with contextlib.suppress(Exception):
+                publish(snapshot())

@@ -22,7 +22,8 @@ from typing import Any
 from rdqn.config import RunConfig
 from rdqn.runs.control import check_speed
 from rdqn.runs.executors import Executor, ThreadExecutor, Worker
-from rdqn.runs.lifecycle import FINAL_STATUSES, RecordedRun
+from rdqn.runs.lifecycle import RecordedRun
+from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import RunStore
 from rdqn.runs.worker import RunSpec, apply_record
 from rdqn.training.telemetry import Telemetry

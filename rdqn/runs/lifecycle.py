@@ -30,13 +30,13 @@ from rdqn.config import RunConfig
 from rdqn.learn.agent import DivergenceError
 from rdqn.runs.checkpoints import checkpoint_bytes
 from rdqn.runs.manifest import manifest_of
+from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import RunRecords, RunStore
 from rdqn.runs.writer import RunWriter
 from rdqn.training.trainer import Trainer
 
 __all__ = ["FINAL_STATUSES", "RecordedRun", "ending", "run_to_end"]
 
-FINAL_STATUSES: tuple[str, ...] = ("finished", "failed", "stopped")
 INTERRUPTED_BY_USER = "interrupted by the user"
 
 
@@ -99,27 +99,36 @@ class RecordedRun:
         trainer rejects leave nothing behind; a filed run whose trainer fails to build is
         recorded as failed. Either way the exception propagates.
         """
+        if self.status != "created":
+            raise RuntimeError(f"run {self.id} is {self.status}; only a created run opens")
         try:
             trainer = Trainer(self.config)
         except BaseException as err:
             if self.id is not None:
                 self.close(*ending(err))
             raise
-        self.create()
-        self.trainer = trainer
-        if self.store is not None:
-            self._writer = RunWriter(self.store, self.id)  # type: ignore[arg-type]
-            trainer.sink = self._writer
-        self.mark("paused" if paused else "running")
+        try:
+            self.create()
+            self.trainer = trainer
+            if self.store is not None:
+                self._writer = RunWriter(self.store, self.id)  # type: ignore[arg-type]
+                trainer.sink = self._writer
+            self.mark("paused" if paused else "running")
+        except BaseException as err:
+            if self.id is None:
+                trainer.close()
+            else:
+                self.close(*ending(err))
+            raise
         return trainer
 
     def mark(self, status: str) -> None:
         """Record a move between 'running' and 'paused'."""
         if status not in ("running", "paused"):
             raise ValueError(f"status must be 'running' or 'paused', got {status!r}")
-        self.status = status
         if self.store is not None and self.id is not None:
             self.store.set_status(self.id, status)
+        self.status = status
 
     def record_progress(self) -> None:
         """Queue the trainer's counters; they reach the store with the next batch of rows."""
@@ -156,7 +165,8 @@ class RecordedRun:
                 with contextlib.suppress(Exception):
                     self.store.set_status(self.id, status, error)
             if trainer is not None:
-                trainer.close()
+                with contextlib.suppress(Exception):  # the run's own error matters more
+                    trainer.close()
 
     def __repr__(self) -> str:
         return f"RecordedRun(id={self.id!r}, status={self.status!r}, env={self.config.env.id!r})"

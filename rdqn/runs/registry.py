@@ -9,6 +9,7 @@ workers (`rdqn.runs.executors`); a run nobody polls for `idle_timeout` seconds s
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from rdqn.config import RunConfig
 from rdqn.runs.executors import Executor, ThreadExecutor
 from rdqn.runs.handle import RunHandle
-from rdqn.runs.lifecycle import FINAL_STATUSES
+from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import RunStore
 from rdqn.validation import check_integer
 
@@ -107,7 +108,7 @@ class RunRegistry:
         with self._lock:
             while self._queue and len(self._active()) < self.max_active:
                 handle = self._queue.pop(0)
-                if handle.status == "created":
+                with contextlib.suppress(RuntimeError):  # stopped meanwhile: it never starts
                     handle.start()
 
     def _on_exit(self, handle: RunHandle) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 __all__ = [
     "ACTIVE_STATUSES",
+    "FINAL_STATUSES",
     "EPISODE_COLUMNS",
     "EPISODE_KEYS",
     "INSERT_EPISODES",
@@ -29,6 +30,7 @@ __all__ = [
 
 STATUSES: tuple[str, ...] = ("created", "running", "paused", "finished", "failed", "stopped")
 ACTIVE_STATUSES: tuple[str, ...] = ("running", "paused")
+FINAL_STATUSES: tuple[str, ...] = ("finished", "failed", "stopped")
 
 # (column, converter). Converters turn numpy/torch scalars into the Python types sqlite3 binds.
 Converter = Callable[[Any], Any]

@@ -385,7 +385,8 @@ class RunStore:
                 checkpoint.unlink(missing_ok=True)
 
     def mark_interrupted(self) -> int:
-        """Mark runs left ``'running'``/``'paused'`` by a dead process as ``'stopped'``.
+        """Mark runs a dead process left behind as ``'stopped'``, with the reason: runs it left
+        ``'running'``/``'paused'`` ("interrupted") and runs it queued that never started.
 
         Call once at startup, before this process starts any run. A run whose owner is another
         process that is still alive (say a CLI run beside the dashboard) is left alone; runs owned
@@ -393,19 +394,25 @@ class RunStore:
         Returns how many runs were marked.
         """
         me = os.getpid()
+        reasons = {
+            "created": "never started: the process that queued it ended",
+            "running": "interrupted: the process running it ended",
+            "paused": "interrupted: the process running it ended",
+        }
         with self._write() as conn:
             rows = conn.execute(
-                "SELECT id, owner_pid FROM runs WHERE status IN (?, ?)", ACTIVE_STATUSES
+                "SELECT id, owner_pid, status FROM runs WHERE status IN (?, ?, ?)",
+                tuple(reasons),
             ).fetchall()
             orphans = [
-                (run_id,)
-                for run_id, pid in rows
+                (time.time(), reasons[status], run_id)
+                for run_id, pid, status in rows
                 if pid is None or pid == me or not _pid_alive(int(pid))
             ]
             conn.executemany(
                 "UPDATE runs SET status = 'stopped', updated_at = ?, "
-                "error = COALESCE(error, 'interrupted: the process running it ended') WHERE id = ?",
-                [(time.time(), run_id) for (run_id,) in orphans],
+                "error = COALESCE(error, ?) WHERE id = ?",
+                orphans,
             )
         return len(orphans)
 

@@ -12,8 +12,9 @@
         replay.update_priorities(batch, |delta|)
 
 Environment steps, learner updates and episodes are counted separately. A diverging update (NaN
-or inf) raises `DivergenceError` with everything recorded so far kept (status "failed"). The CLI
-and the dashboard's background runs are two clients of this class.
+or inf) raises `DivergenceError` with everything recorded so far kept (status "failed"). Runs
+drive a trainer through `rdqn.runs.lifecycle.RecordedRun` (to the end with `run_to_end`, or step
+by step with `rdqn.runs.control.drive`); the trainer's own status only describes its loop.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.config_widgets import FORM_FIELDS, field_label
@@ -189,3 +190,41 @@ def test_conflicting_settings_show_an_error_and_change_nothing() -> None:
     assert not at.exception
     assert "train.learning_starts must be >= replay.batch_size (1024)" in at.error[0].value
     assert at.session_state["live.overrides"] == {}
+
+
+def test_switching_preset_keeps_only_what_was_changed() -> None:
+    at = open_app()
+    at.switch_page("pages/live.py").run()
+    at.slider(key="live.alpha").set_value(0.8).run()
+    labelled(at.sidebar.selectbox, "Preset").set_value("e14")
+    labelled(at.sidebar.number_input, "Seed").set_value(3)
+    at.sidebar.button[0].click()
+    at.run()
+    assert not at.exception
+    assert at.session_state["live.preset"] == "e14"
+    assert at.session_state["live.overrides"] == {"replay.alpha": 0.8, "seed": 3}
+    config = registry().get(at.session_state["live.run_id"]).config
+    assert (config.env.id, config.replay.window, config.agent.network) == (
+        "rdqn/MaskedCartPole-v0",
+        8,
+        "recurrent",
+    )
+
+
+def test_a_prices_csv_the_market_cannot_use_is_rejected_and_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dashboard import live
+
+    def save_upload(data: bytes) -> Path:
+        path = tmp_path / "up.csv"
+        path.write_bytes(data)
+        return path
+
+    monkeypatch.setattr(live, "save_upload", save_upload)
+    with pytest.raises(ValueError, match="prices CSV rejected: .*an episode needs"):
+        live._checked_upload(b"price\n1.0\n1.1\n1.2\n")
+    assert not (tmp_path / "up.csv").exists()
+    prices = "price\n" + "\n".join(str(100 + k % 7) for k in range(600)) + "\n"
+    kept = live._checked_upload(prices.encode())
+    assert kept.read_text() == prices

@@ -87,3 +87,31 @@ def test_to_params_round_trips_through_parse() -> None:
     parsed = parse_params(params)
     assert parsed.preset == "per-notebook"
     assert parsed.overrides == {k: v for k, v in overrides.items() if k != "env.kwargs"}
+
+
+def test_every_field_the_page_edits_has_a_url_name() -> None:
+    from dashboard.config_widgets import FORM_FIELDS
+
+    edited = {*FORM_FIELDS, "replay.scheme", "replay.alpha", "replay.beta0"}
+    assert edited <= set(URL_ALIASES.values())
+
+
+@pytest.mark.parametrize(
+    ("params", "note"),
+    [
+        ({"capacity": "2000000"}, "replay.capacity must be at most 1,000,000 on this server"),
+        ({"steps": "6000000"}, "train.total_steps must be at most 5,000,000 on this server"),
+        ({"preset": "e14", "window": "65"}, "replay.window must be at most 64 on this server"),
+    ],
+)
+def test_values_beyond_the_servers_limits_are_ignored(params: dict[str, str], note: str) -> None:
+    parsed = parse_params(params)
+    assert parsed.overrides == {}
+    assert note in parsed.notes[0]
+
+
+def test_floats_travel_exactly_and_warm_up_has_a_name() -> None:
+    params = to_params("per-notebook", {"replay.alpha": 0.123456789, "train.learning_starts": 64})
+    assert params["alpha"] == "0.123456789" and params["warmup"] == "64"
+    parsed = parse_params(params)
+    assert parsed.overrides == {"replay.alpha": 0.123456789, "train.learning_starts": 64}

@@ -1,13 +1,16 @@
 """End-to-end: the real app in Debian's Chromium, driven by Playwright.
 
-Starts `streamlit run app.py` on a free local port with its own RDQN_HOME, then acts as a user:
-start the demo, watch the reward curve grow, move alpha and see the run restart, draw a batch on
-the sum-tree page. Fails (never skips) when Chromium is missing, so CI cannot pass without it.
-Screenshots go to test-artifacts/.
+Starts `streamlit run app.py` on a free local port with its own RDQN_HOME (runs train in worker
+processes, the default), then acts as teachers and students: start the demo, watch the reward
+curve grow, move alpha and see the run restart, draw a batch on the sum-tree page; set up a run
+and open its URL in another session; open a new session while other sessions' runs train; close
+the server and find no worker process left. Fails (never skips) when Chromium is missing, so CI
+cannot pass without it. Screenshots and server logs go to test-artifacts/.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
@@ -43,54 +46,46 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+@contextlib.contextmanager
+def _streamlit(home: Path, log_name: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`streamlit run app.py` on a free local port, its output in test-artifacts/<log_name>."""
     port = _free_port()
     # Several sessions train at once here: more than the default cap (the cores but one).
-    env = {
-        **os.environ,
-        "RDQN_HOME": str(tmp_path_factory.mktemp("rdqn-home")),
-        "RDQN_MAX_RUNS": "4",
-    }
+    env = {**os.environ, "RDQN_HOME": str(home), "RDQN_MAX_RUNS": "4"}
     ARTIFACTS.mkdir(exist_ok=True)
-    log = (ARTIFACTS / "server.log").open("w", encoding="utf-8")  # read back on failure
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--server.headless",
-            "true",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    output = (ARTIFACTS / "server.log").read_text(encoding="utf-8")
-                    raise RuntimeError(f"streamlit did not start:\n{output}") from None
-                time.sleep(0.5)
+    log_path = ARTIFACTS / log_name
+    with log_path.open("w", encoding="utf-8") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
+            + ["--server.address", "127.0.0.1", "--server.headless", "true"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                        if response.status == 200:
+                            break
+                except OSError:
+                    if process.poll() is not None or time.monotonic() > deadline:
+                        output = log_path.read_text(encoding="utf-8")
+                        raise RuntimeError(f"streamlit did not start:\n{output}") from None
+                    time.sleep(0.5)
+            yield url, process
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with _streamlit(tmp_path_factory.mktemp("rdqn-home"), "server.log") as (url, _):
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
-        log.close()
 
 
 @pytest.fixture(scope="module")
@@ -210,3 +205,86 @@ def test_settings_form_and_shared_url_reproduce_the_setup_in_another_session(
     student.screenshot(path=str(ARTIFACTS / "live-settings-student.png"))
     teacher.context.close()
     student.context.close()
+
+
+def _processes() -> dict[int, tuple[int, str]]:
+    """pid -> (parent pid, command line) of every process on this machine."""
+    table = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError):
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if stat[0] == "Z":
+                    continue  # a zombie has ended
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                table[int(entry.name)] = (int(stat[1]), command)
+    return table
+
+
+def _descendants(root: int) -> set[int]:
+    table, found, frontier = _processes(), set(), {root}
+    while frontier:
+        children = {pid for pid, (parent, _) in table.items() if parent in frontier}
+        found |= children
+        frontier = children
+    return found
+
+
+def _start_a_run(page: Page, url: str) -> None:
+    page.goto(f"{url}/live?steps=1000000")
+    page.get_by_role("button", name="Start", exact=True).click()
+    page.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()
+
+
+def test_a_new_session_is_served_while_runs_train_in_worker_processes(page: Page) -> None:
+    """Two sessions keep runs training; a third opens the live page, starts its own run and
+    sees it running quickly, because training happens in worker processes, not the server."""
+    browser = page.context.browser
+    assert browser is not None
+    url = re.sub(r"(https?://[^/]+).*", r"\1", page.url)
+    page.goto(f"{url}/live")  # the earlier tests' session: a run still training pauses
+    pause = page.get_by_role("button", name="Pause")
+    pause.wait_for()
+    if pause.is_enabled():
+        pause.click()
+    sessions = []
+    for _ in range(2):
+        tab = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+        tab.set_default_timeout(60_000)
+        _start_a_run(tab, url)
+        sessions.append(tab)
+    newcomer = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+    newcomer.set_default_timeout(60_000)
+    begin = time.monotonic()
+    _start_a_run(newcomer, url)
+    assert time.monotonic() - begin < 20, "a new session waited too long while runs trained"
+    first = _metric(newcomer, "Env steps")
+    time.sleep(3)
+    assert _metric(newcomer, "Env steps") > first
+    _assert_no_exception(newcomer)
+    newcomer.screenshot(path=str(ARTIFACTS / "live-while-others-train.png"))
+    # The runs train in worker processes forked by the zygote: one per training session.
+    zygotes = [pid for pid, (_, command) in _processes().items() if "rdqn.runs.zygote" in command]
+    workers = {pid for zygote in zygotes for pid in _descendants(zygote)}
+    assert len(workers) >= 3, (zygotes, workers)
+    for tab in [*sessions, newcomer]:
+        tab.get_by_role("button", name="Pause").click()
+        tab.context.close()
+
+
+def test_closing_the_server_ends_its_worker_processes(page: Page, tmp_path: Path) -> None:
+    browser = page.context.browser
+    assert browser is not None
+    with _streamlit(tmp_path, "server-shutdown.log") as (url, server):
+        tab = browser.new_context().new_page()
+        tab.set_default_timeout(120_000)
+        _start_a_run(tab, url)
+        spawned = _descendants(server.pid)
+        assert len(spawned) >= 2, spawned  # the zygote and the run's worker
+        server.terminate()  # what Ctrl-C or a service manager's stop does
+        server.wait(30)
+        tab.context.close()
+    deadline = time.monotonic() + 15
+    while spawned & set(_processes()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not spawned & set(_processes()), "worker processes outlived their server"

@@ -76,6 +76,7 @@ def test_drive_records_pause_and_resume_and_ends_stopped(tmp_path: Path) -> None
         wait_for(lambda: store.get_run(run_id).status == "running")
         controls.pause()
         wait_for(lambda: store.get_run(run_id).status == "paused")
+        wait_for(lambda: snapshots[-1].status == "paused")  # pages see the run's own status
         frozen = snapshots[-1].env_steps
         time.sleep(0.3)
         assert snapshots[-1].env_steps == frozen
@@ -85,6 +86,7 @@ def test_drive_records_pause_and_resume_and_ends_stopped(tmp_path: Path) -> None
         loop.join(10)
         record = store.get_run(run_id)
     assert record.status == "stopped" and record.error == "stopped by its owner"
+    assert (snapshots[-1].status, snapshots[-1].error) == ("stopped", "stopped by its owner")
     assert record.env_steps == snapshots[-1].env_steps > frozen
 
 

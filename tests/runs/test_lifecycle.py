@@ -18,7 +18,8 @@ from rdqn.learn.agent import DivergenceError
 from rdqn.presets import preset
 from rdqn.runs.checkpoints import load_checkpoint
 from rdqn.runs.handle import RunHandle
-from rdqn.runs.lifecycle import FINAL_STATUSES, RecordedRun, ending, run_to_end
+from rdqn.runs.lifecycle import RecordedRun, ending, run_to_end
+from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import RunStore
 from rdqn.training.trainer import Trainer
 from tests.run_helpers import tiny

@@ -154,9 +154,7 @@ def test_unknown_run_id_is_a_clear_key_error(store: RunStore) -> None:
     with pytest.raises(KeyError, match=message):
         store.set_status("feedfacecafe", "running")
     with pytest.raises(KeyError, match=message):
-        store.write_metrics(
-            "feedfacecafe", progress={"env_steps": 1, "updates": 1, "episodes": 1}
-        )
+        store.write_metrics("feedfacecafe", progress={"env_steps": 1, "updates": 1, "episodes": 1})
     with pytest.raises(KeyError, match=message):
         store.write_metrics("feedfacecafe", steps=step_rows(2))
     with pytest.raises(KeyError, match=message):
@@ -316,7 +314,7 @@ def test_mark_interrupted_stops_runs_of_dead_processes(store: RunStore) -> None:
         check=True,
     )
     dead_pid = int(dead.stdout)
-    crashed, paused, mine, live_other, done = (new_run(store) for _ in range(5))
+    crashed, paused, mine, live_other, done, queued = (new_run(store) for _ in range(6))
     for run_id in (crashed, mine, live_other):
         store.set_status(run_id, "running")
     store.set_status(paused, "paused")
@@ -324,11 +322,14 @@ def test_mark_interrupted_stops_runs_of_dead_processes(store: RunStore) -> None:
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         raw = sqlite3.connect(store.path)
-        raw.execute("UPDATE runs SET owner_pid = ? WHERE id IN (?, ?)", (dead_pid, crashed, paused))
+        raw.execute(
+            "UPDATE runs SET owner_pid = ? WHERE id IN (?, ?, ?)",
+            (dead_pid, crashed, paused, queued),
+        )
         raw.execute("UPDATE runs SET owner_pid = ? WHERE id = ?", (sleeper.pid, live_other))
         raw.commit()
         raw.close()
-        assert store.mark_interrupted() == 3
+        assert store.mark_interrupted() == 4
     finally:
         sleeper.kill()
         sleeper.wait()
@@ -341,6 +342,11 @@ def test_mark_interrupted_stops_runs_of_dead_processes(store: RunStore) -> None:
         done: "finished",
     }
     assert "interrupted" in (store.get_run(crashed).error or "")
+    # A run its dead server queued never started: stopped too, with that reason.
+    assert (store.get_run(queued).status, store.get_run(queued).error) == (
+        "stopped",
+        "never started: the process that queued it ended",
+    )
     assert store.mark_interrupted() == 1  # the sleeper is dead now
 
 

@@ -1,0 +1,146 @@
+"""Where runs train: throughput of worker processes and Ray actors, and what the relay costs.
+
+Every measure trains the per-notebook preset on CartPole (fused MLP update, one update per env
+step, one torch thread per run) at full speed and reads env steps per second from the runs'
+snapshots, after a warm-up, over a fixed window. Variants run interleaved, round by round:
+
+  in-process      the run's loop in this process: `Trainer.step` with nothing relayed
+  1 worker        one run in a worker process, its snapshots relayed to this process
+  2 workers       two runs in two worker processes at once (total env steps/s)
+  1 Ray actor     one run as an actor of a local Ray instance (writes relayed too)
+  2 Ray actors    two at once
+
+Start overhead: seconds from `RunHandle.start` to the first snapshot, for a worker forked from
+the warm zygote and for a new Ray actor (a fresh process on some node).
+
+Usage: python -m benchmarks.bench_executors [--seconds 15] [--rounds 3] [--no-ray] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from rdqn.presets import preset
+from rdqn.runs.executors import Executor, ProcessExecutor
+from rdqn.runs.handle import RunHandle
+from rdqn.runs.store import RunStore
+from rdqn.training.trainer import Trainer
+
+CONFIG = preset("per-notebook").with_overrides({"train.total_steps": 10_000_000})
+WARM_UP_STEPS = 2_000
+
+
+def in_process(seconds: float) -> float:
+    """Env steps/s of the bare loop in this process."""
+    trainer = Trainer(CONFIG)
+    trainer.run(steps=WARM_UP_STEPS)
+    start, steps = time.perf_counter(), trainer.env_steps
+    while time.perf_counter() - start < seconds:
+        trainer.run(steps=200)
+    rate = (trainer.env_steps - steps) / (time.perf_counter() - start)
+    trainer.close()
+    return rate
+
+
+def in_workers(executor: Executor, store: RunStore, runs: int, seconds: float) -> float:
+    """Total env steps/s of ``runs`` runs training at once in ``executor``'s workers."""
+    handles = [
+        RunHandle(CONFIG.with_overrides({"seed": k}), store=store, executor=executor).start()
+        for k in range(runs)
+    ]
+
+    def steps() -> int:
+        return sum(h.snapshot().env_steps for h in handles)  # type: ignore[union-attr]
+
+    while any(h.snapshot() is None or h.snapshot().env_steps < WARM_UP_STEPS for h in handles):
+        time.sleep(0.05)
+    start, first = time.perf_counter(), steps()
+    time.sleep(seconds)
+    rate = (steps() - first) / (time.perf_counter() - start)
+    for handle in handles:
+        handle.stop(wait=False)
+    for handle in handles:
+        handle.stop()
+    return rate
+
+
+def start_overhead(executor: Executor, store: RunStore) -> float:
+    """Seconds from start to the first snapshot of a run (its trainer built)."""
+    begin = time.perf_counter()
+    handle = RunHandle(CONFIG, store=store, executor=executor).start()
+    while handle.snapshot() is None:
+        time.sleep(0.005)
+    elapsed = time.perf_counter() - begin
+    handle.stop()
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-ray", action="store_true", help="leave out the Ray variants")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    store = RunStore(Path(tempfile.mkdtemp(prefix="rdqn-bench-")) / "rdqn.db")
+    process = ProcessExecutor(capacity=2)
+    process.prepare()
+    variants: dict[str, Callable[[], float]] = {
+        "in-process": lambda: in_process(args.seconds),
+        "1 worker": lambda: in_workers(process, store, 1, args.seconds),
+        "2 workers": lambda: in_workers(process, store, 2, args.seconds),
+    }
+    starts: dict[str, list[float]] = {"worker (zygote)": []}
+    ray = None
+    if not args.no_ray:
+        from rdqn.runs.ray_executor import RayExecutor
+
+        begin = time.perf_counter()
+        ray = RayExecutor("local", num_cpus=2)
+        ray_init = time.perf_counter() - begin
+        variants["1 Ray actor"] = lambda: in_workers(ray, store, 1, args.seconds)
+        variants["2 Ray actors"] = lambda: in_workers(ray, store, 2, args.seconds)
+        starts["Ray actor"] = []
+    in_workers(process, store, 1, 1.0)  # the zygote is warm before anything is timed
+    rates: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(args.rounds):
+        for name, measure in variants.items():
+            rates[name].append(measure())
+        starts["worker (zygote)"].append(start_overhead(process, store))
+        if ray is not None:
+            starts["Ray actor"].append(start_overhead(ray, store))
+    medians = {name: statistics.median(values) for name, values in rates.items()}
+    start_medians = {name: statistics.median(values) for name, values in starts.items()}
+    base = medians["in-process"]
+    one = medians["1 worker"]
+    for name, rate in medians.items():
+        print(f"{name:14s} {rate:7.0f} env steps/s  {rate / base:6.1%} of in-process")
+    print(f"2 workers / 1 worker: {medians['2 workers'] / one:.2f}x")
+    if ray is not None:
+        print(
+            f"2 Ray actors / 1 Ray actor: {medians['2 Ray actors'] / medians['1 Ray actor']:.2f}x"
+        )
+        print(f"Ray instance start: {ray_init:.1f} s")
+    for name, seconds in start_medians.items():
+        print(f"start to first snapshot, {name}: {seconds:.2f} s")
+    if args.json:
+        result = {"rates": rates, "medians": medians, "starts": starts}
+        if ray is not None:
+            result["ray_init_seconds"] = ray_init
+        Path(args.json).write_text(json.dumps(result, indent=2))
+    if ray is not None:
+        ray.close()
+    process.close()
+
+
+if __name__ == "__main__":
+    main()
