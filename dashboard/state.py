@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 import streamlit as st
-import streamlit.components.v1 as components
 import torch
 
 from dashboard.params import DEFAULT_PRESET
@@ -112,7 +111,7 @@ def ensure_app_frame() -> None:
     from streamlit.runtime.pages_manager import PagesManager
 
     PagesManager.uses_pages_directory = False
-    components.html("<script>window.parent.location.reload()</script>", height=0)
+    st.iframe("<script>window.parent.location.reload()</script>", height=1)
     st.stop()
 
 

@@ -29,8 +29,10 @@ __all__ = [
     "Executor",
     "ExecutorUnavailable",
     "ProcessExecutor",
+    "QueueLink",
     "ThreadExecutor",
     "Worker",
+    "drain",
     "executor_from_env",
 ]
 
@@ -121,8 +123,19 @@ class ProcessExecutor:
 
 
 # ----------------------------------------------------------------------------------- threads
-class _QueueLink:
-    """The worker's end of a link between two threads."""
+def drain(events: queue.Queue[Any], timeout: float) -> list[Any]:
+    """Every item waiting in ``events``, after waiting up to ``timeout`` s for the first."""
+    out = []
+    try:
+        out.append(events.get(timeout=timeout))
+        while True:
+            out.append(events.get_nowait())
+    except queue.Empty:
+        return out
+
+
+class QueueLink:
+    """The worker's end of a link made of two queues (a thread, or inside a Ray actor)."""
 
     def __init__(self, commands: queue.Queue[Any], events: queue.Queue[Any]) -> None:
         self._commands = commands
@@ -150,13 +163,7 @@ class _ThreadWorker:
         self._commands.put(command)
 
     def events(self, timeout: float) -> list[tuple[Any, ...]]:
-        out = []
-        try:
-            out.append(self._events.get(timeout=timeout))
-            while True:
-                out.append(self._events.get_nowait())
-        except queue.Empty:
-            return out
+        return drain(self._events, timeout)
 
     def alive(self) -> bool:
         return self._thread.is_alive()
@@ -190,7 +197,7 @@ class ThreadExecutor:
         events: queue.Queue[Any] = queue.Queue()
         thread = threading.Thread(
             target=run_worker,
-            args=(spec, _QueueLink(commands, events)),
+            args=(spec, QueueLink(commands, events)),
             name=f"rdqn-run-{spec.run_id}",
             daemon=True,
         )

@@ -241,7 +241,7 @@ class RunHandle:
                 self._snapshot = event[1]
         elif kind == "record":
             if self.store is not None:
-                apply_record(self.store, event[1], event[2])
+                apply_record(self.store, *event[1:])
         elif kind == "done":
             return event[1], event[2]
         return None

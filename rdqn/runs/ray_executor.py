@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from rdqn.runs.executors import ExecutorUnavailable, Worker
+from rdqn.runs.executors import ExecutorUnavailable, QueueLink, Worker, drain
 from rdqn.runs.worker import RunSpec, run_worker
 
 __all__ = ["RAY_MISSING", "RayExecutor"]
@@ -44,11 +44,9 @@ class _RunActor:
     """The actor's body: a run in a thread, linked to the methods by queues."""
 
     def __init__(self, spec: RunSpec) -> None:
-        from rdqn.runs.executors import _QueueLink
-
         self._commands: queue.Queue[Any] = queue.Queue()
         self._events: queue.Queue[Any] = queue.Queue()
-        link = _QueueLink(self._commands, self._events)
+        link = QueueLink(self._commands, self._events)
         self._thread = threading.Thread(target=run_worker, args=(spec, link), daemon=True)
         self._thread.start()
 
@@ -56,16 +54,7 @@ class _RunActor:
         self._commands.put(message)
 
     def events(self, timeout: float) -> list[tuple[Any, ...]]:
-        out = []
-        try:
-            out.append(self._events.get(timeout=timeout))
-            while True:
-                out.append(self._events.get_nowait())
-        except queue.Empty:
-            return out
-
-    def finished(self) -> bool:
-        return not self._thread.is_alive()
+        return drain(self._events, timeout)
 
 
 class _RayWorker:

@@ -76,14 +76,9 @@ class RunRecords(Protocol):
 
     def set_status(self, run_id: str, status: str, error: str | None = None) -> None: ...
 
-    def write_metrics(
-        self,
-        run_id: str,
-        *,
-        episodes: Sequence[Mapping[str, Any]] = (),
-        steps: Sequence[Mapping[str, Any]] = (),
-        progress: Mapping[str, int] | None = None,
-    ) -> None: ...
+    def write_metrics(self, run_id: str, **rows: Any) -> None:
+        """Episode and step rows and progress counters (`RunStore.write_metrics`)."""
+        ...
 
     def set_manifest(self, run_id: str, manifest: Mapping[str, Any]) -> None: ...
 

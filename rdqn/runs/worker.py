@@ -7,7 +7,7 @@ threads, a Ray actor's mailbox. The messages:
     server -> worker   ("pause",)  ("resume",)  ("step",)  ("speed", steps_per_second | None)
                        ("stop", reason | None)
     worker -> server   ("snapshot", Telemetry)
-                       ("record", method, args)    a write for the server's run store (relayed)
+                       ("record", method, args, kwargs)  a write for the server's run store
                        ("done", status, error)     the run is closed; nothing follows
 
 A worker on the server's machine opens the server's SQLite store itself (`RunSpec.store_path`);
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -35,6 +35,7 @@ from rdqn.runs.control import RunControls, drive
 from rdqn.runs.lifecycle import RecordedRun
 from rdqn.runs.store import RunRecords, RunStore
 from rdqn.training.trainer import Trainer
+from rdqn.validation import check_choice
 
 __all__ = [
     "COMMANDS",
@@ -82,35 +83,24 @@ class RecordRelay:
         self._send = send
 
     def set_status(self, run_id: str, status: str, error: str | None = None) -> None:
-        self._send(("record", "set_status", (run_id, status, error)))
+        self._send(("record", "set_status", (run_id, status, error), {}))
 
-    def write_metrics(
-        self,
-        run_id: str,
-        *,
-        episodes: Sequence[Mapping[str, Any]] = (),
-        steps: Sequence[Mapping[str, Any]] = (),
-        progress: Mapping[str, int] | None = None,
-    ) -> None:
-        rows = ([dict(row) for row in episodes], [dict(row) for row in steps])
-        self._send(("record", "write_metrics", (run_id, *rows, progress)))
+    def write_metrics(self, run_id: str, **rows: Any) -> None:
+        self._send(("record", "write_metrics", (run_id,), rows))
 
     def set_manifest(self, run_id: str, manifest: Mapping[str, Any]) -> None:
-        self._send(("record", "set_manifest", (run_id, dict(manifest))))
+        self._send(("record", "set_manifest", (run_id, dict(manifest)), {}))
 
     def save_checkpoint(self, run_id: str, data: bytes) -> None:
-        self._send(("record", "save_checkpoint", (run_id, data)))
+        self._send(("record", "save_checkpoint", (run_id, data), {}))
 
 
-def apply_record(store: RunStore, method: str, args: tuple[Any, ...]) -> None:
+def apply_record(
+    store: RunStore, method: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> None:
     """Make a write a worker relayed (one of `RECORD_METHODS`) in the server's store."""
-    if method == "write_metrics":
-        run_id, episodes, steps, progress = args
-        store.write_metrics(run_id, episodes=episodes, steps=steps, progress=progress)
-    elif method in RECORD_METHODS:
-        getattr(store, method)(*args)
-    else:
-        raise ValueError(f"record method must be one of {RECORD_METHODS}, got {method!r}")
+    check_choice("record method", method, RECORD_METHODS)
+    getattr(store, method)(*args, **kwargs)
 
 
 def _listen(link: Link, controls: RunControls) -> None:
