@@ -21,7 +21,6 @@ from rdqn.config import RunConfig
 from rdqn.envs import load_prices_csv, make_env
 from rdqn.presets import configure, preset
 from rdqn.runs.handle import RunHandle
-from rdqn.runs.registry import ServerBusy
 
 __all__ = [
     "MAIN_CONTROLS",
@@ -82,26 +81,23 @@ def current_run() -> RunHandle | None:
     return registry().get(run_id) if run_id else None
 
 
-def start_live_run(config: RunConfig, *, paused: bool = False) -> RunHandle | None:
+def start_live_run(config: RunConfig, *, paused: bool = False) -> RunHandle:
     """Replace this session's live run with a new one; the old one becomes the overlay.
 
-    Returns None (after showing why) when the registry is at its cap.
+    At the server's cap the new run waits in the queue and starts by itself when a slot frees
+    (the live view shows its place).
     """
     old = current_run()
     if old is not None:
         registry().stop(old.id)
         st.session_state["live.previous_run_id"] = old.id
-    try:
-        handle = registry().start(
-            config,
-            owner=session().owner,
-            paused=paused,
-            speed=SPEEDS[st.session_state["live.speed"]],
-        )
-    except ServerBusy as err:
-        st.session_state["live.run_id"] = None
-        st.warning(str(err))
-        return None
+    handle = registry().start(
+        config,
+        owner=session().owner,
+        paused=paused,
+        queue=True,
+        speed=SPEEDS[st.session_state["live.speed"]],
+    )
     st.session_state["live.run_id"] = handle.id
     return handle
 

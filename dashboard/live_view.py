@@ -36,8 +36,15 @@ def run_view(run_id: str | None, *, previous_run_id: str | None, smoothing: floa
     handle = registry().get(run_id) if run_id else None
     snap = handle.snapshot() if handle is not None else None
     if snap is None:
+        place = registry().position(run_id) if run_id else None
         if handle is not None and handle.error:
             st.error(f"The run {handle.status}: {handle.error}")
+        elif place is not None:
+            st.info(
+                f"Every training slot of this server is taken: run `{run_id}` waits in the "
+                f"queue, place {place[0]} of {place[1]}, and starts by itself when a run ends.",
+                icon=":material/hourglass_top:",
+            )
         elif handle is not None:
             st.info(f"Run `{run_id}` is {handle.status}: preparing to train…")
         else:

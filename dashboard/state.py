@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import os
 import uuid
@@ -66,19 +65,29 @@ def registry() -> RunRegistry:
     torch.set_num_threads(1)
     try:
         executor = executor_from_env()
+        max_runs = _env_number("RDQN_MAX_RUNS", None, int)
+        run_registry = RunRegistry(
+            store(),
+            executor=executor,
+            max_active=max_runs,
+            idle_timeout=_env_number("RDQN_IDLE_TIMEOUT", 120.0, float),
+        )
     except (ValueError, ExecutorUnavailable) as err:
         st.error(f"The server cannot start runs: {err}", icon=":material/error:")
         st.stop()
-    max_runs = os.environ.get("RDQN_MAX_RUNS")
-    run_registry = RunRegistry(
-        store(),
-        executor=executor,
-        max_active=int(max_runs) if max_runs else None,
-        idle_timeout=float(os.environ.get("RDQN_IDLE_TIMEOUT", "120")),
-    )
     executor.prepare()  # imports and compiled kernels, in the background, before the first run
-    atexit.register(run_registry.shutdown)
-    return run_registry
+    return run_registry  # it stops its runs and ends its workers when the server exits
+
+
+def _env_number(name: str, default: Any, kind: type) -> Any:
+    """A number from the environment, `ValueError` naming the variable when it is not one."""
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a {kind.__name__} number, got {raw!r}") from None
 
 
 @dataclass(frozen=True)

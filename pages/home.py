@@ -18,8 +18,8 @@ st.markdown(explanation("home_sum_tree"))
 left, right = st.columns([1, 2])
 if left.button("Start demo", icon=":material/rocket_launch:", type="primary", key="home.demo"):
     use_defaults()
-    if start_live_run(live_config()) is not None:
-        st.switch_page("pages/live.py")
+    start_live_run(live_config())
+    st.switch_page("pages/live.py")
 right.markdown(
     "The demo trains the PER notebook's agent on CartPole with α = 0.6 and β₀ = 0.4. "
     "Move α and β on the **Live training** page and watch the curve change."

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 import uuid
@@ -28,7 +27,7 @@ from rdqn.compare import ROLLING_WINDOW, Curve, comparison_configs, summary_tabl
 from rdqn.config import SCHEMES, RunConfig, field_docs
 from rdqn.envs import ENV_IDS, reward_threshold
 from rdqn.presets import PRESETS, configure, preset
-from rdqn.runs.executors import ExecutorUnavailable, executor_from_env
+from rdqn.runs.executors import ExecutorUnavailable, executor_from_env, usable_cores
 from rdqn.runs.handle import RunHandle
 from rdqn.runs.lifecycle import INTERRUPTED_BY_USER, RecordedRun, run_to_end
 from rdqn.runs.registry import RunRegistry
@@ -235,7 +234,7 @@ def _cmd_compare(args: argparse.Namespace, store: RunStore) -> int:
     configs = comparison_configs(base, args.schemes, args.seeds)
     group_id = uuid.uuid4().hex[:12]
     executor = executor_from_env()
-    parallel = args.parallel or (executor.capacity if executor.name == "ray" else os.cpu_count())
+    parallel = args.parallel or (executor.capacity if executor.name == "ray" else usable_cores())
     registry = RunRegistry(store, executor=executor, max_active=parallel, idle_timeout=None)
     try:
         handles = registry.enqueue(configs, group_id=group_id)

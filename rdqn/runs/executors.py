@@ -34,13 +34,22 @@ __all__ = [
     "Worker",
     "drain",
     "executor_from_env",
+    "usable_cores",
 ]
 
 EXECUTORS: tuple[str, ...] = ("process", "thread", "ray")
 
 
 class ExecutorUnavailable(RuntimeError):
-    """The executor asked for cannot run here (an optional dependency is missing)."""
+    """The executor asked for cannot run here (Ray missing, or its cluster out of reach)."""
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity), not all the machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 class Worker(Protocol):
@@ -107,7 +116,7 @@ class ProcessExecutor:
 
     @property
     def capacity(self) -> int:
-        return self._capacity or max(1, (os.cpu_count() or 2) - 1)
+        return self._capacity or max(1, usable_cores() - 1)
 
     def prepare(self) -> None:
         """Start the zygote now (it imports and warms up in seconds), so the first run does not
@@ -186,7 +195,7 @@ class ThreadExecutor:
 
     @property
     def capacity(self) -> int:
-        return max(1, (os.cpu_count() or 2) - 1)
+        return max(1, usable_cores() - 1)
 
     def prepare(self) -> None:
         """Load the compiled kernels in the background, so the first run does not wait."""

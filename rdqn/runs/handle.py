@@ -22,7 +22,7 @@ from typing import Any
 from rdqn.config import RunConfig
 from rdqn.runs.control import check_speed
 from rdqn.runs.executors import Executor, ThreadExecutor, Worker
-from rdqn.runs.lifecycle import RecordedRun
+from rdqn.runs.lifecycle import RecordedRun, ending
 from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import RunStore
 from rdqn.runs.worker import RunSpec, apply_record
@@ -48,6 +48,8 @@ class RunHandle:
         idle_timeout: stop the run after this many seconds without a `snapshot()` poll
             (None: never); a browser tab that closes sends no signal.
         on_exit: called (with this handle) when the run has ended.
+        stop_at_exit: stop (and record) the run when the interpreter exits; a registry that
+            owns the handle does that itself, for all its runs at once.
     """
 
     def __init__(
@@ -63,6 +65,7 @@ class RunHandle:
         speed: float | None = None,
         idle_timeout: float | None = None,
         on_exit: Callable[[RunHandle], None] | None = None,
+        stop_at_exit: bool = True,
     ) -> None:
         self.config = config
         self.store = store
@@ -74,6 +77,7 @@ class RunHandle:
         self.id: str = RecordedRun(config, store, name=name, group_id=group_id).create()
         self._speed = check_speed(speed)
         self._on_exit = on_exit
+        self._stop_at_exit = stop_at_exit
         self._lock = threading.Lock()
         self._status = "created"
         self._error: str | None = None
@@ -95,22 +99,35 @@ class RunHandle:
             spec = RunSpec(
                 run_id=self.id,
                 config=self.config,
-                store_path=str(self.store.path)
+                store_path=str(self.store.path.resolve())
                 if self.store is not None and self.executor.shares_store
                 else None,
                 paused=paused,
                 speed=self._speed,
                 snapshot_interval=self.snapshot_interval,
             )
+            try:
+                self._worker = self.executor.launch(spec)
+            except BaseException as err:
+                self._fail_to_start(err)
+                raise
             self._status = "paused" if paused else "running"
             self.last_polled = time.monotonic()
-            self._worker = self.executor.launch(spec)
             self._relay = threading.Thread(target=self._relay_events, name=f"rdqn-relay-{self.id}")
             self._relay.daemon = True
-            # A run still training when the interpreter exits is stopped and recorded first.
-            atexit.register(self.stop)
+            if self._stop_at_exit:  # stopped and recorded before the interpreter goes
+                atexit.register(self.stop)
             self._relay.start()
         return self
+
+    def _fail_to_start(self, error: BaseException) -> None:
+        """A worker that could not be launched: the run is recorded as failed, not left hanging
+        (called under the lock)."""
+        self._status, self._error = ending(error)
+        with contextlib.suppress(Exception):
+            RecordedRun(self.config, self.store, run_id=self.id).close(self._status, self._error)
+        if self._on_exit is not None:
+            threading.Thread(target=self._on_exit, args=(self,), daemon=True).start()
 
     def _send(self, *command: Any) -> None:
         if self._worker is not None:
@@ -217,10 +234,11 @@ class RunHandle:
             worker.kill()
             ended = self._lost(f"the server could not record the run: {type(err).__name__}: {err}")
         finally:
-            worker.join(10.0)
             status, error = ended if ended is not None else ("failed", "the run's relay ended")
             with self._lock:
                 self._status, self._error = status, error
+            with contextlib.suppress(Exception):
+                worker.join(10.0)
             atexit.unregister(self.stop)
             if self._on_exit is not None:
                 self._on_exit(self)
@@ -243,7 +261,11 @@ class RunHandle:
             if self.store is not None:
                 apply_record(self.store, *event[1:])
         elif kind == "done":
-            return event[1], event[2]
+            status, error = event[1], event[2]
+            # A worker that could not open the store cannot have recorded how its run ended.
+            if self.store is not None and self.store.get_run(self.id).status not in FINAL_STATUSES:
+                self.store.set_status(self.id, status, error)
+            return status, error
         return None
 
     def _stop_if_idle(self) -> None:

@@ -2,8 +2,9 @@
 
 Each run is an actor holding one CPU. Inside it the run trains exactly as in a worker process
 (`rdqn.runs.worker.run_worker`), linked by two queues to the actor's methods: the server sends
-commands with fire-and-forget calls and collects events with a long-polling call. The web server
-only relays and renders. An actor may live on another machine, where the server's SQLite file
+commands with fire-and-forget calls and collects events by polling. The actor runs one method
+at a time, in the order called, so commands keep their order (pause, then resume). The web
+server only relays and renders. An actor may live on another machine, where the server's SQLite file
 is out of reach, so its writes are relayed to the server (`RunSpec.store_path` is None); a node
 or actor that dies surfaces as an error of that call, and the run is recorded as failed with it.
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ RAY_MISSING = (
     "pip install -r requirements-ray.txt (or pip install 'rdqn[ray]')"
 )
 _ROOT = Path(__file__).resolve().parents[2]
+_CALL_TIMEOUT_S = 60.0
 
 
 def _ray() -> Any:
@@ -71,10 +74,16 @@ class _RayWorker:
         if self._lost is not None:
             return []
         try:
-            return list(self._ray.get(self._actor.events.remote(timeout), timeout=timeout + 60))
-        except Exception as err:  # noqa: BLE001 - RayActorError, node loss, timeouts: all fatal
+            # The actor answers at once (it must not block the commands queued behind).
+            events = list(self._ray.get(self._actor.events.remote(0.0), timeout=_CALL_TIMEOUT_S))
+        except self._ray.exceptions.GetTimeoutError:
+            return []  # a busy or still-starting actor: ask again
+        except Exception as err:  # noqa: BLE001 - the actor or its node is gone
             self._lost = f"the Ray actor was lost: {type(err).__name__}: {err}"
             return []
+        if not events:
+            time.sleep(timeout)
+        return events
 
     def alive(self) -> bool:
         return self._lost is None
@@ -106,12 +115,17 @@ class RayExecutor:
                 "log_to_driver": False,
                 "runtime_env": {"env_vars": {"PYTHONPATH": str(_ROOT)}},
             }
-            if address == "local":
-                ray.init(num_cpus=num_cpus, **options)
-            else:
-                ray.init(address=address, **options)
+            try:
+                if address == "local":
+                    ray.init(num_cpus=num_cpus, **options)
+                else:
+                    ray.init(address=address, **options)
+            except Exception as err:  # noqa: BLE001 - any failure to reach the cluster
+                raise ExecutorUnavailable(
+                    f"cannot start or join Ray at RDQN_RAY_ADDRESS={address!r}: {err}"
+                ) from err
             self._started = True
-        self._actor_class = ray.remote(num_cpus=1, max_concurrency=4)(_RunActor)
+        self._actor_class = ray.remote(num_cpus=1)(_RunActor)
 
     @property
     def capacity(self) -> int:

@@ -9,6 +9,7 @@ workers (`rdqn.runs.executors`); a run nobody polls for `idle_timeout` seconds s
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import threading
 from collections.abc import Iterable
@@ -57,26 +58,40 @@ class RunRegistry:
         self.idle_timeout = idle_timeout
         self.keep_finished = keep_finished
         self._lock = threading.RLock()
+        self._closed = False
         self._runs: dict[str, RunHandle] = {}
-        self._queue: list[RunHandle] = []
+        self._queue: list[tuple[RunHandle, bool]] = []  # (run, start it paused)
+        atexit.register(self.shutdown)
 
     def _active(self) -> list[RunHandle]:
         return [h for h in self._runs.values() if h.status in ("running", "paused")]
 
     def start(
-        self, config: RunConfig, *, owner: str | None = None, paused: bool = False, **kwargs: Any
+        self,
+        config: RunConfig,
+        *,
+        owner: str | None = None,
+        paused: bool = False,
+        queue: bool = False,
+        **kwargs: Any,
     ) -> RunHandle:
-        """Start a run now, or raise `ServerBusy` when `max_active` threads are training."""
+        """Start a run now. At the cap, raise `ServerBusy`, or with ``queue`` queue the run: it
+        starts (paused, if asked) as soon as a slot frees (`position` says when)."""
         with self._lock:
+            if self._closed:
+                raise ServerBusy("server busy: it is shutting down")
             active = len(self._active())
-            if active >= self.max_active:
+            if active >= self.max_active and not queue:
                 raise ServerBusy(
                     f"server busy: {active} runs active (limit {self.max_active}); "
                     "stop a run or try again in a moment"
                 )
             handle = self._handle(config, owner, kwargs)
             self._runs[handle.id] = handle
-            handle.start(paused=paused)
+            if active >= self.max_active:
+                self._queue.append((handle, paused))
+            else:
+                handle.start(paused=paused)
             self._forget_old()
             return handle
 
@@ -88,7 +103,7 @@ class RunRegistry:
             handles = [self._handle(config, owner, kwargs) for config in configs]
             for handle in handles:
                 self._runs[handle.id] = handle
-            self._queue.extend(handles)
+            self._queue.extend((handle, False) for handle in handles)
             self.pump()
             return handles
 
@@ -100,16 +115,26 @@ class RunRegistry:
             executor=self.executor,
             owner=owner,
             on_exit=self._on_exit,
+            stop_at_exit=False,
             **kwargs,
         )
 
     def pump(self) -> None:
         """Start queued runs while there is room."""
         with self._lock:
-            while self._queue and len(self._active()) < self.max_active:
-                handle = self._queue.pop(0)
-                with contextlib.suppress(RuntimeError):  # stopped meanwhile: it never starts
-                    handle.start()
+            while not self._closed and self._queue and len(self._active()) < self.max_active:
+                handle, paused = self._queue.pop(0)
+                if handle.status != "created":
+                    continue  # stopped while it waited
+                # A worker that cannot be launched records its run as failed; go on.
+                with contextlib.suppress(Exception):
+                    handle.start(paused=paused)
+
+    def position(self, run_id: str) -> tuple[int, int] | None:
+        """(1-based place, length) of a queued run in the queue; None if it is not queued."""
+        with self._lock:
+            ids = [handle.id for handle, _ in self._queue]
+            return (ids.index(run_id) + 1, len(ids)) if run_id in ids else None
 
     def _on_exit(self, handle: RunHandle) -> None:
         self.pump()
@@ -122,21 +147,22 @@ class RunRegistry:
         with self._lock:
             return [h for h in self._runs.values() if owner is None or h.owner == owner]
 
-    def stop(self, run_id: str) -> None:
+    def stop(self, run_id: str, *, wait: bool = True) -> None:
+        """Stop a run (queued or training); with ``wait``, until it has ended."""
         handle = self.get(run_id)
         if handle is not None:
             with self._lock:
-                if handle in self._queue:
-                    self._queue.remove(handle)
-            handle.stop()
+                self._queue = [entry for entry in self._queue if entry[0] is not handle]
+            handle.stop(wait=wait)
 
     def stop_owner(self, owner: str) -> int:
-        """Stop every run of one session (its tab went away); returns how many were stopped."""
+        """Stop every run of one session (its tab went away), without waiting for them; returns
+        how many were stopped."""
         handles = [h for h in self.runs(owner) if h.status not in FINAL_STATUSES]
         # Drop the queued ones first, so that stopping a running one does not start them.
         handles.sort(key=lambda h: h.status != "created")
         for handle in handles:
-            self.stop(handle.id)
+            self.stop(handle.id, wait=False)
         return len(handles)
 
     def _forget_old(self) -> None:
@@ -146,9 +172,12 @@ class RunRegistry:
             del self._runs[handle.id]
 
     def shutdown(self, reason: str = "stopped: the server shut down") -> None:
-        """Stop everything, all runs at once (queued runs are dropped), and wait for them."""
+        """Stop everything, all runs at once (queued runs are dropped), and wait for them.
+        Registered to run when the interpreter exits."""
+        atexit.unregister(self.shutdown)
         with self._lock:
-            for handle in self._queue:
+            self._closed = True
+            for handle, _ in self._queue:
                 handle.stop(reason=reason)
             self._queue.clear()
             handles = [h for h in self._runs.values() if h.status not in FINAL_STATUSES]

@@ -32,7 +32,7 @@ import torch
 from rdqn.config import SCHEMES, RunConfig
 from rdqn.presets import preset
 from rdqn.runs.control import RunControls, drive
-from rdqn.runs.lifecycle import RecordedRun
+from rdqn.runs.lifecycle import RecordedRun, ending
 from rdqn.runs.store import RunRecords, RunStore
 from rdqn.training.trainer import Trainer
 from rdqn.validation import check_choice
@@ -164,7 +164,11 @@ def run_worker(spec: RunSpec, link: Link) -> None:
         except (EOFError, OSError):
             controls.stop(SERVER_GONE)
 
-    store: RunRecords = RunStore(spec.store_path) if spec.store_path else RecordRelay(send)
+    try:
+        store: RunRecords = RunStore(spec.store_path) if spec.store_path else RecordRelay(send)
+    except Exception as err:  # noqa: BLE001 - the server records why the run could not start
+        send(("done", *ending(err)))
+        return
     threading.Thread(target=_listen, args=(link, controls), daemon=True).start()
     run = RecordedRun(spec.config, store, run_id=spec.run_id)
     try:

@@ -1,19 +1,24 @@
 """Worker processes forked from a zygote: one process that imported rdqn and its kernels once.
 
-    server (ProcessExecutor)               zygote: python -m rdqn.runs.zygote
-    launch(spec) -- spec + socket --->     fork --------------------------> worker: run_worker
-             <-- ("started", id, pid) --
-             <-- ("exited", id, code) --   reaps its children
-    the run's link: a socket pair, server end <==================> worker end
+    server (ProcessExecutor)                zygote: python -m rdqn.runs.zygote
+    launch(spec) --- requests socket --->   a run's socket end + its spec: fork ----> worker
+             <---- reports socket ------   ("started", id, pid)  ("exited", id, code)
+    the run's link: a socket pair, server end <=========================> worker end
 
 A fork of a process that already holds torch, numba, rdqn and the compiled kernels starts a run
 in milliseconds instead of seconds. multiprocessing's own forkserver would do the same but
 re-runs the parent's ``__main__`` in every child, and inside a Streamlit server ``__main__`` is
 whatever page script is running. The zygote is started with `subprocess` (nothing of the server
-is re-run), never touches CUDA, and forks from a single thread.
+is re-run) and never touches CUDA; its native thread pools (OpenBLAS) are kept to one thread.
 
-The zygote ends when its server does (its control socket closes); each worker ends when its own
-link closes (`rdqn.runs.worker`), so nothing outlives the server.
+`launch` never waits for the zygote: it writes the request and returns, so a zygote still
+warming up (seconds; a first compile on a fresh checkout, a minute) holds up no lock of the
+server. Each direction of the control channel has one reader. A worker's end is known from its
+own link: when it ends, for whatever reason, the server's end reads end-of-file, which does not
+depend on the zygote (a restarted one knows nothing of an earlier one's children).
+
+The zygote ends when its server does (its sockets close); each worker ends when its own link
+closes (`rdqn.runs.worker`), so nothing outlives the server.
 """
 
 from __future__ import annotations
@@ -29,7 +34,6 @@ import sys
 import threading
 import time
 from multiprocessing.connection import Connection
-from multiprocessing.reduction import recv_handle, send_handle
 from pathlib import Path
 from typing import Any
 
@@ -38,18 +42,23 @@ from rdqn.runs.worker import RunSpec, run_worker
 __all__ = ["Zygote", "ZygoteWorker"]
 
 _ROOT = Path(__file__).resolve().parents[2]
-_START_TIMEOUT_S = 300.0  # a first compile of the kernels on a fresh checkout takes ~20-60 s
+_NEVER_STARTED = "the worker zygote ended before it started the run"
 
 
 class ZygoteWorker:
-    """The server's end of one worker process forked by the zygote."""
+    """The server's end of one worker process (forked by the zygote, or about to be)."""
 
-    def __init__(self, zygote: Zygote, run_id: str, conn: Connection, pid: int) -> None:
+    def __init__(self, zygote: Zygote, run_id: str, conn: Connection) -> None:
         self._zygote = zygote
         self.run_id = run_id
-        self.pid = pid
         self._conn = conn
         self._lock = threading.Lock()
+        self._ended = False
+
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id, once the zygote has forked it."""
+        return self._zygote.pid_of(self.run_id)
 
     def send(self, command: tuple[Any, ...]) -> None:
         try:
@@ -66,32 +75,30 @@ class ZygoteWorker:
                 out.append(self._conn.recv())
                 wait = 0.0
         except (EOFError, OSError):
-            if not out:
-                time.sleep(min(timeout, 0.05))  # the worker is ending: let the zygote report
+            self._ended = True  # nobody else holds the worker's end: it has ended
         return out
 
     def alive(self) -> bool:
-        return self._zygote.exit_code(self.run_id, self.pid) is None
+        return not self._ended
 
     def exit_reason(self) -> str:
-        deadline = time.monotonic() + 2.0
-        code = self._zygote.exit_code(self.run_id, self.pid)
-        while code is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-            code = self._zygote.exit_code(self.run_id, self.pid)
-        if code is not None and code < 0:
+        code = self._zygote.exit_code(self.run_id, wait=2.0)
+        if code is None:
+            return self._zygote.lost_reason(self.run_id) or "the worker process ended"
+        if code < 0:
             return f"the worker process was killed by signal {-code}"
         return f"the worker process ended with exit code {code} before closing its run"
 
     def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
-        self.join(5.0)
+        pid = self.pid
+        if pid is not None and self._zygote.exit_code(self.run_id) is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
 
     def join(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while self.alive() and time.monotonic() < deadline:
-            time.sleep(0.02)
+        """Wait (briefly) for the zygote to reap the worker, then release its link."""
+        self._zygote.exit_code(self.run_id, wait=timeout)
+        self._zygote.forget(self.run_id)
         self._conn.close()
 
 
@@ -102,146 +109,199 @@ class Zygote:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
-        self._control: Connection | None = None
-        self._started: dict[str, int] = {}
-        self._exits: dict[str, int] = {}
+        self._requests: socket.socket | None = None
+        self._spec_writer: Connection | None = None
         self._changed = threading.Condition()
+        self._pids: dict[str, int] = {}
+        self._exits: dict[str, int] = {}
+        self._lost: dict[str, str] = {}
+        self._pending: dict[str, socket.socket] = {}  # worker ends, until the fork
 
     def ensure_running(self) -> None:
         """Start the zygote if it is not running (it then imports and warms up: seconds)."""
         with self._lock:
-            if self._process is not None and self._process.poll() is None:
-                return
-            server_end, zygote_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-            env = {
-                **os.environ,
-                "PYTHONPATH": os.pathsep.join(
-                    filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")])
-                ),
-            }
-            self._process = subprocess.Popen(
-                [sys.executable, "-m", "rdqn.runs.zygote", str(zygote_end.fileno())],
-                pass_fds=(zygote_end.fileno(),),
-                env=env,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,  # Ctrl-C in the server's terminal is the server's
-            )
-            zygote_end.close()
-            self._control = Connection(server_end.detach())
-            threading.Thread(
-                target=self._listen, args=(self._control,), name="rdqn-zygote", daemon=True
-            ).start()
+            self._ensure_running()
+
+    def _ensure_running(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            return
+        requests, zygote_requests = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        reports, zygote_reports = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(_ROOT), os.environ.get("PYTHONPATH")])),
+            "OPENBLAS_NUM_THREADS": "1",  # no idle BLAS threads in a process that forks
+            "OMP_NUM_THREADS": "1",
+        }
+        fds = (zygote_requests.fileno(), zygote_reports.fileno())
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "rdqn.runs.zygote", *map(str, fds)],
+            pass_fds=fds,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # Ctrl-C in the server's terminal is the server's
+        )
+        zygote_requests.close()
+        zygote_reports.close()
+        self._requests = requests
+        self._spec_writer = Connection(os.dup(requests.fileno()))
+        threading.Thread(
+            target=self._listen, args=(Connection(reports.detach()),), daemon=True
+        ).start()
 
     def launch(self, spec: RunSpec) -> ZygoteWorker:
-        """Fork a worker for ``spec``; returns once it runs (the first, after the warm-up)."""
-        self.ensure_running()
+        """Ask the zygote to fork a worker for ``spec``; returns at once (the worker's link
+        carries its events as soon as it runs)."""
         server_end, worker_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        with self._lock:
-            control = self._control
-            assert control is not None and self._process is not None
-            control.send(pickle.dumps(spec))
-            send_handle(control, worker_end.fileno(), self._process.pid)
-        worker_end.close()
-        deadline = time.monotonic() + _START_TIMEOUT_S
         with self._changed:
-            while spec.run_id not in self._started:
-                if control.closed or time.monotonic() > deadline:
-                    server_end.close()
-                    raise RuntimeError(f"the worker zygote did not start run {spec.run_id}")
-                self._changed.wait(0.1)
-            pid = self._started[spec.run_id]
-        return ZygoteWorker(self, spec.run_id, Connection(server_end.detach()), pid)
+            self._pending[spec.run_id] = worker_end  # closed once it is forked
+        try:
+            with self._lock:
+                self._ensure_running()
+                assert self._requests is not None and self._spec_writer is not None
+                socket.send_fds(self._requests, [b"R"], [worker_end.fileno()])
+                self._spec_writer.send_bytes(pickle.dumps(spec))
+        except BaseException:
+            with self._changed:
+                self._pending.pop(spec.run_id, None)
+            server_end.close()
+            worker_end.close()
+            raise
+        return ZygoteWorker(self, spec.run_id, Connection(server_end.detach()))
 
-    def exit_code(self, run_id: str, pid: int) -> int | None:
-        """The exit code of a worker that ended (None while it runs)."""
+    def pid_of(self, run_id: str) -> int | None:
         with self._changed:
-            if run_id in self._exits:
-                return self._exits[run_id]
-        if self._control is None or self._control.closed:  # nobody reaps it any more
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return -signal.SIGKILL
-        return None
+            return self._pids.get(run_id)
 
-    def _listen(self, control: Connection) -> None:
+    def exit_code(self, run_id: str, wait: float = 0.0) -> int | None:
+        """The exit code of a worker the zygote reaped (None while unknown), after waiting up
+        to ``wait`` seconds for it."""
+        deadline = time.monotonic() + wait
+        with self._changed:
+            while run_id not in self._exits and time.monotonic() < deadline:
+                if run_id in self._lost:
+                    break
+                self._changed.wait(max(0.0, min(0.1, deadline - time.monotonic())))
+            return self._exits.get(run_id)
+
+    def lost_reason(self, run_id: str) -> str | None:
+        with self._changed:
+            return self._lost.get(run_id)
+
+    def forget(self, run_id: str) -> None:
+        """Drop what is known of a finished worker."""
+        with self._changed:
+            for table in (self._pids, self._exits, self._lost):
+                table.pop(run_id, None)
+
+    def _listen(self, reports: Connection) -> None:
         while True:
             try:
-                kind, run_id, value = control.recv()
-            except (EOFError, OSError):
-                control.close()
+                kind, run_id, value = reports.recv()
+            except (EOFError, OSError, pickle.UnpicklingError):
+                reports.close()
                 with self._changed:
+                    # Runs it never forked end now: their links read end-of-file.
+                    for run_id, worker_end in self._pending.items():
+                        self._lost[run_id] = _NEVER_STARTED
+                        worker_end.close()
+                    self._pending.clear()
+                    # Its children live on (their links tell when they end), unreaped by it.
+                    for run_id in self._pids.keys() - self._exits.keys():
+                        self._lost.setdefault(run_id, "the worker zygote ended; exit unknown")
                     self._changed.notify_all()
                 return
             with self._changed:
-                (self._started if kind == "started" else self._exits)[run_id] = value
+                if kind == "started":
+                    self._pids[run_id] = value
+                elif kind == "exited":
+                    self._exits[run_id] = value
+                else:  # "failed": the fork itself failed
+                    self._lost[run_id] = f"the worker could not be started: {value}"
+                if kind != "exited":
+                    with contextlib.suppress(KeyError):
+                        self._pending.pop(run_id).close()
                 self._changed.notify_all()
 
     def close(self) -> None:
         """End the zygote (running workers end with their own links)."""
         with self._lock:
-            if self._control is not None:
-                self._control.close()
+            for channel in (self._requests, self._spec_writer):
+                if channel is not None:
+                    channel.close()
             if self._process is not None:
                 try:
                     self._process.wait(5.0)
                 except subprocess.TimeoutExpired:
                     self._process.kill()
                     self._process.wait(5.0)
-            self._process = self._control = None
+            self._process = self._requests = self._spec_writer = None
 
 
 # ------------------------------------------------------------------------------ the zygote
 def _worker_main(spec: RunSpec, fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     run_worker(spec, Connection(fd))
 
 
-def _serve(control: Connection) -> None:
+def _reap(children: dict[int, str], reports: Connection) -> None:
+    while children:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        run_id = children.pop(pid, None)
+        if run_id is not None:
+            reports.send(("exited", run_id, os.waitstatus_to_exitcode(status)))
+
+
+def _serve(requests: socket.socket, reports: Connection) -> None:
     """Fork a worker per request; report starts and exits; end when the server does."""
+    spec_reader = Connection(os.dup(requests.fileno()))
     children: dict[int, str] = {}
     while True:
-        ready, _, _ = select.select([control], [], [], 0.2)
-        while children:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-            run_id = children.pop(pid)
-            control.send(("exited", run_id, os.waitstatus_to_exitcode(status)))
+        ready, _, _ = select.select([requests], [], [], 0.2)
+        _reap(children, reports)
         if not ready:
             continue
+        _, fds, _, _ = socket.recv_fds(requests, 1, 1)
+        if not fds:
+            return  # the server closed the channel
+        spec: RunSpec = pickle.loads(spec_reader.recv_bytes())
         try:
-            spec: RunSpec = pickle.loads(control.recv())
-            fd = recv_handle(control)
-        except (EOFError, OSError):
-            return
-        pid = os.fork()
+            pid = os.fork()
+        except OSError as err:
+            os.close(fds[0])
+            reports.send(("failed", spec.run_id, f"{type(err).__name__}: {err}"))
+            continue
         if pid == 0:
-            control.close()
             code = 0
             try:
-                _worker_main(spec, fd)
+                requests.close()
+                spec_reader.close()
+                reports.close()
+                _worker_main(spec, fds[0])
             except BaseException:  # noqa: BLE001 - a worker must never return into the loop
                 code = 1
             finally:
                 os._exit(code)
-        os.close(fd)
+        os.close(fds[0])
         children[pid] = spec.run_id
-        control.send(("started", spec.run_id, pid))
+        reports.send(("started", spec.run_id, pid))
 
 
-def main(control_fd: int) -> None:
-    """The zygote: warm up, then serve launches on the control socket."""
+def main(requests_fd: int, reports_fd: int) -> None:
+    """The zygote: warm up, then serve launches until the server goes away."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from rdqn.runs.worker import warm_up
 
     warm_up()
-    _serve(Connection(control_fd))
+    reports = Connection(reports_fd)
+    with contextlib.suppress(OSError, EOFError):  # the server went away
+        _serve(socket.socket(fileno=requests_fd), reports)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]))
+    main(int(sys.argv[1]), int(sys.argv[2]))

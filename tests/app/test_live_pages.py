@@ -228,3 +228,24 @@ def test_a_prices_csv_the_market_cannot_use_is_rejected_and_not_kept(
     prices = "price\n" + "\n".join(str(100 + k % 7) for k in range(600)) + "\n"
     kept = live._checked_upload(prices.encode())
     assert kept.read_text() == prices
+
+
+def test_at_the_cap_a_start_waits_in_the_queue_and_starts_when_a_slot_frees(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RDQN_MAX_RUNS", "1")
+    teacher, student = open_app(), open_app()
+    teacher.switch_page("pages/live.py").run()
+    teacher.button(key="live.start").click().run()
+    student.switch_page("pages/live.py").run()
+    student.button(key="live.start").click().run()
+    assert not student.exception
+    waiting = " ".join(box.value for box in student.info)
+    assert "waits in the queue, place 1 of 1, and starts by itself" in waiting
+    mine = registry().get(student.session_state["live.run_id"])
+    assert mine.status == "created"
+    registry().stop(teacher.session_state["live.run_id"])
+    deadline = time.monotonic() + 30
+    while mine.status == "created" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert mine.status == "running"

@@ -154,7 +154,7 @@ def test_the_cap_and_the_queue(executor: Executor, store: RunStore) -> None:
 
 
 def test_the_default_cap_follows_the_hardware(process_executor: ProcessExecutor) -> None:
-    assert process_executor.capacity == max(1, (os.cpu_count() or 2) - 1)
+    assert process_executor.capacity == max(1, len(os.sched_getaffinity(0)) - 1)
     assert RunRegistry(executor=process_executor).max_active == process_executor.capacity
     assert ProcessExecutor(capacity=4).capacity == 4
 
@@ -228,3 +228,87 @@ def test_executor_from_env_names_and_errors(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     with pytest.raises(ExecutorUnavailable, match=r"pip install -r requirements-ray.txt"):
         executor_from_env({"RDQN_EXECUTOR": "ray"})
+
+
+class CannotLaunch:
+    """An executor whose workers never start (a zygote that failed to warm up, say)."""
+
+    name = "broken"
+    shares_store = True
+    capacity = 1
+
+    def prepare(self) -> None: ...
+
+    def launch(self, spec: object) -> None:
+        raise RuntimeError("no worker today")
+
+    def close(self) -> None: ...
+
+
+def test_a_worker_that_cannot_be_launched_fails_its_run_and_frees_its_slot(
+    store: RunStore,
+) -> None:
+    registry = RunRegistry(store, executor=CannotLaunch())  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="no worker today"):
+        registry.start(tiny())
+    handles = registry.enqueue([tiny(), tiny()])
+    assert all(handle.join(5) for handle in handles)
+    for handle in handles:
+        assert (handle.status, handle.error) == ("failed", "RuntimeError: no worker today")
+    assert set(store.list_runs()["status"]) == {"failed"}
+    registry.shutdown()
+
+
+def test_a_worker_of_a_replaced_zygote_is_still_watched(store: RunStore) -> None:
+    executor = ProcessExecutor()
+    first = RunHandle(tiny(1_000_000), store=store, executor=executor).start()
+    running(first, 100)
+    zygote = executor._zygote._process
+    zygote.kill()  # the zygote dies; the run it forked trains on
+    zygote.wait(10)
+    second = RunHandle(tiny(1_000_000), store=store, executor=executor).start()  # a new zygote
+    running(second, 100)
+    running(first, first.snapshot().env_steps + 100)
+    os.kill(first._worker.pid, signal.SIGKILL)
+    assert first.join(15)
+    assert first.status == "failed" and "worker" in first.error
+    assert store.get_run(first.id).status == "failed"
+    second.stop()
+    assert second.status == "stopped"
+    executor.close()
+
+
+EXITING_SERVER = """
+import sys, time
+from rdqn.runs.executors import ProcessExecutor
+from rdqn.runs.registry import RunRegistry
+from rdqn.runs.store import RunStore
+from tests.run_helpers import tiny
+
+registry = RunRegistry(RunStore(sys.argv[1]), executor=ProcessExecutor(), max_active=1)
+running, queued = registry.enqueue([tiny(1_000_000), tiny(1_000_000)])
+while running.snapshot() is None or running.snapshot().env_steps < 100:
+    time.sleep(0.05)
+print(running.id, queued.id, flush=True)
+sys.exit(0)  # the interpreter exits: the registry stops everything on the way out
+"""
+
+
+def test_a_server_that_exits_records_every_run_as_stopped_by_the_shutdown(
+    tmp_path: Path,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", EXITING_SERVER, str(tmp_path / "rdqn.db")],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    running_id, queued_id = done.stdout.split()
+    with RunStore(tmp_path / "rdqn.db") as store:
+        ran, waited = store.get_run(running_id), store.get_run(queued_id)
+    assert (ran.status, ran.error) == ("stopped", "stopped: the server shut down")
+    assert (waited.status, waited.error) == ("stopped", "stopped: the server shut down")
+    assert waited.env_steps == 0  # the queued run was never started on the way out

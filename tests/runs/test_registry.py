@@ -38,11 +38,28 @@ def test_registry_cap_answers_busy_at_once_and_queue_drains() -> None:
     registry.shutdown()
 
 
+def test_a_queued_start_waits_its_turn_and_starts_paused_if_asked() -> None:
+    registry = RunRegistry(max_active=1)
+    first = registry.start(tiny(total_steps=100_000), owner="a")
+    second = registry.start(tiny(total_steps=100_000), owner="b", queue=True, paused=True)
+    third = registry.start(tiny(total_steps=100_000), owner="c", queue=True)
+    assert (second.status, third.status) == ("created", "created")
+    assert (registry.position(second.id), registry.position(third.id)) == ((1, 2), (2, 2))
+    assert registry.position(first.id) is None
+    registry.stop(third.id)  # leaving the queue: never started, recorded as stopped
+    assert third.status == "stopped" and registry.position(second.id) == (1, 1)
+    registry.stop(first.id)
+    wait_for(lambda: second.status == "paused")
+    assert registry.position(second.id) is None
+    registry.shutdown()
+
+
 def test_stop_owner_stops_only_that_sessions_runs() -> None:
     registry = RunRegistry(max_active=3, idle_timeout=60.0)
     mine = registry.start(tiny(total_steps=100_000), owner="tab-1")
     other = registry.start(tiny(total_steps=100_000), owner="tab-2")
-    assert registry.stop_owner("tab-1") == 1
+    assert registry.stop_owner("tab-1") == 1  # asks, without waiting
+    assert mine.join(30)
     assert mine.status == "stopped" and other.status in ("running", "paused")
     registry.shutdown()
     assert other.status == "stopped" and other.error == "stopped: the server shut down"
