@@ -58,10 +58,11 @@ else:
     handle = current_run()
     active = handle is not None and handle.status in ("running", "paused")
     running = handle is not None and handle.status == "running"
+    queued = handle is not None and handle.status == "created"  # waiting for a training slot
     if buttons[0].button(
         "Resume" if active else "Start",
         icon=":material/play_arrow:",
-        disabled=running,
+        disabled=running or queued,
         key="live.start",
         type="primary",
     ):

@@ -244,6 +244,7 @@ def test_at_the_cap_a_start_waits_in_the_queue_and_starts_when_a_slot_frees(
     assert "waits in the queue, place 1 of 1, and starts by itself" in waiting
     mine = registry().get(student.session_state["live.run_id"])
     assert mine.status == "created"
+    assert student.button(key="live.start").disabled  # pressing again would lose its place
     registry().stop(teacher.session_state["live.run_id"])
     deadline = time.monotonic() + 30
     while mine.status == "created" and time.monotonic() < deadline:
