@@ -199,7 +199,8 @@ class ThreadExecutor:
 
     def prepare(self) -> None:
         """Load the compiled kernels in the background, so the first run does not wait."""
-        threading.Thread(target=warm_up, name="rdqn-warm-up", daemon=True).start()
+        # Not a daemon: an interpreter that exits mid-compile would abort inside numba.
+        threading.Thread(target=warm_up, name="rdqn-warm-up").start()
 
     def launch(self, spec: RunSpec) -> Worker:
         commands: queue.Queue[Any] = queue.Queue()
