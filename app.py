@@ -5,7 +5,7 @@ A thin frame: page config, the one state initializer, and navigation over `pages
 
 import streamlit as st
 
-from dashboard.state import init_state, session
+from dashboard.state import init_state, keep_session_runs_alive, session
 
 st.set_page_config(
     page_title="rdqn · prioritized replay explorer",
@@ -14,6 +14,7 @@ st.set_page_config(
 )
 session()
 init_state()
+keep_session_runs_alive()
 st.session_state["app.frame"] = True
 
 pages = {

@@ -17,15 +17,20 @@ from rdqn.training.telemetry import Telemetry
 __all__ = ["run_view", "stored_run_view"]
 
 
-def _metrics(snap: Telemetry) -> None:
+def _metrics(snap: Telemetry, status: str) -> None:
     metrics = st.columns(7)
     recent = snap.episode_returns[-ROLLING_WINDOW:]
+    rate = snap.steps_per_second if status == "running" else 0.0
     metrics[0].metric("Env steps", f"{snap.env_steps:,}")
     metrics[1].metric("Updates", f"{snap.updates:,}")
     metrics[2].metric("Episodes", f"{snap.episodes:,}")
-    metrics[3].metric("Steps/s", f"{snap.steps_per_second:,.0f}")
-    metrics[4].metric("β", f"{snap.beta:.3f}")
-    metrics[5].metric("ε", f"{snap.epsilon:.3f}")
+    metrics[3].metric("Steps/s", f"{rate:,.0f}")
+    metrics[4].metric("β", f"{snap.beta:.3f}", help="IS correction now (annealed from β₀ to 1)")
+    metrics[5].metric(
+        "Explore rate",
+        f"{snap.epsilon:.3f}",
+        help="Probability of a random action (ε-greedy), annealed over the first steps",
+    )
     metrics[6].metric(
         f"Return (last {ROLLING_WINDOW})", f"{np.mean(recent):.1f}" if recent.size else "–"
     )
@@ -53,12 +58,14 @@ def run_view(run_id: str | None, *, previous_run_id: str | None, smoothing: floa
                 "time."
             )
         return
-    _metrics(snap)
-    st.progress(
-        snap.progress, text=f"{snap.status} · run `{run_id}` · {snap.progress:.0%} of budget"
-    )
-    if snap.status == "failed":
-        st.error(f"The run failed: {snap.error}")
+    # The handle knows at once what its owner asked for (a pause) and how the run ended.
+    status, error = handle.status, handle.error or snap.error
+    _metrics(snap, status)
+    st.progress(snap.progress, text=f"{status} · run `{run_id}` · {snap.progress:.0%} of budget")
+    if status == "failed":
+        st.error(f"The run failed: {error}", icon=":material/error:")
+    elif status == "stopped":
+        st.warning(f"The run stopped: {error or 'by its owner'}", icon=":material/stop_circle:")
     previous = registry().get(previous_run_id) if previous_run_id else None
     overlay = None
     if previous is not None:

@@ -6,8 +6,9 @@
   free to serve pages; at most RDQN_MAX_RUNS train at once (default: what the executor can
   serve, the cores but one for worker processes).
 - `session()` is session-scoped: when a browser tab goes away Streamlit releases it, and its
-  `on_release` hook stops that session's runs. A run nobody polls for RDQN_IDLE_TIMEOUT seconds
-  (default 120) stops itself too, since a closed tab may send no signal.
+  `on_release` hook stops that session's runs. While any page of the session is open its runs are
+  never idle (`keep_session_runs_alive`); with no page open for RDQN_IDLE_TIMEOUT seconds
+  (default 120) a run stops itself too, since a closed tab may send no signal.
 - `init_state()` is the one place session-state keys get their defaults; every key is named
   ``<page>.<name>`` (live, compare, runs, tree, hand), widget keys included.
 """
@@ -38,6 +39,7 @@ __all__ = [
     "Session",
     "ensure_app_frame",
     "init_state",
+    "keep_session_runs_alive",
     "latest_snapshot",
     "registry",
     "save_upload",
@@ -162,6 +164,18 @@ def init_state() -> None:
     if any(key not in st.session_state for key in _KEYS):
         for key, value in _defaults().items():
             st.session_state.setdefault(key, value)
+
+
+def keep_session_runs_alive() -> None:
+    """A run belongs to its browser session: while any page of the session is open, none of its
+    runs is idle (whichever page it is: the by-hand page polls no run). Every page run touches
+    them, and so does a small fragment, four times per idle timeout (at most every 20 s), while
+    a page sits open."""
+    owner = session().owner
+    registry().touch_owner(owner)
+    timeout = registry().idle_timeout
+    if timeout:
+        st.fragment(run_every=min(20.0, timeout / 4))(registry().touch_owner)(owner)
 
 
 def latest_snapshot(run_id: str | None) -> Telemetry | None:

@@ -56,22 +56,23 @@ else:
 
     buttons = st.columns([1, 1, 1, 1, 3])
     handle = current_run()
-    active = handle is not None and handle.status in ("running", "paused")
-    running = handle is not None and handle.status == "running"
-    queued = handle is not None and handle.status == "created"  # waiting for a training slot
+    status = handle.status if handle is not None else None
+    active = status in ("running", "paused")
     if buttons[0].button(
-        "Resume" if active else "Start",
+        "Resume" if status == "paused" else "Start",
         icon=":material/play_arrow:",
-        disabled=running or queued,
+        disabled=status in ("running", "created"),  # training, or waiting for a slot
         key="live.start",
         type="primary",
     ):
-        if active:
+        if status == "paused":
             handle.resume()
         else:
             restart()
         st.rerun()
-    if buttons[1].button("Pause", icon=":material/pause:", disabled=not running, key="live.pause"):
+    if buttons[1].button(
+        "Pause", icon=":material/pause:", disabled=status != "running", key="live.pause"
+    ):
         handle.pause()
         st.rerun()
     if buttons[2].button(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import threading
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -142,6 +143,12 @@ class RunRegistry:
     def get(self, run_id: str) -> RunHandle | None:
         with self._lock:
             return self._runs.get(run_id)
+
+    def touch_owner(self, owner: str) -> None:
+        """A page of this session is open: none of its runs is idle."""
+        now = time.monotonic()
+        for handle in self.runs(owner):
+            handle.last_polled = now
 
     def runs(self, owner: str | None = None) -> list[RunHandle]:
         with self._lock:

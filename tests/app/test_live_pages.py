@@ -250,3 +250,21 @@ def test_at_the_cap_a_start_waits_in_the_queue_and_starts_when_a_slot_frees(
     while mine.status == "created" and time.monotonic() < deadline:
         time.sleep(0.05)
     assert mine.status == "running"
+
+
+def test_a_run_nobody_watches_says_so_and_can_start_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """(That no run of a session is idle while any of its pages is open needs a browser: the
+    page heartbeat runs in app.py, which AppTest runs only once. tests/e2e walks it.)"""
+    monkeypatch.setenv("RDQN_IDLE_TIMEOUT", "2")
+    at = open_app()
+    at.switch_page("pages/live.py").run()
+    at.button(key="live.start").click().run()
+    handle = registry().get(at.session_state["live.run_id"])
+    assert handle.join(15)
+    assert (handle.status, handle.error) == ("stopped", "stopped: nobody watched this run for 2 s")
+    at.run()
+    assert "nobody watched this run for 2 s" in at.warning[0].value
+    assert at.button(key="live.start").label == "Start"
+    assert not at.button(key="live.start").disabled and at.button(key="live.pause").disabled

@@ -47,11 +47,13 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def _streamlit(home: Path, log_name: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+def _streamlit(
+    home: Path, log_name: str, **settings: str
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """`streamlit run app.py` on a free local port, its output in test-artifacts/<log_name>."""
     port = _free_port()
     # Several sessions train at once here: more than the default cap (the cores but one).
-    env = {**os.environ, "RDQN_HOME": str(home), "RDQN_MAX_RUNS": "4"}
+    env = {**os.environ, "RDQN_HOME": str(home), "RDQN_MAX_RUNS": "4", **settings}
     ARTIFACTS.mkdir(exist_ok=True)
     log_path = ARTIFACTS / log_name
     with log_path.open("w", encoding="utf-8") as log:
@@ -272,13 +274,33 @@ def test_a_new_session_is_served_while_runs_train_in_worker_processes(page: Page
         tab.context.close()
 
 
-def test_closing_the_server_ends_its_worker_processes(page: Page, tmp_path: Path) -> None:
+def _progress(page: Page) -> str:
+    return page.locator('[data-testid="stProgress"]').first.inner_text()
+
+
+def test_run_states_the_idle_rule_and_closing_the_server(page: Page, tmp_path: Path) -> None:
+    """A teacher pauses and resumes (the page says so), spends longer than the idle timeout on
+    another page of the same tab (the run goes on), then the server closes: no worker is left."""
     browser = page.context.browser
     assert browser is not None
-    with _streamlit(tmp_path, "server-shutdown.log") as (url, server):
+    with _streamlit(tmp_path, "server-shutdown.log", RDQN_IDLE_TIMEOUT="8") as (url, server):
         tab = browser.new_context().new_page()
         tab.set_default_timeout(120_000)
         _start_a_run(tab, url)
+        tab.get_by_role("button", name="Pause").click()
+        tab.locator('[data-testid="stProgress"]', has_text="paused").first.wait_for()
+        assert tab.get_by_role("button", name="Resume").is_enabled()
+        time.sleep(2)
+        assert _metric(tab, "Steps/s") == 0
+        tab.get_by_role("button", name="Resume").click()
+        tab.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()
+        tab.get_by_role("link", name="One update by hand").first.click()
+        tab.get_by_text("The arithmetic for one row").wait_for()
+        time.sleep(20)  # over twice the idle timeout, on a page that polls no run
+        tab.get_by_role("link", name="Live training").first.click()
+        tab.locator('[data-testid="stProgress"]').first.wait_for()
+        assert _progress(tab).startswith("running"), _progress(tab)
+        _assert_no_exception(tab)
         spawned = _descendants(server.pid)
         assert len(spawned) >= 2, spawned  # the zygote and the run's worker
         server.terminate()  # what Ctrl-C or a service manager's stop does
