@@ -15,6 +15,7 @@ from typing import Any
 
 import streamlit as st
 
+from dashboard.lessons import LESSONS, Lesson
 from dashboard.params import DEFAULT_PRESET, URL_ALIASES, ParsedParams, to_params
 from dashboard.state import SPEEDS, registry, save_upload, session
 from rdqn.config import RunConfig
@@ -25,7 +26,9 @@ from rdqn.runs.handle import RunHandle
 __all__ = [
     "MAIN_CONTROLS",
     "apply_settings",
+    "current_lesson",
     "current_run",
+    "leave_lesson",
     "live_config",
     "load_params_once",
     "on_main_control",
@@ -63,8 +66,21 @@ def _set_overrides(name: str, overrides: Mapping[str, Any]) -> None:
     }
 
 
+def current_lesson() -> Lesson | None:
+    """The lesson this session is in (a ``?lesson=`` link starts it; it lasts the session)."""
+    key = st.session_state["live.lesson"]
+    return LESSONS.get(key) if key else None
+
+
+def leave_lesson() -> None:
+    st.session_state["live.lesson"] = None
+    st.query_params.pop("lesson", None)
+
+
 def load_params_once(parsed: ParsedParams) -> None:
-    """Take the page's settings from the URL, once per session."""
+    """Take the page's settings from the URL, once per session (a lesson, whenever given)."""
+    if parsed.lesson is not None:
+        st.session_state["live.lesson"] = parsed.lesson
     if st.session_state["live.params_loaded"]:
         return
     if parsed.preset is not None:
@@ -171,6 +187,8 @@ def sync_url() -> None:
     """Write the settings into the page's URL (`dashboard.params.to_params`), dropping the names
     of fields that are back at the preset's values."""
     wanted = to_params(st.session_state["live.preset"], st.session_state["live.overrides"])
+    if st.session_state["live.lesson"]:
+        wanted["lesson"] = st.session_state["live.lesson"]
     for alias in URL_ALIASES:
         if alias not in wanted and alias in st.query_params:
             del st.query_params[alias]

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dashboard.lessons import LESSONS, Lesson
+from dashboard.lessons import LESSONS
 from rdqn.config import PRESET_NAMES, config_field
 from rdqn.presets import configure
 from rdqn.validation import Flag, Integer, Real
@@ -56,7 +56,8 @@ class ParsedParams:
     preset: str | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    lesson: Lesson | None = None
+    lesson: str | None = None
+    """A key of `LESSONS`."""
     run_id: str | None = None
 
 
@@ -102,11 +103,10 @@ def parse_params(params: Mapping[str, str]) -> ParsedParams:
             notes.append(f"ignored {alias}={raw!r}: {err}")
             continue
         overrides[path] = value
-    lesson = None
-    if "lesson" in params:
-        lesson = LESSONS.get(params["lesson"])
-        if lesson is None:
-            notes.append(f"ignored lesson={params['lesson']!r}: use one of {', '.join(LESSONS)}")
+    lesson = params.get("lesson")
+    if lesson is not None and lesson not in LESSONS:
+        notes.append(f"ignored lesson={lesson!r}: use one of {', '.join(LESSONS)}")
+        lesson = None
     run_id = params.get("run")
     if run_id is not None and not (run_id.isalnum() and len(run_id) <= 32):
         notes.append(f"ignored run={run_id!r}: not a run id")

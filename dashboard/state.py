@@ -137,6 +137,7 @@ def _defaults() -> dict[str, Any]:
         "live.previous_run_id": None,
         "live.error": None,
         "live.smoothing": 0.9,
+        "live.lesson": None,  # a key of dashboard.lessons.LESSONS: kept for the session
         "live.speed": "full speed",
         # Compare schemes: the runs of the comparison on show.
         "compare.group": [],

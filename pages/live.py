@@ -7,7 +7,9 @@ from dashboard.lessons import ALL_CONTROLS
 from dashboard.live import (
     MAIN_CONTROLS,
     apply_settings,
+    current_lesson,
     current_run,
+    leave_lesson,
     live_config,
     load_params_once,
     on_main_control,
@@ -23,13 +25,16 @@ ensure_app_frame()
 ss = st.session_state
 parsed = parse_params(st.query_params.to_dict())
 load_params_once(parsed)
-visible = set(parsed.lesson.controls) if parsed.lesson else ALL_CONTROLS
+lesson = current_lesson()
+visible = set(lesson.controls) if lesson else ALL_CONTROLS
 
 st.title("Live training")
 for note in parsed.notes:
     st.info(f"URL note: {note}", icon=":material/link_off:")
-if parsed.lesson:
-    st.markdown(f"**Lesson: {parsed.lesson.title}.** {parsed.lesson.prompt}")
+if lesson:
+    text, leave = st.columns([6, 1], vertical_alignment="center")
+    text.markdown(f"**Lesson: {lesson.title}.** {lesson.prompt}")
+    leave.button("Leave the lesson", key="live.leave_lesson", on_click=leave_lesson)
 
 # ---------------------------------------------------------------- watch mode (?run=<id>)
 if parsed.run_id is not None:

@@ -268,3 +268,20 @@ def test_a_run_nobody_watches_says_so_and_can_start_again(
     assert "nobody watched this run for 2 s" in at.warning[0].value
     assert at.button(key="live.start").label == "Start"
     assert not at.button(key="live.start").disabled and at.button(key="live.pause").disabled
+
+
+def test_a_lesson_lasts_the_session_until_left() -> None:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["lesson"] = "alpha"
+    at.run()
+    at.switch_page("pages/live.py").run()
+    assert [s.key for s in at.slider if s.key in ("live.alpha", "live.beta")] == ["live.alpha"]
+    del at.query_params["lesson"]  # another page's link carries no lesson
+    at.switch_page("pages/sum_tree.py").run()
+    at.switch_page("pages/live.py").run()
+    assert not at.exception
+    assert [s.key for s in at.slider if s.key in ("live.alpha", "live.beta")] == ["live.alpha"]
+    assert at.query_params["lesson"] == "alpha"
+    at.button(key="live.leave_lesson").click().run()
+    assert {"live.alpha", "live.beta"} <= {s.key for s in at.slider}
+    assert "lesson" not in at.query_params
