@@ -17,7 +17,7 @@ import streamlit as st
 
 from dashboard.lessons import LESSONS, Lesson
 from dashboard.params import DEFAULT_PRESET, URL_ALIASES, ParsedParams, to_params
-from dashboard.state import SPEEDS, registry, save_upload, session
+from dashboard.state import SPEEDS, registry, save_upload, session, store
 from rdqn.config import RunConfig
 from rdqn.envs import load_prices_csv, make_env
 from rdqn.presets import configure, preset
@@ -35,6 +35,7 @@ __all__ = [
     "restart",
     "start_live_run",
     "sync_url",
+    "try_it_myself",
     "use_defaults",
 ]
 
@@ -115,6 +116,7 @@ def start_live_run(config: RunConfig, *, paused: bool = False) -> RunHandle:
         speed=SPEEDS[st.session_state["live.speed"]],
     )
     st.session_state["live.run_id"] = handle.id
+    registry().set_live_run(session().owner, handle.id)
     return handle
 
 
@@ -193,6 +195,27 @@ def sync_url() -> None:
         if alias not in wanted and alias in st.query_params:
             del st.query_params[alias]
     st.query_params.update(wanted)
+
+
+def try_it_myself(follow: str | None, run_id: str | None) -> None:
+    """Start this session's own run from the settings of the run it watches (the class's
+    current run at the time of the click when following), subject to the cap, leaving the
+    read-only view."""
+    if follow is not None:
+        run_id = registry().followed_run(follow)
+    if run_id is None:
+        return
+    handle = registry().get(run_id)
+    config = (
+        handle.config if handle is not None else RunConfig.from_dict(store().get_run(run_id).config)
+    )
+    name = config.preset or DEFAULT_PRESET
+    st.session_state["live.preset"] = name
+    st.session_state["live.overrides"] = config.overrides_from(preset(name))
+    for key in ("run", "follow"):
+        st.query_params.pop(key, None)
+    _forget_main_controls()
+    restart()
 
 
 def use_defaults() -> None:

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 import streamlit as st
+from streamlit import net_util
 
 from dashboard import figures
-from dashboard.state import registry, store
+from dashboard.share import follow_link, qr_png, run_link, server_address
+from dashboard.state import registry, session, store
 from rdqn.compare import ROLLING_WINDOW
 from rdqn.training.telemetry import Telemetry
 
-__all__ = ["run_view", "stored_run_view"]
+__all__ = ["run_view", "share_panel", "stored_run_view"]
 
 
 def _metrics(snap: Telemetry, status: str) -> None:
@@ -36,8 +38,15 @@ def _metrics(snap: Telemetry, status: str) -> None:
     )
 
 
-def run_view(run_id: str | None, *, previous_run_id: str | None, smoothing: float) -> None:
-    """Counters, progress and curves of a run in the registry; the previous run as an overlay."""
+def run_view(
+    run_id: str | None,
+    *,
+    previous_run_id: str | None,
+    smoothing: float,
+    watching: bool = False,
+) -> None:
+    """Counters, progress and curves of a run in the registry; the previous run as an overlay.
+    ``watching``: read-only (a student following the teacher, or watching one run)."""
     handle = registry().get(run_id) if run_id else None
     snap = handle.snapshot() if handle is not None else None
     if snap is None:
@@ -52,6 +61,8 @@ def run_view(run_id: str | None, *, previous_run_id: str | None, smoothing: floa
             )
         elif handle is not None:
             st.info(f"Run `{run_id}` is {handle.status}: preparing to train…")
+        elif watching:
+            st.info("Waiting for the teacher to start a run…", icon=":material/hourglass_top:")
         else:
             st.info(
                 "Press **Start** to train with these settings, or **Step** to go one step at a "
@@ -89,6 +100,24 @@ def run_view(run_id: str | None, *, previous_run_id: str | None, smoothing: floa
         width="stretch",
         key="live.loss_chart",
     )
+
+
+def share_panel(run_id: str | None) -> None:
+    """The class's links: follow this session's runs (QR code, copyable), or watch one run."""
+    # A server bound to all interfaces (the default) is reachable at the machine's address.
+    listens_on_network = not st.get_option("server.address")
+    address = server_address(
+        st.context.url or "http://localhost:8501/live",
+        network_host=net_util.get_internal_ip() if listens_on_network else None,
+    )
+    link = follow_link(address, registry().class_code(session().owner))
+    st.markdown("**Follow along**: students see the run on this page, whichever it is.")
+    st.image(qr_png(link), width=240)
+    st.code(link, language=None)
+    if run_id:
+        st.markdown("**This run only**")
+        st.code(run_link(address, run_id), language=None)
+    st.caption("Both open read-only; *Try this setup myself* gives a student a run of their own.")
 
 
 def stored_run_view(run_id: str) -> None:

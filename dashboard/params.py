@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dashboard.lessons import LESSONS
+from dashboard.share import CLASS_CODE
 from rdqn.config import PRESET_NAMES, config_field
 from rdqn.presets import configure
 from rdqn.validation import Flag, Integer, Real
@@ -59,6 +60,8 @@ class ParsedParams:
     lesson: str | None = None
     """A key of `LESSONS`."""
     run_id: str | None = None
+    follow: str | None = None
+    """A class code (`dashboard.share`): follow that teacher's current run."""
 
 
 def _value(path: str, raw: str) -> Any:
@@ -111,7 +114,20 @@ def parse_params(params: Mapping[str, str]) -> ParsedParams:
     if run_id is not None and not (run_id.isalnum() and len(run_id) <= 32):
         notes.append(f"ignored run={run_id!r}: not a run id")
         run_id = None
-    return ParsedParams(preset=name, overrides=overrides, notes=notes, lesson=lesson, run_id=run_id)
+    follow = params.get("follow")
+    if follow is not None:
+        follow = follow.strip().upper()
+        if not CLASS_CODE.match(follow):
+            notes.append(f"ignored follow={params['follow']!r}: a class code is 4 letters/digits")
+            follow = None
+    return ParsedParams(
+        preset=name,
+        overrides=overrides,
+        notes=notes,
+        lesson=lesson,
+        run_id=run_id,
+        follow=follow,
+    )
 
 
 def to_params(preset_name: str, overrides: Mapping[str, Any]) -> dict[str, str]:

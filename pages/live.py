@@ -15,9 +15,10 @@ from dashboard.live import (
     on_main_control,
     restart,
     sync_url,
+    try_it_myself,
     use_defaults,
 )
-from dashboard.live_view import run_view, stored_run_view
+from dashboard.live_view import run_view, share_panel, stored_run_view
 from dashboard.params import URL_ALIASES, parse_params
 from dashboard.state import SPEEDS, ensure_app_frame, registry
 
@@ -28,7 +29,8 @@ load_params_once(parsed)
 lesson = current_lesson()
 visible = set(lesson.controls) if lesson else ALL_CONTROLS
 
-st.title("Live training")
+title, share = st.columns([2, 1], vertical_alignment="bottom")
+title.title("Live training")
 for note in parsed.notes:
     st.info(f"URL note: {note}", icon=":material/link_off:")
 if lesson:
@@ -36,10 +38,29 @@ if lesson:
     text.markdown(f"**Lesson: {lesson.title}.** {lesson.prompt}")
     leave.button("Leave the lesson", key="live.leave_lesson", on_click=leave_lesson)
 
-# ---------------------------------------------------------------- watch mode (?run=<id>)
-if parsed.run_id is not None:
-    st.caption(f"Watching run `{parsed.run_id}` read-only.")
-    if registry().get(parsed.run_id) is None:
+# ------------------------------- read-only: follow a class (?follow=) or watch one run (?run=)
+watching = parsed.follow is not None or parsed.run_id is not None
+if watching:
+    watched = registry().followed_run(parsed.follow) if parsed.follow else parsed.run_id
+    if parsed.follow and not registry().has_class(parsed.follow):
+        st.warning(
+            f"No class `{parsed.follow}` on this server: the teacher's session may have ended."
+        )
+        st.stop()
+    if parsed.follow:
+        st.caption(f"Following class `{parsed.follow}`: the teacher's current run, read-only.")
+    else:
+        st.caption(f"Watching run `{watched}` read-only.")
+    share.button(
+        "Try this setup myself",
+        icon=":material/fork_right:",
+        key="live.fork",
+        on_click=try_it_myself,
+        args=(parsed.follow, parsed.run_id),
+        disabled=watched is None and parsed.follow is None,
+        help="Start a run of your own with these settings",
+    )
+    if parsed.run_id is not None and registry().get(parsed.run_id) is None:
         stored_run_view(parsed.run_id)
         st.stop()
 
@@ -127,18 +148,23 @@ else:
         st.error(ss["live.error"])
     sync_url()
 
+    with share.popover("Share with the class", icon=":material/qr_code_2:"):
+        share_panel(ss["live.run_id"])
+
 
 @st.fragment(run_every=1.0)
 def live_view() -> None:
-    watching = parsed.run_id is not None
+    if parsed.follow:  # the teacher's current run, whichever it is by now
+        run_id = registry().followed_run(parsed.follow)
+    else:
+        run_id = parsed.run_id or ss["live.run_id"]
     run_view(
-        parsed.run_id if watching else ss["live.run_id"],
+        run_id,
         previous_run_id=None if watching else ss["live.previous_run_id"],
         smoothing=ss["live.smoothing"],
+        watching=watching,
     )
 
 
 live_view()
 st.slider("Curve smoothing (EMA)", 0.0, 0.99, key="live.smoothing", step=0.01)
-if ss["live.run_id"] and parsed.run_id is None:
-    st.caption(f"Share this run read-only: add `?run={ss['live.run_id']}` to this page's address.")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import secrets
 import threading
 import time
 from collections.abc import Iterable
@@ -24,6 +25,8 @@ from rdqn.runs.store import RunStore
 from rdqn.validation import check_integer
 
 __all__ = ["RunRegistry", "ServerBusy"]
+
+_CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, no 1/I
 
 
 class ServerBusy(RuntimeError):
@@ -62,6 +65,8 @@ class RunRegistry:
         self._closed = False
         self._runs: dict[str, RunHandle] = {}
         self._queue: list[tuple[RunHandle, bool]] = []  # (run, start it paused)
+        self._live: dict[str, str] = {}  # owner -> the run on its live page
+        self._classes: dict[str, str] = {}  # class code -> owner
         atexit.register(self.shutdown)
 
     def _active(self) -> list[RunHandle]:
@@ -144,6 +149,34 @@ class RunRegistry:
         with self._lock:
             return self._runs.get(run_id)
 
+    def set_live_run(self, owner: str, run_id: str) -> None:
+        """The run a session now shows on its live page (what its class follows)."""
+        with self._lock:
+            self._live[owner] = run_id
+
+    def class_code(self, owner: str) -> str:
+        """The session's class code (made on first use): students who open ``?follow=<code>``
+        see whatever run the session shows, switching when it restarts."""
+        with self._lock:
+            for code, who in self._classes.items():
+                if who == owner:
+                    return code
+            while True:
+                code = "".join(secrets.choice(_CODE_ALPHABET) for _ in range(4))
+                if code not in self._classes:
+                    self._classes[code] = owner
+                    return code
+
+    def has_class(self, code: str) -> bool:
+        with self._lock:
+            return code in self._classes
+
+    def followed_run(self, code: str) -> str | None:
+        """The run the session behind a class code shows now (None: no class, or no run yet)."""
+        with self._lock:
+            owner = self._classes.get(code)
+            return None if owner is None else self._live.get(owner)
+
     def touch_owner(self, owner: str) -> None:
         """A page of this session is open: none of its runs is idle."""
         now = time.monotonic()
@@ -163,8 +196,11 @@ class RunRegistry:
             handle.stop(wait=wait)
 
     def stop_owner(self, owner: str) -> int:
-        """Stop every run of one session (its tab went away), without waiting for them; returns
-        how many were stopped."""
+        """Stop every run of one session (its tab went away), without waiting for them, and end
+        its class; returns how many runs were stopped."""
+        with self._lock:
+            self._live.pop(owner, None)
+            self._classes = {code: who for code, who in self._classes.items() if who != owner}
         handles = [h for h in self.runs(owner) if h.status not in FINAL_STATUSES]
         # Drop the queued ones first, so that stopping a running one does not start them.
         handles.sort(key=lambda h: h.status != "created")

@@ -285,3 +285,49 @@ def test_a_lesson_lasts_the_session_until_left() -> None:
     at.button(key="live.leave_lesson").click().run()
     assert {"live.alpha", "live.beta"} <= {s.key for s in at.slider}
     assert "lesson" not in at.query_params
+
+
+def progress_text(at: AppTest) -> str:
+    deadline = time.monotonic() + 30
+    while not at.get("progress") and time.monotonic() < deadline:
+        time.sleep(0.2)
+        at.run()
+    return at.get("progress")[0].proto.text
+
+
+def test_students_follow_the_teachers_current_run_and_can_fork_it() -> None:
+    teacher = open_app()
+    teacher.switch_page("pages/live.py").run()
+    teacher.button(key="live.start").click().run()
+    first = teacher.session_state["live.run_id"]
+    code = registry().class_code(registry().get(first).owner)
+
+    student = AppTest.from_file(APP, default_timeout=60)
+    student.query_params["follow"] = code
+    student.run()
+    student.switch_page("pages/live.py").run()
+    assert not student.exception
+    assert f"Following class `{code}`" in student.caption[0].value
+    assert not [s for s in student.slider if s.key == "live.alpha"]  # read-only
+    assert f"run `{first}`" in progress_text(student)
+
+    teacher.slider(key="live.alpha").set_value(0.9).run()  # a restart: a new run
+    second = teacher.session_state["live.run_id"]
+    assert second != first
+    student.run()
+    assert f"run `{second}`" in progress_text(student)  # the student follows
+
+    student.button(key="live.fork").click().run()
+    assert not student.exception
+    mine = registry().get(student.session_state["live.run_id"])
+    assert mine is not None and mine.id not in (first, second)
+    assert mine.config == registry().get(second).config  # the teacher's setup, its own run
+    assert "follow" not in student.query_params and student.query_params["alpha"] == "0.9"
+
+
+def test_following_an_unknown_class_says_so() -> None:
+    student = AppTest.from_file(APP, default_timeout=60)
+    student.query_params["follow"] = "ZZZZ"
+    student.run()
+    student.switch_page("pages/live.py").run()
+    assert "No class `ZZZZ` on this server" in student.warning[0].value

@@ -310,3 +310,67 @@ def test_run_states_the_idle_rule_and_closing_the_server(page: Page, tmp_path: P
     while spawned & set(_processes()) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not spawned & set(_processes()), "worker processes outlived their server"
+
+
+def _run_on_screen(page: Page) -> str:
+    match = re.search(r"run ([0-9a-f]{12})", _progress(page))
+    assert match, _progress(page)
+    return match.group(1)
+
+
+def test_a_class_follows_the_teacher_and_a_student_forks_the_setup(page: Page, server: str) -> None:
+    """The teacher shares the class link (QR and copyable), a student opens it in another
+    browser session, the teacher restarts with another α and the student's view follows; the
+    student then starts a run of their own from the teacher's setup."""
+    browser = page.context.browser
+    assert browser is not None
+    page.goto(f"{server}/live")  # the earlier tests' session: a run still training pauses
+    pause = page.get_by_role("button", name="Pause")
+    pause.wait_for()
+    if pause.is_enabled():
+        pause.click()
+    teacher = browser.new_context(viewport={"width": 1600, "height": 1000}).new_page()
+    teacher.set_default_timeout(60_000)
+    _start_a_run(teacher, server)
+    first = _run_on_screen(teacher)
+    teacher.get_by_role("button", name="Share with the class").click()
+    panel = teacher.locator('[data-testid="stPopoverBody"]')
+    panel.get_by_text("Follow along").wait_for()
+    panel.locator("img").wait_for()  # the QR code
+    link = panel.locator('[data-testid="stCode"]').first.inner_text().strip()
+    assert re.fullmatch(rf"{re.escape(server)}/live\?follow=[A-HJ-NP-Z2-9]{{4}}", link), link
+    teacher.screenshot(path=str(ARTIFACTS / "share-with-the-class.png"))
+    teacher.keyboard.press("Escape")
+
+    student = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+    student.set_default_timeout(60_000)
+    student.goto(link)
+    student.get_by_text("Following class").wait_for()
+    student.wait_for_function(f"() => document.body.innerText.includes('run {first}')")
+    assert not student.locator('[data-testid="stSlider"]', has_text="prioritization").count()
+
+    thumb = teacher.locator('[data-testid="stSlider"]', has_text="prioritization").get_by_role(
+        "slider"
+    )
+    thumb.focus()
+    thumb.press("ArrowRight")
+    teacher.wait_for_function(
+        f"""() => [...document.querySelectorAll('[data-testid="stProgress"]')]
+                 .some(el => el.innerText.includes('run ') && !el.innerText.includes('{first}'))"""
+    )
+    second = _run_on_screen(teacher)
+    student.wait_for_function(f"() => document.body.innerText.includes('run {second}')")
+    _assert_no_exception(student)
+    student.screenshot(path=str(ARTIFACTS / "student-follows.png"))
+
+    student.get_by_role("button", name="Try this setup myself").click()
+    student.wait_for_url(re.compile(r".*alpha=0\.65.*"))
+    student.get_by_role("button", name="Pause").wait_for()
+    assert "follow=" not in student.url
+    assert student.locator('[data-testid="stSlider"]', has_text="prioritization").count() == 1
+    _assert_no_exception(student)
+    for tab in (teacher, student):
+        pause = tab.get_by_role("button", name="Pause")
+        if pause.is_enabled():
+            pause.click()
+        tab.context.close()

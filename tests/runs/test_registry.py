@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -68,3 +69,20 @@ def test_stop_owner_stops_only_that_sessions_runs() -> None:
 def test_registry_rejects_a_bad_cap() -> None:
     with pytest.raises(ValueError, match="max_active must be an integer >= 1, got 0"):
         RunRegistry(max_active=0)
+
+
+def test_a_class_code_follows_its_sessions_current_run() -> None:
+    registry = RunRegistry(max_active=2)
+    code = registry.class_code("teacher")
+    assert registry.class_code("teacher") == code  # one code per session
+    assert re.fullmatch(r"[A-HJ-NP-Z2-9]{4}", code)
+    assert registry.class_code("other") != code
+    assert registry.has_class(code) and registry.followed_run(code) is None  # no run yet
+    registry.set_live_run("teacher", "run-1")
+    assert registry.followed_run(code) == "run-1"
+    registry.set_live_run("teacher", "run-2")  # the teacher restarted
+    assert registry.followed_run(code) == "run-2"
+    registry.stop_owner("teacher")  # the teacher's session ended
+    assert not registry.has_class(code) and registry.followed_run(code) is None
+    assert registry.followed_run("ZZZZ") is None
+    registry.shutdown()
