@@ -5,6 +5,7 @@ A thin frame: page config, the one state initializer, and navigation over `pages
 
 import streamlit as st
 
+from dashboard.display import projector_toggle
 from dashboard.state import init_state, keep_session_runs_alive, session
 
 st.set_page_config(
@@ -30,4 +31,6 @@ pages = {
         st.Page("pages/runs.py", title="Saved runs", icon=":material/history:"),
     ],
 }
-st.navigation(pages).run()
+navigation = st.navigation(pages)
+projector_toggle()
+navigation.run()

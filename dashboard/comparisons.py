@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
+from dashboard.display import show_chart
 from dashboard.figures import comparison_figure
 from dashboard.history import curves_by_scheme, group_progress, progress_frame
 from dashboard.state import registry, session, store
@@ -85,7 +86,8 @@ def comparison_results(run_ids: list[str], threshold: float | None, live: bool) 
     st.dataframe(status, hide_index=True, column_config=STATUS_COLUMNS, placeholder="—")
     curves = curves_by_scheme(rows)
     total_steps = max(row.total_steps for row in rows)
-    st.plotly_chart(
+    show_chart(
+        st,
         comparison_figure(
             curves, total_steps=total_steps, threshold=threshold, window=ROLLING_WINDOW
         ),

@@ -11,6 +11,7 @@ import streamlit as st
 from streamlit import net_util
 
 from dashboard import figures
+from dashboard.display import show_chart
 from dashboard.share import follow_link, qr_png, run_link, server_address
 from dashboard.state import registry, session, store
 from rdqn.compare import ROLLING_WINDOW
@@ -84,7 +85,8 @@ def run_view(
         if old is not None and old.episode_returns.size:
             overlay = (old.episode_end_steps, old.episode_returns)
     charts = st.columns([3, 2])
-    charts[0].plotly_chart(
+    show_chart(
+        charts[0],
         figures.reward_curve(
             snap.episode_end_steps,
             snap.episode_returns,
@@ -95,7 +97,8 @@ def run_view(
         width="stretch",
         key="live.reward_chart",
     )
-    charts[1].plotly_chart(
+    show_chart(
+        charts[1],
         figures.loss_curve(snap.log_updates, snap.losses, snap.td_abs_mean, scheme=snap.scheme),
         width="stretch",
         key="live.loss_chart",
@@ -129,7 +132,8 @@ def stored_run_view(run_id: str) -> None:
         return
     episodes = store().episodes(run_id)
     st.markdown(f"Status **{record.status}** · {record.env_steps:,} env steps")
-    st.plotly_chart(
+    show_chart(
+        st,
         figures.reward_curve(
             episodes["env_steps"].to_numpy(), episodes["return"].to_numpy(), scheme=record.scheme
         ),

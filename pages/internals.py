@@ -3,6 +3,7 @@
 import streamlit as st
 
 from dashboard import figures
+from dashboard.display import show_chart
 from dashboard.params import parse_params
 from dashboard.state import ensure_app_frame, registry
 from rdqn.training.telemetry import WEIGHT_EDGES, Histogram, relative_probability_histogram
@@ -44,7 +45,8 @@ def internals() -> None:
     st.caption(f"Run `{run_id}` · {snap.scheme} replay · update {snap.updates:,}")
 
     row = st.columns(3)
-    row[0].plotly_chart(
+    show_chart(
+        row[0],
         figures.histogram_figure(
             snap.priorities,
             title="Buffer: N·P(i)",
@@ -59,7 +61,8 @@ def internals() -> None:
     if batch is not None:
         sampled = relative_probability_histogram(batch.probabilities, snap.buffer_size)
         weights = Histogram.of(batch.weights, WEIGHT_EDGES)
-    row[1].plotly_chart(
+    show_chart(
+        row[1],
         figures.histogram_figure(
             sampled,
             title="Last batch: N·P(i)",
@@ -70,7 +73,8 @@ def internals() -> None:
         ),
         width="stretch",
     )
-    row[2].plotly_chart(
+    show_chart(
+        row[2],
         figures.histogram_figure(
             weights, title="Last batch: IS weights", x_title="weight w_i", color=color
         ),
@@ -78,13 +82,15 @@ def internals() -> None:
     )
 
     row = st.columns(2)
-    row[0].plotly_chart(
+    show_chart(
+        row[0],
         figures.heatmap_over_time(
             snap.priority_history, title="N·P(i) over training", y_title="N·P(i)", log_y_labels=True
         ),
         width="stretch",
     )
-    row[1].plotly_chart(
+    show_chart(
+        row[1],
         figures.heatmap_over_time(
             snap.weight_history, title="IS weights over training", y_title="weight w_i"
         ),
@@ -92,10 +98,10 @@ def internals() -> None:
     )
 
     row = st.columns(3)
-    row[0].plotly_chart(figures.td_stages_figure(snap.td_stages), width="stretch")
-    row[1].plotly_chart(figures.fit_figure(snap.fit), width="stretch")
-    row[2].plotly_chart(figures.age_figure(snap.age_counts, color=color), width="stretch")
-    st.plotly_chart(figures.weights_scatter(batch), width="stretch")
+    show_chart(row[0], figures.td_stages_figure(snap.td_stages), width="stretch")
+    show_chart(row[1], figures.fit_figure(snap.fit), width="stretch")
+    show_chart(row[2], figures.age_figure(snap.age_counts, color=color), width="stretch")
+    show_chart(st, figures.weights_scatter(batch), width="stretch")
 
 
 internals()

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 from numpy.typing import NDArray
 
+from dashboard.display import show_chart
 from dashboard.figures import runs_overlay_figure, timing_figure
 from dashboard.history import (
     final_return,
@@ -89,7 +90,7 @@ def run_card(record: RunRecord) -> None:
         if manifest:
             st.table(pd.DataFrame({"": manifest_summary(manifest)}))
             seconds = (manifest.get("timings") or {}).get("seconds", {})
-            st.plotly_chart(timing_figure(seconds), key="runs.timing")
+            show_chart(st, timing_figure(seconds), key="runs.timing")
         else:
             st.caption("Written when the run ends.")
     csv_episodes, csv_steps = st.columns(2)
@@ -154,7 +155,7 @@ else:
             curves[label] = (curve.end_steps, curve.returns)
         envs = set(rows["env_id"])
         threshold = reward_threshold(envs.pop()) if len(envs) == 1 else None
-        st.plotly_chart(runs_overlay_figure(curves, threshold=threshold), key="runs.overlay")
+        show_chart(st, runs_overlay_figure(curves, threshold=threshold), key="runs.overlay")
         card_id = chosen[0]
         if len(chosen) > 1:
             card_id = st.selectbox(

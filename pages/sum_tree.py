@@ -6,6 +6,7 @@ import streamlit as st
 
 from dashboard import tree_state
 from dashboard.assets import explanation
+from dashboard.display import show_chart
 from dashboard.figures import (
     draw_histogram_figure,
     segments_figure,
@@ -108,7 +109,8 @@ batch = (
     if uniforms is not None and len(uniforms) == ss["tree.batch"]
     else None
 )
-tree_slot.plotly_chart(
+show_chart(
+    tree_slot,
     sum_tree_figure(
         leaf_masses,
         paths=batch.paths if batch else None,
@@ -138,7 +140,8 @@ with st.container(horizontal=True):
         "Clear draws", key="tree.clear", icon=":material/delete:", on_click=tree_state.clear_draws
     )
 st.markdown(explanation("sum_tree_drawing"))
-st.plotly_chart(
+show_chart(
+    st,
     segments_figure(leaf_masses, batch.queries if batch else None, ss["tree.batch"]),
     width="stretch",
 )
@@ -156,7 +159,7 @@ else:
     )
 tally = ss["tree.tally"]
 counts = tally.counts if tally is not None and tally.matches(leaf_masses) else np.zeros(n)
-st.plotly_chart(draw_histogram_figure(counts, leaf_masses), width="stretch")
+show_chart(st, draw_histogram_figure(counts, leaf_masses), width="stretch")
 if tally is not None and not tally.matches(leaf_masses):
     st.caption("The priorities or α changed since the last draws: the histogram restarts.")
 
@@ -175,7 +178,8 @@ def live_tree() -> None:
         )
         st.page_link("pages/live.py", label="Live training", icon=":material/monitoring:")
         return
-    st.plotly_chart(
+    show_chart(
+        st,
         tree_levels_figure(
             snap.tree_levels,
             title=f"Top of the live sum tree: {snap.buffer_size:,} of {snap.capacity:,} slots",

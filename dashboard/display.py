@@ -1,0 +1,67 @@
+"""How the session's pages are shown: projector mode and the one way a chart reaches the page.
+
+Projector mode (a sidebar toggle, or ``?projector=1`` in any page's address) is kept for the
+browser session and written back into the address while it is on, so a reloaded or shared page
+keeps it. It enlarges the page's text and, through `show_chart`, restyles every chart
+(`dashboard.figures.projector`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from dashboard.figures.projector import PROJECTOR_TICK_SIZE, for_projector
+
+__all__ = ["PROJECTOR_FLAG", "projector_mode", "projector_toggle", "show_chart"]
+
+PROJECTOR_FLAG = "projector"
+_KEY = "app.projector"
+_TRUE = {"1", "true", "on", "yes"}
+
+# Larger body text, captions and metric values; dark captions (the theme's grey washes out).
+_PROJECTOR_CSS = f"""
+<style>
+section.stMain {{ font-size: 1.2rem; }}
+section.stMain [data-testid="stCaptionContainer"] {{ font-size: 1.05rem; color: #222; }}
+section.stMain [data-testid="stMetricValue"] {{ font-size: 2.6rem; }}
+section.stMain [data-testid="stMetricLabel"] p {{ font-size: {PROJECTOR_TICK_SIZE}px; }}
+section.stMain [data-testid="stWidgetLabel"] p {{ font-size: {PROJECTOR_TICK_SIZE}px; }}
+</style>
+"""
+
+
+def projector_mode() -> bool:
+    """Whether this session shows its pages in projector mode."""
+    return bool(st.session_state.get(_KEY, False))
+
+
+def projector_toggle() -> None:
+    """The sidebar toggle (called by the app frame on every page run).
+
+    The URL flag switches the mode on when a page is opened with it; while the mode is on the
+    flag stays in the address."""
+    flag = st.query_params.get(PROJECTOR_FLAG)
+    if _KEY not in st.session_state and flag is not None:
+        st.session_state[_KEY] = flag.lower() in _TRUE
+    st.sidebar.toggle(
+        "Projector mode",
+        key=_KEY,
+        help="Large dark text and thick lines on every chart, for the back row. "
+        f"Add ?{PROJECTOR_FLAG}=1 to a page's address to open it this way.",
+    )
+    if projector_mode():
+        st.query_params[PROJECTOR_FLAG] = "1"
+        st.html(_PROJECTOR_CSS)
+    else:
+        st.query_params.pop(PROJECTOR_FLAG, None)
+
+
+def show_chart(where: Any, fig: go.Figure, **kwargs: Any) -> None:
+    """`where.plotly_chart(fig, **kwargs)` (`where`: `st`, a column or a container), restyled
+    for a projector when the session is in projector mode."""
+    if projector_mode():
+        fig = for_projector(fig)
+    where.plotly_chart(fig, **kwargs)

@@ -1,0 +1,27 @@
+"""Projector mode restyles any finished figure: large dark ticks and legends, heavy lines."""
+
+import numpy as np
+
+from dashboard import figures
+from dashboard.figures.projector import INK, MIN_LINE_WIDTH, PROJECTOR_TICK_SIZE, for_projector
+
+
+def test_every_axis_gets_large_dark_ticks_and_titles() -> None:
+    fig = figures.loss_curve(np.arange(50), np.linspace(1, 0.1, 50), np.linspace(2, 0.5, 50))
+    assert fig.layout.yaxis2.title.text  # the loss chart has a second y axis
+    for_projector(fig)
+    for axis in (fig.layout.xaxis, fig.layout.yaxis, fig.layout.yaxis2):
+        assert axis.tickfont.size >= 16 and axis.tickfont.color == INK
+        assert axis.title.font.size > PROJECTOR_TICK_SIZE
+    assert fig.layout.legend.font.size >= 16
+
+
+def test_lines_get_heavier_and_the_data_stays_the_same() -> None:
+    steps, returns = np.arange(20), np.linspace(0, 1, 20)
+    fig = figures.reward_curve(steps, returns, smoothing=0.9)
+    widths = [trace.line.width for trace in fig.data]
+    ys = [np.asarray(trace.y).copy() for trace in fig.data]
+    for_projector(fig)
+    for trace, before, y in zip(fig.data, widths, ys, strict=True):
+        assert trace.line.width >= max(MIN_LINE_WIDTH, 2 * (before or 1.5))
+        np.testing.assert_array_equal(np.asarray(trace.y), y)
