@@ -21,6 +21,12 @@ PROJECTOR_FLAG = "projector"
 _KEY = "app.projector"
 _TRUE = {"1", "true", "on", "yes"}
 
+# Less empty space above every page's title: the first screen is for controls and charts.
+_PAGE_CSS = """
+<style>
+.stMainBlockContainer { padding-top: 2.5rem; }
+</style>
+"""
 # Larger body text, captions and metric values; dark captions (the theme's grey washes out).
 _PROJECTOR_CSS = f"""
 <style>
@@ -52,6 +58,7 @@ def projector_toggle() -> None:
         help="Large dark text and thick lines on every chart, for the back row. "
         f"Add ?{PROJECTOR_FLAG}=1 to a page's address to open it this way.",
     )
+    st.html(_PAGE_CSS)
     if projector_mode():
         st.query_params[PROJECTOR_FLAG] = "1"
         st.html(_PROJECTOR_CSS)
@@ -59,9 +66,11 @@ def projector_toggle() -> None:
         st.query_params.pop(PROJECTOR_FLAG, None)
 
 
-def show_chart(where: Any, fig: go.Figure, **kwargs: Any) -> None:
-    """`where.plotly_chart(fig, **kwargs)` (`where`: `st`, a column or a container), restyled
-    for a projector when the session is in projector mode."""
+def show_chart(where: Any, fig: go.Figure, *, height: int | None = None, **kwargs: Any) -> None:
+    """`where.plotly_chart(fig, **kwargs)` (`where`: `st`, a column or a container), ``height``
+    px tall if given, restyled for a projector when the session is in projector mode."""
+    if height is not None:
+        fig.layout.height = height
     if projector_mode():
         fig = for_projector(fig)
     where.plotly_chart(fig, **kwargs)

@@ -9,6 +9,7 @@ the run from the same seed; the old run stays on the chart as the overlay.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,8 @@ __all__ = [
     "load_params_once",
     "on_main_control",
     "restart",
+    "restart_pending",
+    "restart_when_settled",
     "start_live_run",
     "sync_url",
     "try_it_myself",
@@ -41,6 +44,10 @@ __all__ = [
 
 MAIN_CONTROLS: tuple[str, ...] = ("alpha", "beta", "scheme")
 """The controls above the charts, by URL name; moving one restarts the run."""
+SLIDERS: frozenset[str] = frozenset({"alpha", "beta"})
+SETTLE_SECONDS = 0.8
+"""A slider's run restarts once its value has not changed for this long: arrow keys and drags
+pass through values the teacher did not mean, and each restart would replace the overlay."""
 UPLOAD_ENV = "rdqn/SyntheticMarket-v0"
 
 
@@ -104,6 +111,7 @@ def start_live_run(config: RunConfig, *, paused: bool = False) -> RunHandle:
     At the server's cap the new run waits in the queue and starts by itself when a slot frees
     (the live view shows its place).
     """
+    st.session_state["live.restart_due"] = None
     old = current_run()
     if old is not None:
         registry().stop(old.id)
@@ -136,10 +144,30 @@ def restart(paused: bool | None = None) -> None:
 
 
 def on_main_control(alias: str) -> None:
-    """Widget callback of a main control: take its value, restart a run that exists."""
+    """Widget callback of a main control: take its value and restart a run that exists, at once
+    for the scheme, once the value settles for a slider (`restart_when_settled`)."""
     set_override(URL_ALIASES[alias], st.session_state[f"live.{alias}"])
-    if current_run() is not None:
+    if current_run() is None:
+        return
+    if alias in SLIDERS:
+        st.session_state["live.restart_due"] = time.monotonic() + SETTLE_SECONDS
+    else:
         restart()
+
+
+def restart_pending() -> bool:
+    """Whether a slider moved and its restart waits for the value to settle."""
+    return st.session_state["live.restart_due"] is not None
+
+
+def restart_when_settled() -> bool:
+    """Restart the run if a slider's value has settled since it last moved; True if it did."""
+    due = st.session_state["live.restart_due"]
+    if due is None or time.monotonic() < due:
+        return False
+    st.session_state["live.restart_due"] = None
+    restart()
+    return True
 
 
 def _forget_main_controls() -> None:
@@ -203,6 +231,7 @@ def try_it_myself(follow: str | None, run_id: str | None) -> None:
     read-only view."""
     if follow is not None:
         run_id = registry().followed_run(follow)
+        st.session_state["live.came_from_class"] = follow  # to watch again while queued
     if run_id is None:
         return
     handle = registry().get(run_id)

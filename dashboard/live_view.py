@@ -12,12 +12,16 @@ from streamlit import net_util
 
 from dashboard import figures
 from dashboard.display import show_chart
+from dashboard.eta import duration_text, queue_wait_seconds, remaining_seconds
 from dashboard.share import follow_link, qr_png, run_link, server_address
 from dashboard.state import registry, session, store
 from rdqn.compare import ROLLING_WINDOW
 from rdqn.training.telemetry import Telemetry
 
 __all__ = ["run_view", "share_panel", "stored_run_view"]
+
+CHART_HEIGHT = 330
+"""The live charts' height (px): the controls and the reward curve fit a 1280×720 screen."""
 
 
 def _metrics(snap: Telemetry, status: str) -> None:
@@ -55,11 +59,7 @@ def run_view(
         if handle is not None and handle.error:
             st.error(f"The run {handle.status}: {handle.error}")
         elif place is not None:
-            st.info(
-                f"Every training slot of this server is taken: run `{run_id}` waits in the "
-                f"queue, place {place[0]} of {place[1]}, and starts by itself when a run ends.",
-                icon=":material/hourglass_top:",
-            )
+            _queued(run_id, *place)
         elif handle is not None:
             st.info(f"Run `{run_id}` is {handle.status}: preparing to train…")
         elif watching:
@@ -72,8 +72,12 @@ def run_view(
         return
     # The handle knows at once what its owner asked for (a pause) and how the run ended.
     status, error = handle.status, handle.error or snap.error
-    _metrics(snap, status)
-    st.progress(snap.progress, text=f"{status} · run `{run_id}` · {snap.progress:.0%} of budget")
+    total = handle.config.train.total_steps
+    line = f"{status} · run `{run_id}` · {snap.env_steps:,} of {total:,} steps"
+    if status == "running":
+        left = remaining_seconds(snap.env_steps, total, snap.steps_per_second)
+        line += f" · {duration_text(left)} left" if left is not None else ""
+    st.progress(snap.progress, text=line)
     if status == "failed":
         st.error(f"The run failed: {error}", icon=":material/error:")
     elif status == "stopped":
@@ -95,14 +99,39 @@ def run_view(
             scheme=snap.scheme,
         ),
         width="stretch",
+        height=CHART_HEIGHT,
         key="live.reward_chart",
     )
     show_chart(
         charts[1],
         figures.loss_curve(snap.log_updates, snap.losses, snap.td_abs_mean, scheme=snap.scheme),
         width="stretch",
+        height=CHART_HEIGHT,
         key="live.loss_chart",
     )
+    _metrics(snap, status)
+
+
+def _queued(run_id: str, place: int, waiting: int) -> None:
+    """A queued run: its place, about how long until it starts, and a class to watch meanwhile."""
+    remaining = []
+    for other in registry().runs():
+        snap = other.snapshot(touch=False) if other.status == "running" else None
+        total = other.config.train.total_steps
+        remaining.append(
+            remaining_seconds(snap.env_steps, total, snap.steps_per_second) if snap else None
+        )
+    wait = queue_wait_seconds(place, remaining)
+    estimate = duration_text(wait) if wait is not None else ""
+    st.info(
+        f"Every training slot of this server is taken: run `{run_id}` waits in the queue, place "
+        f"{place} of {waiting}, and starts by itself when a slot frees"
+        + (f" ({estimate}, sooner if a run is stopped)." if estimate else "."),
+        icon=":material/hourglass_top:",
+    )
+    code = st.session_state.get("live.came_from_class")
+    if code:
+        st.link_button("Watch the teacher instead", f"?follow={code}", icon=":material/visibility:")
 
 
 def share_panel(run_id: str | None) -> None:

@@ -139,6 +139,8 @@ def _defaults() -> dict[str, Any]:
         "live.smoothing": 0.9,
         "live.lesson": None,  # a key of dashboard.lessons.LESSONS: kept for the session
         "live.speed": "full speed",
+        "live.restart_due": None,  # monotonic time: a moved slider's restart, once it settles
+        "live.came_from_class": None,  # the class code a student forked a run from
         # Compare schemes: the runs of the comparison on show.
         "compare.group": [],
         "compare.group_id": None,

@@ -14,6 +14,8 @@ from dashboard.live import (
     load_params_once,
     on_main_control,
     restart,
+    restart_pending,
+    restart_when_settled,
     sync_url,
     try_it_myself,
     use_defaults,
@@ -66,6 +68,7 @@ if watching:
 
 # ---------------------------------------------------------------- controls
 else:
+    restart_when_settled()
     config = live_config()
     top = st.columns(3)
     for column, alias in zip(top, MAIN_CONTROLS, strict=True):
@@ -154,6 +157,10 @@ else:
 
 @st.fragment(run_every=1.0)
 def live_view() -> None:
+    if not watching and restart_when_settled():
+        st.rerun()  # the whole page: its buttons follow the new run
+    if not watching and restart_pending():
+        st.caption("The run restarts with the new value once the slider settles…")
     if parsed.follow:  # the teacher's current run, whichever it is by now
         run_id = registry().followed_run(parsed.follow)
     else:

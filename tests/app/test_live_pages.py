@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.config_widgets import FORM_FIELDS, field_label
+from dashboard.live import SETTLE_SECONDS
 from dashboard.params import URL_ALIASES
 from dashboard.state import registry
 from rdqn.config import config_field
@@ -57,11 +58,16 @@ def test_live_page_counters_curves_and_alpha_restart() -> None:
     assert [m.label for m in at.metric][:3] == ["Env steps", "Updates", "Episodes"]
     assert int(at.metric[0].value.replace(",", "")) >= 300
 
-    at.slider(key="live.alpha").set_value(0.9).run()
+    for value in (0.7, 0.8, 0.9):  # arrow keys: three values in quick succession
+        at.slider(key="live.alpha").set_value(value).run()
+        assert at.session_state["live.run_id"] == first, "no restart before the value settles"
+    assert "once the slider settles" in " ".join(c.value for c in at.caption)
+    time.sleep(SETTLE_SECONDS)
+    at.run()
     assert not at.exception
     second = at.session_state["live.run_id"]
     assert second != first, "moving alpha must restart the run"
-    assert at.session_state["live.previous_run_id"] == first
+    assert at.session_state["live.previous_run_id"] == first, "one restart, from the first run"
     assert registry().get(second).config.replay.alpha == 0.9
     assert registry().get(second).config.seed == registry().get(first).config.seed
     assert at.query_params["alpha"] == "0.9"
@@ -312,6 +318,8 @@ def test_students_follow_the_teachers_current_run_and_can_fork_it() -> None:
     assert f"run `{first}`" in progress_text(student)
 
     teacher.slider(key="live.alpha").set_value(0.9).run()  # a restart: a new run
+    time.sleep(SETTLE_SECONDS)
+    teacher.run()
     second = teacher.session_state["live.run_id"]
     assert second != first
     student.run()
