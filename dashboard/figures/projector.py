@@ -27,7 +27,8 @@ def for_projector(fig: go.Figure) -> go.Figure:
 
     Every x/y axis gets `PROJECTOR_TICK_SIZE` px dark tick labels and larger titles; the legend,
     colour bars and annotations grow to match; every line is at least `MIN_LINE_WIDTH` px
-    (twice its width when that is more), and markers grow by half.
+    (twice its width when that is more), markers grow by half and text drawn in the plot (node
+    labels) grows to nearly the tick size.
     """
     axis_style = {
         "tickfont": {"size": PROJECTOR_TICK_SIZE, "color": INK},
@@ -46,15 +47,16 @@ def for_projector(fig: go.Figure) -> go.Figure:
         size = annotation.font.size or BASE_FONT_SIZE
         annotation.font.size = max(size, PROJECTOR_TICK_SIZE)
     for trace in fig.data:
-        line = getattr(trace, "line", None)
-        if line is not None and trace.type == "scatter":
-            line.width = max(MIN_LINE_WIDTH, 2 * (line.width or 1.5))
-        marker = getattr(trace, "marker", None)
-        if marker is not None and trace.type == "scatter" and isinstance(marker.size, int | float):
-            marker.size = marker.size * 1.5
-        colorbar = getattr(marker, "colorbar", None) if marker is not None else None
-        if colorbar is not None:
-            colorbar.tickfont = {"size": PROJECTOR_TICK_SIZE, "color": INK}
         if trace.type == "heatmap":
             trace.colorbar.tickfont = {"size": PROJECTOR_TICK_SIZE, "color": INK}
+        if trace.type != "scatter":
+            continue
+        if trace.line is not None:
+            trace.line.width = max(MIN_LINE_WIDTH, 2 * (trace.line.width or 1.5))
+        if isinstance(trace.marker.size, int | float):
+            trace.marker.size = trace.marker.size * 1.5
+        if trace.marker.showscale:
+            trace.marker.colorbar.tickfont = {"size": PROJECTOR_TICK_SIZE, "color": INK}
+        if trace.text is not None:
+            trace.textfont.size = max(trace.textfont.size or 0, PROJECTOR_TICK_SIZE - 2)
     return fig

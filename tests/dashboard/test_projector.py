@@ -25,3 +25,9 @@ def test_lines_get_heavier_and_the_data_stays_the_same() -> None:
     for trace, before, y in zip(fig.data, widths, ys, strict=True):
         assert trace.line.width >= max(MIN_LINE_WIDTH, 2 * (before or 1.5))
         np.testing.assert_array_equal(np.asarray(trace.y), y)
+
+
+def test_no_colour_bar_appears_where_the_figure_had_none() -> None:
+    fig = for_projector(figures.sum_tree_figure(np.array([1.0, 2.0, 3.0, 4.0])))
+    assert not any(getattr(t.marker, "showscale", None) for t in fig.data if t.type == "scatter")
+    assert all(not t.marker.colorbar.to_plotly_json() for t in fig.data if t.type == "scatter")

@@ -11,128 +11,22 @@ cannot pass without it. Screenshots and server logs go to test-artifacts/.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Page
 
-ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextlib.contextmanager
-def _streamlit(
-    home: Path, log_name: str, **settings: str
-) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """`streamlit run app.py` on a free local port, its output in test-artifacts/<log_name>."""
-    port = _free_port()
-    # Several sessions train at once here: more than the default cap (the cores but one).
-    env = {**os.environ, "RDQN_HOME": str(home), "RDQN_MAX_RUNS": "4", **settings}
-    ARTIFACTS.mkdir(exist_ok=True)
-    log_path = ARTIFACTS / log_name
-    with log_path.open("w", encoding="utf-8") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
-            + ["--server.address", "127.0.0.1", "--server.headless", "true"],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                        if response.status == 200:
-                            break
-                except OSError:
-                    if process.poll() is not None or time.monotonic() > deadline:
-                        output = log_path.read_text(encoding="utf-8")
-                        raise RuntimeError(f"streamlit did not start:\n{output}") from None
-                    time.sleep(0.5)
-            yield url, process
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with _streamlit(tmp_path_factory.mktemp("rdqn-home"), "server.log") as (url, _):
-        yield url
-
-
-@pytest.fixture(scope="module")
-def page(server: str) -> Iterator[Page]:
-    assert Path(CHROMIUM).exists(), (
-        f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium); "
-        "the browser tests must run, not skip"
-    )
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        tab = browser.new_page(viewport={"width": 1400, "height": 1000})
-        tab.set_default_timeout(60_000)
-        yield tab
-        browser.close()
-
-
-def _metric(page: Page, label: str) -> int:
-    metric = page.locator('[data-testid="stMetric"]', has_text=label).first
-    value = metric.locator('[data-testid="stMetricValue"]').inner_text()
-    return int(value.replace(",", ""))
-
-
-def _run_id(page: Page) -> str:
-    text = page.locator('[data-testid="stProgress"]').first.inner_text()
-    match = re.search(r"run ([0-9a-f]{12})", text)
-    assert match, text
-    return match.group(1)
-
-
-def _reward_points(page: Page) -> int:
-    """Markers drawn in the episode-return chart (one per finished episode)."""
-    return page.evaluate(
-        """() => {
-            const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
-            const reward = charts.find(c => (c.querySelector('.gtitle')?.textContent || '')
-                                              .includes('Episode return'));
-            return reward ? reward.querySelectorAll('.scatterlayer .point').length : 0;
-        }"""
-    )
-
-
-def _assert_no_exception(page: Page) -> None:
-    errors = page.locator('[data-testid="stException"]')
-    assert errors.count() == 0, errors.first.inner_text()
+from tests.e2e.browser import (
+    ARTIFACTS,
+    assert_no_exception,
+    metric,
+    progress_text,
+    reward_points,
+    run_on_screen,
+    start_a_run,
+    streamlit_server,
+)
 
 
 def test_demo_trains_alpha_restarts_and_sum_tree_draws(server: str, page: Page) -> None:
@@ -140,19 +34,19 @@ def test_demo_trains_alpha_restarts_and_sum_tree_draws(server: str, page: Page) 
     page.get_by_role("button", name="Start demo").click()
     page.wait_for_url(re.compile(r".*/live.*"))
     page.locator('[data-testid="stMetric"]', has_text="Env steps").first.wait_for()
-    first_steps = _metric(page, "Env steps")
+    first_steps = metric(page, "Env steps")
     deadline = time.monotonic() + 60
-    while _reward_points(page) < 3:
+    while reward_points(page) < 3:
         assert time.monotonic() < deadline, "no reward curve appeared"
         time.sleep(0.5)
-    first_points = _reward_points(page)
+    first_points = reward_points(page)
     time.sleep(6)
-    assert _metric(page, "Env steps") > first_steps
-    assert _reward_points(page) > first_points, "the reward curve did not grow"
-    _assert_no_exception(page)
+    assert metric(page, "Env steps") > first_steps
+    assert reward_points(page) > first_points, "the reward curve did not grow"
+    assert_no_exception(page)
     page.screenshot(path=str(ARTIFACTS / "live.png"), full_page=True)
 
-    run_before = _run_id(page)
+    run_before = run_on_screen(page)
     alpha = page.locator('[data-testid="stSlider"]', has_text="prioritization")
     thumb = alpha.get_by_role("slider")
     thumb.focus()
@@ -163,14 +57,14 @@ def test_demo_trains_alpha_restarts_and_sum_tree_draws(server: str, page: Page) 
                  .some(el => el.innerText.includes('run ')
                              && !el.innerText.includes('{run_before}'))"""
     )
-    assert _run_id(page) != run_before
+    assert run_on_screen(page) != run_before
     page.wait_for_url(re.compile(r".*alpha=0\.(7|75|8|85|9)\b.*"))
-    _assert_no_exception(page)
+    assert_no_exception(page)
 
     page.get_by_role("link", name="Sum tree").first.click()
     page.get_by_role("button", name="Draw a batch").first.click()
     time.sleep(2)
-    _assert_no_exception(page)
+    assert_no_exception(page)
     page.screenshot(path=str(ARTIFACTS / "sum_tree.png"), full_page=True)
 
 
@@ -191,7 +85,7 @@ def test_settings_form_and_shared_url_reproduce_the_setup_in_another_session(
     teacher.wait_for_url(re.compile(r".*capacity=2000.*"))
     teacher.locator('[data-testid="stProgress"]').first.wait_for()
     assert "alpha=0.8" in teacher.url and "preset=paper" in teacher.url
-    _assert_no_exception(teacher)
+    assert_no_exception(teacher)
     teacher.screenshot(path=str(ARTIFACTS / "live-settings-teacher.png"))
 
     student = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
@@ -203,7 +97,7 @@ def test_settings_form_and_shared_url_reproduce_the_setup_in_another_session(
     alpha = student.locator('[data-testid="stSlider"]', has_text="prioritization")
     assert alpha.locator('[data-testid="stSliderThumbValue"]').inner_text() == "0.80"
     assert student_sidebar.get_by_role("combobox", name="Preset").input_value() == "paper"
-    _assert_no_exception(student)
+    assert_no_exception(student)
     student.screenshot(path=str(ARTIFACTS / "live-settings-student.png"))
     teacher.context.close()
     student.context.close()
@@ -232,12 +126,6 @@ def _descendants(root: int) -> set[int]:
     return found
 
 
-def _start_a_run(page: Page, url: str) -> None:
-    page.goto(f"{url}/live?steps=1000000")
-    page.get_by_role("button", name="Start", exact=True).click()
-    page.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()
-
-
 def test_a_new_session_is_served_while_runs_train_in_worker_processes(page: Page) -> None:
     """Two sessions keep runs training; a third opens the live page, starts its own run and
     sees it running quickly, because training happens in worker processes, not the server."""
@@ -253,17 +141,17 @@ def test_a_new_session_is_served_while_runs_train_in_worker_processes(page: Page
     for _ in range(2):
         tab = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
         tab.set_default_timeout(60_000)
-        _start_a_run(tab, url)
+        start_a_run(tab, url)
         sessions.append(tab)
     newcomer = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
     newcomer.set_default_timeout(60_000)
     begin = time.monotonic()
-    _start_a_run(newcomer, url)
+    start_a_run(newcomer, url)
     assert time.monotonic() - begin < 20, "a new session waited too long while runs trained"
-    first = _metric(newcomer, "Env steps")
+    first = metric(newcomer, "Env steps")
     time.sleep(3)
-    assert _metric(newcomer, "Env steps") > first
-    _assert_no_exception(newcomer)
+    assert metric(newcomer, "Env steps") > first
+    assert_no_exception(newcomer)
     newcomer.screenshot(path=str(ARTIFACTS / "live-while-others-train.png"))
     # The runs train in worker processes forked by the zygote: one per training session.
     zygotes = [pid for pid, (_, command) in _processes().items() if "rdqn.runs.zygote" in command]
@@ -274,24 +162,20 @@ def test_a_new_session_is_served_while_runs_train_in_worker_processes(page: Page
         tab.context.close()
 
 
-def _progress(page: Page) -> str:
-    return page.locator('[data-testid="stProgress"]').first.inner_text()
-
-
 def test_run_states_the_idle_rule_and_closing_the_server(page: Page, tmp_path: Path) -> None:
     """A teacher pauses and resumes (the page says so), spends longer than the idle timeout on
     another page of the same tab (the run goes on), then the server closes: no worker is left."""
     browser = page.context.browser
     assert browser is not None
-    with _streamlit(tmp_path, "server-shutdown.log", RDQN_IDLE_TIMEOUT="8") as (url, server):
+    with streamlit_server(tmp_path, "server-shutdown.log", RDQN_IDLE_TIMEOUT="8") as (url, server):
         tab = browser.new_context().new_page()
         tab.set_default_timeout(120_000)
-        _start_a_run(tab, url)
+        start_a_run(tab, url)
         tab.get_by_role("button", name="Pause").click()
         tab.locator('[data-testid="stProgress"]', has_text="paused").first.wait_for()
         assert tab.get_by_role("button", name="Resume").is_enabled()
         time.sleep(2)
-        assert _metric(tab, "Steps/s") == 0
+        assert metric(tab, "Steps/s") == 0
         tab.get_by_role("button", name="Resume").click()
         tab.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()
         tab.get_by_role("link", name="One update by hand").first.click()
@@ -299,8 +183,8 @@ def test_run_states_the_idle_rule_and_closing_the_server(page: Page, tmp_path: P
         time.sleep(20)  # over twice the idle timeout, on a page that polls no run
         tab.get_by_role("link", name="Live training").first.click()
         tab.locator('[data-testid="stProgress"]').first.wait_for()
-        assert _progress(tab).startswith("running"), _progress(tab)
-        _assert_no_exception(tab)
+        assert progress_text(tab).startswith("running"), progress_text(tab)
+        assert_no_exception(tab)
         spawned = _descendants(server.pid)
         assert len(spawned) >= 2, spawned  # the zygote and the run's worker
         server.terminate()  # what Ctrl-C or a service manager's stop does
@@ -310,12 +194,6 @@ def test_run_states_the_idle_rule_and_closing_the_server(page: Page, tmp_path: P
     while spawned & set(_processes()) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not spawned & set(_processes()), "worker processes outlived their server"
-
-
-def _run_on_screen(page: Page) -> str:
-    match = re.search(r"run ([0-9a-f]{12})", _progress(page))
-    assert match, _progress(page)
-    return match.group(1)
 
 
 def test_a_class_follows_the_teacher_and_a_student_forks_the_setup(page: Page, server: str) -> None:
@@ -331,8 +209,8 @@ def test_a_class_follows_the_teacher_and_a_student_forks_the_setup(page: Page, s
         pause.click()
     teacher = browser.new_context(viewport={"width": 1600, "height": 1000}).new_page()
     teacher.set_default_timeout(60_000)
-    _start_a_run(teacher, server)
-    first = _run_on_screen(teacher)
+    start_a_run(teacher, server)
+    first = run_on_screen(teacher)
     teacher.get_by_role("button", name="Share with the class").click()
     panel = teacher.locator('[data-testid="stPopoverBody"]')
     panel.get_by_text("Follow along").wait_for()
@@ -358,9 +236,9 @@ def test_a_class_follows_the_teacher_and_a_student_forks_the_setup(page: Page, s
         f"""() => [...document.querySelectorAll('[data-testid="stProgress"]')]
                  .some(el => el.innerText.includes('run ') && !el.innerText.includes('{first}'))"""
     )
-    second = _run_on_screen(teacher)
+    second = run_on_screen(teacher)
     student.wait_for_function(f"() => document.body.innerText.includes('run {second}')")
-    _assert_no_exception(student)
+    assert_no_exception(student)
     student.screenshot(path=str(ARTIFACTS / "student-follows.png"))
 
     student.get_by_role("button", name="Try this setup myself").click()
@@ -368,7 +246,7 @@ def test_a_class_follows_the_teacher_and_a_student_forks_the_setup(page: Page, s
     student.get_by_role("button", name="Pause").wait_for()
     assert "follow=" not in student.url
     assert student.locator('[data-testid="stSlider"]', has_text="prioritization").count() == 1
-    _assert_no_exception(student)
+    assert_no_exception(student)
     for tab in (teacher, student):
         pause = tab.get_by_role("button", name="Pause")
         if pause.is_enabled():

@@ -1,0 +1,118 @@
+"""Shared by the browser tests: a Streamlit server on a free local port, Debian's Chromium,
+and readers of what the page shows."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+from playwright.sync_api import Page
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def streamlit_server(
+    home: Path, log_name: str, **settings: str
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`streamlit run app.py` on a free local port, its output in test-artifacts/<log_name>."""
+    port = free_port()
+    # Several sessions train at once here: more than the default cap (the cores but one).
+    env = {**os.environ, "RDQN_HOME": str(home), "RDQN_MAX_RUNS": "4", **settings}
+    ARTIFACTS.mkdir(exist_ok=True)
+    log_path = ARTIFACTS / log_name
+    with log_path.open("w", encoding="utf-8") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
+            + ["--server.address", "127.0.0.1", "--server.headless", "true"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                        if response.status == 200:
+                            break
+                except OSError:
+                    if process.poll() is not None or time.monotonic() > deadline:
+                        output = log_path.read_text(encoding="utf-8")
+                        raise RuntimeError(f"streamlit did not start:\n{output}") from None
+                    time.sleep(0.5)
+            yield url, process
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def metric(page: Page, label: str) -> int:
+    metric = page.locator('[data-testid="stMetric"]', has_text=label).first
+    value = metric.locator('[data-testid="stMetricValue"]').inner_text()
+    return int(value.replace(",", ""))
+
+
+def reward_points(page: Page) -> int:
+    """Markers drawn in the episode-return chart (one per finished episode)."""
+    return page.evaluate(
+        """() => {
+            const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
+            const reward = charts.find(c => (c.querySelector('.gtitle')?.textContent || '')
+                                              .includes('Episode return'));
+            return reward ? reward.querySelectorAll('.scatterlayer .point').length : 0;
+        }"""
+    )
+
+
+def assert_no_exception(page: Page) -> None:
+    errors = page.locator('[data-testid="stException"]')
+    assert errors.count() == 0, errors.first.inner_text()
+
+
+def start_a_run(page: Page, url: str) -> None:
+    """Open the live page with a long budget and start a run; return once it is running."""
+    page.goto(f"{url}/live?steps=1000000")
+    page.get_by_role("button", name="Start", exact=True).click()
+    page.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()
+
+
+def progress_text(page: Page) -> str:
+    """The live page's status line: state, run id, steps, time left."""
+    return page.locator('[data-testid="stProgress"]').first.inner_text()
+
+
+def run_on_screen(page: Page) -> str:
+    """The id of the run the live page shows, from its status line."""
+    match = re.search(r"run ([0-9a-f]{12})", progress_text(page))
+    assert match, progress_text(page)
+    return match.group(1)

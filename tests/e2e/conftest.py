@@ -1,0 +1,35 @@
+"""Browser-test fixtures: one server and one Chromium tab per test module."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, sync_playwright
+
+from tests.e2e.browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, streamlit_server
+
+
+@pytest.fixture(scope="module")
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    log_name = f"server-{request.module.__name__.rsplit('.', 1)[-1]}.log"
+    with streamlit_server(tmp_path_factory.mktemp("rdqn-home"), log_name) as (url, _):
+        yield url
+
+
+@pytest.fixture(scope="module")
+def page(server: str) -> Iterator[Page]:
+    assert Path(CHROMIUM).exists(), (
+        f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium); "
+        "the browser tests must run, not skip"
+    )
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        tab = browser.new_page(viewport={"width": 1400, "height": 1000})
+        tab.set_default_timeout(60_000)
+        yield tab
+        browser.close()
