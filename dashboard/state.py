@@ -141,6 +141,7 @@ def _defaults() -> dict[str, Any]:
         "live.speed": "full speed",
         "live.restart_due": None,  # monotonic time: a moved slider's restart, once it settles
         "live.came_from_class": None,  # the class code a student forked a run from
+        "live.shown_status": (None, None),  # (run id, status) the page's buttons were drawn for
         # Compare schemes: the runs of the comparison on show.
         "compare.group": [],
         "compare.group_id": None,

@@ -86,6 +86,7 @@ else:
     buttons = st.columns([1, 1, 1, 1, 3])
     handle = current_run()
     status = handle.status if handle is not None else None
+    ss["live.shown_status"] = (ss["live.run_id"], status)  # what the buttons below assume
     active = status in ("running", "paused")
     if buttons[0].button(
         "Resume" if status == "paused" else "Start",
@@ -155,10 +156,17 @@ else:
         share_panel(ss["live.run_id"])
 
 
+def _status() -> str | None:
+    handle = current_run()
+    return handle.status if handle is not None else None
+
+
 @st.fragment(run_every=1.0)
 def live_view() -> None:
     if not watching and restart_when_settled():
         st.rerun()  # the whole page: its buttons follow the new run
+    if not watching and ss["live.shown_status"] != (ss["live.run_id"], _status()):
+        st.rerun()  # the run started, paused or ended by itself: the buttons follow
     if not watching and restart_pending():
         st.caption("The run restarts with the new value once the slider settles…")
     if parsed.follow:  # the teacher's current run, whichever it is by now
