@@ -29,7 +29,12 @@ import torch
 from dashboard import figures
 from rdqn.presets import preset
 from rdqn.runs.handle import RunHandle
-from rdqn.training.telemetry import RELATIVE_PROBABILITY_EDGES, WEIGHT_EDGES, Histogram, Telemetry
+from rdqn.training.telemetry import (
+    RELATIVE_PROBABILITY_EDGES,
+    Histogram,
+    Telemetry,
+    weight_histogram,
+)
 
 
 def live_page(snap: Telemetry) -> None:
@@ -58,7 +63,7 @@ def internals_page(snap: Telemetry) -> None:
         )
         figs.append(
             figures.histogram_figure(
-                Histogram.of(batch.weights, WEIGHT_EDGES), title="w", x_title="x"
+                weight_histogram(batch.weights), title="w", x_title="x", log_x_labels=True
             )
         )
     for fig in figs:

@@ -3,12 +3,34 @@
 import streamlit as st
 
 from dashboard import figures
+from dashboard.assets import explanation
 from dashboard.display import show_chart
+from dashboard.figures.distributions import p_value_text
 from dashboard.params import parse_params
 from dashboard.state import ensure_app_frame, registry
-from rdqn.training.telemetry import WEIGHT_EDGES, Histogram, relative_probability_histogram
+from rdqn.training.telemetry import relative_probability_histogram, weight_histogram
 
 ensure_app_frame()
+
+CHART_HEIGHT = 380
+NOTICE = {
+    "buffer": "Uniform replay is one bar at 1. With α > 0 the bars spread out: the right tail "
+    "holds the surprising transitions PER replays most, the left the ones it almost never replays.",
+    "batch": "The batch just replayed, on the same axis: it sits further right than the buffer, "
+    "because likely transitions are drawn more often.",
+    "weights": "Log axis: 0.01 means that transition's loss counts a hundredth as much. The rarest "
+    "transition gets weight 1; the more often one is drawn, the smaller its weight.",
+    "scatter": "One dot per replayed transition: the rarer it is (left), the larger its weight "
+    "(up). Big bright dots have large |TD errors|: that is why they are likely.",
+    "priority_history": "Each column is the buffer at one moment (bright = many transitions). A "
+    "band that widens means priorities grow more uneven as training goes on.",
+    "weight_history": "Each column holds the weights of the updates since the previous one. The "
+    "band sinks as β anneals to 1: frequently drawn transitions are corrected more.",
+    "td_stages": "Log axis. Curves moving right mean TD errors grow (Q-values still rising), "
+    "moving left that they shrink; the right tail is the few surprising transitions PER favours.",
+    "ages": "Bars above the dotted line are replayed more than uniform replay would. New "
+    "transitions enter with the highest priority, so PER replays the newest (left) most.",
+}
 
 st.title("Replay internals")
 parsed = parse_params(st.query_params.to_dict())
@@ -23,6 +45,11 @@ st.caption(
 )
 
 
+def chart(where, fig, notice: str) -> None:  # noqa: ANN001 - a column or the page
+    show_chart(where, fig, height=CHART_HEIGHT, width="stretch")
+    where.caption(f"**What to look for:** {notice}")
+
+
 # Nine figures: refreshed every 2 s so that watching costs the training thread little.
 @st.fragment(run_every=2.0)
 def internals() -> None:
@@ -35,73 +62,91 @@ def internals() -> None:
     color = figures.SCHEME_COLORS.get(snap.scheme)
     top = st.columns(4)
     top[0].metric(f"Buffer (of {snap.capacity:,})", f"{snap.buffer_size:,}")
-    top[1].metric("ESS of last batch", f"{batch.ess:.1f} / {batch.indices.size}" if batch else "–")
-    top[2].metric("Stale priority updates", f"{snap.stale_updates:,}")
+    top[1].metric(
+        "ESS of last batch",
+        f"{batch.ess:.1f} / {batch.indices.size}" if batch else "–",
+        help="Effective sample size (Σw)²/Σw²: the batch counts like this many equally weighted "
+        "samples (all of them when the weights are equal).",
+    )
+    top[2].metric(
+        "Stale priority updates",
+        f"{snap.stale_updates:,}",
+        help="TD errors dropped because their slot was overwritten before the update; 0 here, "
+        "since this trainer updates right after sampling.",
+    )
     top[3].metric(
-        "Sampler check p",
-        f"{snap.fit.p_value:.3f}" if snap.fit else "–",
-        help="Chi-square test of a fresh draw against P(i); a tiny p flags a bug",
+        "Sampler check",
+        p_value_text(snap.fit.p_value) if snap.fit else "–",
+        help="Do fresh draws follow P(i)? A correct sampler gives any p between 0 and 1; "
+        "p < 0.001 every time means a bug (see the last chart).",
     )
     st.caption(f"Run `{run_id}` · {snap.scheme} replay · update {snap.updates:,}")
+    with st.expander("What ESS and stale updates mean"):
+        st.markdown(explanation("internals_metrics"))
 
-    row = st.columns(3)
-    show_chart(
-        row[0],
-        figures.histogram_figure(
-            snap.priorities,
-            title="Buffer: N·P(i)",
-            x_title="N·P(i)",
-            log_x_labels=True,
-            color=color,
-            reference=0.0,
-        ),
-        width="stretch",
-    )
     sampled = weights = None
     if batch is not None:
         sampled = relative_probability_histogram(batch.probabilities, snap.buffer_size)
-        weights = Histogram.of(batch.weights, WEIGHT_EDGES)
-    show_chart(
+        weights = weight_histogram(batch.weights)
+    nxp = {"x_title": "N·P(i)", "log_x_labels": True, "color": color, "reference": 0.0}
+
+    st.subheader("Who gets replayed")
+    row = st.columns(2)
+    chart(
+        row[0],
+        figures.histogram_figure(snap.priorities, title="Buffer: N·P(i)", **nxp),
+        NOTICE["buffer"],
+    )
+    chart(
         row[1],
+        figures.histogram_figure(sampled, title="Last batch: N·P(i)", **nxp),
+        NOTICE["batch"],
+    )
+    row = st.columns(2)
+    chart(
+        row[0],
         figures.histogram_figure(
-            sampled,
-            title="Last batch: N·P(i)",
-            x_title="N·P(i)",
+            weights,
+            title="Last batch: IS weights",
+            x_title="weight w_i (log scale)",
             log_x_labels=True,
             color=color,
-            reference=0.0,
         ),
-        width="stretch",
+        NOTICE["weights"],
     )
-    show_chart(
-        row[2],
-        figures.histogram_figure(
-            weights, title="Last batch: IS weights", x_title="weight w_i", color=color
-        ),
-        width="stretch",
+    chart(
+        row[1],
+        figures.weights_scatter(batch, title="Last batch: weight vs P(i)", with_ess=False),
+        NOTICE["scatter"],
     )
 
+    st.subheader("Over training")
     row = st.columns(2)
-    show_chart(
+    chart(
         row[0],
         figures.heatmap_over_time(
             snap.priority_history, title="N·P(i) over training", y_title="N·P(i)", log_y_labels=True
         ),
-        width="stretch",
+        NOTICE["priority_history"],
     )
-    show_chart(
+    chart(
         row[1],
         figures.heatmap_over_time(
-            snap.weight_history, title="IS weights over training", y_title="weight w_i"
+            snap.weight_history,
+            title="IS weights over training",
+            y_title="weight w_i",
+            log_y_labels=True,
         ),
-        width="stretch",
+        NOTICE["weight_history"],
     )
+    row = st.columns(2)
+    chart(row[0], figures.td_stages_figure(snap.td_stages), NOTICE["td_stages"])
+    chart(row[1], figures.age_figure(snap.age_counts, color=color), NOTICE["ages"])
 
-    row = st.columns(3)
-    show_chart(row[0], figures.td_stages_figure(snap.td_stages), width="stretch")
-    show_chart(row[1], figures.fit_figure(snap.fit), width="stretch")
-    show_chart(row[2], figures.age_figure(snap.age_counts, color=color), width="stretch")
-    show_chart(st, figures.weights_scatter(batch), width="stretch")
+    st.subheader("Is the sampler right?")
+    row = st.columns(2)
+    show_chart(row[0], figures.fit_figure(snap.fit), height=CHART_HEIGHT, width="stretch")
+    row[1].markdown(explanation("internals_sampler_check"))
 
 
 internals()

@@ -164,7 +164,9 @@ def td_stages_figure(
     """One line per training stage ("10%", "25%", ...) of the recent |TD error| distribution.
 
     Counts are normalised to fractions so that stages with different numbers of samples compare;
-    colours run from light (early) to dark (late) in the order the stages are given.
+    colours run from light (early) to dark (late) in the order the stages are given. The x axis
+    is logarithmic: each stage is binned from 0 to its own largest |TD|, and those maxima differ
+    by orders of magnitude over training, so a linear axis squeezed the early stages against 0.
     """
     shown = {name: h for name, h in stages.items() if not _is_empty(h)}
     if not shown:
@@ -183,52 +185,84 @@ def td_stages_figure(
         }
         for (name, hist), color in zip(shown.items(), colors, strict=True)
     ]
+    centers = np.concatenate([h.centers for h in shown.values()])
     layout = _style(
         title=title,
-        x_title="|TD error|",
+        x_title="|TD error| (log scale)",
         y_title="fraction of recent samples",
         legend=True,
+        xaxis=_log_axis(centers),
         yaxis={"tickformat": ".0%"},
     )
     return go.Figure(data=traces, layout=layout)
 
 
-def fit_figure(fit: GoodnessOfFit | None, *, title: str = "Sampler check") -> go.Figure:
-    """Observed draws per slot bin (bars) against the counts P(i) predicts (markers).
+def p_value_text(p_value: float) -> str:
+    """'p < 0.001' below the check's resolution, else p to 2 decimals (3 below 0.01)."""
+    if p_value < 1e-3:
+        return "p < 0.001"
+    return f"p = {p_value:.3f}" if p_value < 0.01 else f"p = {p_value:.2f}"
 
-    The title carries Pearson's chi-square, its degrees of freedom and the p-value: a tiny p-value
-    says the sampler does not draw in proportion to the priorities.
+
+def fit_figure(fit: GoodnessOfFit | None, *, title: str = "Sampler check") -> go.Figure:
+    """Per bin of slots (of ranks, for rank-based replay): observed draws minus the draws P(i)
+    predicts (dots), over the range a correct sampler stays in 95 % of the time (grey bars).
+
+    The ranges come from the null law of the sampler's own draws (`rdqn.training.sampler_check`):
+    stratified draws keep every bin within a few draws of its expected count. Dots inside the
+    bars and a p-value anywhere in (0, 1] mean a correct sampler; p < 0.001 again and again
+    means it does not draw in proportion to P(i). The title carries p.
     """
     if fit is None or fit.observed.size == 0:
         return empty_figure(title)
     edges = np.asarray(fit.bin_edges, dtype=np.float64)
     centers = 0.5 * (edges[1:] + edges[:-1])
-    ranges = [f"{int(a)}–{int(b) - 1}" for a, b in zip(edges[:-1], edges[1:], strict=True)]
-    p_text = "p < 0.001" if fit.p_value < 1e-3 else f"p = {fit.p_value:.3f}"
-    full_title = f"{title}: χ² = {fit.chi_square:.1f}, dof = {fit.dof}, {p_text}"
-    observed = {
+    first = 1 if fit.axis == "rank" else 0  # ranks count from 1, slots from 0
+    ranges = [
+        f"{int(a) + first}–{int(b) - 1 + first}" for a, b in zip(edges[:-1], edges[1:], strict=True)
+    ]
+    expected = np.asarray(fit.expected, dtype=np.float64)
+    customdata = [
+        [span, f"{o:,.0f}", f"{e:,.1f}", f"{lo:,.0f}", f"{hi:,.0f}"]
+        for span, o, e, lo, hi in zip(
+            ranges, fit.observed, expected, fit.low, fit.high, strict=True
+        )
+    ]
+    hover_head = f"{fit.axis}s %{{customdata[0]}}<br>"
+    band = {
         "type": "bar",
         "x": centers,
-        "y": fit.observed,
+        "base": fit.low - expected,
+        "y": fit.high - fit.low,
         "width": np.diff(edges) * 0.9,
-        "name": "observed",
-        "marker": {"color": _rgba(NEUTRAL, 0.55)},
-        "customdata": ranges,
-        "hovertemplate": "slots %{customdata}<br>observed %{y:,.0f}<extra></extra>",
+        "name": "correct sampler (95 %)",
+        "marker": {"color": _rgba(NEUTRAL, 0.25)},
+        "customdata": customdata,
+        "hovertemplate": hover_head + "a correct sampler: %{customdata[3]}–%{customdata[4]} "
+        "draws<extra></extra>",
     }
-    expected = {
+    observed = {
         "type": "scatter",
         "x": centers,
-        "y": fit.expected,
-        "mode": "lines+markers",
-        "name": "expected from P(i)",
-        "line": {"color": "#222", "width": 2},
-        "marker": {"size": 8, "symbol": "diamond"},
-        "customdata": ranges,
-        "hovertemplate": "slots %{customdata}<br>expected %{y:,.1f}<extra></extra>",
+        "y": fit.observed - expected,
+        "mode": "markers",
+        "name": "observed − expected",
+        "marker": {"color": "#222", "size": 9, "symbol": "diamond"},
+        "customdata": customdata,
+        "hovertemplate": hover_head + "observed %{customdata[1]}, expected %{customdata[2]}"
+        "<extra></extra>",
     }
-    layout = _style(title=full_title, x_title="buffer slot", y_title="draws", legend=True, bargap=0)
-    return go.Figure(data=[observed, expected], layout=layout)
+    x_title = "rank (1 = highest priority)" if fit.axis == "rank" else fit.axis
+    zero, _ = _hline(0.0, "")
+    layout = _style(
+        title=f"{title}: {p_value_text(fit.p_value)}",
+        x_title=x_title,
+        y_title="draws − expected",
+        legend=True,
+        bargap=0,
+        shapes=[zero],
+    )
+    return go.Figure(data=[band, observed], layout=layout)
 
 
 def age_figure(
@@ -256,12 +290,15 @@ def age_figure(
 
 
 def weights_scatter(
-    batch: BatchView | None, *, title: str = "Last batch: rare items get large weights"
+    batch: BatchView | None,
+    *,
+    title: str = "Last batch: rare items get large weights",
+    with_ess: bool = True,
 ) -> go.Figure:
     """One point per sampled item: P(i) (log x) against its IS weight, sized and coloured by |TD|.
 
     Items the sampler rarely picks (small P(i)) carry the largest weights, w_i ∝ (N P(i))^-beta.
-    The title adds the batch's effective sample size.
+    With `with_ess` the title adds the batch's effective sample size.
     """
     if batch is None or batch.probabilities.size == 0:
         return empty_figure(title)
@@ -288,7 +325,9 @@ def weights_scatter(
         "hovertemplate": "slot %{customdata[0]:.0f} (age %{customdata[1]:.0f})<br>"
         "P(i) %{x:.3g}<br>weight %{y:.3f}<br>|TD| %{customdata[2]:.3g}<extra></extra>",
     }
-    full_title = f"{title} (ESS {batch.ess:.1f} of {batch.probabilities.size})"
+    full_title = (
+        f"{title} (ESS {batch.ess:.1f} of {batch.probabilities.size})" if with_ess else title
+    )
     layout = _style(
         title=full_title,
         x_title="sampling probability P(i), log scale",
@@ -296,6 +335,3 @@ def weights_scatter(
         xaxis=_log_axis(np.asarray(batch.probabilities, dtype=np.float64)),
     )
     return go.Figure(data=[points], layout=layout)
-
-
-# --------------------------------------------------------------------------- sum tree

@@ -96,6 +96,14 @@ class RankBasedSampler:
         )
         return Draw(self._order[ranks], probabilities, weights)
 
+    @property
+    def order(self) -> NDArray[np.int64]:
+        """The ranked slots as of the last sort, rank 1 first: `sample` lays the rank masses out
+        in this order and draws one query in each of B equal segments (a read-only view)."""
+        view = self._order.view()
+        view.flags.writeable = False
+        return view
+
     def update_priorities(
         self, indices: NDArray[np.int64], magnitudes: NDArray[np.float64]
     ) -> None:

@@ -10,10 +10,12 @@ Replay internals recorded (the dashboard's "Replay internals" and "Sum tree" pag
   time (a heatmap, like TensorBoard's histogram view), on fixed log10 bins;
 - the last batch: slots, P(i), IS weights, |TD errors|, ages, and its effective sample size
   ESS = (sum w)^2 / sum w^2 (B when all weights are equal);
-- IS-weight distribution over time; |TD error| distributions at chosen stages of training;
+- IS-weight distribution over time (log10 bins); |TD error| distributions at chosen
+  stages of training;
 - sample counts by age (which buffer positions get replayed);
-- a goodness-of-fit check of the sampler: a diagnostic draw from the current priorities, binned by
-  slot, against the expected counts sum_{i in bin} P(i) * draws (chi-square);
+- the sampler check: a diagnostic draw from the current priorities, binned by slot (by rank for
+  rank-based replay), against the expected counts sum_{i in bin} P(i) * draws, tested with the
+  null law of stratified draws (`rdqn.training.sampler_check`);
 - the top levels of the sum tree.
 """
 
@@ -27,6 +29,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rdqn.training.sampler_check import GoodnessOfFit
+
 __all__ = [
     "BatchView",
     "GoodnessOfFit",
@@ -36,11 +40,16 @@ __all__ = [
     "TelemetryRecorder",
     "effective_sample_size",
     "relative_probability_histogram",
+    "weight_histogram",
 ]
 
 RELATIVE_PROBABILITY_EDGES = np.linspace(-3.0, 3.0, 41)
 """log10(N * P(i)) bins: 0 is uniform; -3..3 spans a factor of 1000 either way."""
-WEIGHT_EDGES = np.linspace(0.0, 1.0, 21)
+WEIGHT_RANGE = (1e-4, 10.0)
+"""IS weights are binned on a log axis between these; others count in the end bins."""
+WEIGHT_EDGES = np.linspace(-4.0, 1.0, 26)
+"""log10(w) bins, five per decade over `WEIGHT_RANGE`: global normalisation keeps w <= 1 and real
+weights are often 0.01 or less, which a 0..1 axis would pile into its first bin."""
 AGE_BINS = 20
 TD_STAGES = (0.1, 0.25, 0.5, 1.0)
 """Fractions of the planned updates at which the |TD error| distribution is kept."""
@@ -80,6 +89,11 @@ def relative_probability_histogram(probabilities: NDArray[np.float64], size: int
     return Histogram.of(relative, RELATIVE_PROBABILITY_EDGES)
 
 
+def weight_histogram(weights: NDArray[np.float64]) -> Histogram:
+    """log10 of IS weights on `WEIGHT_EDGES` (clipped to `WEIGHT_RANGE`)."""
+    return Histogram.of(np.log10(np.clip(weights, *WEIGHT_RANGE)), WEIGHT_EDGES)
+
+
 @dataclass(frozen=True)
 class HistogramHistory:
     """One histogram per recorded step: `counts[k]` was recorded at update `steps[k]`."""
@@ -99,18 +113,6 @@ class BatchView:
     td_abs: NDArray[np.float64]
     ages: NDArray[np.int64]
     ess: float
-
-
-@dataclass(frozen=True)
-class GoodnessOfFit:
-    """Diagnostic draw vs P(i): observed/expected counts per slot bin and Pearson's chi-square."""
-
-    bin_edges: NDArray[np.int64]
-    observed: NDArray[np.float64]
-    expected: NDArray[np.float64]
-    chi_square: float
-    dof: int
-    p_value: float
 
 
 @dataclass(frozen=True)
@@ -224,7 +226,8 @@ class TelemetryRecorder:
         self.last_batch = view
         # np.histogram's binning (last bin closed) without its per-call overhead.
         bins = len(WEIGHT_EDGES) - 1
-        weight_bins = np.searchsorted(WEIGHT_EDGES, np.clip(weights, 0.0, 1.0), side="right") - 1
+        log_weights = np.log10(np.clip(weights, *WEIGHT_RANGE))
+        weight_bins = np.searchsorted(WEIGHT_EDGES, log_weights, side="right") - 1
         self._weight_counts += np.bincount(np.minimum(weight_bins, bins - 1), minlength=bins)
         age_bins = np.minimum(ages * AGE_BINS // max(buffer_size, 1), AGE_BINS - 1)
         self._age_counts += np.bincount(age_bins, minlength=AGE_BINS)

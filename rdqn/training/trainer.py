@@ -25,7 +25,6 @@ from dataclasses import asdict
 from typing import Any, Protocol
 
 import numpy as np
-from scipy import stats
 
 from rdqn.config import RunConfig
 from rdqn.envs import load_prices_csv, make_env
@@ -40,8 +39,8 @@ from rdqn.replay import (
     UniformSampler,
     WindowBuilder,
 )
+from rdqn.training.sampler_check import GoodnessOfFit, check_sampler
 from rdqn.training.telemetry import (
-    GoodnessOfFit,
     Telemetry,
     TelemetryRecorder,
     relative_probability_histogram,
@@ -268,32 +267,20 @@ class Trainer:
 
     # ------------------------------------------------------------- reporting
     def goodness_of_fit(self, batches: int = FIT_BATCHES, bins: int = FIT_BINS) -> GoodnessOfFit:
-        """Draw `batches` diagnostic batches and compare slot-bin counts with P(i) (chi-square).
+        """Draw `batches` diagnostic batches and test them against P(i), with the null law of
+        the sampler's own draws (stratified or independent; `rdqn.training.sampler_check`).
 
         Uses its own generator: samplers only read their state when sampling, so this never
         changes what training draws next.
         """
         size = len(self.buffer)
-        batch_size = min(self.config.replay.batch_size, size)
-        bins = min(bins, size)
-        edges = np.linspace(0, size, bins + 1).astype(np.int64)
-        slot_bin = np.searchsorted(edges, np.arange(size), side="right") - 1
-        expected_p = np.bincount(slot_bin, weights=self.buffer.probabilities(), minlength=bins)
-        observed = np.zeros(bins)
-        for _ in range(batches):
-            draw = self.buffer.sampler.sample(size, batch_size, 1.0, self._diagnostic_rng)
-            observed += np.bincount(slot_bin[draw.indices], minlength=bins)
-        expected = expected_p * batches * batch_size
-        used = expected > 0
-        chi2 = float(((observed[used] - expected[used]) ** 2 / expected[used]).sum())
-        dof = max(int(used.sum()) - 1, 1)
-        return GoodnessOfFit(
-            bin_edges=edges,
-            observed=observed,
-            expected=expected,
-            chi_square=chi2,
-            dof=dof,
-            p_value=float(stats.chi2.sf(chi2, dof)),
+        return check_sampler(
+            self.buffer.sampler,
+            size,
+            min(self.config.replay.batch_size, size),
+            batches=batches,
+            bins=bins,
+            rng=self._diagnostic_rng,
         )
 
     def _tree_levels(self) -> list[np.ndarray]:

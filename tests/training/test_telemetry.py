@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from rdqn.training.telemetry import WEIGHT_EDGES, TelemetryRecorder
+from rdqn.training.telemetry import (
+    WEIGHT_EDGES,
+    WEIGHT_RANGE,
+    TelemetryRecorder,
+    weight_histogram,
+)
 
 
 def record(recorder: TelemetryRecorder, weights: np.ndarray, update: int) -> None:
@@ -23,18 +28,23 @@ def record(recorder: TelemetryRecorder, weights: np.ndarray, update: int) -> Non
     )
 
 
-def test_weight_histogram_bins_like_numpy_histogram_of_clipped_weights() -> None:
-    """Edges 0, .05, ..., 1: .05 opens bin 1, 1.0 closes the last bin, values above 1 clip to 1."""
-    edge_cases = np.array([0.0, 0.049, 0.05, 0.5, 0.97, 0.999, 1.0, 1.5])
-    spread = np.random.default_rng(0).uniform(0.0, 1.0, 1000)
+def test_weight_histogram_bins_log10_like_numpy_histogram_of_clipped_weights() -> None:
+    """Edges log10 w = -4, -3.8, ..., 1: 1.0 opens bin 20, 10 closes the last bin; weights below
+    1e-4 count in the first bin and above 10 in the last (a 0..1 axis piled real weights, about
+    0.01, into one bar)."""
+    edge_cases = np.array([1e-6, 1e-4, 0.012, 0.05, 1.0, 9.9, 10.0, 50.0])
+    spread = 10.0 ** np.random.default_rng(0).uniform(-5.0, 2.0, 1000)
     recorder = TelemetryRecorder(planned_updates=10)
     record(recorder, edge_cases, 1)
     record(recorder, spread, 2)
     recorder.on_histograms(2, np.full(4, 0.25))
-    expected = np.histogram(
-        np.clip(np.concatenate([edge_cases, spread]), 0.0, 1.0), bins=WEIGHT_EDGES
-    )[0]
+
+    def binned(weights: np.ndarray) -> np.ndarray:
+        return np.histogram(np.log10(np.clip(weights, *WEIGHT_RANGE)), bins=WEIGHT_EDGES)[0]
+
     counts = recorder.weight_history.freeze().counts
-    np.testing.assert_array_equal(counts, [expected])
-    first = np.histogram(np.clip(edge_cases, 0.0, 1.0), bins=WEIGHT_EDGES)[0]
-    assert first[0] == 2 and first[1] == 1 and first[-1] == 4
+    np.testing.assert_array_equal(counts, [binned(np.concatenate([edge_cases, spread]))])
+    first = binned(edge_cases)
+    assert first[0] == 2 and first[10] == 1 and first[13] == 1 and first[20] == 1
+    assert first[-1] == 3
+    np.testing.assert_array_equal(weight_histogram(edge_cases).counts, first)
