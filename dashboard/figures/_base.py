@@ -34,7 +34,10 @@ MIN_LABELLED_SHARE = 0.025
 """A leaf segment gets its index written in it only when it holds this share of the total."""
 
 _SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-_MARGIN = {"l": 64, "r": 24, "t": 84, "b": 56}
+_MARGIN = {"l": 64, "r": 24, "t": 16, "b": 56}
+"""Base margins; the title and the legend add their own height at the top (`_style`)."""
+TITLE_PAD = 12
+"""Pixels between the top of the figure and its title."""
 
 
 # --------------------------------------------------------------------------- shared helpers
@@ -94,7 +97,12 @@ def _style(
     yaxis: dict[str, Any] | None = None,
     **layout: Any,
 ) -> dict[str, Any]:
-    """The layout shared by every figure: fonts, compact margins, legend above the plot.
+    """The layout shared by every figure: fonts, compact margins, legend under the title.
+
+    Title and legend never overlap, however narrow the column: the title sits at the top of the
+    figure and reserves its own height (`automargin` in container coordinates), and the
+    horizontal legend sits on top of the plot area, left-aligned, pushing the plot down by the
+    rows it needs when it wraps; plotly adds the two heights.
 
     Returns a layout dict for `go.Figure(data=[trace dicts], layout=...)`. `xaxis`, `yaxis` and
     any other `layout` keys (shapes, annotations, bargap, yaxis2, ...) are the figure's own
@@ -111,15 +119,20 @@ def _style(
             "text": title,
             "x": 0.01,
             "xanchor": "left",
+            "yref": "container",
+            "y": 1.0,
+            "yanchor": "top",
+            "pad": {"t": TITLE_PAD, "b": 4},
+            "automargin": True,
             "font": {"size": BASE_FONT_SIZE + 4},
         },
         "margin": margin,
         "showlegend": legend,
         "legend": {
             "orientation": "h",
-            "x": 1.0,
-            "xanchor": "right",
-            "y": 1.02,
+            "x": 0.0,
+            "xanchor": "left",
+            "y": 1.0,
             "yanchor": "bottom",
             "bgcolor": "rgba(255,255,255,0)",
         },
