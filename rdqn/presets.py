@@ -3,9 +3,26 @@
 | preset | net | replay | target |
 |---|---|---|---|
 | e14 | recurrent | proportional alpha .6, beta .4 -> 1 | soft, tau .005 |
+| e14-lesson | recurrent, T 4, batch 32, update every 2 steps, 20,000 steps | as e14 | as e14 |
 | e15 | recurrent | uniform, bounded FIFO | hard sync |
 | per-notebook | MLP 64-64 | proportional alpha .6, beta .4 -> 1 | hard sync |
 | paper | linear (tabular), SGD | proportional alpha .6 (rank-based alpha .7), beta .5 | none |
+
+`e14-lesson` exists because `e14` runs at tens of env steps per second on one CPU core (its
+50,000-step budget takes most of an hour). It is `e14` with exactly four fields changed, everything
+else (masked CartPole, proportional PER alpha .6 and beta .4 -> 1, soft target tau .005, Adam 1e-3,
+gamma .99, capacity 50,000, warm-up 1,000, the two-LSTM net) kept:
+
+| field | e14 | e14-lesson | why |
+|---|---|---|---|
+| replay.window | 8 | 4 | four observations already show both velocities; half the LSTM steps |
+| replay.batch_size | 128 | 32 | a quarter of the samples per update |
+| train.train_every | 1 | 2 | half the updates per env step |
+| train.total_steps | 50,000 | 20,000 | the memory effect shows well before |
+
+Its comparison partner is the same config with ``agent.network="mlp"`` and ``replay.window=1``
+(`FEED_FORWARD_LESSON`: same budget, no memory), which cannot tell which way the pole moves.
+Measured by `benchmarks/recurrent_lesson.py` (results in `benchmarks/results/recurrent_lesson.json`).
 
 The `paper` preset is tabular Q-learning as in the paper's Blind Cliffwalk: a bias-free linear
 net on one-hot states, plain SGD, and the target copied after every update (no target network).
@@ -19,11 +36,15 @@ from typing import Any
 from rdqn.config import PRESET_NAMES, AgentConfig, EnvConfig, ReplayConfig, RunConfig, TrainConfig
 from rdqn.validation import check_choice
 
-__all__ = ["PAPER_RANK_ALPHA", "PRESETS", "configure", "preset"]
+__all__ = ["FEED_FORWARD_LESSON", "PAPER_RANK_ALPHA", "PRESETS", "configure", "preset"]
 
 PAPER_RANK_ALPHA = 0.7
 """Schaul et al. 2015 (arXiv:1511.05952), table 3: rank-based PER uses alpha 0.7 where the
 proportional variant uses 0.6."""
+
+FEED_FORWARD_LESSON: dict[str, Any] = {"agent.network": "mlp", "replay.window": 1}
+"""Overrides that make `e14-lesson`'s comparison partner: the 64-64 MLP on the current observation
+only, everything else (env, replay, batch, update rate, target, budget) the same."""
 
 
 def _e14() -> RunConfig:
@@ -33,6 +54,17 @@ def _e14() -> RunConfig:
         replay=ReplayConfig(scheme="proportional", capacity=50_000, batch_size=128, window=8),
         agent=AgentConfig(network="recurrent", target_update="soft", tau=0.005),
         train=TrainConfig(total_steps=50_000, learning_starts=1_000),
+    )
+
+
+def _e14_lesson() -> RunConfig:
+    # e14 at lesson size; the module docstring's table lists the four changed fields and why.
+    return RunConfig(
+        preset="e14-lesson",
+        env=EnvConfig(id="rdqn/MaskedCartPole-v0"),
+        replay=ReplayConfig(scheme="proportional", capacity=50_000, batch_size=32, window=4),
+        agent=AgentConfig(network="recurrent", target_update="soft", tau=0.005),
+        train=TrainConfig(total_steps=20_000, learning_starts=1_000, train_every=2),
     )
 
 
@@ -84,6 +116,7 @@ def _paper() -> RunConfig:
 
 PRESETS: dict[str, Callable[[], RunConfig]] = {
     "e14": _e14,
+    "e14-lesson": _e14_lesson,
     "e15": _e15,
     "per-notebook": _per_notebook,
     "paper": _paper,

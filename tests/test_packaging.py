@@ -97,6 +97,7 @@ def test_the_wheel_installs_an_rdqn_command(tmp_path: Path) -> None:
     presets = run(rdqn, "presets", cwd=work)
     assert [line.split()[0] for line in presets.stdout.splitlines()] == [
         "e14",
+        "e14-lesson",
         "e15",
         "per-notebook",
         "paper",

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from rdqn.config import PRESET_NAMES, RunConfig
-from rdqn.presets import PAPER_RANK_ALPHA, PRESETS, configure, preset
+from rdqn.presets import FEED_FORWARD_LESSON, PAPER_RANK_ALPHA, PRESETS, configure, preset
+from rdqn.training.trainer import Trainer
 
 
 def test_preset_names_are_listed_once() -> None:
@@ -79,3 +80,34 @@ def test_configure_caps_the_warm_up_of_a_budget_unless_the_warm_up_is_set() -> N
     chosen = configure("per-notebook", {"train.total_steps": 500, "train.learning_starts": 64})
     assert (chosen.train.total_steps, chosen.train.learning_starts) == (500, 64)
     assert configure("per-notebook", {"train.total_steps": 50_000}).train.learning_starts == 1000
+
+
+def test_e14_lesson_is_e14_with_the_documented_four_fields_changed() -> None:
+    lesson = preset("e14-lesson")
+    assert lesson.overrides_from(preset("e14")) == {
+        "preset": "e14-lesson",
+        "replay.window": 4,
+        "replay.batch_size": 32,
+        "train.train_every": 2,
+        "train.total_steps": 20_000,
+    }
+    assert (lesson.env.id, lesson.agent.network, lesson.replay.scheme) == (
+        "rdqn/MaskedCartPole-v0",
+        "recurrent",
+        "proportional",
+    )
+
+
+def test_e14_lessons_feed_forward_partner_differs_only_in_memory() -> None:
+    lesson = preset("e14-lesson")
+    partner = configure("e14-lesson", FEED_FORWARD_LESSON)
+    assert partner.overrides_from(lesson) == {"agent.network": "mlp", "replay.window": 1}
+
+
+@pytest.mark.parametrize("overrides", [{}, FEED_FORWARD_LESSON], ids=["recurrent", "feed-forward"])
+def test_e14_lesson_trains_a_few_hundred_steps(overrides: dict[str, object]) -> None:
+    config = configure("e14-lesson", {**overrides, "train.total_steps": 200})
+    trainer = Trainer(config).run()
+    assert (trainer.status, trainer.env_steps) == ("finished", 200)
+    assert trainer.updates == (200 - config.train.learning_starts) // 2
+    assert trainer.episodes > 0

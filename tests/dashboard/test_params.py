@@ -47,7 +47,10 @@ def test_parse_reads_values_as_their_fields_types() -> None:
 @pytest.mark.parametrize(
     ("params", "note"),
     [
-        ({"preset": "e16"}, "ignored preset='e16': use one of e14, e15, per-notebook, paper"),
+        (
+            {"preset": "e16"},
+            "ignored preset='e16': use one of e14, e14-lesson, e15, per-notebook, paper",
+        ),
         ({"alpha": "high"}, "ignored alpha='high': replay.alpha must be in [0, 1], got 'high'"),
         ({"alpha": "nan"}, "ignored alpha='nan': replay.alpha must be in [0, 1], got nan"),
         ({"beta": "7"}, "ignored beta='7': replay.beta0 must be in [0, 1], got 7.0"),
