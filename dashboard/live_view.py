@@ -36,7 +36,8 @@ def _metrics(snap: Telemetry, status: str) -> None:
     metrics[5].metric(
         "Explore rate",
         f"{snap.epsilon:.3f}",
-        help="Probability of a random action (ε-greedy), annealed over the first steps",
+        help="Probability of a random action (exploration), annealed over the first steps; "
+        "not the priority offset ε of |δ| + ε",
     )
     metrics[6].metric(
         f"Return (last {ROLLING_WINDOW})", f"{np.mean(recent):.1f}" if recent.size else "–"
