@@ -1,7 +1,8 @@
-"""Command line: `python -m rdqn train | compare | runs | presets`.
+"""Command line: `python -m rdqn train | resume | compare | runs | presets`.
 
     python -m rdqn train --preset e14 --env rdqn/MaskedCartPole-v0 --steps 20000 --seed 0 \\
         --set replay.alpha=0.7
+    python -m rdqn resume RUN_ID     # a stopped run, from where it stopped, to its budget
     python -m rdqn compare --preset per-notebook --steps 30000 --seeds 0 1 2
     python -m rdqn runs list | show ID | export ID [--kind steps] [--out FILE] | delete ID
 
@@ -31,6 +32,7 @@ from rdqn.runs.executors import ExecutorUnavailable, executor_from_env, usable_c
 from rdqn.runs.handle import RunHandle
 from rdqn.runs.lifecycle import INTERRUPTED_BY_USER, RecordedRun, run_to_end
 from rdqn.runs.registry import RunRegistry
+from rdqn.runs.resume import prepare_resume, resume_blocker
 from rdqn.runs.store import RunStore
 from rdqn.training.trainer import Trainer
 
@@ -118,6 +120,17 @@ def build_parser(prog: str = "rdqn") -> argparse.ArgumentParser:
     train.add_argument("--scheme", choices=SCHEMES, help="replay scheme (default: the preset's)")
     train.add_argument("--name", help="a name for the run")
 
+    resume = sub.add_parser(
+        "resume",
+        help="resume a stopped run under its id, from where it stopped, to its budget",
+        description="Resume a stopped run (stopped by its owner, for idleness, by a server that "
+        "shut down, or by Ctrl-C) under the same id: weights, optimizer, replay memory and "
+        "random streams as they were, continuing at the next episode boundary.",
+    )
+    resume.add_argument("run_id")
+    resume.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    resume.add_argument("--quiet", action="store_true", help="no progress bar")
+
     compare = _add_run_parser(
         sub, "compare", "uniform vs proportional vs rank-based on the same env and seeds"
     )
@@ -192,8 +205,11 @@ def train_one(
     label: str = "train",
 ) -> RecordedRun:
     """Train one config to its budget through the run lifecycle, with a progress bar."""
-    run = RecordedRun(config, store, name=name, group_id=group_id)
-    bar = Progress(config.train.total_steps, label, enabled=not quiet)
+    return _train_to_end(RecordedRun(config, store, name=name, group_id=group_id), quiet, label)
+
+
+def _train_to_end(run: RecordedRun, quiet: bool, label: str) -> RecordedRun:
+    bar = Progress(run.config.train.total_steps, label, enabled=not quiet)
     try:
         run_to_end(run, progress=bar)
         if run.trainer is not None:
@@ -205,11 +221,8 @@ def train_one(
     return run
 
 
-def _cmd_train(args: argparse.Namespace, store: RunStore) -> int:
-    config = _config_from_args(args)
-    if args.seed is not None:
-        config = config.with_overrides({"seed": args.seed})
-    run = train_one(config, store, name=args.name, quiet=args.quiet)
+def _report(run: RecordedRun) -> int:
+    """Print how the run ended; the exit status (0: finished)."""
     trainer = run.trainer
     assert trainer is not None  # run_to_end raises when no trainer could be built
     returns = trainer.recorder.episode_returns
@@ -220,6 +233,21 @@ def _cmd_train(args: argparse.Namespace, store: RunStore) -> int:
         f"mean return of the last {ROLLING_WINDOW} episodes {final:.1f}"
     )
     return 0 if run.status == "finished" else 1
+
+
+def _cmd_train(args: argparse.Namespace, store: RunStore) -> int:
+    config = _config_from_args(args)
+    if args.seed is not None:
+        config = config.with_overrides({"seed": args.seed})
+    return _report(train_one(config, store, name=args.name, quiet=args.quiet))
+
+
+def _cmd_resume(args: argparse.Namespace, store: RunStore) -> int:
+    # A run whose process died is still 'running' or 'paused' in the store: mark it stopped.
+    store.mark_interrupted()
+    point = prepare_resume(store, args.run_id)
+    run = RecordedRun(point.config, store, run_id=point.run_id, resume_from=point.checkpoint)
+    return _report(_train_to_end(run, args.quiet, "resume"))
 
 
 def _cmd_compare(args: argparse.Namespace, store: RunStore) -> int:
@@ -310,6 +338,7 @@ def _cmd_runs(args: argparse.Namespace, store: RunStore) -> int:
         raise UsageError(str(err).strip("'\"")) from err
     if args.action == "show":
         episodes = store.episodes(args.run_id)
+        blocker = resume_blocker(store, args.run_id)
         summary = {
             "id": record.id,
             "status": record.status,
@@ -323,6 +352,8 @@ def _cmd_runs(args: argparse.Namespace, store: RunStore) -> int:
             if len(episodes)
             else None,
             "checkpoint": record.checkpoint_path,
+            "resumable": blocker is None,
+            "not resumable because": blocker,
             "config": record.config,
             "manifest": record.manifest,
         }
@@ -368,6 +399,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "rdqn") -> int:
         try:
             if args.command == "train":
                 return _cmd_train(args, store)
+            if args.command == "resume":
+                return _cmd_resume(args, store)
             if args.command == "compare":
                 return _cmd_compare(args, store)
             return _cmd_runs(args, store)

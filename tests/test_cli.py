@@ -1,4 +1,5 @@
-"""Tests for the command line (`python -m rdqn`): train, compare, runs, presets, bad arguments.
+"""Tests for the command line (`python -m rdqn`): train, resume, compare, runs, presets, bad
+arguments.
 
 Every test gets its own run store under tmp_path and trains tiny runs (200 env steps).
 """
@@ -309,6 +310,38 @@ def test_train_interrupted_is_stored_as_stopped_with_exit_130(
     assert load_checkpoint(record.checkpoint_path)["counters"]["env_steps"] == 80
 
 
+def test_resume_trains_an_interrupted_run_on_to_its_budget_under_its_id(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_run = Trainer.run
+
+    def interrupt(self: Trainer, steps: int | None = None, progress: object = None) -> Trainer:
+        real_run(self, steps=80)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Trainer, "run", interrupt)
+    assert cli(capsys, tmp_path, "train", *TINY)[0] == 130
+    monkeypatch.undo()
+    (run_id,) = stored_runs(tmp_path)["id"]
+    shown = json.loads(cli(capsys, tmp_path, "runs", "show", run_id)[1])
+    assert (shown["resumable"], shown["not resumable because"]) == (True, None)
+
+    code, out, err = cli(capsys, tmp_path, "resume", run_id, "--quiet")
+    assert code == 0, err
+    match = RUN_LINE.match(out.strip())
+    assert match, out
+    assert match.group(1, 2, 3) == (run_id, "finished", str(STEPS))
+    with open_store(tmp_path) as store:
+        record = store.get_run(run_id)
+        assert (record.status, record.env_steps, record.updates) == ("finished", STEPS, STEPS - 64)
+        assert store.episodes(run_id)["episode"].tolist() == list(range(1, record.episodes + 1))
+        assert store.steps(run_id)["updates"].is_unique
+    assert len(stored_runs(tmp_path)) == 1
+
+    code, out, err = cli(capsys, tmp_path, "resume", run_id)
+    assert_usage_error(code, out, err, f"cannot resume run {run_id}: it finished")
+
+
 # -------------------------------------------------------------------------- bad arguments
 BAD_ARGUMENTS = [
     pytest.param(["train", *TINY, "--preset", "nope"], ["--preset", "nope"], id="unknown-preset"),
@@ -334,6 +367,11 @@ BAD_ARGUMENTS = [
     pytest.param(["runs", "export", "0123456789ab"], ["0123456789ab"], id="export-unknown"),
     pytest.param(["runs", "delete", "0123456789ab"], ["0123456789ab"], id="delete-unknown"),
     pytest.param(["runs", "rename", "x"], ["rename"], id="runs-unknown-action"),
+    pytest.param(
+        ["resume", "0123456789ab"],
+        ["cannot resume run 0123456789ab", "no run"],
+        id="resume-unknown",
+    ),
     pytest.param([], ["command"], id="no-command"),
 ]
 

@@ -1,7 +1,7 @@
 """Checkpoint files: atomic writes and safe, well-explained loads.
 
 A checkpoint is one ``torch.save`` zip archive holding a dict: the caller's state plus the marker
-``{"format": "rdqn-checkpoint", "version": 1}``. Two properties matter:
+``{"format": "rdqn-checkpoint", "version": 2}``. Two properties matter:
 
 * **Atomic save.** The bytes go to a temporary file in the target's directory, are flushed and
   fsynced, and only then ``os.replace`` moves them over the old checkpoint (a rename within one
@@ -12,6 +12,10 @@ A checkpoint is one ``torch.save`` zip archive holding a dict: the caller's stat
   :class:`CheckpointError` that names the file and says which of missing / corrupt / foreign /
   unsupported version it is. :func:`save_checkpoint` refuses state that ``weights_only`` could
   not load back (numpy arrays, arbitrary objects), so a save never produces an unloadable file.
+
+Versions: 1 held a run's agent (weights, optimizer), config and counters; 2 may add a ``"resume"``
+entry with everything else a stopped run needs to continue (`rdqn.runs.resume`). Both load, and
+the agent's weights sit where they always did (``state["agent"]["online"]``).
 """
 
 from __future__ import annotations
@@ -30,15 +34,18 @@ import torch
 __all__ = [
     "CHECKPOINT_FORMAT",
     "CHECKPOINT_VERSION",
+    "READABLE_VERSIONS",
     "CheckpointError",
     "checkpoint_bytes",
     "load_checkpoint",
+    "load_checkpoint_bytes",
     "save_checkpoint",
     "write_checkpoint",
 ]
 
 CHECKPOINT_FORMAT = "rdqn-checkpoint"
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2
+READABLE_VERSIONS: tuple[int, ...] = (1, 2)
 _MARKER_KEYS = ("format", "version")
 _ZIP_MAGIC = b"PK\x03\x04"
 
@@ -137,22 +144,29 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     Tensors are mapped to the CPU. Raises :class:`CheckpointError` (a ``ValueError``) whose message
     names ``path`` for a missing or unreadable file, a corrupt or truncated archive, a file that is
     not an rdqn checkpoint (plain pickle, text, a torch file without the marker or holding
-    arbitrary objects), and a checkpoint version newer than this code.
+    arbitrary objects), and a checkpoint version this code does not read.
     """
     source = Path(path)
     try:
         with source.open("rb") as handle:
-            head = handle.read(len(_ZIP_MAGIC))
+            data = handle.read()
     except FileNotFoundError as exc:
         raise CheckpointError(f"checkpoint file not found: {source}") from exc
     except OSError as exc:
         raise CheckpointError(f"cannot read checkpoint {source}: {exc}") from exc
+    return load_checkpoint_bytes(data, source=str(source))
+
+
+def load_checkpoint_bytes(data: bytes, *, source: str = "checkpoint bytes") -> dict[str, Any]:
+    """:func:`load_checkpoint` for the bytes of a checkpoint file (`checkpoint_bytes`, or a file
+    read elsewhere); ``source`` names them in errors."""
+    head = data[: len(_ZIP_MAGIC)]
     if len(head) < len(_ZIP_MAGIC):
         raise CheckpointError(f"checkpoint {source} is corrupt or truncated ({len(head)} bytes)")
     if head != _ZIP_MAGIC:
         raise CheckpointError(f"{source} is not an rdqn checkpoint: it is not a torch.save archive")
     try:
-        loaded = torch.load(source, weights_only=True, map_location="cpu")
+        loaded = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
     except Exception as exc:
         # The weights-only unpickler names a class it refuses as an "Unsupported global"; any
         # other unpickling failure means damaged bytes.
@@ -168,9 +182,9 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
             f"{CHECKPOINT_FORMAT!r} marker"
         )
     version = loaded.get("version")
-    if version != CHECKPOINT_VERSION:
+    if version not in READABLE_VERSIONS:
         raise CheckpointError(
-            f"checkpoint {source} has version {version!r}; this rdqn reads version "
-            f"{CHECKPOINT_VERSION}"
+            f"checkpoint {source} has version {version!r}; this rdqn reads versions "
+            f"{READABLE_VERSIONS[0]} to {READABLE_VERSIONS[-1]}"
         )
     return {key: value for key, value in loaded.items() if key not in _MARKER_KEYS}

@@ -4,7 +4,8 @@
 `drive` is the loop that opens a `RecordedRun`, steps its trainer as the controls say, publishes
 `Telemetry` snapshots and closes the run however it ends:
 
-    running <-> paused           pause / resume (recorded in the store as they happen)
+    running <-> paused           pause / resume (recorded in the store as they happen; a pause
+                                 also saves the rows and a resume checkpoint)
     step_once                    one env step (and its update, if due), then paused
     set_speed(n)                 at most n env steps per second (None: full speed)
     stop(reason)                 ends the run as 'stopped', with the reason if one is given
@@ -151,6 +152,7 @@ def drive(
             if action == PAUSE:
                 run.mark("paused")
                 publish(snapshot())
+                run.save_resume_point()
                 continue
             if action == RUN and run.status == "paused":
                 run.mark("running")

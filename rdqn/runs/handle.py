@@ -8,6 +8,8 @@ recorded as failed, with the reason and everything it wrote so far) and stops a 
 looked at for ``idle_timeout`` seconds. `rdqn.runs.registry` caps, queues and reaps handles.
 
     created -> running <-> paused -> finished | failed | stopped
+
+A stopped run resumes in a new handle with the same id (`RunHandle.resumed`, `rdqn.runs.resume`).
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from rdqn.config import RunConfig
 from rdqn.runs.control import check_speed
 from rdqn.runs.executors import Executor, ThreadExecutor, Worker
 from rdqn.runs.lifecycle import RecordedRun, ending
+from rdqn.runs.resume import prepare_resume
 from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import RunStore
 from rdqn.runs.worker import RunSpec, apply_record
@@ -50,6 +54,9 @@ class RunHandle:
         on_exit: called (with this handle) when the run has ended.
         stop_at_exit: stop (and record) the run when the interpreter exits; a registry that
             owns the handle does that itself, for all its runs at once.
+        run_id, resume_from: a stopped run reopened to resume (`rdqn.runs.resume.
+            prepare_resume`, or simply `RunHandle.resumed`): it keeps its id and continues from
+            its resume checkpoint (None: a run that never started starts afresh).
     """
 
     def __init__(
@@ -66,6 +73,8 @@ class RunHandle:
         idle_timeout: float | None = None,
         on_exit: Callable[[RunHandle], None] | None = None,
         stop_at_exit: bool = True,
+        run_id: str | None = None,
+        resume_from: Path | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -74,7 +83,14 @@ class RunHandle:
         self.group_id = group_id
         self.snapshot_interval = snapshot_interval
         self.idle_timeout = idle_timeout
-        self.id: str = RecordedRun(config, store, name=name, group_id=group_id).create()
+        self.resumed_run = run_id is not None
+        """Whether this handle resumes a stopped run rather than filing a new one."""
+        if run_id is None:
+            if resume_from is not None:
+                raise ValueError("resume_from needs the run_id of the run it resumes")
+            run_id = RecordedRun(config, store, name=name, group_id=group_id).create()
+        self.id: str = run_id
+        self._resume_from = resume_from
         self._speed = check_speed(speed)
         self._on_exit = on_exit
         self._stop_at_exit = stop_at_exit
@@ -88,6 +104,14 @@ class RunHandle:
         self.last_polled = time.monotonic()
         self.created = time.time()
 
+    @classmethod
+    def resumed(cls, run_id: str, *, store: RunStore, **kwargs: Any) -> RunHandle:
+        """A handle that resumes the stopped run ``run_id`` of ``store`` once started (same id;
+        `rdqn.runs.resume`). Raises `rdqn.runs.resume.ResumeError` naming the run and why when
+        it cannot be resumed. ``kwargs`` are the constructor's (owner, speed, idle_timeout...)."""
+        point = prepare_resume(store, run_id)
+        return cls(point.config, store=store, run_id=run_id, resume_from=point.checkpoint, **kwargs)
+
     # ------------------------------------------------------------------ controls
     def start(self, *, paused: bool = False) -> RunHandle:
         """Start the run's worker (once). With `paused=True` it builds the trainer and waits."""
@@ -96,17 +120,19 @@ class RunHandle:
                 raise RuntimeError(f"run {self.id} was already started")
             if self._status != "created":
                 raise RuntimeError(f"run {self.id} is {self._status}; it cannot start")
-            spec = RunSpec(
-                run_id=self.id,
-                config=self.config,
-                store_path=str(self.store.path.resolve())
-                if self.store is not None and self.executor.shares_store
-                else None,
-                paused=paused,
-                speed=self._speed,
-                snapshot_interval=self.snapshot_interval,
-            )
+            store_path = None
+            if self.store is not None and self.executor.shares_store:
+                store_path = str(self.store.path.resolve())
             try:
+                spec = RunSpec(
+                    run_id=self.id,
+                    config=self.config,
+                    store_path=store_path,
+                    paused=paused,
+                    speed=self._speed,
+                    snapshot_interval=self.snapshot_interval,
+                    resume_from=self._resume_source(shared=store_path is not None),
+                )
                 self._worker = self.executor.launch(spec)
             except BaseException as err:
                 self._fail_to_start(err)
@@ -120,10 +146,19 @@ class RunHandle:
             self._relay.start()
         return self
 
+    def _resume_source(self, *, shared: bool) -> str | bytes | None:
+        """The resume checkpoint for the worker: its path where the worker shares this machine's
+        files, else its bytes."""
+        if self._resume_from is None:
+            return None
+        return str(self._resume_from.resolve()) if shared else self._resume_from.read_bytes()
+
     def _fail_to_start(self, error: BaseException) -> None:
         """A worker that could not be launched: the run is recorded as failed, not left hanging
-        (called under the lock)."""
+        (called under the lock). A resumed run stays stopped, and resumable."""
         self._status, self._error = ending(error)
+        if self.resumed_run:
+            self._status, self._error = "stopped", f"not resumed: {self._error}"
         with contextlib.suppress(Exception):
             RecordedRun(self.config, self.store, run_id=self.id).close(self._status, self._error)
         if self._on_exit is not None:

@@ -1,11 +1,15 @@
 """One lifecycle for every recorded run, whoever drives it.
 
     created --open()--> running <--> paused --close()--> finished | failed | stopped
+       ^                                                                    |
+       +------------------------ resume (rdqn.runs.resume) -----------------+
 
 A `RecordedRun` owns everything a run leaves behind: its row in the run store (filed with its
 config, then every status change), the batched metric writer its trainer streams episodes and
 updates into, the progress counters, and, however the run ends, the final counters, the manifest,
-a checkpoint and the final status with its reason. The CLI, comparisons and the dashboard's
+a checkpoint and the final status with its reason. A stopped run's checkpoint (and a paused
+run's, see `save_resume_point`) carries what resuming it needs; given one (``resume_from``), the
+run continues from it under the same id. The CLI, comparisons and the dashboard's
 background runs all record runs through it; a client only chooses how to drive the trainer
 (`run_to_end`, or `rdqn.runs.control.drive` with pause / resume / step) and how to show progress.
 
@@ -23,12 +27,14 @@ A run whose process died before it could close stays 'running' or 'paused' in th
 from __future__ import annotations
 
 import contextlib
+import os
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 from rdqn.config import RunConfig
 from rdqn.learn.agent import DivergenceError
-from rdqn.runs.checkpoints import checkpoint_bytes
+from rdqn.runs.checkpoints import checkpoint_bytes, load_checkpoint, load_checkpoint_bytes
 from rdqn.runs.manifest import manifest_of
 from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import RunRecords, RunStore
@@ -58,6 +64,8 @@ class RecordedRun:
             store (a worker on another machine); None keeps the run in memory only.
         name, group_id: filed with the run (a comparison's runs share a group id).
         run_id: the id of a run already filed (by the server that queued it).
+        resume_from: the resume checkpoint of the filed run ``run_id`` (a file, or its bytes):
+            `open` restores it into the trainer (`rdqn.runs.resume`).
     """
 
     def __init__(
@@ -68,16 +76,21 @@ class RecordedRun:
         name: str | None = None,
         group_id: str | None = None,
         run_id: str | None = None,
+        resume_from: str | os.PathLike[str] | bytes | None = None,
     ) -> None:
+        if resume_from is not None and run_id is None:
+            raise ValueError("resume_from needs the run_id of the run it resumes")
         self.config = config
         self.store = store
         self.name = name
         self.group_id = group_id
         self.id: str | None = run_id
+        self.resume_from = resume_from
         self.trainer: Trainer | None = None
         self.status = "created"
         self.error: str | None = None
         self._writer: RunWriter | None = None
+        self._saved_at: int | None = None  # env steps of the last resume checkpoint saved
 
     def create(self) -> str:
         """File the run (status 'created') if it is not filed yet; returns its id."""
@@ -96,13 +109,20 @@ class RecordedRun:
         """Build the trainer, attach the metric writer and mark the run running (or paused).
 
         A run that is not filed yet is filed only once its trainer is built, so settings the
-        trainer rejects leave nothing behind; a filed run whose trainer fails to build is
-        recorded as failed. Either way the exception propagates.
+        trainer rejects leave nothing behind; a filed run whose trainer fails to build (or to
+        restore ``resume_from``) is recorded as failed. Either way the exception propagates.
         """
         if self.status != "created":
             raise RuntimeError(f"run {self.id} is {self.status}; only a created run opens")
         try:
             trainer = Trainer(self.config)
+            if self.resume_from is not None:
+                try:
+                    trainer.restore(self._resume_state())
+                except BaseException:
+                    trainer.close()
+                    raise
+                self._saved_at = trainer.env_steps
         except BaseException as err:
             if self.id is not None:
                 self.close(*ending(err))
@@ -122,6 +142,13 @@ class RecordedRun:
             raise
         return trainer
 
+    def _resume_state(self) -> dict[str, Any]:
+        source = self.resume_from
+        if isinstance(source, bytes):
+            return load_checkpoint_bytes(source, source=f"the resume checkpoint of run {self.id}")
+        assert source is not None
+        return load_checkpoint(source)
+
     def mark(self, status: str) -> None:
         """Record a move between 'running' and 'paused'."""
         if status not in ("running", "paused"):
@@ -138,11 +165,39 @@ class RecordedRun:
                 env_steps=trainer.env_steps, updates=trainer.updates, episodes=trainer.episodes
             )
 
+    def save_resume_point(self) -> bool:
+        """Write the rows so far and a resume checkpoint now, so that the run can be resumed from
+        here if its process dies (called when a run pauses). Skipped, returning False, without a
+        store, or when the trainer has not stepped since the last one."""
+        trainer = self.trainer
+        if self.store is None or self.id is None or trainer is None:
+            return False
+        if trainer.env_steps == self._saved_at or not trainer.between_steps:
+            return False
+        self.record_progress()
+        if self._writer is not None:
+            self._writer.flush()
+        self._save_checkpoint(trainer, resumable=True)
+        return True
+
+    def _save_checkpoint(self, trainer: Trainer, *, resumable: bool) -> None:
+        assert self.store is not None and self.id is not None
+        state = trainer.checkpoint_state(resumable=resumable)
+        self.store.save_checkpoint(
+            self.id,
+            checkpoint_bytes(state),
+            resume_env_steps=trainer.env_steps if resumable else None,
+        )
+        if resumable:
+            self._saved_at = trainer.env_steps
+
     def close(self, status: str, error: str | None = None) -> None:
         """End the run: final counters, rows, manifest and checkpoint, then the final status.
 
-        Closing an already closed run does nothing. The status is recorded even when saving the
-        manifest or checkpoint fails (that failure then becomes the run's error and propagates).
+        A 'stopped' run's checkpoint can resume it (unless the trainer was cut off inside a
+        step). Closing an already closed run does nothing. The status is recorded even when
+        saving the manifest or checkpoint fails (that failure then becomes the run's error and
+        propagates).
         """
         if status not in FINAL_STATUSES:
             raise ValueError(f"status must be one of {FINAL_STATUSES}, got {status!r}")
@@ -155,7 +210,8 @@ class RecordedRun:
                 self._writer.close()
             if self.store is not None and trainer is not None and self.id is not None:
                 self.store.set_manifest(self.id, manifest_of(trainer))
-                self.store.save_checkpoint(self.id, checkpoint_bytes(trainer.checkpoint_state()))
+                resumable = status == "stopped" and trainer.between_steps
+                self._save_checkpoint(trainer, resumable=resumable)
         except BaseException as err:
             status, error = ending(err)
             raise

@@ -1,8 +1,9 @@
 """The run registry: the app's one shared object.
 
 It caps concurrent training runs (a request beyond the cap raises `ServerBusy` at once, never
-hangs), queues comparison runs until a slot frees, finds runs by id for read-only watchers, and
-stops a session's runs when the session goes away. Runs train in the registry's executor's
+hangs), queues comparison runs until a slot frees, finds runs by id for read-only watchers,
+resumes stopped runs under their own ids (`resume`), and stops a session's runs when the session
+goes away. Runs train in the registry's executor's
 workers (`rdqn.runs.executors`); a run nobody polls for `idle_timeout` seconds stops itself
 (a closed browser tab sends no signal).
 """
@@ -20,11 +21,12 @@ from typing import Any
 from rdqn.config import RunConfig
 from rdqn.runs.executors import Executor, ThreadExecutor
 from rdqn.runs.handle import RunHandle
+from rdqn.runs.resume import reopen, resume_point
 from rdqn.runs.schema import FINAL_STATUSES
-from rdqn.runs.store import RunStore
+from rdqn.runs.store import ResumeError, RunStore
 from rdqn.validation import check_integer
 
-__all__ = ["RunRegistry", "ServerBusy"]
+__all__ = ["ResumeError", "RunRegistry", "ServerBusy"]
 
 _CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, no 1/I
 
@@ -84,22 +86,70 @@ class RunRegistry:
         """Start a run now. At the cap, raise `ServerBusy`, or with ``queue`` queue the run: it
         starts (paused, if asked) as soon as a slot frees (`position` says when)."""
         with self._lock:
+            active = self._check_room(queue)
+            return self._admit(self._handle(config, owner, kwargs), active, paused)
+
+    def resume(
+        self,
+        run_id: str,
+        *,
+        owner: str | None = None,
+        paused: bool = False,
+        queue: bool = False,
+        **kwargs: Any,
+    ) -> RunHandle:
+        """Resume the stopped run ``run_id`` under the same id, from its resume checkpoint
+        (`rdqn.runs.resume`): a new handle, started or queued as `start` does (``kwargs``: speed,
+        idle_timeout, snapshot_interval). Raises `ResumeError` naming the run and why when it
+        cannot be resumed (`rdqn.runs.resume.resume_blocker`: not stopped, no resume
+        checkpoint...), and `ServerBusy` at the cap without ``queue``; either way nothing
+        changes."""
+        with self._lock:
             if self._closed:
                 raise ServerBusy("server busy: it is shutting down")
-            active = len(self._active())
-            if active >= self.max_active and not queue:
-                raise ServerBusy(
-                    f"server busy: {active} runs active (limit {self.max_active}); "
-                    "stop a run or try again in a moment"
-                )
-            handle = self._handle(config, owner, kwargs)
-            self._runs[handle.id] = handle
-            if active >= self.max_active:
-                self._queue.append((handle, paused))
-            else:
-                handle.start(paused=paused)
-            self._forget_old()
-            return handle
+            current = self._runs.get(run_id)
+            if current is not None and current.status not in FINAL_STATUSES:
+                state = "queued" if current.status == "created" else current.status
+                raise ResumeError(f"cannot resume run {run_id}: it is {state}, not stopped")
+            point = resume_point(self.store, run_id)
+            active = self._check_room(queue)
+            assert self.store is not None  # resume_point refuses runs kept in memory only
+            reopen(self.store, point)
+            kwargs.setdefault("idle_timeout", self.idle_timeout)
+            handle = RunHandle(
+                point.config,
+                store=self.store,
+                executor=self.executor,
+                owner=owner,
+                on_exit=self._on_exit,
+                stop_at_exit=False,
+                run_id=run_id,
+                resume_from=point.checkpoint,
+                **kwargs,
+            )
+            return self._admit(handle, active, paused)
+
+    def _check_room(self, queue: bool) -> int:
+        """How many runs are active; raises `ServerBusy` when closed, or full without ``queue``."""
+        if self._closed:
+            raise ServerBusy("server busy: it is shutting down")
+        active = len(self._active())
+        if active >= self.max_active and not queue:
+            raise ServerBusy(
+                f"server busy: {active} runs active (limit {self.max_active}); "
+                "stop a run or try again in a moment"
+            )
+        return active
+
+    def _admit(self, handle: RunHandle, active: int, paused: bool) -> RunHandle:
+        """Start the new handle, or queue it when ``active`` runs fill the cap."""
+        self._runs[handle.id] = handle
+        if active >= self.max_active:
+            self._queue.append((handle, paused))
+        else:
+            handle.start(paused=paused)
+        self._forget_old()
+        return handle
 
     def enqueue(
         self, configs: Iterable[RunConfig], *, owner: str | None = None, **kwargs: Any

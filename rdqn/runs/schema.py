@@ -1,4 +1,5 @@
-"""What the run store holds: statuses, metric columns and the SQL schema with its migrations.
+"""What the run store holds: statuses, a run's record, metric columns and the SQL schema with its
+migrations.
 
 `rdqn.runs.store.RunStore` runs these statements; `rdqn.runs.writer.RunWriter` checks rows
 against the metric keys before they are queued. Migrations are append-only: ``MIGRATIONS[i]``
@@ -8,6 +9,7 @@ moves a database from ``PRAGMA user_version`` i to i + 1.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 
 __all__ = [
@@ -19,11 +21,13 @@ __all__ = [
     "INSERT_STEPS",
     "MIGRATIONS",
     "PROGRESS_SET",
+    "RUN_COLUMNS",
     "SCHEMA_VERSION",
     "STATUSES",
     "STEP_COLUMNS",
     "STEP_KEYS",
     "Converter",
+    "RunRecord",
     "quoted_columns",
     "row_params",
 ]
@@ -106,15 +110,54 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (run_id, updates)
         ) WITHOUT ROWID""",
     ),
+    # 2: resumable runs. The env step of the resume state the run's checkpoint holds; NULL when
+    # it holds none (a finished or failed run, or a checkpoint saved before resuming existed).
+    ("ALTER TABLE runs ADD COLUMN resume_env_steps INTEGER",),
 )
 SCHEMA_VERSION: int = len(MIGRATIONS)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One row of ``runs`` with ``config`` and ``manifest`` parsed from their JSON columns.
+
+    ``owner_pid`` is the process that last created, started or paused the run; it lets
+    :meth:`RunStore.mark_interrupted` tell a crashed process's runs from a live one's.
+    ``resume_env_steps`` is the env step the run's checkpoint can resume from (None: it holds no
+    resume state); see `rdqn.runs.resume.resume_blocker`.
+    """
+
+    id: str
+    name: str | None
+    created_at: float
+    updated_at: float
+    status: str
+    preset: str | None
+    env_id: str
+    scheme: str
+    seed: int
+    config: dict[str, Any]
+    manifest: dict[str, Any] | None
+    error: str | None
+    checkpoint_path: str | None
+    env_steps: int
+    updates: int
+    episodes: int
+    group_id: str | None
+    owner_pid: int | None
+    resume_env_steps: int | None
+
+
+_JSON_FIELDS = {"config": "config_json", "manifest": "manifest_json"}
+RUN_COLUMNS: tuple[str, ...] = tuple(_JSON_FIELDS.get(f.name, f.name) for f in fields(RunRecord))
 
 
 def quoted_columns(columns: Sequence[tuple[str, Converter]]) -> str:
     return ", ".join(f'"{name}"' for name, _ in columns)
 
 
-# "Last write wins": a run resumed from an earlier checkpoint re-logs the rows it repeats.
+# "Last write wins" when a key repeats; a resumed run repeats none, since `RunStore.reopen` drops
+# the rows past its resume point first.
 INSERT_EPISODES = (
     f"INSERT OR REPLACE INTO episodes (run_id, {quoted_columns(EPISODE_COLUMNS)}) "
     f"VALUES ({', '.join('?' * (len(EPISODE_COLUMNS) + 1))})"

@@ -33,7 +33,6 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -48,16 +47,18 @@ from rdqn.runs.schema import (
     INSERT_STEPS,
     MIGRATIONS,
     PROGRESS_SET,
+    RUN_COLUMNS,
     SCHEMA_VERSION,
     STATUSES,
     STEP_COLUMNS,
     STEP_KEYS,
     Converter,
+    RunRecord,
     quoted_columns,
     row_params,
 )
 
-__all__ = ["RunRecord", "RunRecords", "RunStore", "default_home"]
+__all__ = ["ResumeError", "RunRecord", "RunRecords", "RunStore", "default_home"]
 
 _BUSY_TIMEOUT_MS = 10_000
 
@@ -82,39 +83,13 @@ class RunRecords(Protocol):
 
     def set_manifest(self, run_id: str, manifest: Mapping[str, Any]) -> None: ...
 
-    def save_checkpoint(self, run_id: str, data: bytes) -> Path | None: ...
+    def save_checkpoint(
+        self, run_id: str, data: bytes, *, resume_env_steps: int | None = None
+    ) -> Path | None: ...
 
 
-@dataclass(frozen=True)
-class RunRecord:
-    """One row of ``runs`` with ``config`` and ``manifest`` parsed from their JSON columns.
-
-    ``owner_pid`` is the process that last created, started or paused the run; it lets
-    :meth:`RunStore.mark_interrupted` tell a crashed process's runs from a live one's.
-    """
-
-    id: str
-    name: str | None
-    created_at: float
-    updated_at: float
-    status: str
-    preset: str | None
-    env_id: str
-    scheme: str
-    seed: int
-    config: dict[str, Any]
-    manifest: dict[str, Any] | None
-    error: str | None
-    checkpoint_path: str | None
-    env_steps: int
-    updates: int
-    episodes: int
-    group_id: str | None
-    owner_pid: int | None
-
-
-_JSON_FIELDS = {"config": "config_json", "manifest": "manifest_json"}
-_RUN_COLUMNS: tuple[str, ...] = tuple(_JSON_FIELDS.get(f.name, f.name) for f in fields(RunRecord))
+class ResumeError(ValueError):
+    """A run cannot be resumed; the message names the run and says why."""
 
 
 def _check_status(status: str) -> None:
@@ -313,18 +288,31 @@ class RunStore:
         with self._write() as conn:
             self._update_run(conn, run_id, "manifest_json = ?", (manifest_json,))
 
-    def set_checkpoint(self, run_id: str, path: str | os.PathLike[str] | None) -> None:
-        """Record the run's latest checkpoint file (``None`` forgets it)."""
+    def set_checkpoint(
+        self,
+        run_id: str,
+        path: str | os.PathLike[str] | None,
+        *,
+        resume_env_steps: int | None = None,
+    ) -> None:
+        """Record the run's latest checkpoint file (``None`` forgets it) and, if it holds a resume
+        state, the env step it resumes from."""
         value = None if path is None else str(path)
+        resume = None if value is None or resume_env_steps is None else int(resume_env_steps)
         with self._write() as conn:
-            self._update_run(conn, run_id, "checkpoint_path = ?", (value,))
+            self._update_run(
+                conn, run_id, "checkpoint_path = ?, resume_env_steps = ?", (value, resume)
+            )
 
-    def save_checkpoint(self, run_id: str, data: bytes) -> Path:
+    def save_checkpoint(
+        self, run_id: str, data: bytes, *, resume_env_steps: int | None = None
+    ) -> Path:
         """Write a run's checkpoint bytes (`rdqn.runs.checkpoints.checkpoint_bytes`) atomically to
-        `checkpoint_path_for` and record the file; returns its path."""
+        `checkpoint_path_for` and record the file (with ``resume_env_steps`` when it holds a
+        resume state, `rdqn.runs.resume`); returns its path."""
         self.get_run(run_id)
         path = write_checkpoint(data, self.checkpoint_path_for(run_id))
-        self.set_checkpoint(run_id, path)
+        self.set_checkpoint(run_id, path, resume_env_steps=resume_env_steps)
         return path
 
     def checkpoint_path_for(self, run_id: str) -> Path:
@@ -336,7 +324,7 @@ class RunStore:
         cursor = self._connect().cursor()
         cursor.row_factory = sqlite3.Row
         row = cursor.execute(
-            f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs WHERE id = ?", (run_id,)
+            f"SELECT {', '.join(RUN_COLUMNS)} FROM runs WHERE id = ?", (run_id,)
         ).fetchone()
         if row is None:
             raise KeyError(f"no run with id {run_id!r} in {self.path}")
@@ -359,7 +347,7 @@ class RunStore:
             params.append(group_id)
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         sql = (
-            f"SELECT {', '.join(_RUN_COLUMNS)} FROM runs {where} "
+            f"SELECT {', '.join(RUN_COLUMNS)} FROM runs {where} "
             "ORDER BY created_at DESC, rowid DESC"
         )
         return pd.read_sql_query(sql, self._connect(), params=params)
@@ -410,6 +398,32 @@ class RunStore:
                 orphans,
             )
         return len(orphans)
+
+    # -- resuming (rdqn.runs.resume) --------------------------------------------------------
+
+    def reopen(self, run_id: str, *, env_steps: int, updates: int, episodes: int) -> None:
+        """Make a stopped run 'created' again, to resume from the given counters: rows past them
+        (written after its checkpoint) are deleted and its progress set back to them, in one
+        transaction. Raises `ResumeError` if the run is not stopped (another process resumed it
+        first, say), ``KeyError`` for an unknown id."""
+        counters = (int(env_steps), int(updates), int(episodes))
+        with self._write() as conn:
+            row = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise KeyError(f"no run with id {run_id!r} in {self.path}")
+            if row[0] != "stopped":
+                raise ResumeError(f"cannot resume run {run_id}: it is {row[0]}, not stopped")
+            for sql, last in (
+                ("DELETE FROM episodes WHERE run_id = ? AND episode > ?", counters[2]),
+                ("DELETE FROM steps WHERE run_id = ? AND updates > ?", counters[1]),
+            ):
+                conn.execute(sql, (run_id, last))
+            self._update_run(
+                conn,
+                run_id,
+                f"status = 'created', error = NULL, owner_pid = ?, {PROGRESS_SET}",
+                (os.getpid(), *counters),
+            )
 
     # -- metrics ----------------------------------------------------------------------------
 

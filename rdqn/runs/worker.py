@@ -13,7 +13,8 @@ threads, a Ray actor's mailbox. The messages:
 A worker on the server's machine opens the server's SQLite store itself (`RunSpec.store_path`);
 one that cannot (a Ray node elsewhere) relays every write instead (`RecordRelay`: status, metric
 rows, manifest, checkpoint bytes) and the server makes it (`apply_record`). Either way the writes
-happen as the run goes, so a worker that dies loses at most the rows of its last second.
+happen as the run goes, so a worker that dies loses at most the rows of its last second. A
+resumed run's checkpoint comes the same way: a path the worker reads, or the file's bytes.
 
 A worker whose link to the server breaks stops its run ("the server went away") and exits: no
 worker outlives its server.
@@ -64,6 +65,9 @@ class RunSpec:
     paused: bool = False
     speed: float | None = None
     snapshot_interval: float = 0.5
+    resume_from: str | bytes | None = None
+    """A stopped run's resume checkpoint (`rdqn.runs.resume`): a file the worker can read, or
+    its bytes; None: the run starts from the beginning."""
 
 
 class Link(Protocol):
@@ -91,8 +95,12 @@ class RecordRelay:
     def set_manifest(self, run_id: str, manifest: Mapping[str, Any]) -> None:
         self._send(("record", "set_manifest", (run_id, dict(manifest)), {}))
 
-    def save_checkpoint(self, run_id: str, data: bytes) -> None:
-        self._send(("record", "save_checkpoint", (run_id, data), {}))
+    def save_checkpoint(
+        self, run_id: str, data: bytes, *, resume_env_steps: int | None = None
+    ) -> None:
+        self._send(
+            ("record", "save_checkpoint", (run_id, data), {"resume_env_steps": resume_env_steps})
+        )
 
 
 def apply_record(
@@ -170,7 +178,7 @@ def run_worker(spec: RunSpec, link: Link) -> None:
         send(("done", *ending(err)))
         return
     threading.Thread(target=_listen, args=(link, controls), daemon=True).start()
-    run = RecordedRun(spec.config, store, run_id=spec.run_id)
+    run = RecordedRun(spec.config, store, run_id=spec.run_id, resume_from=spec.resume_from)
     try:
         drive(
             run,

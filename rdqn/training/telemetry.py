@@ -171,6 +171,29 @@ class _HistoryBuilder:
             edges=self.edges.copy(), steps=np.array(self.steps, dtype=np.int64), counts=counts
         )
 
+    def state_dict(self) -> dict[str, Any]:
+        frozen = self.freeze()
+        return {"steps": frozen.steps, "counts": frozen.counts}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.steps.clear()
+        self.rows.clear()
+        self.steps.extend(int(step) for step in state["steps"])
+        self.rows.extend(np.array(row, dtype=np.float64) for row in state["counts"])
+
+
+# The recorder's per-episode and per-logged-update series, with their dtypes.
+_SERIES: tuple[tuple[str, type], ...] = (
+    ("episode_returns", np.float64),
+    ("episode_end_steps", np.int64),
+    ("episode_lengths", np.int64),
+    ("log_updates", np.int64),
+    ("losses", np.float64),
+    ("td_abs_mean", np.float64),
+    ("q_mean", np.float64),
+    ("ess", np.float64),
+)
+
 
 class TelemetryRecorder:
     """Mutable accumulator owned by the training loop (one thread); see `snapshot` for readers."""
@@ -194,6 +217,45 @@ class TelemetryRecorder:
         self._age_counts = np.zeros(AGE_BINS)
         self._rate_marks: deque[tuple[float, int]] = deque(maxlen=64)
         self.started = time.perf_counter()
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything the charts show so far, as numpy arrays (a resumed run continues them);
+        the last batch and the step rate start afresh."""
+        state: dict[str, Any] = {
+            name: np.array(getattr(self, name), dtype=dtype) for name, dtype in _SERIES
+        }
+        state.update(
+            priority_history=self.priority_history.state_dict(),
+            weight_history=self.weight_history.state_dict(),
+            weight_counts=self._weight_counts.copy(),
+            recent_td=[td.copy() for td in self._recent_td],
+            td_stages={
+                key: {"edges": h.edges.copy(), "counts": h.counts.copy()}
+                for key, h in self.td_stages.items()
+            },
+            age_counts=self._age_counts.copy(),
+        )
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned."""
+        for name, _ in _SERIES:
+            series = getattr(self, name)
+            series.clear()
+            series.extend(np.asarray(state[name]).tolist())
+        self.priority_history.load_state_dict(state["priority_history"])
+        self.weight_history.load_state_dict(state["weight_history"])
+        self._weight_counts[:] = state["weight_counts"]
+        self._recent_td.clear()
+        self._recent_td.extend(np.array(td, dtype=np.float64) for td in state["recent_td"])
+        self.td_stages = {
+            key: Histogram(
+                edges=np.array(h["edges"], dtype=np.float64),
+                counts=np.array(h["counts"], dtype=np.float64),
+            )
+            for key, h in state["td_stages"].items()
+        }
+        self._age_counts[:] = state["age_counts"]
 
     def on_episode(self, episode_return: float, end_step: int, length: int) -> None:
         self.episode_returns.append(episode_return)

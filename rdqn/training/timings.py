@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from typing import Any
 
 __all__ = ["ACT", "ENV", "EVALUATION", "INIT", "PHASES", "SAMPLE", "UPDATE", "Timings"]
 
@@ -99,3 +100,11 @@ class Timings:
     def counts(self) -> dict[str, int]:
         """Number of measured regions (or :meth:`add` calls) per name."""
         return dict(self._counts)
+
+    def state_dict(self) -> dict[str, dict[str, float] | dict[str, int]]:
+        """Totals and counts so far (a resumed run keeps adding to them)."""
+        return {"totals": self.totals(), "counts": self.counts()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._totals = {str(k): float(v) for k, v in state["totals"].items()}
+        self._counts = {str(k): int(v) for k, v in state["counts"].items()}

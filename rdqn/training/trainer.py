@@ -15,12 +15,19 @@ Environment steps, learner updates and episodes are counted separately. A diverg
 or inf) raises `DivergenceError` with everything recorded so far kept (status "failed"). Runs
 drive a trainer through `rdqn.runs.lifecycle.RecordedRun` (to the end with `run_to_end`, or step
 by step with `rdqn.runs.control.drive`); the trainer's own status only describes its loop.
+
+Resuming: `checkpoint_state(resumable=True)` holds everything the loop depends on (weights, target,
+optimizer, replay memory with its priorities, every generator, counters, telemetry), and
+`restore` makes a fresh trainer of the same config continue from it at the next episode boundary:
+stopped between two episodes, it goes on exactly as if it had never stopped; stopped inside one,
+the rest of that episode is dropped (its steps stay counted and stored) and a new one begins.
+The schedules (epsilon over env steps, beta over updates) are functions of the counters.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from typing import Any, Protocol
 
@@ -40,6 +47,7 @@ from rdqn.replay import (
     WindowBuilder,
 )
 from rdqn.training.sampler_check import GoodnessOfFit, check_sampler
+from rdqn.training.state import env_rng, from_checkpoint, to_checkpoint
 from rdqn.training.telemetry import (
     Telemetry,
     TelemetryRecorder,
@@ -47,11 +55,13 @@ from rdqn.training.telemetry import (
 )
 from rdqn.training.timings import ACT, ENV, EVALUATION, INIT, SAMPLE, UPDATE, Timings
 
-__all__ = ["MetricsSink", "Trainer", "build_sampler"]
+__all__ = ["RESUME_KEY", "MetricsSink", "Trainer", "build_sampler"]
 
 FIT_BINS = 16
 FIT_BATCHES = 16
 TREE_LEVELS = 5
+RESUME_KEY = "resume"
+"""The entry of `Trainer.checkpoint_state(resumable=True)` that `Trainer.restore` reads."""
 
 
 class MetricsSink(Protocol):
@@ -138,6 +148,9 @@ class Trainer:
             self._obs, _ = self.env.reset(seed=config.seed)
             self.env.action_space.seed(int(seeds[3]))
             self.windows.reset(self._obs)
+        # The env generator's state just before the reset that began this episode (None: the
+        # seeded first reset), so that a run resumed at an episode boundary replays that reset.
+        self._episode_start_rng: dict[str, Any] | None = None
         self.env_steps = 0
         self.updates = 0
         self.episodes = 0
@@ -217,6 +230,7 @@ class Trainer:
         self._episode_return = 0.0
         self._episode_length = 0
         with self.timings.measure(ENV):
+            self._episode_start_rng = env_rng(self.env).bit_generator.state
             self._obs, _ = self.env.reset()
         self.windows.reset(self._obs)
 
@@ -337,9 +351,21 @@ class Trainer:
             env.close()
         return np.array(returns)
 
-    def checkpoint_state(self) -> dict[str, Any]:
-        """Agent weights, optimizer, counters and config, loadable with weights_only=True."""
-        return {
+    @property
+    def between_steps(self) -> bool:
+        """Whether the trainer stands between two steps rather than cut off inside one (by
+        Ctrl-C, say): one stored transition per env step, one agent update per counted update."""
+        return self.buffer.storage.writes == self.env_steps and self.agent.updates == self.updates
+
+    def checkpoint_state(self, *, resumable: bool = False) -> dict[str, Any]:
+        """Agent weights, optimizer, counters and config, loadable with weights_only=True; with
+        ``resumable`` also, under `RESUME_KEY`, the rest of what `restore` needs: the replay
+        memory (observations, actions, rewards, flags, the sum/min trees or rank order, the
+        maximum priority, cursor and size), the replay, env, action-space and diagnostic
+        generators, telemetry, timings and wall time. The torch generator only initialises the
+        weights, so it is not needed. Refused (``RuntimeError``) unless `between_steps`.
+        """
+        state: dict[str, Any] = {
             "agent": self.agent.state_dict(),
             "config": self.config.to_dict(),
             "counters": {
@@ -348,6 +374,70 @@ class Trainer:
                 "episodes": self.episodes,
             },
         }
+        if resumable:
+            if not self.between_steps:
+                raise RuntimeError(
+                    f"the trainer was cut off inside step {self.env_steps + 1}; its state cannot "
+                    "be resumed"
+                )
+            state[RESUME_KEY] = {
+                "replay": to_checkpoint(self.buffer.state_dict()),
+                "env_rng": env_rng(self.env).bit_generator.state,
+                "episode_start_rng": self._episode_start_rng,
+                "action_space_rng": self.env.action_space.np_random.bit_generator.state,
+                "diagnostic_rng": self._diagnostic_rng.bit_generator.state,
+                "episode_steps": self._episode_length,
+                "telemetry": to_checkpoint(self.recorder.state_dict()),
+                "timings": self.timings.state_dict(),
+                "wall_time": self._clock() - self._started,
+            }
+        return state
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Continue from ``state`` (`checkpoint_state(resumable=True)` of a trainer of this
+        config), at the next episode boundary; see the module docstring.
+
+        Only a trainer that has not stepped yet restores (``RuntimeError``); a state without
+        resume data or of another config raises ``ValueError`` before anything changes.
+        """
+        if self.env_steps or self.status != "created":
+            raise RuntimeError("only a trainer that has not stepped yet can restore a run")
+        resume = state.get(RESUME_KEY)
+        if resume is None:
+            raise ValueError(
+                "the checkpoint holds no resume state (it was saved when the run ended, or by an "
+                "older rdqn): only its weights can be loaded"
+            )
+        if RunConfig.from_dict(state["config"]) != self.config:
+            raise ValueError("the checkpoint was saved by a run of another config")
+        self.agent.load_state_dict(state["agent"])
+        self.buffer.load_state_dict(from_checkpoint(resume["replay"]))
+        counters = state["counters"]
+        self.env_steps = int(counters["env_steps"])
+        self.updates = int(counters["updates"])
+        self.episodes = int(counters["episodes"])
+        self._diagnostic_rng.bit_generator.state = resume["diagnostic_rng"]
+        self.recorder.load_state_dict(from_checkpoint(resume["telemetry"]))
+        self.timings.load_state_dict(resume["timings"])
+        self._started = self._clock() - float(resume["wall_time"])
+        rng = env_rng(self.env)
+        if resume["episode_steps"] == 0:
+            # Stopped between two episodes: replay the reset that began the next one (the seeded
+            # first reset, done when this trainer was built, needs no replay).
+            self._episode_start_rng = resume["episode_start_rng"]
+            if self._episode_start_rng is not None:
+                rng.bit_generator.state = self._episode_start_rng
+                self._obs, _ = self.env.reset()
+                rng.bit_generator.state = resume["env_rng"]
+        else:
+            # Stopped inside an episode: its stored steps stay, its end is never seen; the next
+            # transition starts a new episode (no window reaches back into the cut one).
+            rng.bit_generator.state = resume["env_rng"]
+            self._episode_start_rng = resume["env_rng"]
+            self.buffer.new_episode()
+            self._obs, _ = self.env.reset()
+        self.windows.reset(self._obs)
+        self.env.action_space.np_random.bit_generator.state = resume["action_space_rng"]
 
     def close(self) -> None:
         self.env.close()

@@ -16,7 +16,9 @@ from rdqn.runs.checkpoints import (
     CHECKPOINT_FORMAT,
     CHECKPOINT_VERSION,
     CheckpointError,
+    checkpoint_bytes,
     load_checkpoint,
+    load_checkpoint_bytes,
     save_checkpoint,
 )
 
@@ -69,7 +71,20 @@ def test_file_carries_the_marker(tmp_path: Path) -> None:
     path = save_checkpoint({"x": torch.ones(2)}, tmp_path / "a.pt")
     raw = torch.load(path, weights_only=True)
     assert raw["format"] == CHECKPOINT_FORMAT == "rdqn-checkpoint"
-    assert raw["version"] == CHECKPOINT_VERSION == 1
+    assert raw["version"] == CHECKPOINT_VERSION == 2
+
+
+def test_a_version_1_checkpoint_still_loads(tmp_path: Path) -> None:
+    path = tmp_path / "old.pt"
+    torch.save({"format": CHECKPOINT_FORMAT, "version": 1, "counters": {"env_steps": 5}}, path)
+    assert load_checkpoint(path) == {"counters": {"env_steps": 5}}
+
+
+def test_bytes_load_like_a_file(tmp_path: Path) -> None:
+    state = training_state()
+    assert_same(load_checkpoint_bytes(checkpoint_bytes(state)), state)
+    with pytest.raises(CheckpointError, match="the bytes of run x is corrupt or truncated"):
+        load_checkpoint_bytes(b"PK\x03\x04 garbage", source="the bytes of run x")
 
 
 def test_tensors_load_on_the_cpu(tmp_path: Path) -> None:
@@ -188,8 +203,8 @@ def test_torch_file_without_marker_is_foreign(tmp_path: Path, content: object) -
 
 def test_newer_version_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "future.pt"
-    torch.save({"format": CHECKPOINT_FORMAT, "version": 2}, path)
-    with pytest.raises(CheckpointError, match="has version 2; this rdqn reads version 1"):
+    torch.save({"format": CHECKPOINT_FORMAT, "version": 3}, path)
+    with pytest.raises(CheckpointError, match="has version 3; this rdqn reads versions 1 to 2"):
         load_checkpoint(path)
 
 

@@ -106,6 +106,30 @@ def test_pause_step_resume_speed_and_stop(executor: Executor, store: RunStore) -
     assert record.env_steps == handle.snapshot().env_steps > start + 500
 
 
+@pytest.mark.parametrize("kind", ["thread", "process"])
+def test_a_stopped_run_resumes_in_a_new_worker_after_a_restart(
+    kind: str, store: RunStore, request: pytest.FixtureRequest
+) -> None:
+    executor = ThreadExecutor() if kind == "thread" else request.getfixturevalue(f"{kind}_executor")
+    handle = RunHandle(tiny(600), store=store, executor=executor, speed=400.0).start()
+    running(handle, 100)
+    handle.stop(reason="stopped by its owner")
+    stopped = store.get_run(handle.id)
+    assert stopped.status == "stopped" and stopped.resume_env_steps == stopped.env_steps < 600
+    with RunStore(store.path) as restarted:  # the server restarts: a new store object
+        resumed = RunHandle.resumed(handle.id, store=restarted, executor=executor).start()
+        assert resumed.id == handle.id
+        assert resumed.join(120)
+        assert (resumed.status, resumed.error) == ("finished", None)
+        record = restarted.get_run(handle.id)
+        assert (record.status, record.env_steps, record.updates) == ("finished", 600, 600 - 32)
+        episodes = restarted.episodes(handle.id)["episode"].tolist()
+        assert episodes == list(range(1, record.episodes + 1))
+        updates = restarted.steps(handle.id)["updates"].tolist()
+        assert updates == list(range(10, record.updates + 1, 10))  # log_every 10
+        assert len(resumed.snapshot().episode_returns) == record.episodes
+
+
 def test_a_run_that_cannot_start_is_recorded_as_failed(executor: Executor, store: RunStore) -> None:
     handle = RunHandle(
         tiny().with_overrides({"env.kwargs": {"bogus": 1}}), store=store, executor=executor

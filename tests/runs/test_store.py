@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rdqn.runs.schema import SCHEMA_VERSION, STATUSES
-from rdqn.runs.store import RunRecord, RunStore, default_home
+from rdqn.runs.schema import MIGRATIONS, SCHEMA_VERSION, STATUSES
+from rdqn.runs.store import ResumeError, RunRecord, RunStore, default_home
 from rdqn.runs.writer import RunWriter
 from tests.runs.store_helpers import CONFIG, episode_rows, new_run, step_rows
 
@@ -53,6 +53,24 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
     raw.close()
     with pytest.raises(RuntimeError, match="newer than this rdqn"):
         RunStore(path)
+
+
+def test_a_version_1_store_gains_the_resume_column(tmp_path: Path) -> None:
+    path = tmp_path / "rdqn.db"
+    raw = sqlite3.connect(path)
+    for statement in MIGRATIONS[0]:
+        raw.execute(statement)
+    raw.execute("PRAGMA user_version = 1")
+    raw.execute(
+        "INSERT INTO runs (id, created_at, updated_at, status, env_id, scheme, seed, config_json, "
+        "checkpoint_path, env_steps) VALUES ('old', 0, 0, 'stopped', 'CartPole-v1', 'uniform', 0, "
+        "'{}', '/somewhere/old.pt', 40)"
+    )
+    raw.commit()
+    raw.close()
+    with RunStore(path) as s:
+        record = s.get_run("old")
+        assert (record.status, record.env_steps, record.resume_env_steps) == ("stopped", 40, None)
 
 
 def test_in_memory_path_is_refused() -> None:
@@ -304,6 +322,41 @@ def test_delete_run_cascades_and_removes_own_checkpoint(store: RunStore, tmp_pat
             assert ids == {keep}
     finally:
         raw.close()
+
+
+# -- resuming ----------------------------------------------------------------------------------
+
+
+def test_a_checkpoint_is_recorded_with_the_step_it_resumes_from(store: RunStore) -> None:
+    run_id = new_run(store)
+    path = store.save_checkpoint(run_id, b"weights only")
+    assert store.get_run(run_id).resume_env_steps is None
+    assert store.save_checkpoint(run_id, b"resumable", resume_env_steps=40) == path
+    assert store.get_run(run_id).resume_env_steps == 40
+    store.set_checkpoint(run_id, None, resume_env_steps=40)  # forgetting the file forgets both
+    record = store.get_run(run_id)
+    assert (record.checkpoint_path, record.resume_env_steps) == (None, None)
+
+
+def test_reopen_drops_the_rows_past_the_resume_point(store: RunStore) -> None:
+    run_id = new_run(store)
+    store.write_metrics(
+        run_id,
+        episodes=episode_rows(6, start=1),
+        steps=step_rows(30, start=1),
+        progress={"env_steps": 60, "updates": 30, "episodes": 6},
+    )
+    with pytest.raises(ResumeError, match=f"cannot resume run {run_id}: it is created"):
+        store.reopen(run_id, env_steps=40, updates=20, episodes=4)
+    store.set_status(run_id, "stopped", "interrupted: the process running it ended")
+    store.reopen(run_id, env_steps=40, updates=20, episodes=4)
+    record = store.get_run(run_id)
+    assert (record.status, record.error, record.owner_pid) == ("created", None, os.getpid())
+    assert (record.env_steps, record.updates, record.episodes) == (40, 20, 4)
+    assert store.episodes(run_id)["episode"].tolist() == [1, 2, 3, 4]
+    assert store.steps(run_id)["updates"].tolist() == list(range(1, 21))
+    with pytest.raises(KeyError, match="nope"):
+        store.reopen("nope", env_steps=0, updates=0, episodes=0)
 
 
 def test_mark_interrupted_stops_runs_of_dead_processes(store: RunStore) -> None:

@@ -48,3 +48,26 @@ def test_weight_histogram_bins_log10_like_numpy_histogram_of_clipped_weights() -
     assert first[0] == 2 and first[10] == 1 and first[13] == 1 and first[20] == 1
     assert first[-1] == 3
     np.testing.assert_array_equal(weight_histogram(edge_cases).counts, first)
+
+
+def test_a_restored_recorder_shows_what_the_saved_one_showed() -> None:
+    rng = np.random.default_rng(0)
+    saved = TelemetryRecorder(planned_updates=10)
+    for update in range(1, 11):
+        record(saved, rng.random(8), update)
+        saved.on_histograms(update, np.full(8, 1 / 8))
+        saved.on_episode(float(update), 10 * update, 10)
+    state = saved.state_dict()
+    restored = TelemetryRecorder(planned_updates=10)
+    restored.load_state_dict(state)
+    again = restored.state_dict()
+    assert state.keys() == again.keys() and state["td_stages"].keys() != set()
+    for name in ("episode_returns", "episode_end_steps", "log_updates", "age_counts"):
+        np.testing.assert_array_equal(state[name], again[name])
+    for name in ("priority_history", "weight_history"):
+        for part in ("steps", "counts"):
+            np.testing.assert_array_equal(state[name][part], again[name][part])
+    for key, stage in state["td_stages"].items():
+        np.testing.assert_array_equal(stage["counts"], again["td_stages"][key]["counts"])
+    assert restored.episode_returns == saved.episode_returns  # plain floats, as recorded
+    assert restored.last_batch is None  # the last batch is not part of the saved state

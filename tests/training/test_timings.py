@@ -90,3 +90,12 @@ def test_timings_overhead_is_small() -> None:
             pass
     assert time.thread_time() - start < 1.0
     assert timings.counts()[ENV] == 100_000
+
+
+def test_timings_state_round_trip() -> None:
+    timings = Timings()
+    timings.add("sample", 0.5)
+    timings.add("sample", 0.25)
+    restored = Timings()
+    restored.load_state_dict(timings.state_dict())
+    assert restored.totals() == {"sample": 0.75} and restored.counts() == {"sample": 2}

@@ -183,3 +183,150 @@ def test_manifest_records_versions_shapes_and_timings() -> None:
         assert key in text
     assert manifest["counters"]["env_steps"] == 300
     assert manifest["learner"] == "fused-mlp"
+
+
+# ----------------------------------------------------------------------------- resuming
+def weights_only_round_trip(state: dict) -> dict:
+    """``state`` as a checkpoint file gives it back: saved, then loaded with weights_only."""
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    buffer.seek(0)
+    return torch.load(buffer, weights_only=True)
+
+
+def step_to_an_episode_end(trainer: Trainer, after: int) -> None:
+    """Step until at least ``after`` env steps are done and the last step ended an episode."""
+    while trainer.env_steps < after or trainer.recorder.episode_end_steps[-1:] != [
+        trainer.env_steps
+    ]:
+        trainer.step()
+
+
+def assert_same_state(a: object, b: object, where: str = "state") -> None:
+    """Nested dicts/lists of tensors and plain values, equal bit for bit."""
+    if isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor) and a.dtype == b.dtype, where
+        assert torch.equal(a, b), where
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), where
+        for key in a:
+            assert_same_state(a[key], b[key], f"{where}[{key!r}]")
+    elif isinstance(a, list | tuple):
+        assert len(a) == len(b), where
+        for k, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_same_state(x, y, f"{where}[{k}]")
+    else:
+        assert a == b, where
+
+
+def without_wall_time(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in row.items() if k != "wall_time"} for row in rows]
+
+
+RESUMED_CONFIGS = {
+    "proportional": tiny(**{"train.total_steps": 400}),
+    "rank": tiny(**{"train.total_steps": 400, "replay.scheme": "rank"}),
+    "uniform": tiny(**{"train.total_steps": 400, "replay.scheme": "uniform"}),
+    "recurrent": tiny(
+        "e14",
+        **{
+            "train.total_steps": 100,
+            "train.learning_starts": 16,
+            "replay.capacity": 64,
+            "replay.batch_size": 8,
+            "replay.window": 2,
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(RESUMED_CONFIGS))
+def test_a_run_resumed_between_two_episodes_goes_on_as_if_it_never_stopped(name: str) -> None:
+    """Stopped right after an episode ended, saved (weights-only loadable), restored into a fresh
+    trainer and run to the budget, a run ends bit for bit where the same run uninterrupted ends:
+    counters, online and target weights, optimizer, replay memory with its priorities, every
+    generator, the rows it streamed and its telemetry. (Only wall time and timings differ.)"""
+    config = RESUMED_CONFIGS[name]
+    whole = Trainer(config, sink=ListSink()).run()
+
+    first = Trainer(config, sink=ListSink())
+    step_to_an_episode_end(first, after=config.train.learning_starts + 20)
+    assert first.env_steps < config.train.total_steps
+    state = weights_only_round_trip(first.checkpoint_state(resumable=True))
+    first.close()
+    resumed = Trainer(config, sink=ListSink())
+    resumed.restore(state)
+    assert (resumed.env_steps, resumed.updates, resumed.episodes) == (
+        first.env_steps,
+        first.updates,
+        first.episodes,
+    )
+    resumed.run()
+
+    assert (resumed.env_steps, resumed.updates, resumed.episodes) == (
+        whole.env_steps,
+        whole.updates,
+        whole.episodes,
+    )
+    expected, got = (t.checkpoint_state(resumable=True) for t in (whole, resumed))
+    for saved in (expected, got):
+        del saved["resume"]["wall_time"], saved["resume"]["timings"]
+    assert_same_state(expected, got)
+    for rows in ("episodes", "steps"):
+        before, after = getattr(first.sink, rows), getattr(resumed.sink, rows)
+        assert without_wall_time(before + after) == without_wall_time(getattr(whole.sink, rows))
+    snapshot, resumed_snapshot = whole.snapshot(), resumed.snapshot()
+    for series in ("episode_returns", "episode_end_steps", "losses", "ess", "log_updates"):
+        np.testing.assert_array_equal(getattr(snapshot, series), getattr(resumed_snapshot, series))
+    np.testing.assert_array_equal(
+        snapshot.weight_history.counts, resumed_snapshot.weight_history.counts
+    )
+
+
+def test_a_run_resumed_inside_an_episode_starts_a_new_one_and_keeps_counting() -> None:
+    """Stopped mid-episode, the resumed run cannot replay the env's hidden state: the cut
+    episode's steps stay stored and counted, it gets no episode row, and a new episode starts
+    (no replay window reaches back into the cut one). Episode and update numbers run on."""
+    config = tiny(**{"train.total_steps": 300, "train.log_every": 1})
+    first = Trainer(config, sink=ListSink())
+    first.run(steps=150)
+    while first.recorder.episode_end_steps[-1] == first.env_steps:
+        first.step()  # make sure the stop falls inside an episode
+    state = weights_only_round_trip(first.checkpoint_state(resumable=True))
+    resumed = Trainer(config, sink=ListSink())
+    resumed.restore(state)
+    assert (resumed.env_steps, resumed.updates, resumed.episodes) == (
+        first.env_steps,
+        first.updates,
+        first.episodes,
+    )
+    resumed.step()
+    storage = resumed.buffer.storage
+    assert storage.episode_step[(resumed.buffer.cursor - 1) % storage.capacity] == 0
+    resumed.run()
+    assert resumed.env_steps == 300
+    episodes = [row["episode"] for row in first.sink.episodes + resumed.sink.episodes]
+    assert episodes == list(range(1, resumed.episodes + 1))
+    updates = [row["updates"] for row in first.sink.steps + resumed.sink.steps]
+    assert updates == list(range(1, resumed.updates + 1))
+    assert resumed.updates == 300 - 64
+
+
+def test_restore_refuses_what_it_cannot_continue() -> None:
+    config = tiny()
+    trainer = Trainer(config).run(steps=100)
+    weights_only = trainer.checkpoint_state()
+    with pytest.raises(ValueError, match="holds no resume state"):
+        Trainer(config).restore(weights_only)
+    resumable = trainer.checkpoint_state(resumable=True)
+    with pytest.raises(ValueError, match="another config"):
+        Trainer(config.with_overrides({"seed": 1})).restore(resumable)
+    stepped = Trainer(config).run(steps=1)
+    with pytest.raises(RuntimeError, match="not stepped yet"):
+        stepped.restore(resumable)
+    obs = np.zeros(trainer.obs_shape, np.float32)
+    trainer.buffer.add(obs, 0, 0.0, obs, False, False)  # as if cut off inside a step
+    assert not trainer.between_steps
+    assert trainer.checkpoint_state()["counters"]["env_steps"] == 100  # weights-only still saves
+    with pytest.raises(RuntimeError, match="cut off inside step 101"):
+        trainer.checkpoint_state(resumable=True)

@@ -1,0 +1,355 @@
+"""Tests for rdqn.runs.resume: a stopped run resumes under its id, after a restart too.
+
+The key check trains one config uninterrupted and once stopped between two episodes, resumed by
+a fresh store object and a fresh trainer (as after a server restart), and compares everything
+the store holds about the two runs: they must agree bit for bit but for wall times.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from rdqn.runs.checkpoints import load_checkpoint
+from rdqn.runs.control import RunControls, drive
+from rdqn.runs.executors import Executor, ThreadExecutor
+from rdqn.runs.handle import RunHandle
+from rdqn.runs.lifecycle import RecordedRun, run_to_end
+from rdqn.runs.registry import RunRegistry, ServerBusy
+from rdqn.runs.resume import (
+    ResumeError,
+    prepare_resume,
+    resumable,
+    resume_blocker,
+    resume_point,
+)
+from rdqn.runs.store import RunStore
+from rdqn.training.trainer import Trainer
+from tests.run_helpers import tiny, wait_for
+from tests.runs.store_helpers import new_run
+
+
+def step_to_an_episode_end(trainer: Trainer, after: int) -> None:
+    while trainer.env_steps < after or trainer.recorder.episode_end_steps[-1:] != [
+        trainer.env_steps
+    ]:
+        trainer.step()
+
+
+def stopped_run(store: RunStore, config, steps: int, *, at_episode_end: bool = True) -> str:  # noqa: ANN001
+    """A run of ``config`` trained ``steps`` env steps (then on to an episode end), stopped."""
+    run = RecordedRun(config, store)
+    trainer = run.open()
+    if at_episode_end:
+        step_to_an_episode_end(trainer, steps)
+    else:
+        trainer.run(steps=steps)
+    run.record_progress()
+    run.close("stopped", "stopped by its owner")
+    assert run.id is not None
+    return run.id
+
+
+def metrics(store: RunStore, run_id: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return (
+        store.episodes(run_id).drop(columns="wall_time"),
+        store.steps(run_id).drop(columns="wall_time"),
+    )
+
+
+def assert_contiguous_rows(store: RunStore, run_id: str, log_every: int) -> None:
+    """One episode row per episode and one step row per logged update: none repeated or lost."""
+    record = store.get_run(run_id)
+    assert store.episodes(run_id)["episode"].tolist() == list(range(1, record.episodes + 1))
+    expected = list(range(log_every, record.updates + 1, log_every))
+    assert store.steps(run_id)["updates"].tolist() == expected
+
+
+def test_a_stopped_run_resumed_after_a_restart_matches_the_run_never_stopped(
+    tmp_path: Path,
+) -> None:
+    config = tiny(400)
+    with RunStore(tmp_path / "rdqn.db") as store:
+        whole = run_to_end(RecordedRun(config, store)).id
+        run_id = stopped_run(store, config, 150)
+        stopped = store.get_run(run_id)
+        assert stopped.resume_env_steps == stopped.env_steps >= 150
+    with RunStore(tmp_path / "rdqn.db") as store:  # a new server, same files
+        assert resumable(store, run_id) and resume_blocker(store, run_id) is None
+        point = prepare_resume(store, run_id)
+        assert point.env_steps == stopped.env_steps
+        assert point.checkpoint == Path(stopped.checkpoint_path)
+        assert store.get_run(run_id).status == "created"
+        run = RecordedRun(point.config, store, run_id=run_id, resume_from=point.checkpoint)
+        assert run_to_end(run).status == "finished"
+
+        ran_through, resumed = store.get_run(whole), store.get_run(run_id)
+        assert (resumed.status, resumed.error, resumed.resume_env_steps) == ("finished", None, None)
+        for field in ("env_steps", "updates", "episodes", "config", "name"):
+            assert getattr(resumed, field) == getattr(ran_through, field), field
+        for expected, got in zip(metrics(store, whole), metrics(store, run_id), strict=True):
+            pd.testing.assert_frame_equal(expected, got)
+        first, second = (
+            load_checkpoint(ran_through.checkpoint_path),
+            load_checkpoint(resumed.checkpoint_path),
+        )
+        assert first["counters"] == second["counters"] and "resume" not in second
+        for part in ("online", "target"):
+            for name, tensor in first["agent"][part].items():
+                assert torch.equal(tensor, second["agent"][part][name]), (part, name)
+        assert first["agent"]["explore_rng"] == second["agent"]["explore_rng"]
+        assert resumed.manifest["counters"] == ran_through.manifest["counters"]
+
+
+def test_a_resume_checkpoint_loads_weights_only(tmp_path: Path) -> None:
+    config = tiny(300)
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run_id = stopped_run(store, config, 100)
+        path = store.get_run(run_id).checkpoint_path
+    raw = torch.load(path, weights_only=True)
+    assert raw["version"] == 2 and "resume" in raw
+    trainer = Trainer(config)  # the old weights-only path: load the agent, nothing else
+    trainer.agent.load_state_dict(raw["agent"])
+    for name, tensor in trainer.agent.online.state_dict().items():
+        assert torch.equal(tensor, raw["agent"]["online"][name])
+
+
+def test_a_paused_run_can_be_resumed_from_its_pause_if_its_process_dies(tmp_path: Path) -> None:
+    """A pause writes the rows and a resume checkpoint. The run goes on, then its process dies
+    (nothing closes it); at the next start the store marks it stopped, and resuming it drops
+    the rows written after the pause and goes on from there."""
+    config = tiny(400, **{"train.log_every": 1})
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run = RecordedRun(config, store)
+        trainer = run.open()
+        trainer.run(steps=150)
+        assert run.save_resume_point()
+        assert not run.save_resume_point()  # nothing new to save
+        paused = store.get_run(run.id)
+        assert paused.resume_env_steps == paused.env_steps == 150
+        assert len(store.episodes(run.id)) == trainer.episodes  # the rows are flushed
+        trainer.run(steps=100)
+        run.record_progress()
+        run._writer.flush()  # the rows of the lost stretch reach the store, then the crash
+        assert store.get_run(run.id).env_steps == 250
+    with RunStore(tmp_path / "rdqn.db") as store:
+        assert store.mark_interrupted() == 1
+        assert resumable(store, run.id)
+        point = prepare_resume(store, run.id)
+        assert store.get_run(run.id).env_steps == point.env_steps == 150
+        assert store.steps(run.id)["updates"].max() == point.updates
+        resumed = RecordedRun(point.config, store, run_id=run.id, resume_from=point.checkpoint)
+        run_to_end(resumed)
+        assert store.get_run(run.id).env_steps == 400
+        assert_contiguous_rows(store, run.id, log_every=1)
+    trainer.close()
+
+
+def test_drive_saves_a_resume_checkpoint_when_the_run_pauses(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run = RecordedRun(tiny(1_000_000), store)
+        controls = RunControls(speed=500.0)
+        snapshots = []
+        loop = threading.Thread(target=drive, args=(run, controls, snapshots.append))
+        loop.start()
+        wait_for(lambda: snapshots and snapshots[-1].env_steps >= 50)
+        controls.pause()
+        wait_for(lambda: store.get_run(run.id).resume_env_steps is not None)
+        record = store.get_run(run.id)
+        assert record.status == "paused"
+        assert record.resume_env_steps == record.env_steps == run.trainer.env_steps
+        controls.stop("stopped by its owner")
+        loop.join(10)
+        assert resumable(store, run.id)
+
+
+# ------------------------------------------------------------------------ the registry
+class RelayingThreadExecutor(ThreadExecutor):
+    """Threads that cannot open the server's store: every write is relayed, and a resumed run's
+    checkpoint travels as bytes (as for a Ray worker on another machine)."""
+
+    shares_store = False
+
+
+@pytest.fixture(params=["thread", "relayed"])
+def executor(request: pytest.FixtureRequest) -> Executor:
+    """Worker processes: `tests/runs/test_executors.py`, which shares one warm zygote."""
+    return ThreadExecutor() if request.param == "thread" else RelayingThreadExecutor()
+
+
+def test_the_registry_resumes_a_stopped_run_under_its_id_after_a_restart(
+    executor: Executor, tmp_path: Path
+) -> None:
+    config = tiny(600, **{"train.log_every": 5})
+    with RunStore(tmp_path / "rdqn.db") as store:
+        handle = RunHandle(config, store=store, executor=executor, speed=400.0).start()
+        wait_for(lambda: (s := handle.snapshot()) is not None and s.env_steps >= 100, 60)
+        handle.stop(reason="stopped by its owner")
+        assert handle.status == "stopped"
+        stopped = store.get_run(handle.id)
+        assert stopped.env_steps < 600 and stopped.resume_env_steps == stopped.env_steps
+    with RunStore(tmp_path / "rdqn.db") as store:  # the server restarts
+        registry = RunRegistry(store, executor=executor, max_active=1, idle_timeout=None)
+        resumed = registry.resume(handle.id, owner="tab")
+        assert resumed.id == handle.id and registry.get(handle.id) is resumed
+        assert resumed.join(120)
+        assert (resumed.status, resumed.error) == ("finished", None)
+        record = store.get_run(handle.id)
+        assert (record.status, record.env_steps, record.updates) == ("finished", 600, 600 - 32)
+        assert_contiguous_rows(store, handle.id, log_every=5)
+        snapshot = resumed.snapshot()  # the telemetry carried on too
+        assert len(snapshot.episode_returns) == record.episodes == snapshot.episodes
+        with pytest.raises(ResumeError, match=f"cannot resume run {handle.id}: it finished"):
+            registry.resume(handle.id)
+        registry.shutdown()
+
+
+def test_runs_stopped_by_a_shutdown_resume_queued_ones_from_the_start(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "rdqn.db") as store:
+        registry = RunRegistry(store, max_active=1)
+        running, queued = registry.enqueue([tiny(1_000_000), tiny(300, seed=1)])
+        wait_for(lambda: (s := running.snapshot()) is not None and s.env_steps >= 50)
+        registry.shutdown()
+        assert resumable(store, running.id) and resumable(store, queued.id)
+        assert store.get_run(queued.id).checkpoint_path is None  # never started
+    with RunStore(tmp_path / "rdqn.db") as store:
+        registry = RunRegistry(store, max_active=1, idle_timeout=None)
+        again = registry.resume(running.id, paused=True)
+        with pytest.raises(ServerBusy, match="server busy"):
+            registry.resume(queued.id)
+        assert store.get_run(queued.id).status == "stopped"  # a refused resume changes nothing
+        waiting = registry.resume(queued.id, queue=True)
+        assert (waiting.status, registry.position(queued.id)) == ("created", (1, 1))
+        wait_for(lambda: again.status == "paused" and again.snapshot() is not None)
+        assert again.snapshot().env_steps == store.get_run(running.id).env_steps >= 50
+        with pytest.raises(ResumeError, match=f"cannot resume run {running.id}: it is paused"):
+            registry.resume(running.id)
+        with pytest.raises(ResumeError, match=f"cannot resume run {queued.id}: it is queued"):
+            registry.resume(queued.id, queue=True)
+        registry.stop(running.id)
+        assert waiting.join(60) and waiting.status == "finished"
+        assert store.get_run(queued.id).env_steps == 300
+        registry.shutdown()
+
+
+# ------------------------------------------------------------------------- refusals
+@pytest.mark.parametrize(
+    ("status", "reason"),
+    [
+        ("created", "it has not started yet"),
+        ("running", "it is running, not stopped"),
+        ("paused", "it is paused, not stopped"),
+        ("finished", "it finished"),
+        ("failed", "it failed"),
+    ],
+)
+def test_only_a_stopped_run_is_resumable(store: RunStore, status: str, reason: str) -> None:
+    run_id = new_run(store)
+    store.set_status(run_id, status)
+    assert resume_blocker(store, run_id).startswith(reason)
+    assert not resumable(store, run_id)
+
+
+def test_a_stopped_run_is_resumable_with_a_resume_checkpoint_or_if_it_never_started(
+    store: RunStore,
+) -> None:
+    never_started = new_run(store)
+    store.set_status(never_started, "stopped")
+    assert resumable(store, never_started)  # it starts from the beginning
+
+    run_id = new_run(store)
+    store.write_metrics(run_id, progress={"env_steps": 40, "updates": 8, "episodes": 2})
+    store.set_status(run_id, "stopped")
+    assert "has no checkpoint" in resume_blocker(store, run_id)
+    path = store.save_checkpoint(run_id, b"weights only")
+    assert "holds no resume state" in resume_blocker(store, run_id)
+    store.save_checkpoint(run_id, b"resumable", resume_env_steps=40)
+    assert store.get_run(run_id).resume_env_steps == 40 and resumable(store, run_id)
+    path.unlink()
+    assert resume_blocker(store, run_id) == f"its checkpoint {path} is missing"
+    assert resume_blocker(store, "nope").startswith("there is no run with this id")
+
+
+def test_what_cannot_be_resumed_says_which_run_and_why(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "rdqn.db") as store:
+        finished = run_to_end(RecordedRun(tiny(100), store)).id
+        with pytest.raises(ResumeError, match=f"cannot resume run {finished}: it finished"):
+            resume_point(store, finished)
+        with pytest.raises(ResumeError, match="cannot resume run nope: there is no run with"):
+            resume_point(store, "nope")
+        with pytest.raises(ResumeError, match="memory only cannot resume"):
+            resume_point(None, finished)
+
+        failed = RecordedRun(tiny(100), store)
+        failed.open()
+        failed.close("failed", "ValueError: bad")
+        with pytest.raises(ResumeError, match="it failed; only a stopped run can be resumed"):
+            resume_point(store, failed.id)
+
+        running = RecordedRun(tiny(100), store)
+        running.open()
+        with pytest.raises(ResumeError, match=f"cannot resume run {running.id}: it is running"):
+            resume_point(store, running.id)
+        running.close("finished")
+
+        # A run stopped before resuming existed: its checkpoint holds weights only.
+        old = stopped_run(store, tiny(300), 100)
+        path = store.get_run(old).checkpoint_path
+        state = load_checkpoint(path)
+        del state["resume"]
+        torch.save({"format": "rdqn-checkpoint", "version": 1, **state}, path)
+        store.set_checkpoint(old, path)
+        assert not resumable(store, old)
+        registry = RunRegistry(store)
+        with pytest.raises(ResumeError, match="its checkpoint holds no resume state"):
+            registry.resume(old)
+        registry.shutdown()
+        assert store.get_run(old).status == "stopped"
+
+        gone = stopped_run(store, tiny(300), 100)
+        Path(store.get_run(gone).checkpoint_path).unlink()
+        with pytest.raises(ResumeError, match=r"its checkpoint .*\.pt is missing"):
+            prepare_resume(store, gone)
+
+        # A checkpoint that claims to resume but does not (written by hand, say).
+        forged = stopped_run(store, tiny(300), 100)
+        forged_path = store.get_run(forged).checkpoint_path
+        torch.save({"format": "rdqn-checkpoint", "version": 2, **state}, forged_path)
+        with pytest.raises(ResumeError, match="holds no resume state"):
+            prepare_resume(store, forged)
+        assert store.get_run(forged).status == "stopped"
+
+
+def test_a_run_cut_off_inside_a_step_stops_without_a_resume_state(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run = RecordedRun(tiny(300), store)
+        trainer = run.open()
+        trainer.run(steps=50)
+        obs = trainer.buffer.storage.obs[0].reshape(trainer.obs_shape)
+        trainer.buffer.add(obs, 0, 0.0, obs, False, False)  # Ctrl-C between add and count
+        run.close("stopped", "interrupted by the user")
+        record = store.get_run(run.id)
+        assert (record.status, record.resume_env_steps) == ("stopped", None)
+        assert record.checkpoint_path is not None
+        assert "cut off inside a step" in resume_blocker(store, run.id)
+
+
+def test_a_resumed_run_whose_worker_cannot_start_stays_resumable(tmp_path: Path) -> None:
+    class CannotLaunch(ThreadExecutor):
+        def launch(self, spec: object) -> None:  # type: ignore[override]
+            raise RuntimeError("no worker today")
+
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run_id = stopped_run(store, tiny(300), 100)
+        registry = RunRegistry(store, executor=CannotLaunch())
+        with pytest.raises(RuntimeError, match="no worker today"):
+            registry.resume(run_id)
+        record = store.get_run(run_id)
+        assert record.status == "stopped"
+        assert record.error == "not resumed: RuntimeError: no worker today"
+        assert resumable(store, run_id)
+        registry.shutdown()
