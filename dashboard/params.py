@@ -19,7 +19,15 @@ from rdqn.config import PRESET_NAMES, config_field
 from rdqn.presets import configure
 from rdqn.validation import Flag, Integer, Real
 
-__all__ = ["DEFAULT_PRESET", "LIMITS", "URL_ALIASES", "ParsedParams", "parse_params", "to_params"]
+__all__ = [
+    "DEFAULT_PRESET",
+    "LIMITS",
+    "URL_ALIASES",
+    "ParsedParams",
+    "check_setting",
+    "parse_params",
+    "to_params",
+]
 
 URL_ALIASES: dict[str, str] = {
     "env": "env.id",
@@ -78,6 +86,22 @@ def _value(path: str, raw: str) -> Any:
     except ValueError:
         pass  # the rule names the text it could not read
     value = rule.check(path, value)
+    if path in LIMITS and value > LIMITS[path]:
+        raise ValueError(f"{path} must be at most {LIMITS[path]:,} on this server, got {value:,}")
+    return value
+
+
+def check_setting(path: str, value: Any) -> Any:
+    """``value`` for config field ``path`` if the live page would accept it (`ValueError` naming
+    the field, the value and what is allowed otherwise).
+
+    Text is read as a URL value is (``"0.5"`` for ``replay.alpha``); any other value (a lesson
+    file's TOML number, bool or table) must already be of the field's type, an integer standing
+    for a real. Checked by the field's rule (`rdqn.validation`) and this server's `LIMITS`.
+    """
+    if isinstance(value, str):
+        return _value(path, value)
+    value = config_field(path).metadata["rule"].check(path, value)
     if path in LIMITS and value > LIMITS[path]:
         raise ValueError(f"{path} must be at most {LIMITS[path]:,} on this server, got {value:,}")
     return value
