@@ -9,9 +9,10 @@
 | paper | linear (tabular), SGD | proportional alpha .6 (rank-based alpha .7), beta .5 | none |
 
 `e14-lesson` exists because `e14` runs at tens of env steps per second on one CPU core (its
-50,000-step budget takes most of an hour). It is `e14` with exactly four fields changed, everything
-else (masked CartPole, proportional PER alpha .6 and beta .4 -> 1, soft target tau .005, Adam 1e-3,
-gamma .99, capacity 50,000, warm-up 1,000, the two-LSTM net) kept:
+50,000-step budget takes about half an hour of CPU time, longer on a busy machine). It is `e14`
+with exactly four fields changed, everything else (masked CartPole, proportional PER alpha .6 and
+beta .4 -> 1, soft target tau .005, Adam 1e-3, gamma .99, capacity 50,000, warm-up 1,000, the
+two-LSTM net) kept:
 
 | field | e14 | e14-lesson | why |
 |---|---|---|---|
@@ -22,7 +23,13 @@ gamma .99, capacity 50,000, warm-up 1,000, the two-LSTM net) kept:
 
 Its comparison partner is the same config with ``agent.network="mlp"`` and ``replay.window=1``
 (`FEED_FORWARD_LESSON`: same budget, no memory), which cannot tell which way the pole moves.
-Measured by `benchmarks/recurrent_lesson.py` (results in `benchmarks/results/recurrent_lesson.json`).
+Measured by `benchmarks/recurrent_lesson.py` (`benchmarks/results/recurrent_lesson.json`; seeds
+0-2, one torch thread each, two cores): a run takes about 2 CPU minutes (117 s median; e14's
+budget, about 33 minutes), 6.8 times e14's env steps per CPU second once learning starts. Mean
+return of the last 20 episodes, median (per seed): recurrent 121 (121, 144, 41), feed-forward 35
+(41, 34, 35); best 20-episode mean: recurrent 140 (121, 168, 140), feed-forward 50 (51, 50, 46).
+Returns sag at times, as DQN's do (seed 2 fell from 140 in its last 2,000 steps); the gap opens
+in the curves between 8,000 and 10,000 steps.
 
 The `paper` preset is tabular Q-learning as in the paper's Blind Cliffwalk: a bias-free linear
 net on one-hot states, plain SGD, and the target copied after every update (no target network).
