@@ -20,6 +20,7 @@ ensure_app_frame()
 
 LEAF_COUNTS = (8, 12, 16, 32, 64)
 BATCHES_PER_CLICK = 100
+DECIMALS = "%.3f"  # every number in this page's tables, editable ones included
 ss = st.session_state
 
 st.title("Sum tree")
@@ -55,7 +56,9 @@ with editor_col:
     edited = st.data_editor(
         pd.DataFrame({"priority": ss["tree.base"]}, index=pd.RangeIndex(n, name="leaf")),
         key=f"tree.editor_{ss['tree.editor']}",
-        column_config={"priority": st.column_config.NumberColumn("priority pᵢ", step=0.01)},
+        column_config={
+            "priority": st.column_config.NumberColumn("priority pᵢ", step=0.001, format=DECIMALS)
+        },
         height=min(36 + 35 * n, 400),
         width="stretch",
     )
@@ -83,17 +86,16 @@ with table_col:
     st.dataframe(
         table,
         column_config={
-            "priority": st.column_config.NumberColumn("pᵢ", format="%.3f"),
-            "mass": st.column_config.NumberColumn("mass pᵢ^α", format="%.3f"),
+            "priority": st.column_config.NumberColumn("pᵢ", format=DECIMALS),
+            "mass": st.column_config.NumberColumn("mass pᵢ^α", format=DECIMALS),
             "probability": st.column_config.ProgressColumn(
                 "P(i)",
-                format="%.3f",
+                format=DECIMALS,
                 min_value=0.0,
                 max_value=float(table["probability"].max()),
-                width="medium",
             ),
             "weight": st.column_config.ProgressColumn(
-                "IS weight wᵢ", format="%.3f", min_value=0.0, max_value=1.0, width="medium"
+                "IS weight wᵢ", format=DECIMALS, min_value=0.0, max_value=1.0
             ),
         },
         height=min(36 + 35 * n, 400),
@@ -152,7 +154,7 @@ else:
     st.dataframe(
         batch.frame(),
         column_config={
-            name: st.column_config.NumberColumn(format="%.3f")
+            name: st.column_config.NumberColumn(format=DECIMALS)
             for name in ("segment from", "segment to", "u", "query")
         },
         width="stretch",
@@ -182,10 +184,23 @@ def live_tree() -> None:
         st,
         tree_levels_figure(
             snap.tree_levels,
+            capacity=snap.capacity,
+            size=snap.buffer_size,
             title=f"Top of the live sum tree: {snap.buffer_size:,} of {snap.capacity:,} slots",
         ),
         width="stretch",
     )
+    leaves = td.tree_leaf_count(snap.capacity)
+    numbers = {
+        "leaves": leaves,
+        "capacity": snap.capacity,
+        "padding": leaves - snap.capacity,
+        "size": snap.buffer_size,
+    }
+    parts = ["sum_tree_live"]
+    parts += ["sum_tree_live_padding"] if leaves > snap.capacity else []
+    parts += ["sum_tree_live_empty"] if snap.buffer_size < snap.capacity else []
+    st.caption(" ".join(explanation(name).format(**numbers).strip() for name in parts))
 
 
 live_tree()

@@ -29,6 +29,7 @@ from dashboard.figures._base import (
     _style,
     empty_figure,
 )
+from rdqn.classroom.tree_demo import tree_leaf_count
 from rdqn.replay import SumTree
 
 
@@ -69,19 +70,32 @@ def _check_paths(paths: Sequence[Sequence[int]], node_count: int) -> list[list[i
     return checked
 
 
+PADDING = "padding (always 0)"
+"""Legend name of nodes that cover only slots past the capacity: the tree has a power-of-two
+number of leaves, and the leaves past the capacity hold 0 for ever."""
+EMPTY = "empty (not filled yet)"
+"""Legend name of nodes that cover only slots the buffer has not filled yet: 0 for now."""
+
+
 def _draw_tree(
     nodes: NDArray[np.float64],
     *,
     depth_count: int,
-    real_leaves: int | None,
+    leaf_level: bool,
+    slots_per_node: int,
+    capacity: int | None,
+    size: int | None,
     paths: list[list[int]],
     highlight_leaves: set[int],
     show_values: bool,
     title: str,
 ) -> go.Figure:
-    """Draw heap `nodes[1 : 2**depth_count]`; `real_leaves` = n when the bottom level is leaves.
+    """Draw heap `nodes[1 : 2**depth_count]`; the bottom drawn level (leaves when `leaf_level`)
+    has nodes of `slots_per_node` buffer slots each.
 
-    Nodes covering only padding leaves (or, for a partial tree, empty subtrees) are grey.
+    A node whose slots all lie past `capacity` is padding (a grey square labelled "pad"); one
+    whose slots all lie past `size` but within the capacity is empty (labelled "empty"); both
+    hold 0 and get a legend entry saying why. Without `capacity`, nodes of sum 0 are drawn empty.
     """
     width = 1 << (depth_count - 1)
     node_count = 2 * width
@@ -106,33 +120,37 @@ def _draw_tree(
         depth = j.bit_length() - 1
         value = float(nodes[j])
         share = f"{value / total:.1%} of total" if total > 0 else "total is 0"
-        is_leaf_level = depth == depth_count - 1 and real_leaves is not None
-        first_leaf = (j - (1 << depth)) * (width >> depth)
-        if real_leaves is not None and first_leaf >= real_leaves:
-            what = "padding leaf" if is_leaf_level else f"node {j}"
-            add("padding", j, "", f"{what}: beyond capacity, never sampled", "#f2f2f2")
-        elif is_leaf_level:
+        is_leaf = leaf_level and depth == depth_count - 1
+        span = (width >> depth) * slots_per_node
+        first = (j - (1 << depth)) * span
+        what = f"leaf {j - width} (node {j})" if is_leaf else f"node {j}"
+        slots = f"slot {first}" if span == 1 else f"slots {first:,}–{first + span - 1:,}"
+        if capacity is not None and first >= capacity:
+            add(
+                PADDING,
+                j,
+                "pad",
+                f"{what}: {slots}<br>padding past the capacity of {capacity:,}:"
+                "<br>always 0, never sampled",
+                "#e6e6e6",
+            )
+        elif (size is not None and first >= size) or (capacity is None and value <= 0.0):
+            filled = f" (the buffer holds {size:,})" if size is not None else ""
+            add(
+                EMPTY,
+                j,
+                "empty",
+                f"{what}: {slots}<br>not filled yet{filled}:<br>0 for now",
+                "#ffffff",
+            )
+        elif is_leaf:
             leaf = j - width
             fill = HIGHLIGHT_FILL if leaf in highlight_leaves else "#ffffff"
             hover = f"leaf {leaf} (node {j})<br>mass {value:.4g}<br>P = {share}"
             add("leaves", j, _compact(value), hover, fill)
-        elif real_leaves is None and value <= 0.0:
-            add(
-                "empty nodes",
-                j,
-                _compact(value),
-                f"node {j}<br>sum 0: nothing to sample",
-                "#f2f2f2",
-            )
         else:
-            hover = f"node {j}<br>sum {value:.4g}<br>{share}"
-            add(
-                "internal nodes" if real_leaves is not None else "nodes",
-                j,
-                _compact(value),
-                hover,
-                "#e8ecf7",
-            )
+            hover = f"{what}: {slots}<br>sum {value:.4g}<br>{share}"
+            add("internal nodes" if leaf_level else "nodes", j, _compact(value), hover, "#e8ecf7")
 
     traces: list[dict[str, Any]] = []
     edge_x: list[float | None] = []
@@ -183,15 +201,15 @@ def _draw_tree(
             }
         )
 
-    styles = {
-        "internal nodes": ("#2a3f5f", "#2a3f5f"),
-        "nodes": ("#2a3f5f", "#2a3f5f"),
-        "leaves": ("#2a3f5f", "#2a3f5f"),
-        "empty nodes": ("#bbbbbb", "#999999"),
-        "padding": ("#bbbbbb", "#999999"),
+    styles = {  # border, text colour, symbol
+        "internal nodes": ("#2a3f5f", "#2a3f5f", "circle"),
+        "nodes": ("#2a3f5f", "#2a3f5f", "circle"),
+        "leaves": ("#2a3f5f", "#2a3f5f", "circle"),
+        EMPTY: ("#9aa0a6", "#6b7280", "circle"),
+        PADDING: ("#9aa0a6", "#6b7280", "square"),
     }
     for group, g in groups.items():
-        border, text_color = styles[group]
+        border, text_color, symbol = styles[group]
         traces.append(
             {
                 "type": "scatter",
@@ -209,11 +227,11 @@ def _draw_tree(
                     "size": g["size"],
                     "color": g["fill"],
                     "line": {"color": border, "width": 1.5},
-                    "symbol": "circle",
+                    "symbol": symbol,
                     # An array of sizes makes plotly.js default to a translucent "bubble" marker.
                     "opacity": 1.0,
                 },
-                "showlegend": False,
+                "showlegend": group in (PADDING, EMPTY),
             }
         )
 
@@ -243,7 +261,7 @@ def _draw_tree(
         )
 
     level_names = ["root"] + [f"level {d}" for d in range(1, depth_count)]
-    if real_leaves is not None:
+    if leaf_level:
         level_names[-1] = "leaves"
     yaxis = {
         "autorange": "reversed",
@@ -253,7 +271,7 @@ def _draw_tree(
         "showgrid": False,
         "zeroline": False,
     }
-    leaf_ticks = real_leaves is not None and width <= 32
+    leaf_ticks = leaf_level and width <= 32
     xaxis: dict[str, Any] = {
         "showgrid": False,
         "zeroline": False,
@@ -266,7 +284,7 @@ def _draw_tree(
     layout = _style(
         title=title,
         x_title="leaf (buffer slot)" if leaf_ticks else "",
-        legend=bool(paths),
+        legend=bool(paths) or PADDING in groups or EMPTY in groups,
         height=max(300, 110 + 85 * depth_count),
         xaxis=xaxis,
         yaxis=yaxis,
@@ -312,7 +330,10 @@ def sum_tree_figure(
     return _draw_tree(
         nodes,
         depth_count=leaves.bit_length(),
-        real_leaves=n,
+        leaf_level=True,
+        slots_per_node=1,
+        capacity=n,
+        size=n,
         paths=checked,
         highlight_leaves=highlighted,
         show_values=show_values,
@@ -323,12 +344,17 @@ def sum_tree_figure(
 def tree_levels_figure(
     levels: Sequence[ArrayLike],
     *,
+    capacity: int | None = None,
+    size: int | None = None,
     show_values: bool = True,
     title: str = "Top of the live sum tree",
 ) -> go.Figure:
     """The top levels of a large sum tree (`SumTree.levels(depth)`): level k holds 2^k node sums.
 
-    Drawn like `sum_tree_figure` without leaves; nodes whose subtree has no mass are grey.
+    Drawn like `sum_tree_figure`. With the buffer's `capacity` (and `size`, the slots filled so
+    far), nodes over padding slots (past the capacity: the tree's P = the next power of two
+    leaves) and over slots not filled yet are drawn as such, with a legend entry each, instead
+    of as unexplained zeros; without them, nodes whose subtree has no mass are drawn empty.
     """
     if not levels:
         return empty_figure(title)
@@ -338,10 +364,24 @@ def tree_levels_figure(
         if values.size != 1 << k:
             raise ValueError(f"level {k} must hold {1 << k} nodes, got {values.size}")
         nodes.append(values)
+    depth_count = len(levels)
+    bottom = 1 << (depth_count - 1)
+    slots_per_node = 1
+    if capacity is not None:
+        leaves = tree_leaf_count(capacity)
+        if leaves < bottom:
+            raise ValueError(
+                f"a tree of capacity {capacity} has {leaves} leaves, fewer than the {bottom} "
+                f"nodes of level {depth_count - 1}"
+            )
+        slots_per_node = leaves // bottom
     return _draw_tree(
         np.concatenate(nodes),
-        depth_count=len(levels),
-        real_leaves=None,
+        depth_count=depth_count,
+        leaf_level=capacity is not None and slots_per_node == 1,
+        slots_per_node=slots_per_node,
+        capacity=capacity,
+        size=size,
         paths=[],
         highlight_leaves=set(),
         show_values=show_values,

@@ -45,6 +45,7 @@ __all__ = [
     "masses",
     "random_priorities",
     "stratified_queries",
+    "tree_leaf_count",
 ]
 
 MAX_MAGNITUDE = 1e6
@@ -140,6 +141,16 @@ def leaf_table(priorities: ArrayLike, alpha: float, beta: float) -> pd.DataFrame
         },
         index=pd.RangeIndex(p.size, name="leaf"),
     )
+
+
+def tree_leaf_count(capacity: int) -> int:
+    """P, the leaves of a `SumTree` of `capacity` slots: the smallest power of two >= capacity.
+
+    Leaves capacity .. P - 1 are padding: they always hold 0 and are never drawn.
+    """
+    if capacity < 1:
+        raise ValueError(f"capacity must be >= 1, got {capacity}")
+    return 1 << max(0, (int(capacity) - 1).bit_length())
 
 
 def build_tree(leaf_masses: ArrayLike) -> SumTree:

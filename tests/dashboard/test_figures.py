@@ -34,6 +34,7 @@ from dashboard.figures import (
     tree_levels_figure,
     weights_scatter,
 )
+from dashboard.figures.tree import EMPTY, PADDING
 from rdqn.classroom.tree_demo import descent_path
 from rdqn.compare import Curve
 from rdqn.training.telemetry import (
@@ -401,13 +402,13 @@ def test_sum_tree_figure_labels_every_node_with_its_sum() -> None:
 
 def test_sum_tree_figure_pads_to_a_power_of_two_with_grey_leaves() -> None:
     fig = sum_tree_figure([1.0, 2.0, 3.0])
-    assert list(trace(fig, "padding").customdata) == [7]
+    assert list(trace(fig, PADDING).customdata) == [7]
     assert list(trace(fig, "internal nodes").text) == ["6", "3", "3"]
     assert list(trace(fig, "leaves").customdata) == [4, 5, 6]
 
     fig = sum_tree_figure(np.ones(5))
     # 8 leaves: leaves 5..7 and node 7 (covering leaves 6, 7) are padding.
-    assert list(trace(fig, "padding").customdata) == [7, 13, 14, 15]
+    assert list(trace(fig, PADDING).customdata) == [7, 13, 14, 15]
 
 
 def test_sum_tree_figure_formats_labels_compactly_and_hides_them_when_crowded() -> None:
@@ -464,7 +465,7 @@ def test_tree_levels_figure_draws_the_top_of_a_live_tree() -> None:
     fig = tree_levels_figure(
         [np.array([10.0]), np.array([6.0, 4.0]), np.array([3.0, 3.0, 4.0, 0.0])]
     )
-    nodes, empty = trace(fig, "nodes"), trace(fig, "empty nodes")
+    nodes, empty = trace(fig, "nodes"), trace(fig, EMPTY)
     assert list(nodes.customdata) == [1, 2, 3, 4, 5, 6]
     assert list(nodes.text) == ["10", "6", "4", "3", "3", "4"]
     assert list(empty.customdata) == [7]
