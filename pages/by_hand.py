@@ -16,11 +16,14 @@ def reset() -> None:
     ss["hand.editor"] += 1  # a fresh editor forgets the edits made on the old table
 
 
+DECIMALS = "%.3f"  # every number in this page's tables, and the loss
+
 st.title("One update by hand")
 st.caption(
-    "Four transitions form a mini-batch, and here also the whole buffer (N = 4). Edit any cell "
-    "or move a slider and follow one prioritized DQN update through every step "
-    "(Schaul et al. 2015, Algorithm 1)."
+    "Four transitions form a mini-batch (B = 4), and here also the whole buffer (N = 4): N is "
+    "the number of stored transitions in P(i) and the IS weights, B the number of rows the loss "
+    "averages over. Edit any cell or move a slider and follow one prioritized DQN update "
+    "through every step (Schaul et al. 2015, Algorithm 1)."
 )
 
 inputs, params = st.columns([5, 2], gap="large")
@@ -30,11 +33,34 @@ with inputs:
         ss["hand.base"],
         key=f"hand.editor_{ss['hand.editor']}",
         column_config={
-            "reward": st.column_config.NumberColumn("reward r", step=0.1, width="small"),
-            "terminated": st.column_config.CheckboxColumn("terminated"),
-            "q": st.column_config.NumberColumn("Q(s, a)", step=0.1),
-            "next_max_q": st.column_config.NumberColumn("max Q_target(s′,·)", step=0.1),
-            "priority": st.column_config.NumberColumn("priority pᵢ", step=0.1),
+            "reward": st.column_config.NumberColumn(
+                "rᵢ", help="Reward", step=0.1, format=DECIMALS, width="small"
+            ),
+            "terminated": st.column_config.CheckboxColumn(
+                "dᵢ", help="Terminated: sᵢ′ ends the episode (no bootstrap)", width="small"
+            ),
+            "q": st.column_config.NumberColumn(
+                "Q(sᵢ,aᵢ)",
+                help="The online network's value of the action taken",
+                step=0.1,
+                format=DECIMALS,
+                width="small",
+            ),
+            "next_max_q": st.column_config.NumberColumn(
+                "max Q′",
+                help="max over a′ of Q_target(sᵢ′, a′): the target network's best "
+                "value in the next state",
+                step=0.1,
+                format=DECIMALS,
+                width="small",
+            ),
+            "priority": st.column_config.NumberColumn(
+                "pᵢ",
+                help="Current priority, the one the batch was drawn with",
+                step=0.1,
+                format=DECIMALS,
+                width="small",
+            ),
         },
         num_rows="fixed",
         width="stretch",
@@ -79,27 +105,28 @@ except ValueError as err:
 result = we.worked_update(example)
 
 st.subheader("Step by step")
-labels = {
-    "target": "target yᵢ",
-    "td_error": "TD error δᵢ",
-    "loss": "loss L(δᵢ)",
-    "probability": "P(i)",
-    "weight": "IS weight wᵢ",
-    "weighted_loss": "wᵢ·L(δᵢ)",
-    "new_priority": "new pᵢ = |δᵢ|+ε",
-    "new_mass": "new pᵢ^α",
-    "new_probability": "next P(i)",
+columns = {  # short header (the table must fit 1280 px with the sidebar open), tooltip
+    "target": ("yᵢ", "TD target"),
+    "td_error": ("δᵢ", "TD error yᵢ − Q(sᵢ, aᵢ)"),
+    "loss": ("L(δᵢ)", "Per-sample loss"),
+    "probability": ("P(i)", "Sampling probability under the current priorities"),
+    "weight": ("wᵢ", "Importance-sampling weight"),
+    "weighted_loss": ("wᵢ·Lᵢ", "Weighted loss: what the batch mean adds up"),
+    "new_priority": ("new pᵢ", "New priority |δᵢ| + ε"),
+    "new_mass": ("new pᵢ^α", "New mass in the sum tree"),
+    "new_probability": ("next P(i)", "Sampling probability at the next draw"),
 }
 st.dataframe(
     result.table,
     column_config={
-        name: st.column_config.NumberColumn(label, format="%.4f") for name, label in labels.items()
+        name: st.column_config.NumberColumn(label, help=help_, format=DECIMALS)
+        for name, (label, help_) in columns.items()
     },
     width="stretch",
 )
 loss_col, chart_col = st.columns([1, 2], gap="large")
 with loss_col:
-    st.metric("Loss = mean of wᵢ·L(δᵢ)", f"{result.loss:.4f}")
+    st.metric("Loss = (1/B) Σ wᵢ·Lᵢ", DECIMALS % result.loss)
     st.caption(
         "P(i) and the IS weights come from the *current* priorities, the ones the batch was "
         "drawn with; the new priorities |δᵢ| + ε only change the next draw (next P(i))."
@@ -120,6 +147,7 @@ with chart_col:
     )
 
 st.subheader("The arithmetic for one row")
+st.caption("dᵢ = 1 when sᵢ′ is terminal (the ticked dᵢ column), else 0.")
 row = st.segmented_control(
     "Row",
     list(range(1, example.rows + 1)),

@@ -4,16 +4,17 @@ Plain numpy/pandas, no plotting: the "One update by hand" page turns these numbe
 and figures. Vocabulary (priority, mass, probability, IS weight) as in
 `rdqn.classroom.tree_demo` and `rdqn.replay.samplers`.
 
-**One update by hand.** For a mini-batch of transitions (r_i, terminated_i, Q(s_i, a_i),
-max_a' Q_target(s'_i, a')) whose current priorities are the whole buffer (N = batch size):
+**One update by hand.** For a mini-batch of B transitions (r_i, d_i = terminated_i, Q(s_i, a_i),
+max_a' Q_target(s'_i, a')) whose current priorities are, here, the whole buffer of N
+transitions (N = B; N counts what P(i) and the weights range over, B what the loss averages):
 
-    y_i      = r_i + gamma * (1 - terminated_i) * max_a' Q_target(s'_i, a')   (terminal: y_i = r_i)
+    y_i      = r_i + gamma * (1 - d_i) * max_a' Q_target(s'_i, a')            (terminal: y_i = r_i)
     delta_i  = y_i - Q(s_i, a_i)
     L_i      = 0.5 delta_i^2 if |delta_i| <= 1 else |delta_i| - 0.5            (Huber)
              = delta_i^2                                                       (MSE, as torch's)
     P(i)     = p_i^alpha / sum_k p_k^alpha       (current priorities: how the batch was drawn)
     w_i      = (N P(i))^-beta / max_j (N P(j))^-beta
-    loss     = (1/N) sum_i w_i L_i               (weights multiply before the mean)
+    loss     = (1/B) sum_i w_i L_i               (weights multiply before the batch mean)
     p'_i     = |delta_i| + eps,  m'_i = p'_i^alpha,  P'(i) = m'_i / sum_k m'_k   (the next draw)
 
 The IS weights use the probabilities the batch was *drawn* with, i.e. the current priorities; the
@@ -139,7 +140,7 @@ class UpdateExample:
 
 @dataclass(frozen=True)
 class UpdateResult:
-    """Every intermediate quantity per row (`table`, index 1..N, `RESULT_COLUMNS`) and the loss."""
+    """Every intermediate quantity per row (`table`, index 1..B, `RESULT_COLUMNS`) and the loss."""
 
     table: pd.DataFrame
     loss: float
@@ -194,7 +195,7 @@ def worked_update(example: UpdateExample) -> UpdateResult:
         },
         index=pd.RangeIndex(1, example.rows + 1, name="row"),
     )
-    return UpdateResult(table, float(weighted.mean()))
+    return UpdateResult(table, float(weighted.mean()))  # (1/B) sum: B = the batch's rows
 
 
 def example_frame(example: UpdateExample) -> pd.DataFrame:
@@ -260,13 +261,14 @@ def step_equations(example: UpdateExample, result: UpdateResult, row: int) -> li
         raise ValueError(f"row must be in [1, {example.rows}], got {row}")
     k = row - 1
     t = result.table.iloc[k]
-    n = example.rows
+    n = batch = example.rows  # the batch is the whole buffer here: N = B
     done = int(example.terminated[k])
     r, q, nq = example.rewards[k], example.q_values[k], example.next_max_q[k]
     g, a, b = example.gamma, example.alpha, example.beta
     current = masses(example.priorities, a)
     raw = (n * result.table["probability"].to_numpy()) ** -b
     new_total = float(result.table["new_mass"].sum())
+    weighted_sum = float(result.table["weighted_loss"].sum())
     delta = float(t["td_error"])
     if example.loss == "mse":
         loss_formula = r"L(\delta) = \delta^2"
@@ -280,7 +282,7 @@ def step_equations(example: UpdateExample, result: UpdateResult, row: int) -> li
     return [
         Step(
             "target",
-            r"y_i = r_i + \gamma\,(1 - \text{terminated}_i)\,\max_{a'} Q_\text{target}(s'_i, a')",
+            r"y_i = r_i + \gamma\,(1 - d_i)\,\max_{a'} Q_\text{target}(s'_i, a')",
             rf"y_{{{row}}} = {_tex(r)} + {_tex(g)} \times (1 - {done}) \times {_par(nq)}"
             rf" = {_tex(t['target'])}",
         ),
@@ -306,9 +308,15 @@ def step_equations(example: UpdateExample, result: UpdateResult, row: int) -> li
         ),
         Step(
             "weighted loss",
-            r"w_i L_i, \quad \mathcal{L} = \frac{1}{N} \sum_i w_i L_i",
+            r"w_i L_i",
             rf"w_{{{row}}} L_{{{row}}} = {_tex(t['weight'])} \times {_tex(t['loss'])}"
-            rf" = {_tex(t['weighted_loss'])}, \quad \mathcal{{L}} = {_tex(result.loss)}",
+            rf" = {_tex(t['weighted_loss'])}",
+        ),
+        Step(
+            "batch loss",
+            r"\mathcal{L} = \frac{1}{B} \sum_{i=1}^{B} w_i L_i",
+            rf"\mathcal{{L}} = \frac{{1}}{{{batch}}} \times {_tex(weighted_sum)}"
+            rf" = {_tex(result.loss)}",
         ),
         Step(
             "new priority",
