@@ -1,7 +1,9 @@
 """The run registry: the app's one shared object.
 
-It caps concurrent training runs (a request beyond the cap raises `ServerBusy` at once, never
-hangs), queues comparison runs until a slot frees, finds runs by id for read-only watchers,
+It caps the runs training at once (a CPU cap: a request beyond it raises `ServerBusy` at once,
+never hangs, or waits in the queue) and the runs held paused (a memory cap: a paused run keeps its
+worker and replay memory; past the cap the longest-paused one is stopped, which saves it for
+`resume`), queues runs until a slot frees, finds runs by id for read-only watchers,
 resumes stopped runs under their own ids (`resume`), and stops a session's runs when the session
 goes away. Runs train in the registry's executor's
 workers (`rdqn.runs.executors`); a run nobody polls for `idle_timeout` seconds stops itself
@@ -42,7 +44,10 @@ class RunRegistry:
         store: the run store every run is recorded in (None: memory only).
         executor: where runs train (default: threads in this process).
         max_active: most runs training at once (default: what the executor can serve, e.g. the
-            cores but one for worker processes, the cluster's CPUs under Ray).
+            cores but one for worker processes, the cluster's CPUs under Ray). Paused runs do
+            not count: pausing frees a slot, and resuming waits for one (`unpause`).
+        max_paused: most runs held paused at once (their workers stay in memory); pausing one
+            more stops the one paused longest (it stays resumable).
         idle_timeout: seconds without a `snapshot()` poll after which a run is stopped (None:
             never, e.g. for a command line that waits for its runs).
         keep_finished: finished runs kept for lookup (oldest forgotten first).
@@ -54,6 +59,7 @@ class RunRegistry:
         *,
         executor: Executor | None = None,
         max_active: int | None = None,
+        max_paused: int = 8,
         idle_timeout: float | None = 120.0,
         keep_finished: int = 64,
     ) -> None:
@@ -61,18 +67,22 @@ class RunRegistry:
         self.executor: Executor = executor if executor is not None else ThreadExecutor()
         capacity = self.executor.capacity if max_active is None else max_active
         self.max_active = check_integer("max_active", capacity, minimum=1)
+        self.max_paused = check_integer("max_paused", max_paused, minimum=0)
         self.idle_timeout = idle_timeout
         self.keep_finished = keep_finished
         self._lock = threading.RLock()
         self._closed = False
         self._runs: dict[str, RunHandle] = {}
-        self._queue: list[tuple[RunHandle, bool]] = []  # (run, start it paused)
+        # (run, start it paused): new runs, and paused ones waiting to resume (`unpause`)
+        self._queue: list[tuple[RunHandle, bool]] = []
+        self._paused_since: dict[str, float] = {}
         self._live: dict[str, str] = {}  # owner -> the run on its live page
         self._classes: dict[str, str] = {}  # class code -> owner
         atexit.register(self.shutdown)
 
-    def _active(self) -> list[RunHandle]:
-        return [h for h in self._runs.values() if h.status in ("running", "paused")]
+    def _training(self) -> int:
+        """Runs that count against the CPU cap: the ones training now."""
+        return sum(1 for h in self._runs.values() if h.status == "running")
 
     def start(
         self,
@@ -130,14 +140,14 @@ class RunRegistry:
             return self._admit(handle, active, paused)
 
     def _check_room(self, queue: bool) -> int:
-        """How many runs are active; raises `ServerBusy` when closed, or full without ``queue``."""
+        """How many runs train; raises `ServerBusy` when closed, or full without ``queue``."""
         if self._closed:
             raise ServerBusy("server busy: it is shutting down")
-        active = len(self._active())
+        active = self._training()
         if active >= self.max_active and not queue:
             raise ServerBusy(
-                f"server busy: {active} runs active (limit {self.max_active}); "
-                "stop a run or try again in a moment"
+                f"server busy: {active} runs training (limit {self.max_active}); "
+                "try again when one ends, or queue"
             )
         return active
 
@@ -148,8 +158,62 @@ class RunRegistry:
             self._queue.append((handle, paused))
         else:
             handle.start(paused=paused)
+            if paused:
+                self._held_paused(handle)
         self._forget_old()
         return handle
+
+    def pause(self, run_id: str) -> None:
+        """Pause a training run: its slot goes to the next queued run, and it counts against
+        the memory cap (the run paused longest is stopped past it, resumable)."""
+        with self._lock:
+            handle = self._runs.get(run_id)
+            if handle is None:
+                return
+            self._queue = [entry for entry in self._queue if entry[0] is not handle]
+            if handle.status == "running":
+                handle.pause()
+                self._held_paused(handle)
+            self.pump()
+
+    def step(self, run_id: str) -> None:
+        """One env step of a run, which then stays paused (a single step needs no slot)."""
+        with self._lock:
+            handle = self._runs.get(run_id)
+            if handle is None or handle.status not in ("running", "paused"):
+                return
+            was_running = handle.status == "running"
+            handle.step_once()
+            if was_running:
+                self._held_paused(handle)
+                self.pump()
+
+    def unpause(self, run_id: str) -> tuple[int, int] | None:
+        """Let a paused run train again, now if a slot is free, else when one frees (it waits
+        in the queue, paused); returns its place in the queue, None if it runs."""
+        with self._lock:
+            handle = self._runs.get(run_id)
+            if handle is None or handle.status != "paused":
+                return None
+            if self.position(run_id) is None:
+                self._queue.append((handle, False))
+            self.pump()
+            return self.position(run_id)
+
+    def _held_paused(self, handle: RunHandle) -> None:
+        """``handle`` is paused from now on: keep at most `max_paused` runs paused, stopping the
+        ones paused longest (each saves a resume checkpoint when it stops)."""
+        now = time.monotonic()
+        self._paused_since[handle.id] = now
+        paused = [h for h in self._runs.values() if h.status == "paused"]
+        paused.sort(key=lambda h: self._paused_since.get(h.id, now))
+        for old in paused[: max(0, len(paused) - self.max_paused)]:
+            self._queue = [entry for entry in self._queue if entry[0] is not old]
+            old.stop(
+                reason=f"stopped to free memory: {len(paused)} runs were paused on this server "
+                f"(limit {self.max_paused}); resume it to go on where it paused",
+                wait=False,
+            )
 
     def enqueue(
         self, configs: Iterable[RunConfig], *, owner: str | None = None, **kwargs: Any
@@ -178,13 +242,18 @@ class RunRegistry:
     def pump(self) -> None:
         """Start queued runs while there is room."""
         with self._lock:
-            while not self._closed and self._queue and len(self._active()) < self.max_active:
+            while not self._closed and self._queue and self._training() < self.max_active:
                 handle, paused = self._queue.pop(0)
+                if handle.status == "paused":  # waiting to resume (`unpause`)
+                    handle.resume()
+                    continue
                 if handle.status != "created":
                     continue  # stopped while it waited
                 # A worker that cannot be launched records its run as failed; go on.
                 with contextlib.suppress(Exception):
                     handle.start(paused=paused)
+                if paused:
+                    self._held_paused(handle)
 
     def position(self, run_id: str) -> tuple[int, int] | None:
         """(1-based place, length) of a queued run in the queue; None if it is not queued."""

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 import pytest
 
 from rdqn.runs.registry import RunRegistry, ServerBusy
+from rdqn.runs.resume import resumable
+from rdqn.runs.store import RunStore
 from tests.run_helpers import rdqn_threads, tiny, wait_for
 
 
@@ -28,7 +31,7 @@ def test_registry_cap_answers_busy_at_once_and_queue_drains() -> None:
     registry = RunRegistry(max_active=1)
     first = registry.start(tiny(total_steps=100_000), owner="a")
     started = time.monotonic()
-    with pytest.raises(ServerBusy, match=r"server busy: 1 runs active \(limit 1\)"):
+    with pytest.raises(ServerBusy, match=r"server busy: 1 runs training \(limit 1\)"):
         registry.start(tiny(), owner="b")
     assert time.monotonic() - started < 1.0
     queued = registry.enqueue([tiny(total_steps=60), tiny(total_steps=60)], owner="b")
@@ -86,3 +89,36 @@ def test_a_class_code_follows_its_sessions_current_run() -> None:
     assert not registry.has_class(code) and registry.followed_run(code) is None
     assert registry.followed_run("ZZZZ") is None
     registry.shutdown()
+
+
+def test_pausing_frees_the_training_slot_and_resuming_waits_for_one() -> None:
+    registry = RunRegistry(max_active=1, idle_timeout=None)
+    first = registry.start(tiny(total_steps=100_000), owner="a")
+    second = registry.start(tiny(total_steps=100_000), owner="b", queue=True)
+    assert second.status == "created" and registry.position(second.id) == (1, 1)
+    registry.pause(first.id)  # a paused run holds memory, not a CPU slot
+    wait_for(lambda: second.status == "running")
+    assert first.status == "paused"
+    assert registry.unpause(first.id) == (1, 1)  # no slot: it waits, paused
+    assert first.status == "paused"
+    registry.pause(second.id)
+    wait_for(lambda: first.status == "running")
+    assert registry.position(first.id) is None and second.status == "paused"
+    registry.shutdown()
+
+
+def test_past_the_memory_cap_the_run_paused_longest_stops_resumable(tmp_path: Path) -> None:
+    registry = RunRegistry(RunStore(tmp_path / "runs.db"), max_active=3, max_paused=1)
+    oldest, newer = (registry.start(tiny(total_steps=100_000), owner="a") for _ in range(2))
+    wait_for(lambda: oldest.snapshot() is not None and newer.snapshot() is not None)
+    registry.pause(oldest.id)
+    registry.pause(newer.id)
+    wait_for(lambda: oldest.status == "stopped")
+    assert "to free memory" in (oldest.error or "") and newer.status == "paused"
+    registry.shutdown()
+    assert resumable(registry.store, oldest.id)
+
+
+def test_registry_rejects_a_bad_memory_cap() -> None:
+    with pytest.raises(ValueError, match="max_paused must be an integer >= 0, got -1"):
+        RunRegistry(max_paused=-1)

@@ -218,19 +218,20 @@ def test_runs_stopped_by_a_shutdown_resume_queued_ones_from_the_start(tmp_path: 
         assert store.get_run(queued.id).checkpoint_path is None  # never started
     with RunStore(tmp_path / "rdqn.db") as store:
         registry = RunRegistry(store, max_active=1, idle_timeout=None)
-        again = registry.resume(running.id, paused=True)
+        stored_steps = store.get_run(running.id).env_steps
+        again = registry.resume(running.id)  # it takes the one training slot
         with pytest.raises(ServerBusy, match="server busy"):
             registry.resume(queued.id)
         assert store.get_run(queued.id).status == "stopped"  # a refused resume changes nothing
         waiting = registry.resume(queued.id, queue=True)
         assert (waiting.status, registry.position(queued.id)) == ("created", (1, 1))
-        wait_for(lambda: again.status == "paused" and again.snapshot() is not None)
-        assert again.snapshot().env_steps == store.get_run(running.id).env_steps >= 50
-        with pytest.raises(ResumeError, match=f"cannot resume run {running.id}: it is paused"):
-            registry.resume(running.id)
         with pytest.raises(ResumeError, match=f"cannot resume run {queued.id}: it is queued"):
             registry.resume(queued.id, queue=True)
-        registry.stop(running.id)
+        wait_for(lambda: again.snapshot() is not None)
+        assert again.snapshot().env_steps >= stored_steps >= 50  # on from where it stopped
+        registry.pause(again.id)  # its slot goes to the queued run
+        with pytest.raises(ResumeError, match=f"cannot resume run {running.id}: it is paused"):
+            registry.resume(running.id)
         assert waiting.join(60) and waiting.status == "finished"
         assert store.get_run(queued.id).env_steps == 300
         registry.shutdown()
