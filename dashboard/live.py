@@ -23,6 +23,8 @@ from rdqn.config import RunConfig
 from rdqn.envs import load_prices_csv, make_env
 from rdqn.presets import configure, preset
 from rdqn.runs.handle import RunHandle
+from rdqn.runs.registry import ResumeError, ServerBusy
+from rdqn.runs.resume import resume_blocker
 
 __all__ = [
     "MAIN_CONTROLS",
@@ -36,6 +38,10 @@ __all__ = [
     "restart",
     "restart_pending",
     "restart_when_settled",
+    "resumable_runs",
+    "resume_run",
+    "run_is_resumable",
+    "toggle_training",
     "start_live_run",
     "sync_url",
     "try_it_myself",
@@ -126,6 +132,68 @@ def start_live_run(config: RunConfig, *, paused: bool = False) -> RunHandle:
     st.session_state["live.run_id"] = handle.id
     registry().set_live_run(session().owner, handle.id)
     return handle
+
+
+def run_is_resumable(run_id: str) -> bool:
+    """Whether a stopped run can go on where it stopped (`rdqn.runs.resume`)."""
+    return resume_blocker(store(), run_id) is None
+
+
+def resumable_runs(limit: int = 5) -> list[tuple[str, str]]:
+    """The newest stopped runs that can go on where they stopped, as (run id, description):
+    what a teacher finds after a server restart (or a closed tab) to pick up again."""
+    stopped = store().list_runs(status="stopped")
+    stopped = stopped[stopped["resume_env_steps"].notna()].head(limit)
+    described = []
+    for row in stopped.itertuples():
+        why = (row.error or "by its owner").removeprefix("stopped: ")
+        described.append(
+            (
+                row.id,
+                f"Run {row.id} ({row.scheme} · seed {row.seed}) stopped after "
+                f"{int(row.env_steps):,} steps: {why}",
+            )
+        )
+    return described
+
+
+def resume_run(run_id: str) -> None:
+    """Go on with a stopped run under its id, as this session's live run (queued at the cap):
+    the page's settings become the run's."""
+    old = current_run()
+    try:
+        handle = registry().resume(
+            run_id,
+            owner=session().owner,
+            queue=True,
+            speed=SPEEDS[st.session_state["live.speed"]],
+        )
+    except (ResumeError, ServerBusy) as err:
+        st.session_state["live.error"] = str(err)
+        return
+    st.session_state["live.error"] = None
+    if old is not None and old.id != run_id:
+        registry().stop(old.id)
+        st.session_state["live.previous_run_id"] = old.id
+    name = handle.config.preset or DEFAULT_PRESET
+    st.session_state["live.preset"] = name
+    st.session_state["live.overrides"] = handle.config.overrides_from(preset(name))
+    _forget_main_controls()
+    st.session_state["live.run_id"] = run_id
+    registry().set_live_run(session().owner, run_id)
+
+
+def toggle_training() -> None:
+    """The Start/Resume button: resume a paused run (when a training slot is free, else it
+    waits for one), go on with a stopped run that can, or start a fresh run."""
+    handle = current_run()
+    status = handle.status if handle is not None else None
+    if status == "paused":
+        registry().unpause(handle.id)
+    elif status == "stopped" and run_is_resumable(handle.id):
+        resume_run(handle.id)
+    else:
+        restart()
 
 
 def restart(paused: bool | None = None) -> None:

@@ -16,6 +16,7 @@ from dashboard.eta import duration_text, queue_wait_seconds, remaining_seconds
 from dashboard.share import follow_link, qr_png, run_link, server_address
 from dashboard.state import registry, session, store
 from rdqn.compare import ROLLING_WINDOW
+from rdqn.runs.resume import resume_blocker
 from rdqn.training.telemetry import Telemetry
 
 __all__ = ["run_view", "share_panel", "stored_run_view"]
@@ -82,7 +83,20 @@ def run_view(
     if status == "failed":
         st.error(f"The run failed: {error}", icon=":material/error:")
     elif status == "stopped":
-        st.warning(f"The run stopped: {error or 'by its owner'}", icon=":material/stop_circle:")
+        goes_on = (
+            " Press **Resume** to go on where it stopped."
+            if not watching and resume_blocker(store(), run_id) is None
+            else ""
+        )
+        st.warning(
+            f"The run stopped: {error or 'by its owner'}.{goes_on}", icon=":material/stop_circle:"
+        )
+    elif status == "paused" and (place := registry().position(run_id)) is not None:
+        st.info(
+            f"Every training slot is taken: the run goes on when one frees (place {place[0]} of "
+            f"{place[1]} in the queue).",
+            icon=":material/hourglass_top:",
+        )
     previous = registry().get(previous_run_id) if previous_run_id else None
     overlay = None
     if previous is not None:

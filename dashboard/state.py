@@ -4,7 +4,8 @@
   shared object of the app. Runs train outside this process, in the workers of the executor
   RDQN_EXECUTOR names (worker processes by default, Ray for a cluster), so the web server stays
   free to serve pages; at most RDQN_MAX_RUNS train at once (default: what the executor can
-  serve, the cores but one for worker processes).
+  serve, the cores but one for worker processes) and at most RDQN_MAX_PAUSED (default 8) are
+  held paused in memory (beyond it the longest-paused run stops, resumable).
 - `session()` is session-scoped: when a browser tab goes away Streamlit releases it, and its
   `on_release` hook stops that session's runs. While any page of the session is open its runs are
   never idle (`keep_session_runs_alive`); with no page open for RDQN_IDLE_TIMEOUT seconds
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +74,7 @@ def registry() -> RunRegistry:
             store(),
             executor=executor,
             max_active=max_runs,
+            max_paused=_env_number("RDQN_MAX_PAUSED", 8, int),
             idle_timeout=_env_number("RDQN_IDLE_TIMEOUT", 120.0, float),
         )
     except (ValueError, ExecutorUnavailable) as err:
@@ -99,8 +102,21 @@ class Session:
     owner: str
 
 
+RELEASE_GRACE_SECONDS = 3.0
+"""A session's runs stop this long after it goes away: when the server is shutting down (which
+releases every session first), the registry's exit stops them sooner, with the true reason."""
+
+
 def _release(value: Session) -> None:
-    registry().stop_owner(value.owner)
+    """The session went away (its tab was closed): stop its runs, after the grace period."""
+    timer = threading.Timer(
+        RELEASE_GRACE_SECONDS,
+        registry().stop_owner,
+        args=(value.owner,),
+        kwargs={"reason": "stopped: its browser tab was closed"},
+    )
+    timer.daemon = True
+    timer.start()
 
 
 @st.cache_resource(scope="session", on_release=_release, show_spinner=False)

@@ -16,7 +16,11 @@ from dashboard.live import (
     restart,
     restart_pending,
     restart_when_settled,
+    resumable_runs,
+    resume_run,
+    run_is_resumable,
     sync_url,
+    toggle_training,
     try_it_myself,
     use_defaults,
 )
@@ -88,22 +92,22 @@ else:
     status = handle.status if handle is not None else None
     ss["live.shown_status"] = (ss["live.run_id"], status)  # what the buttons below assume
     active = status in ("running", "paused")
+    waiting = handle is not None and registry().position(handle.id) is not None
+    goes_on = status == "paused" or (status == "stopped" and run_is_resumable(handle.id))
     if buttons[0].button(
-        "Resume" if status == "paused" else "Start",
+        "Resume" if goes_on else "Start",
         icon=":material/play_arrow:",
-        disabled=status in ("running", "created"),  # training, or waiting for a slot
+        disabled=status in ("running", "created") or waiting,  # training, or waiting for a slot
         key="live.start",
         type="primary",
+        help="Go on where the run stopped" if goes_on else "Train with these settings",
     ):
-        if status == "paused":
-            handle.resume()
-        else:
-            restart()
+        toggle_training()
         st.rerun()
     if buttons[1].button(
         "Pause", icon=":material/pause:", disabled=status != "running", key="live.pause"
     ):
-        handle.pause()
+        registry().pause(handle.id)
         st.rerun()
     if buttons[2].button(
         "Step", icon=":material/skip_next:", key="live.step", help="One env step, then pause"
@@ -112,12 +116,23 @@ else:
             restart(paused=True)
             handle = current_run()
         if handle is not None:
-            handle.step_once()
+            registry().step(handle.id)
     if buttons[3].button(
         "Reset", icon=":material/restart_alt:", key="live.reset", help="Restart from the seed"
     ):
         restart()
         st.rerun()
+    if handle is None:
+        for run_id, text in resumable_runs():
+            where, go_on = st.columns([5, 1], vertical_alignment="center")
+            where.caption(text)
+            go_on.button(
+                "Resume",
+                key=f"live.resume_{run_id}",
+                on_click=resume_run,
+                args=(run_id,),
+                help="Go on with this run where it stopped, with its settings",
+            )
     speed = buttons[4].select_slider(
         "Speed",
         list(SPEEDS),

@@ -306,15 +306,16 @@ class RunRegistry:
         with self._lock:
             return [h for h in self._runs.values() if owner is None or h.owner == owner]
 
-    def stop(self, run_id: str, *, wait: bool = True) -> None:
-        """Stop a run (queued or training); with ``wait``, until it has ended."""
+    def stop(self, run_id: str, *, wait: bool = True, reason: str | None = None) -> None:
+        """Stop a run (queued or training), recorded with ``reason`` if given; with ``wait``,
+        until it has ended."""
         handle = self.get(run_id)
         if handle is not None:
             with self._lock:
                 self._queue = [entry for entry in self._queue if entry[0] is not handle]
-            handle.stop(wait=wait)
+            handle.stop(wait=wait, reason=reason)
 
-    def stop_owner(self, owner: str) -> int:
+    def stop_owner(self, owner: str, reason: str = "stopped: its browser tab was closed") -> int:
         """Stop every run of one session (its tab went away), without waiting for them, and end
         its class; returns how many runs were stopped."""
         with self._lock:
@@ -324,7 +325,7 @@ class RunRegistry:
         # Drop the queued ones first, so that stopping a running one does not start them.
         handles.sort(key=lambda h: h.status != "created")
         for handle in handles:
-            self.stop(handle.id, wait=False)
+            self.stop(handle.id, wait=False, reason=reason)
         return len(handles)
 
     def _forget_old(self) -> None:

@@ -258,7 +258,7 @@ def test_at_the_cap_a_start_waits_in_the_queue_and_starts_when_a_slot_frees(
     assert mine.status == "running"
 
 
-def test_a_run_nobody_watches_says_so_and_can_start_again(
+def test_a_run_nobody_watches_says_so_and_goes_on_where_it_stopped(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """(That no run of a session is idle while any of its pages is open needs a browser: the
@@ -272,8 +272,16 @@ def test_a_run_nobody_watches_says_so_and_can_start_again(
     assert (handle.status, handle.error) == ("stopped", "stopped: nobody watched this run for 2 s")
     at.run()
     assert "nobody watched this run for 2 s" in at.warning[0].value
-    assert at.button(key="live.start").label == "Start"
+    assert "Press **Resume** to go on where it stopped" in at.warning[0].value
+    assert at.button(key="live.start").label == "Resume"
     assert not at.button(key="live.start").disabled and at.button(key="live.pause").disabled
+    stopped_at = handle.snapshot().env_steps
+    at.button(key="live.start").click().run()
+    assert not at.exception
+    again = registry().get(at.session_state["live.run_id"])
+    assert again.id == handle.id and again is not handle  # the same run, a new worker
+    assert again.status in ("created", "running")
+    wait_for_steps(at, stopped_at + 1)
 
 
 def test_a_lesson_lasts_the_session_until_left() -> None:

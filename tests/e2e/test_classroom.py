@@ -5,10 +5,18 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 from playwright.sync_api import Page
 
-from tests.e2e.browser import ARTIFACTS, assert_no_exception, start_a_run
+from tests.e2e.browser import (
+    ARTIFACTS,
+    assert_no_exception,
+    progress_text,
+    run_on_screen,
+    start_a_run,
+    streamlit_server,
+)
 
 
 def _box(page: Page, selector: str, text: str) -> dict[str, float]:
@@ -94,3 +102,92 @@ def test_a_lesson_lasts_the_session_across_pages(page: Page, server: str) -> Non
     assert "lesson=" not in tab.url
     assert_no_exception(tab)
     tab.context.close()
+
+
+def test_a_full_server_queues_a_student_shows_the_wait_and_starts_by_itself(
+    page: Page, tmp_path: Path
+) -> None:
+    """One training slot: the teacher's run takes it; a student who forks the class's setup
+    waits in the queue (place, estimate, a way back to the teacher) and starts by itself when
+    the teacher pauses (a paused run holds memory, not the slot); the teacher's Resume then
+    waits for the slot in turn."""
+    browser = page.context.browser
+    with streamlit_server(tmp_path, "server-full.log", RDQN_MAX_RUNS="1") as (url, _):
+        teacher = browser.new_context().new_page()
+        teacher.set_default_timeout(120_000)
+        start_a_run(teacher, url)
+        teacher.locator('[data-testid="stProgress"]', has_text="left").first.wait_for()
+        code = _class_code(teacher)
+
+        student = browser.new_context().new_page()
+        student.set_default_timeout(120_000)
+        student.goto(f"{url}/live?follow={code}")
+        student.get_by_role("button", name="Try this setup myself").click()
+        queued = student.locator('[data-testid="stAlert"]', has_text="waits in the queue")
+        queued.wait_for()
+        assert "place 1 of 1" in queued.inner_text()
+        estimate = r"\((under|about) [^)]*, sooner if a run is stopped\)"
+        assert re.search(estimate, queued.inner_text()), queued.inner_text()
+        watch = student.get_by_role("link", name="Watch the teacher instead")
+        assert f"follow={code}" in (watch.get_attribute("href") or "")
+        student.screenshot(path=str(ARTIFACTS / "queued-student.png"))
+
+        teacher.get_by_role("button", name="Pause").click()
+        student.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()
+        student.get_by_role("button", name="Pause").wait_for()
+        assert student.get_by_role("button", name="Pause").is_enabled()  # the buttons follow
+        teacher.get_by_role("button", name="Resume").click()
+        teacher.get_by_text("Every training slot is taken: the run goes on when one").wait_for()
+        student.get_by_role("button", name="Pause").click()
+        teacher.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()
+        assert_no_exception(student)
+        assert_no_exception(teacher)
+        teacher.get_by_role("button", name="Pause").click()
+        for tab in (teacher, student):
+            tab.context.close()
+
+
+def test_a_run_goes_on_where_it_stopped_after_a_server_restart(page: Page, tmp_path: Path) -> None:
+    browser = page.context.browser
+    with streamlit_server(tmp_path, "server-before-restart.log") as (url, _):
+        tab = browser.new_context().new_page()
+        tab.set_default_timeout(120_000)
+        start_a_run(tab, url)
+        deadline = time.monotonic() + 120
+        while _steps_done(tab) <= 3000:
+            assert time.monotonic() < deadline, progress_text(tab)
+            time.sleep(0.5)
+        before = run_on_screen(tab)
+    tab.context.close()  # the server went first: its runs stopped saying so
+    with streamlit_server(tmp_path, "server-after-restart.log") as (url, _):
+        tab = browser.new_context().new_page()
+        tab.set_default_timeout(120_000)
+        tab.goto(f"{url}/live")
+        stopped = tab.get_by_text(f"Run {before} (")
+        stopped.wait_for()
+        assert stopped.inner_text().endswith("steps: the server shut down"), stopped.inner_text()
+        tab.get_by_role("button", name="Resume").first.wait_for()
+        tab.screenshot(path=str(ARTIFACTS / "resume-after-restart.png"))
+        tab.get_by_role("button", name="Resume").first.click()
+        tab.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()
+        assert run_on_screen(tab) == before
+        assert _steps_done(tab) > 3000, progress_text(tab)  # on from where it stopped, not 0
+        assert_no_exception(tab)
+        tab.get_by_role("button", name="Pause").click()
+        tab.context.close()
+
+
+def _steps_done(tab: Page) -> int:
+    """Env steps done, from the live page's status line ("… · 12,345 of 100,000 steps …")."""
+    done = re.search(r"([\d,]+) of [\d,]+ steps", progress_text(tab))
+    assert done, progress_text(tab)
+    return int(done.group(1).replace(",", ""))
+
+
+def _class_code(teacher: Page) -> str:
+    teacher.get_by_role("button", name="Share with the class").click()
+    link = teacher.locator('[data-testid="stPopoverBody"] [data-testid="stCode"]').first
+    code = re.search(r"follow=([A-Z0-9]{4})", link.inner_text())
+    assert code, link.inner_text()
+    teacher.keyboard.press("Escape")
+    return code.group(1)
