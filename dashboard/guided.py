@@ -24,12 +24,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from dashboard.lessons import ALL_CONTROLS
 from dashboard.params import URL_ALIASES, check_setting
 from rdqn.config import PRESET_NAMES, RunConfig
 from rdqn.presets import configure
 
 __all__ = [
+    "ALL_CONTROLS",
     "HIGHLIGHTS",
     "LESSON_FOLDER",
     "RUN_KINDS",
@@ -59,6 +59,9 @@ SPEED_LABELS: tuple[str, ...] = (
 )
 """The live page's speed choices (the keys of `dashboard.state.SPEEDS`, which imports Streamlit;
 a test keeps the two equal)."""
+ALL_CONTROLS = frozenset({"alpha", "beta", "scheme", "settings"})
+"""Live-page controls a step can leave visible: the URL names of the main controls (α, β₀,
+the scheme) and ``settings``, the sidebar's run settings form."""
 MAX_STEPS = 12
 TITLE_LIMIT = 80
 NOTICE_LIMIT = 600
@@ -132,7 +135,7 @@ class LessonStep:
     highlight: str | None = None
     """One of `HIGHLIGHTS`, or None."""
     controls: tuple[str, ...] = ()
-    """The live page's controls left visible (`dashboard.lessons.ALL_CONTROLS`)."""
+    """The live page's controls left visible (`ALL_CONTROLS`)."""
     speed: str | None = None
     """One of `SPEED_LABELS`, or None to leave the speed as it is."""
 

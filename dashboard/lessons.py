@@ -1,42 +1,31 @@
-"""Classroom lessons (``?lesson=alpha-beta``): which live-page controls stay visible, what to try.
+"""The lessons on offer (``?lesson=<key>``): every file in `dashboard.guided.LESSON_FOLDER`.
 
-Controls are named as in the URL (`dashboard.params.URL_ALIASES`): ``alpha``, ``beta``, ``scheme``;
-``settings`` is the sidebar's run settings form.
+Read again whenever a file in the folder changes, so a teacher who drops in or edits a lesson
+sees it on the next page load; a file that does not load is left out and its error kept for the
+page to show (`lessons`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
 
-__all__ = ["ALL_CONTROLS", "LESSONS", "Lesson"]
+from dashboard.guided import LESSON_FOLDER, GuidedLesson, LessonFileError, load_lessons
 
-ALL_CONTROLS = frozenset({"alpha", "beta", "scheme", "settings"})
-
-
-@dataclass(frozen=True)
-class Lesson:
-    """A classroom view: which live-page controls stay visible, and what the class should try."""
-
-    title: str
-    controls: tuple[str, ...]
-    prompt: str
+__all__ = ["lessons"]
 
 
-LESSONS: dict[str, Lesson] = {
-    "alpha-beta": Lesson(
-        "Prioritization and its correction",
-        ("alpha", "beta"),
-        "Move alpha from 0 (uniform) to 1 (fully proportional) and watch who gets replayed; then "
-        "raise beta to correct the bias with importance-sampling weights.",
-    ),
-    "alpha": Lesson(
-        "How strongly to prioritize",
-        ("alpha",),
-        "alpha = 0 is uniform replay. What happens to the learning curve as alpha grows?",
-    ),
-    "schemes": Lesson(
-        "Uniform, proportional or rank-based",
-        ("scheme", "alpha", "beta"),
-        "Switch the replay scheme and compare the curves; the previous run stays on the chart.",
-    ),
-}
+def lessons() -> tuple[dict[str, GuidedLesson], tuple[LessonFileError, ...]]:
+    """The lessons that load, by key in their order, and the errors of the files that do not."""
+    stamp = tuple(
+        (path.name, path.stat().st_mtime_ns) for path in sorted(LESSON_FOLDER.glob("*.toml"))
+    )
+    return _load(stamp)
+
+
+@functools.lru_cache(maxsize=4)
+def _load(
+    stamp: tuple[tuple[str, int], ...],
+) -> tuple[dict[str, GuidedLesson], tuple[LessonFileError, ...]]:
+    errors: list[LessonFileError] = []
+    found = load_lessons(LESSON_FOLDER, errors=errors)
+    return found, tuple(errors)

@@ -16,7 +16,8 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard.lessons import LESSONS, Lesson
+from dashboard.guided import GuidedLesson, LessonStep
+from dashboard.lessons import lessons
 from dashboard.params import DEFAULT_PRESET, URL_ALIASES, ParsedParams, to_params
 from dashboard.state import SPEEDS, registry, save_upload, session, store
 from rdqn.config import RunConfig
@@ -30,6 +31,8 @@ __all__ = [
     "MAIN_CONTROLS",
     "apply_settings",
     "current_lesson",
+    "current_step",
+    "go_to_step",
     "current_run",
     "leave_lesson",
     "live_config",
@@ -80,29 +83,84 @@ def _set_overrides(name: str, overrides: Mapping[str, Any]) -> None:
     }
 
 
-def current_lesson() -> Lesson | None:
-    """The lesson this session is in (a ``?lesson=`` link starts it; it lasts the session)."""
+def current_lesson() -> tuple[GuidedLesson, int] | None:
+    """The lesson this session is in and its step number (a ``?lesson=`` link starts it; it
+    lasts the session)."""
     key = st.session_state["live.lesson"]
-    return LESSONS.get(key) if key else None
+    lesson = lessons()[0].get(key) if key else None
+    if lesson is None:
+        return None
+    return lesson, min(st.session_state["live.lesson_step"], len(lesson.steps))
+
+
+def current_step() -> LessonStep | None:
+    now = current_lesson()
+    return now[0].step(now[1]) if now else None
+
+
+def start_lesson(key: str) -> None:
+    """Enter a lesson at step 1: its settings and controls, no run yet (Start starts it)."""
+    lesson = lessons()[0][key]
+    st.session_state["live.lesson"] = key
+    st.session_state["live.lesson_step"] = 1
+    st.session_state["live.lesson_runs"] = {}
+    _use_setup(*lesson.run_setup(1))
+    _use_speed(lesson.step(1))
+
+
+def go_to_step(number: int) -> None:
+    """Next/Back: show step ``number`` with its controls and its run: the run on screen goes on
+    (``keep``), or the step's run (a ``start`` step's own, or the one a ``restore`` step names)
+    comes back if the registry still has it, else starts from the step's settings."""
+    now = current_lesson()
+    if now is None:
+        return
+    lesson = now[0]
+    step = lesson.step(number)
+    st.session_state["live.lesson_step"] = number
+    _use_speed(step)
+    if step.run == "keep":
+        return
+    kept = st.session_state["live.lesson_runs"].get(lesson.run_step(number))
+    handle = registry().get(kept) if kept else None
+    _use_setup(*lesson.run_setup(number))
+    if handle is None:
+        restart(paused=False)
+        return
+    old = current_run()
+    if old is not None and old.id != handle.id:
+        st.session_state["live.previous_run_id"] = old.id
+    st.session_state["live.run_id"] = handle.id
+    registry().set_live_run(session().owner, handle.id)
+
+
+def _use_setup(name: str, overrides: Mapping[str, Any]) -> None:
+    _set_overrides(name, overrides)
+    _forget_main_controls()
+
+
+def _use_speed(step: LessonStep) -> None:
+    if step.speed is not None:
+        st.session_state["live.speed"] = step.speed
 
 
 def leave_lesson() -> None:
     st.session_state["live.lesson"] = None
+    st.session_state["live.lesson_runs"] = {}
     st.query_params.pop("lesson", None)
 
 
 def load_params_once(parsed: ParsedParams) -> None:
-    """Take the page's settings from the URL, once per session (a lesson, whenever given)."""
-    if parsed.lesson is not None:
-        st.session_state["live.lesson"] = parsed.lesson
-    if st.session_state["live.params_loaded"]:
-        return
-    if parsed.preset is not None:
-        st.session_state["live.preset"] = parsed.preset
-        st.session_state["live.overrides"] = {}
-    for path, value in parsed.overrides.items():
-        set_override(path, value)
-    st.session_state["live.params_loaded"] = True
+    """Take the page's settings from the URL, once per session, then a lesson given in it."""
+    if not st.session_state["live.params_loaded"]:
+        if parsed.preset is not None:
+            st.session_state["live.preset"] = parsed.preset
+            st.session_state["live.overrides"] = {}
+        for path, value in parsed.overrides.items():
+            set_override(path, value)
+        st.session_state["live.params_loaded"] = True
+    if parsed.lesson is not None and parsed.lesson != st.session_state["live.lesson"]:
+        start_lesson(parsed.lesson)
 
 
 def current_run() -> RunHandle | None:
@@ -131,6 +189,8 @@ def start_live_run(config: RunConfig, *, paused: bool = False) -> RunHandle:
     )
     st.session_state["live.run_id"] = handle.id
     registry().set_live_run(session().owner, handle.id)
+    if (now := current_lesson()) is not None:  # the run a later step may come back to
+        st.session_state["live.lesson_runs"][now[0].run_step(now[1])] = handle.id
     return handle
 
 

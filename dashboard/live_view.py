@@ -19,14 +19,23 @@ from rdqn.compare import ROLLING_WINDOW
 from rdqn.runs.resume import resume_blocker
 from rdqn.training.telemetry import Telemetry
 
-__all__ = ["run_view", "share_panel", "stored_run_view"]
+__all__ = ["highlight_css", "run_view", "share_panel", "stored_run_view"]
 
 CHART_HEIGHT = 330
 """The live charts' height (px): the controls and the reward curve fit a 1280×720 screen."""
 
 
+def highlight_css(area: str) -> str:
+    """A style that outlines one area of the live page (`dashboard.guided.HIGHLIGHTS`: the
+    controls, the reward or loss chart, the counters) for a lesson step."""
+    return (
+        f"<style>.st-key-live_area_{area} {{ outline: 4px solid #f5a623; outline-offset: 6px; "
+        "border-radius: 6px; }</style>"
+    )
+
+
 def _metrics(snap: Telemetry, status: str) -> None:
-    metrics = st.columns(7)
+    metrics = st.container(key="live_area_metrics").columns(7)
     recent = snap.episode_returns[-ROLLING_WINDOW:]
     rate = snap.steps_per_second if status == "running" else 0.0
     metrics[0].metric("Env steps", f"{snap.env_steps:,}")
@@ -105,7 +114,7 @@ def run_view(
             overlay = (old.episode_end_steps, old.episode_returns)
     charts = st.columns([3, 2])
     show_chart(
-        charts[0],
+        charts[0].container(key="live_area_reward"),
         figures.reward_curve(
             snap.episode_end_steps,
             snap.episode_returns,
@@ -118,7 +127,7 @@ def run_view(
         key="live.reward_chart",
     )
     show_chart(
-        charts[1],
+        charts[1].container(key="live_area_loss"),
         figures.loss_curve(snap.log_updates, snap.losses, snap.td_abs_mean, scheme=snap.scheme),
         width="stretch",
         height=CHART_HEIGHT,

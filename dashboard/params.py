@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dashboard.lessons import LESSONS
 from dashboard.share import CLASS_CODE
 from rdqn.config import PRESET_NAMES, config_field
 from rdqn.presets import configure
@@ -66,7 +65,7 @@ class ParsedParams:
     overrides: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     lesson: str | None = None
-    """A key of `LESSONS`."""
+    """A key of `dashboard.lessons.lessons()`."""
     run_id: str | None = None
     follow: str | None = None
     """A class code (`dashboard.share`): follow that teacher's current run."""
@@ -131,9 +130,13 @@ def parse_params(params: Mapping[str, str]) -> ParsedParams:
             continue
         overrides[path] = value
     lesson = params.get("lesson")
-    if lesson is not None and lesson not in LESSONS:
-        notes.append(f"ignored lesson={lesson!r}: use one of {', '.join(LESSONS)}")
-        lesson = None
+    if lesson is not None:
+        from dashboard.lessons import lessons  # it reads lesson files, which use this module
+
+        known = lessons()[0]
+        if lesson not in known:
+            notes.append(f"ignored lesson={lesson!r}: use one of {', '.join(known)}")
+            lesson = None
     run_id = params.get("run")
     if run_id is not None and not (run_id.isalnum() and len(run_id) <= 32):
         notes.append(f"ignored run={run_id!r}: not a run id")

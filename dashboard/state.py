@@ -153,7 +153,9 @@ def _defaults() -> dict[str, Any]:
         "live.previous_run_id": None,
         "live.error": None,
         "live.smoothing": 0.9,
-        "live.lesson": None,  # a key of dashboard.lessons.LESSONS: kept for the session
+        "live.lesson": None,  # a key of dashboard.lessons.lessons(): kept for the session
+        "live.lesson_step": 1,
+        "live.lesson_runs": {},  # lesson step number -> the run it started
         "live.speed": "full speed",
         "live.restart_due": None,  # monotonic time: a moved slider's restart, once it settles
         "live.came_from_class": None,  # the class code a student forked a run from

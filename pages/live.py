@@ -3,12 +3,15 @@
 import streamlit as st
 
 from dashboard.config_widgets import FORM_FIELDS, config_widget, form_values
-from dashboard.lessons import ALL_CONTROLS
+from dashboard.guided import ALL_CONTROLS
+from dashboard.lessons import lessons
 from dashboard.live import (
     MAIN_CONTROLS,
     apply_settings,
     current_lesson,
     current_run,
+    current_step,
+    go_to_step,
     leave_lesson,
     live_config,
     load_params_once,
@@ -24,7 +27,7 @@ from dashboard.live import (
     try_it_myself,
     use_defaults,
 )
-from dashboard.live_view import run_view, share_panel, stored_run_view
+from dashboard.live_view import highlight_css, run_view, share_panel, stored_run_view
 from dashboard.params import URL_ALIASES, parse_params
 from dashboard.state import SPEEDS, ensure_app_frame, registry
 
@@ -32,17 +35,43 @@ ensure_app_frame()
 ss = st.session_state
 parsed = parse_params(st.query_params.to_dict())
 load_params_once(parsed)
-lesson = current_lesson()
-visible = set(lesson.controls) if lesson else ALL_CONTROLS
+in_lesson = current_lesson()
+step = current_step()
+visible = set(step.controls) if step else ALL_CONTROLS
 
 title, share = st.columns([2, 1], vertical_alignment="bottom")
 title.title("Live training")
 for note in parsed.notes:
     st.info(f"URL note: {note}", icon=":material/link_off:")
-if lesson:
-    text, leave = st.columns([6, 1], vertical_alignment="center")
-    text.markdown(f"**Lesson: {lesson.title}.** {lesson.prompt}")
-    leave.button("Leave the lesson", key="live.leave_lesson", on_click=leave_lesson)
+if parsed.lesson or in_lesson:
+    for error in lessons()[1]:
+        st.warning(f"A lesson file did not load: {error}", icon=":material/error:")
+if in_lesson and step is not None:
+    lesson, number = in_lesson
+    with st.container(border=True, key="live_lesson"):
+        text, back, ahead, leave = st.columns([6, 1, 1, 1.4], vertical_alignment="center")
+        text.markdown(
+            f"**Lesson: {lesson.title}** · step {number} of {len(lesson.steps)}: **{step.title}**"
+        )
+        back.button(
+            "Back",
+            key="live.lesson_back",
+            disabled=number == 1,
+            on_click=go_to_step,
+            args=(number - 1,),
+        )
+        ahead.button(
+            "Next",
+            key="live.lesson_next",
+            type="primary",
+            disabled=number == len(lesson.steps),
+            on_click=go_to_step,
+            args=(number + 1,),
+        )
+        leave.button("Leave the lesson", key="live.leave_lesson", on_click=leave_lesson)
+        st.markdown(step.notice)
+    if step.highlight:
+        st.html(highlight_css(step.highlight))
 
 # ------------------------------- read-only: follow a class (?follow=) or watch one run (?run=)
 watching = parsed.follow is not None or parsed.run_id is not None
@@ -74,7 +103,7 @@ if watching:
 else:
     restart_when_settled()
     config = live_config()
-    top = st.columns(3)
+    top = st.container(key="live_area_controls").columns(3)
     for column, alias in zip(top, MAIN_CONTROLS, strict=True):
         if alias in visible:
             path = URL_ALIASES[alias]

@@ -347,3 +347,41 @@ def test_following_an_unknown_class_says_so() -> None:
     student.run()
     student.switch_page("pages/live.py").run()
     assert "No class `ZZZZ` on this server" in student.warning[0].value
+
+
+def _lesson_line(at: AppTest) -> str:
+    return next(m.value for m in at.markdown if m.value.startswith("**Lesson:"))
+
+
+def test_a_guided_lesson_sets_the_controls_and_its_runs_step_by_step() -> None:
+    at = open_app()
+    at.query_params["lesson"] = "alpha-beta"
+    at.switch_page("pages/live.py").run()
+    assert "step 1 of 5" in _lesson_line(at)
+    assert [s.key for s in at.slider if s.key in ("live.alpha", "live.beta")] == ["live.alpha"]
+    assert at.slider(key="live.alpha").value == 0.0
+    assert at.button(key="live.lesson_back").disabled
+    at.button(key="live.start").click().run()
+    first = at.session_state["live.run_id"]
+    assert registry().get(first).config.replay.alpha == 0.0
+    assert registry().get(first).config.seed == 1  # the lesson's own settings
+
+    at.button(key="live.lesson_next").click().run()  # step 2: a new run, α = 1
+    second = at.session_state["live.run_id"]
+    assert second != first and registry().get(second).config.replay.alpha == 1.0
+    assert at.session_state["live.previous_run_id"] == first
+    at.button(key="live.lesson_next").click().run()  # step 3: β = 0 throughout
+    third = registry().get(at.session_state["live.run_id"]).config.replay
+    assert (third.alpha, third.beta0, third.beta_end) == (1.0, 0.0, 0.0)
+    at.button(key="live.lesson_next").click().run()  # step 4 restores step 2's run
+    assert at.session_state["live.run_id"] == second
+    assert "step 4 of 5" in _lesson_line(at)
+    at.button(key="live.lesson_back").click().run()  # back to step 3: its run again
+    assert registry().get(at.session_state["live.run_id"]).config.replay == third
+    for _ in range(2):
+        at.button(key="live.lesson_next").click().run()
+    assert at.button(key="live.lesson_next").disabled  # the last step
+    assert {"live.alpha", "live.beta"} <= {s.key for s in at.slider}
+    assert not at.exception
+    for run in registry().runs():
+        registry().stop(run.id, wait=False)

@@ -191,3 +191,42 @@ def _class_code(teacher: Page) -> str:
     assert code, link.inner_text()
     teacher.keyboard.press("Escape")
     return code.group(1)
+
+
+def test_a_guided_lesson_from_start_to_end(page: Page, server: str) -> None:
+    """The teacher opens a lesson link, starts step 1, and goes through every step with Next
+    (each step's chart outlined, its controls only), back once, and leaves the lesson."""
+    tab = page.context.browser.new_context(viewport={"width": 1600, "height": 1000}).new_page()
+    tab.set_default_timeout(60_000)
+    tab.goto(f"{server}/live?lesson=why-prioritize")
+    panel = tab.locator(".st-key-live_lesson")
+    panel.get_by_text("step 1 of 5").wait_for()
+    assert tab.get_by_role("button", name="Back").is_disabled()
+    tab.get_by_role("button", name="Start", exact=True).click()
+    tab.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()
+    runs = [run_on_screen(tab)]
+    for number in range(2, 6):
+        tab.get_by_role("button", name="Next").click()
+        panel.get_by_text(f"step {number} of 5").wait_for()
+        tab.locator('[data-testid="stProgress"]').first.wait_for()
+        runs.append(run_on_screen(tab))
+        outlined = tab.evaluate(
+            """() => [...document.querySelectorAll('[class*="st-key-live_area_"]')]
+                     .filter(el => getComputedStyle(el).outlineStyle === 'solid').length"""
+        )
+        assert outlined == 1, f"step {number}: {outlined} areas outlined"
+        if number == 3:
+            tab.screenshot(path=str(ARTIFACTS / "guided-lesson.png"))
+        assert_no_exception(tab)
+    assert runs[1] != runs[0] and runs[2] == runs[1]  # step 3 keeps step 2's run
+    assert runs[4] == runs[0]  # step 5 brings step 1's run back
+    assert tab.get_by_role("button", name="Next").is_disabled()
+    tab.get_by_role("button", name="Back").click()
+    panel.get_by_text("step 4 of 5").wait_for()
+    tab.get_by_role("button", name="Leave the lesson").click()
+    tab.locator(".st-key-live_lesson").wait_for(state="detached")
+    assert "lesson=" not in tab.url
+    pause = tab.get_by_role("button", name="Pause")
+    if pause.is_enabled():
+        pause.click()
+    tab.context.close()
