@@ -59,7 +59,7 @@ def test_parse_reads_values_as_their_fields_types() -> None:
         ({"scheme": "greedy"}, "ignored scheme='greedy': replay.scheme must be one of"),
         ({"env": "Pong-v5"}, "ignored env='Pong-v5': env.id must be one of"),
         ({"window": "4"}, "ignored window='4': replay.window must be 1 for the mlp network"),
-        ({"lesson": "x"}, "ignored lesson='x': use one of why-prioritize, alpha-beta, schemes, alpha"),
+        ({"lesson": "x"}, "ignored lesson='x': use one of why-prioritize, alpha-beta, schemes"),
         ({"run": "../etc"}, "ignored run='../etc': not a run id"),
     ],
 )
