@@ -1,10 +1,11 @@
-"""Command line: `python -m rdqn train | resume | compare | runs | presets`.
+"""Command line: `python -m rdqn train | resume | compare | runs | presets | warm-up`.
 
     python -m rdqn train --preset e14 --env rdqn/MaskedCartPole-v0 --steps 20000 --seed 0 \\
         --set replay.alpha=0.7
     python -m rdqn resume RUN_ID     # a stopped run, from where it stopped, to its budget
     python -m rdqn compare --preset per-notebook --steps 30000 --seeds 0 1 2
     python -m rdqn runs list | show ID | export ID [--kind steps] [--out FILE] | delete ID
+    python -m rdqn warm-up           # compile the kernels once, at install (numba's disk cache)
 
 Every run is written to the run store ($RDQN_HOME or ./.rdqn, or --home). Bad arguments print one
 line and exit with status 2. This module is the one place in `rdqn` that prints.
@@ -34,6 +35,7 @@ from rdqn.runs.lifecycle import INTERRUPTED_BY_USER, RecordedRun, run_to_end
 from rdqn.runs.registry import RunRegistry
 from rdqn.runs.resume import prepare_resume, resume_blocker
 from rdqn.runs.store import RunStore
+from rdqn.runs.worker import WARM_UP_PARTS, WarmUp, kernel_cache_dirs, kernels_cached, warm_up
 from rdqn.training.trainer import Trainer
 
 __all__ = ["main"]
@@ -161,6 +163,16 @@ def build_parser(prog: str = "rdqn") -> argparse.ArgumentParser:
     delete.add_argument("run_id")
 
     sub.add_parser("presets", help="list the presets")
+    warm = sub.add_parser(
+        "warm-up",
+        help="compile every kernel into numba's on-disk cache (once, at install)",
+        description="Compile the numba kernels (fused MLP update, sum tree, samplers, window "
+        "gather) into numba's on-disk cache, so no server or run compiles them later: "
+        "pip install -r requirements.txt && python -m rdqn warm-up. Run it as the user that "
+        "runs the server (numba falls back to a per-user folder where the sources are not "
+        "writable). Seconds when the cache is already warm.",
+    )
+    warm.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
 
@@ -382,6 +394,39 @@ def _cmd_presets() -> int:
     return 0
 
 
+def _cmd_warm_up(args: argparse.Namespace) -> int:
+    bar = tqdm(
+        total=len(WARM_UP_PARTS),
+        desc="warm-up",
+        unit="part",
+        disable=args.quiet,
+        file=sys.stderr,
+        dynamic_ncols=True,
+    )
+    heard: list[WarmUp] = []
+
+    def show(progress: WarmUp) -> None:
+        heard.append(progress)
+        verb = "compiling" if progress.compiling else "loading"
+        label = f"{verb} {progress.part}" if progress.part else "kernels ready"
+        bar.set_description_str(label, refresh=False)
+        bar.update(progress.done - bar.n)
+
+    start = time.monotonic()
+    try:
+        warm_up(show)
+    finally:
+        bar.close()
+    seconds = time.monotonic() - start
+    where = ", ".join(kernel_cache_dirs())
+    if not kernels_cached():
+        print(f"rdqn: error: numba did not keep the compiled kernels in {where}", file=sys.stderr)
+        return 1
+    done = "compiled into" if heard and heard[0].compiling else "already in"
+    print(f"kernels {done} numba's cache in {seconds:.1f} s: {where}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None, *, prog: str = "rdqn") -> int:
     """Entry point of the ``rdqn`` command (and of ``python -m rdqn``); returns the exit status."""
     parser = build_parser(prog)
@@ -389,6 +434,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "rdqn") -> int:
         args = parser.parse_args(argv)
         if args.command == "presets":
             return _cmd_presets()
+        if args.command == "warm-up":
+            return _cmd_warm_up(args)
         if getattr(args, "threads", 1) < 1:
             raise UsageError(f"--threads must be >= 1, got {args.threads}")
         if hasattr(args, "threads"):

@@ -692,3 +692,26 @@ def test_python_m_rdqn_subprocess(tmp_path: Path) -> None:
     assert "--steps" in lines[0] and "10x" in lines[0]
     assert not home.exists()
     assert not (tmp_path / ".rdqn").exists()
+
+
+def test_warm_up_fills_numbas_cache_and_says_where(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from rdqn.runs.worker import kernel_cache_dirs
+
+    code, out, err = cli(capsys, tmp_path / "home", "warm-up")
+    assert code == 0, err
+    assert out.startswith("kernels ") and "numba's cache in" in out
+    assert all(folder in out for folder in kernel_cache_dirs())
+    assert "kernels ready" in err  # the progress bar's last label
+    assert not (tmp_path / "home").exists()  # it needs no run store
+
+
+def test_warm_up_fails_when_numba_keeps_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("rdqn.cli.kernels_cached", lambda: False)
+    code, out, err = cli(capsys, tmp_path, "warm-up", "--quiet")
+    assert code == 1
+    assert out == ""
+    assert err.startswith("rdqn: error: numba did not keep the compiled kernels in ")

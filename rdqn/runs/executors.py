@@ -20,7 +20,7 @@ import queue
 import threading
 from typing import Any, Protocol
 
-from rdqn.runs.worker import RunSpec, run_worker, warm_up
+from rdqn.runs.worker import WARM_UP_PARTS, RunSpec, WarmUp, run_worker, warm_up
 from rdqn.runs.zygote import Zygote
 from rdqn.validation import check_choice
 
@@ -31,6 +31,7 @@ __all__ = [
     "ProcessExecutor",
     "QueueLink",
     "ThreadExecutor",
+    "WarmUp",
     "Worker",
     "drain",
     "executor_from_env",
@@ -94,6 +95,10 @@ class Executor(Protocol):
         """Get ready for the first run in the background (imports, compiled kernels)."""
         ...
 
+    def warm_up_progress(self) -> WarmUp:
+        """How far `prepare`'s warm-up has come; ``ready`` once a launch waits for nothing."""
+        ...
+
     def launch(self, spec: RunSpec) -> Worker: ...
 
     def close(self) -> None: ...
@@ -122,6 +127,10 @@ class ProcessExecutor:
         """Start the zygote now (it imports and warms up in seconds), so the first run does not
         wait for it."""
         self._zygote.ensure_running()
+
+    def warm_up_progress(self) -> WarmUp:
+        """The zygote's warm-up, as it reports it part by part."""
+        return self._zygote.warm_up_progress()
 
     def launch(self, spec: RunSpec) -> Worker:
         return self._zygote.launch(spec)
@@ -193,6 +202,9 @@ class ThreadExecutor:
     name = "thread"
     shares_store = True
 
+    def __init__(self) -> None:
+        self._warm_up = WarmUp(0, len(WARM_UP_PARTS))
+
     @property
     def capacity(self) -> int:
         return max(1, usable_cores() - 1)
@@ -200,7 +212,15 @@ class ThreadExecutor:
     def prepare(self) -> None:
         """Load the compiled kernels in the background, so the first run does not wait."""
         # Not a daemon: an interpreter that exits mid-compile would abort inside numba.
-        threading.Thread(target=warm_up, name="rdqn-warm-up").start()
+        threading.Thread(target=warm_up, args=(self._heard,), name="rdqn-warm-up").start()
+
+    def _heard(self, progress: WarmUp) -> None:
+        self._warm_up = progress  # one writer (the warm-up thread); readers see whole objects
+
+    def warm_up_progress(self) -> WarmUp:
+        """The warm-up thread's progress ((0, n) until `prepare`). A run launched before it
+        is ready loads (or compiles) the kernels it needs itself."""
+        return self._warm_up
 
     def launch(self, spec: RunSpec) -> Worker:
         commands: queue.Queue[Any] = queue.Queue()

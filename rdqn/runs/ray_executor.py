@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rdqn.runs.executors import ExecutorUnavailable, QueueLink, Worker, drain
-from rdqn.runs.worker import RunSpec, run_worker
+from rdqn.runs.worker import WARM_UP_PARTS, RunSpec, WarmUp, run_worker
 
 __all__ = ["RAY_MISSING", "RayExecutor"]
 
@@ -133,6 +133,11 @@ class RayExecutor:
 
     def prepare(self) -> None:
         """Nothing ahead of time: each actor is a fresh process on some node."""
+
+    def warm_up_progress(self) -> WarmUp:
+        """Ready: there is nothing to wait for here. Each actor loads the kernels it needs
+        when its run starts (numba's cache on its node; `python -m rdqn warm-up` fills it)."""
+        return WarmUp(len(WARM_UP_PARTS), len(WARM_UP_PARTS))
 
     def launch(self, spec: RunSpec) -> Worker:
         actor = self._actor_class.options(name=f"rdqn-run-{spec.run_id}").remote(spec)

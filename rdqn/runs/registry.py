@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from rdqn.config import RunConfig
-from rdqn.runs.executors import Executor, ThreadExecutor
+from rdqn.runs.executors import Executor, ThreadExecutor, WarmUp
 from rdqn.runs.handle import RunHandle
 from rdqn.runs.resume import reopen, resume_point
 from rdqn.runs.schema import FINAL_STATUSES
@@ -79,6 +79,10 @@ class RunRegistry:
         self._live: dict[str, str] = {}  # owner -> the run on its live page
         self._classes: dict[str, str] = {}  # class code -> owner
         atexit.register(self.shutdown)
+
+    def warm_up_progress(self) -> WarmUp:
+        """How far the executor's warm-up has come (the compiled kernels a first run needs)."""
+        return self.executor.warm_up_progress()
 
     def _training(self) -> int:
         """Runs that count against the CPU cap: the ones training now."""

@@ -26,12 +26,19 @@ import contextlib
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
+from types import ModuleType
 from typing import Any, Protocol
 
+import numba
+import numpy as np
 import torch
 
 from rdqn.config import SCHEMES, RunConfig
+from rdqn.learn import fused_mlp
 from rdqn.presets import preset
+from rdqn.replay import samplers, storage, sumtree, windows
+from rdqn.replay.sumtree import SumTree
 from rdqn.runs.control import RunControls, drive
 from rdqn.runs.lifecycle import RecordedRun, ending
 from rdqn.runs.store import RunRecords, RunStore
@@ -43,8 +50,12 @@ __all__ = [
     "SERVER_GONE",
     "Link",
     "RecordRelay",
+    "WARM_UP_PARTS",
     "RunSpec",
+    "WarmUp",
     "apply_record",
+    "kernel_cache_dirs",
+    "kernels_cached",
     "run_worker",
     "warm_up",
 ]
@@ -132,31 +143,111 @@ def _listen(link: Link, controls: RunControls) -> None:
             return
 
 
-def warm_up() -> None:
-    """Load every compiled kernel a run uses, by training a tiny run of each replay scheme.
+@dataclass(frozen=True)
+class WarmUp:
+    """How far a warm-up (`warm_up`) has come: ``done`` of ``total`` parts."""
+
+    done: int
+    total: int
+    compiling: bool = False
+    """Whether numba compiles the kernels (a fresh checkout: tens of seconds) rather than
+    loading them from its on-disk cache (about a second)."""
+    part: str = ""
+    """The part in progress ("" once ready)."""
+
+    @property
+    def ready(self) -> bool:
+        """Every part is done: no run waits for a kernel."""
+        return self.done >= self.total
+
+
+def _tiny_run(name: str, scheme: str | None = None) -> None:
+    """Train a tiny run of preset ``name`` to its end: every kernel its path calls is loaded."""
+    overrides: dict[str, Any] = {
+        "agent.device": "cpu",  # workers are forked from here: CUDA must stay untouched
+        "replay.capacity": 64,
+        "replay.batch_size": 16,
+        "train.total_steps": 48,
+        "train.learning_starts": 32,
+        "train.log_every": 1,
+        "train.histogram_every": 1,
+    }
+    if scheme is not None:
+        overrides["replay.scheme"] = scheme
+    trainer = Trainer(preset(name).with_overrides(overrides))
+    trainer.run()
+    trainer.snapshot()
+    trainer.close()
+
+
+def _sum_tree() -> None:
+    """The sum tree's update and find, as the tree pages call them (runs only update it)."""
+    tree = SumTree(8)
+    tree.update(np.arange(4), np.ones(4))
+    tree.find(np.array([0.5, 3.5]))
+
+
+WARM_UP_PARTS: tuple[tuple[str, Callable[[], None]], ...] = (
+    ("fused MLP update", fused_mlp.warm_up),
+    ("sum tree", _sum_tree),
+    *((f"{scheme} replay", partial(_tiny_run, "per-notebook", scheme)) for scheme in SCHEMES),
+    # Windows of observations and the LSTM (e14, e14-lesson, e15): no numba kernel of its own
+    # beyond the window gather, but its first call sets up torch's recurrent path.
+    ("recurrent net", partial(_tiny_run, "e14-lesson")),
+)
+"""The warm-up, in the parts it reports: each loads (or compiles) the kernels of one path."""
+
+KERNEL_MODULES: tuple[ModuleType, ...] = (fused_mlp, sumtree, samplers, storage, windows)
+
+
+def _kernels() -> list[Any]:
+    """The numba kernels a run or page calls (those numba caches on disk, not the inlined)."""
+    return [
+        value
+        for module in KERNEL_MODULES
+        for value in vars(module).values()
+        if isinstance(value, numba.core.registry.CPUDispatcher)
+        and value.__module__ == module.__name__
+        and not isinstance(value._cache, numba.core.caching.NullCache)  # cache=True
+        and value.targetoptions.get("inline", "never") == "never"
+    ]
+
+
+def kernel_cache_dirs() -> list[str]:
+    """Where numba keeps the compiled kernels: ``__pycache__`` next to the sources, or a
+    per-user folder when that is not writable (or ``NUMBA_CACHE_DIR``)."""
+    return sorted({kernel._cache._cache_path for kernel in _kernels()})
+
+
+def kernels_cached() -> bool:
+    """Whether numba's on-disk cache holds machine code for every kernel of this source.
+
+    Reads each kernel's cache index (milliseconds); an index written for an older version of
+    the source reads as empty. False on a fresh checkout: the warm-up will compile.
+    """
+    # numba has no public call for this; its index loader checks the source's time stamp.
+    try:
+        return all(kernel._cache._cache_file._load_index() for kernel in _kernels())
+    except Exception:  # noqa: BLE001 - another numba: say "compiling", the safe guess
+        return False
+
+
+def warm_up(on_progress: Callable[[WarmUp], None] | None = None) -> None:
+    """Load every compiled kernel a run uses, part by part (`WARM_UP_PARTS`).
 
     The fused MLP update, the samplers' trees and the window gather are numba kernels: the first
-    compile on a fresh checkout takes about 20 s, later processes load numba's on-disk cache in
+    compile on a fresh checkout takes 20-60 s, later processes load numba's on-disk cache in
     about a second. Done once where workers are forked from, no run waits for either.
+    ``on_progress`` hears `WarmUp(0, n)` first, then once after each part.
     """
     torch.set_num_threads(1)
-    for scheme in SCHEMES:
-        tiny = preset("per-notebook").with_overrides(
-            {
-                "replay.scheme": scheme,
-                "agent.device": "cpu",  # workers are forked from here: CUDA must stay untouched
-                "replay.capacity": 64,
-                "replay.batch_size": 16,
-                "train.total_steps": 48,
-                "train.learning_starts": 32,
-                "train.log_every": 1,
-                "train.histogram_every": 1,
-            }
-        )
-        trainer = Trainer(tiny)
-        trainer.run()
-        trainer.snapshot()
-        trainer.close()
+    total = len(WARM_UP_PARTS)
+    compiling = not kernels_cached()
+    tell = on_progress or (lambda progress: None)
+    for done, (name, part) in enumerate(WARM_UP_PARTS):
+        tell(WarmUp(done, total, compiling, name))
+        part()
+    tell(WarmUp(total, total, compiling))
 
 
 def run_worker(spec: RunSpec, link: Link) -> None:

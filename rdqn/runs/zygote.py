@@ -2,7 +2,8 @@
 
     server (ProcessExecutor)                zygote: python -m rdqn.runs.zygote
     launch(spec) --- requests socket --->   a run's socket end + its spec: fork ----> worker
-             <---- reports socket ------   ("started", id, pid)  ("exited", id, code)
+             <---- reports socket ------   ("warm-up", "", WarmUp)  while it warms up, then
+                                           ("started", id, pid)  ("exited", id, code)
     the run's link: a socket pair, server end <=========================> worker end
 
 A fork of a process that already holds torch, numba, rdqn and the compiled kernels starts a run
@@ -13,9 +14,11 @@ is re-run) and never touches CUDA; its native thread pools (OpenBLAS) are kept t
 
 `launch` never waits for the zygote: it writes the request and returns, so a zygote still
 warming up (seconds; a first compile on a fresh checkout, a minute) holds up no lock of the
-server. Each direction of the control channel has one reader. A worker's end is known from its
-own link: when it ends, for whatever reason, the server's end reads end-of-file, which does not
-depend on the zygote (a restarted one knows nothing of an earlier one's children).
+server. The zygote reports each part of its warm-up as it finishes (`Zygote.warm_up_progress`:
+what a page shows while the first run waits). Each direction of the control channel has one
+reader. A worker's end is known from its own link: when it ends, for whatever reason, the
+server's end reads end-of-file, which does not depend on the zygote (a restarted one knows
+nothing of an earlier one's children).
 
 The zygote ends when its server does (its sockets close); each worker ends when its own link
 closes (`rdqn.runs.worker`), so nothing outlives the server.
@@ -37,7 +40,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from rdqn.runs.worker import RunSpec, run_worker
+from rdqn.runs.worker import WARM_UP_PARTS, RunSpec, WarmUp, kernels_cached, run_worker
 
 __all__ = ["Zygote", "ZygoteWorker"]
 
@@ -116,6 +119,12 @@ class Zygote:
         self._exits: dict[str, int] = {}
         self._lost: dict[str, str] = {}
         self._pending: dict[str, socket.socket] = {}  # worker ends, until the fork
+        self._warm_up = WarmUp(0, len(WARM_UP_PARTS))
+
+    def warm_up_progress(self) -> WarmUp:
+        """How far the zygote's warm-up has come ((0, n) until it is started and reports)."""
+        with self._changed:
+            return self._warm_up
 
     def ensure_running(self) -> None:
         """Start the zygote if it is not running (it then imports and warms up: seconds)."""
@@ -125,6 +134,8 @@ class Zygote:
     def _ensure_running(self) -> None:
         if self._process is not None and self._process.poll() is None:
             return
+        with self._changed:  # a fresh zygote warms up again (its first report says the same)
+            self._warm_up = WarmUp(0, len(WARM_UP_PARTS), compiling=not kernels_cached())
         requests, zygote_requests = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         reports, zygote_reports = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         env = {
@@ -209,16 +220,20 @@ class Zygote:
                     # Its children live on (their links tell when they end), unreaped by it.
                     for run_id in self._pids.keys() - self._exits.keys():
                         self._lost.setdefault(run_id, "the worker zygote ended; exit unknown")
+                    # Nothing is warm until the next launch starts another one.
+                    self._warm_up = WarmUp(0, len(WARM_UP_PARTS), self._warm_up.compiling)
                     self._changed.notify_all()
                 return
             with self._changed:
-                if kind == "started":
+                if kind == "warm-up":
+                    self._warm_up = value
+                elif kind == "started":
                     self._pids[run_id] = value
                 elif kind == "exited":
                     self._exits[run_id] = value
                 else:  # "failed": the fork itself failed
                     self._lost[run_id] = f"the worker could not be started: {value}"
-                if kind != "exited":
+                if kind in ("started", "failed"):
                     with contextlib.suppress(KeyError):
                         self._pending.pop(run_id).close()
                 self._changed.notify_all()
@@ -293,13 +308,14 @@ def _serve(requests: socket.socket, reports: Connection) -> None:
 
 
 def main(requests_fd: int, reports_fd: int) -> None:
-    """The zygote: warm up, then serve launches until the server goes away."""
+    """The zygote: warm up (reporting each part), then serve launches until the server goes
+    away. Launches asked for meanwhile wait in the requests socket."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from rdqn.runs.worker import warm_up
 
-    warm_up()
     reports = Connection(reports_fd)
     with contextlib.suppress(OSError, EOFError):  # the server went away
+        warm_up(lambda progress: reports.send(("warm-up", "", progress)))
         _serve(socket.socket(fileno=requests_fd), reports)
 
 

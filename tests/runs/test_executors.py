@@ -29,6 +29,7 @@ from rdqn.runs.executors import (
 from rdqn.runs.handle import RunHandle
 from rdqn.runs.registry import RunRegistry
 from rdqn.runs.store import RunStore
+from rdqn.runs.worker import WARM_UP_PARTS
 from tests.run_helpers import tiny, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -175,6 +176,15 @@ def test_the_cap_and_the_queue(executor: Executor, store: RunStore) -> None:
     assert [h.status for h in handles] == ["finished"] * 3
     assert set(store.list_runs()["status"]) == {"finished"}
     registry.shutdown()
+
+
+def test_a_prepared_executor_reports_its_warm_up_done(executor: Executor) -> None:
+    """Every executor answers `warm_up_progress`; after `prepare` it reaches ready (Ray at
+    once: each actor loads its own kernels)."""
+    executor.prepare()
+    wait_for(lambda: executor.warm_up_progress().ready, timeout=120)
+    progress = executor.warm_up_progress()
+    assert progress.done == progress.total == len(WARM_UP_PARTS)
 
 
 def test_the_default_cap_follows_the_hardware(process_executor: ProcessExecutor) -> None:
