@@ -72,7 +72,7 @@ def run_view(
         elif place is not None:
             _queued(run_id, *place)
         elif handle is not None:
-            st.info(f"Run `{run_id}` is {handle.status}: preparing to train…")
+            _preparing(run_id, handle.status)
         elif watching:
             st.info("Waiting for the teacher to start a run…", icon=":material/hourglass_top:")
         else:
@@ -134,6 +134,22 @@ def run_view(
         key="live.loss_chart",
     )
     _metrics(snap, status)
+
+
+def _preparing(run_id: str, status: str) -> None:
+    """A run about to train: the server's kernel warm-up while it lasts (a minute on the first
+    start of a fresh checkout, seconds later: `python -m rdqn warm-up` does it at install)."""
+    warm = registry().warm_up_progress()
+    if warm.ready:
+        st.info(f"Run `{run_id}` is {status}: preparing to train…")
+        return
+    what = "compiling" if warm.compiling else "loading"
+    first = " (first start only: about a minute)" if warm.compiling else ""
+    st.progress(
+        warm.done / warm.total,
+        text=f"Preparing fast kernels{first}: {what} {warm.part or 'kernels'}, "
+        f"part {min(warm.done + 1, warm.total)} of {warm.total}. Run `{run_id}` starts after.",
+    )
 
 
 def _queued(run_id: str, place: int, waiting: int) -> None:

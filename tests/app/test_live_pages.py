@@ -385,3 +385,27 @@ def test_a_guided_lesson_sets_the_controls_and_its_runs_step_by_step() -> None:
     assert not at.exception
     for run in registry().runs():
         registry().stop(run.id, wait=False)
+
+
+def test_a_run_waiting_for_the_kernel_warm_up_shows_its_progress(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rdqn.runs.worker import WarmUp
+
+    def page() -> None:
+        from dashboard.live_view import _preparing
+
+        _preparing("abc123", "created")
+
+    warm = WarmUp(done=2, total=6, compiling=True, part="uniform replay")
+    monkeypatch.setattr(registry(), "warm_up_progress", lambda: warm)
+    at = AppTest.from_function(page).run()
+    progress = at.get("progress")[0].proto
+    assert progress.value == round(100 * 2 / 6)
+    assert progress.text == (
+        "Preparing fast kernels (first start only: about a minute): compiling uniform replay, "
+        "part 3 of 6. Run `abc123` starts after."
+    )
+    monkeypatch.setattr(registry(), "warm_up_progress", lambda: WarmUp(done=6, total=6))
+    at.run()
+    assert not at.get("progress") and "preparing to train" in at.info[0].value
