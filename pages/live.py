@@ -139,7 +139,11 @@ else:
         registry().pause(handle.id)
         st.rerun()
     if buttons[2].button(
-        "Step", icon=":material/skip_next:", key="live.step", help="One env step, then pause"
+        "Step",
+        icon=":material/skip_next:",
+        key="live.step",
+        help="One env step, then pause",
+        disabled=status == "created",  # queued: a step would give up its place
     ):
         if not active:
             restart(paused=True)
