@@ -43,7 +43,14 @@ __all__ = [
 
 SCHEMES: tuple[str, ...] = ("uniform", "proportional", "rank")
 IS_NORMALIZATIONS: tuple[str, ...] = ("global", "batch", "none")
-PRESET_NAMES: tuple[str, ...] = ("e14", "e14-lesson", "e15", "per-notebook", "paper")
+PRESET_NAMES: tuple[str, ...] = (
+    "e14",
+    "e14-lesson",
+    "e15",
+    "per-notebook",
+    "paper",
+    "chain-lesson",
+)
 """The presets of `rdqn.presets`, in the order the CLI and the dashboard list them."""
 
 _UNIT = Real(minimum=0.0, maximum=1.0)

@@ -11,15 +11,18 @@ import pandas as pd
 import pytest
 
 from rdqn.compare import (
+    LESSON_PRESET,
     Curve,
     aggregate,
     comparison_configs,
+    comparison_threshold,
     episodes_to_threshold,
     learning_curve,
     rolling_mean,
     summary_table,
 )
 from rdqn.presets import PAPER_RANK_ALPHA, preset
+from rdqn.training.trainer import Trainer
 
 NAN = float("nan")
 
@@ -206,13 +209,14 @@ def test_summary_table_without_threshold_has_no_threshold_columns() -> None:
 
 
 # --------------------------------------------------------------------- comparison_configs
-def test_comparison_configs_share_seeds_across_schemes() -> None:
+def test_comparison_configs_share_seeds_across_schemes_seed_major() -> None:
+    """Seed-major: with one run at a time, the first lap already shows every scheme."""
     base = preset("per-notebook").with_budget(300)
     configs = comparison_configs(base, ["uniform", "rank"], [0, 1])
     assert [(c.replay.scheme, c.seed) for c in configs] == [
         ("uniform", 0),
-        ("uniform", 1),
         ("rank", 0),
+        ("uniform", 1),
         ("rank", 1),
     ]
     assert {c.train.total_steps for c in configs} == {300}
@@ -224,6 +228,12 @@ def test_paper_preset_gives_rank_based_alpha_0_7() -> None:
     configs = comparison_configs(preset("paper"), ["proportional", "rank"], [0])
     assert [c.replay.alpha for c in configs] == [0.6, PAPER_RANK_ALPHA] == [0.6, 0.7]
     assert configs[0].env.kwargs == {"n": 8}
+
+
+def test_chain_lesson_gives_rank_based_alpha_0_7_too() -> None:
+    configs = comparison_configs(preset(LESSON_PRESET), ["uniform", "proportional", "rank"], [0])
+    assert [c.replay.alpha for c in configs] == [0.6, 0.6, PAPER_RANK_ALPHA]
+    assert {c.replay.beta0 for c in configs} == {0.0}
 
 
 def test_other_presets_keep_their_alpha_for_rank() -> None:
@@ -239,3 +249,30 @@ def test_comparison_configs_need_schemes_and_seeds(
 ) -> None:
     with pytest.raises(ValueError, match=match):
         comparison_configs(preset("per-notebook"), schemes, seeds)
+
+
+@pytest.mark.parametrize(
+    ("env_id", "threshold"),
+    [
+        ("CartPole-v1", 475.0),  # registered with gymnasium
+        ("rdqn/SparseChain-v0", 0.8),  # the goal pays 1: reached four times in five
+        ("rdqn/BlindCliffwalk-v0", 0.8),
+        ("rdqn/SyntheticMarket-v0", None),
+    ],
+)
+def test_comparison_threshold(env_id: str, threshold: float | None) -> None:
+    assert comparison_threshold(env_id) == threshold
+
+
+def test_the_lesson_comparison_is_valid_and_trains() -> None:
+    """The Compare page's default builds for every scheme and a short budget of it trains (the
+    "prioritization wins" measurement is benchmarks/compare_default.py, minutes long)."""
+    configs = comparison_configs(preset(LESSON_PRESET), ["uniform", "proportional", "rank"], [0])
+    assert {(c.preset, c.env.id, c.train.total_steps) for c in configs} == {
+        (LESSON_PRESET, "rdqn/SparseChain-v0", 4_000)
+    }
+    for config in configs:
+        trainer = Trainer(config.with_budget(400)).run()
+        assert trainer.status == "finished"
+        assert trainer.updates > 0
+        assert trainer.episodes > 0

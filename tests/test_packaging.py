@@ -101,6 +101,7 @@ def test_the_wheel_installs_an_rdqn_command(tmp_path: Path) -> None:
         "e15",
         "per-notebook",
         "paper",
+        "chain-lesson",
     ]
     assert run(rdqn, "--help", cwd=work).stdout.startswith("usage: rdqn ")
     compare = run(

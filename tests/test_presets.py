@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -48,6 +49,17 @@ def test_preset_table_matches_the_design() -> None:
         0.5,
         "rdqn/BlindCliffwalk-v0",
     )
+
+
+def test_chain_lesson_is_the_paper_learner_on_the_sparse_chain() -> None:
+    """The fields its docstring (and benchmarks/results/compare_default.md) describe."""
+    lesson, paper = preset("chain-lesson"), preset("paper")
+    assert (lesson.env.id, lesson.env.kwargs) == ("rdqn/SparseChain-v0", {"n": 8, "max_steps": 32})
+    assert lesson.agent == dataclasses.replace(paper.agent, lr=0.1)
+    assert (lesson.replay.alpha, lesson.replay.beta0, lesson.replay.beta_end) == (0.6, 0.0, 0.0)
+    assert (lesson.replay.capacity, lesson.replay.batch_size) == (10_000, 32)
+    train = lesson.train
+    assert (train.total_steps, train.learning_starts, train.epsilon_fraction) == (4_000, 1_500, 0.5)
 
 
 def test_unknown_preset_lists_the_allowed_ones() -> None:

@@ -1,0 +1,279 @@
+"""The Compare page's default comparison (`chain-lesson`): does prioritization visibly win, and
+how long does the page take to show it?
+
+Two measurements:
+
+  curves     every scheme (uniform, proportional, rank-based) on seeds 0-9 of the `chain-lesson`
+             preset, built exactly as the page builds them (`rdqn.compare.comparison_configs`),
+             each trained to its whole budget in a worker process with one torch thread; also
+             the same with the importance-sampling correction switched on (beta0 0.4 annealed
+             to 1), to show what it costs a tabular learner. Per run: env steps until the mean
+             return of the last 20 episodes first reaches the page's threshold (0.8: the goal in
+             four episodes out of five), the final 20-episode mean, wall and CPU seconds.
+  dashboard  the page's default comparison (three seeds per scheme, nine runs) through the run
+             registry with the page's executor and run cap (worker processes; the cores but one,
+             so one run at a time on two cores), timed from the click to every run finished, and
+             to the end of the first lap (every scheme's seed 0).
+
+On a shared machine the wall clock counts time other processes held the cores, CPU seconds do
+not; both are recorded, with the load average at the start.
+
+The JSON holds every run's curve; a short Markdown summary is written beside it (same name,
+``.md``).
+
+Usage (about 3 CPU minutes for the curves, 1-2 minutes of wall time for the dashboard timing):
+    python -m benchmarks.compare_default --out benchmarks/results/compare_default.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+PRESET = "chain-lesson"
+SEEDS = tuple(range(10))
+PAGE_SEEDS = (0, 1, 2)
+WINDOW = 20
+VARIANTS: dict[str, dict[str, Any]] = {
+    "chain-lesson (no IS correction, beta 0)": {},
+    "with IS correction (beta0 0.4 -> 1)": {"replay.beta0": 0.4, "replay.beta_end": 1.0},
+}
+
+
+def run_job(job: dict[str, Any]) -> dict[str, Any]:
+    """Train one config to its budget; its threshold statistics and timings."""
+    import torch
+
+    from rdqn.compare import Curve, episodes_to_threshold
+    from rdqn.config import RunConfig
+    from rdqn.training.trainer import Trainer
+
+    torch.set_num_threads(1)
+    config = RunConfig.from_dict(job["config"])
+    wall, cpu = time.perf_counter(), time.process_time()
+    trainer = Trainer(config)
+    trainer.run()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    returns = [float(r) for r in trainer.recorder.episode_returns]
+    end_steps = [int(s) for s in trainer.recorder.episode_end_steps]
+    curve = Curve(np.array(end_steps, dtype=np.int64), np.array(returns, dtype=np.float64))
+    episodes, steps = episodes_to_threshold(curve, job["threshold"], WINDOW)
+    return {
+        **{k: v for k, v in job.items() if k != "config"},
+        "alpha": config.replay.alpha,
+        "beta0": config.replay.beta0,
+        "beta_end": config.replay.beta_end,
+        "steps_to_threshold": steps,
+        "episodes_to_threshold": episodes,
+        "final_mean20": float(np.mean(returns[-WINDOW:])) if returns else float("nan"),
+        "episodes": len(returns),
+        "wall_seconds": wall,
+        "cpu_seconds": cpu,
+        "returns": returns,
+        "end_steps": end_steps,
+    }
+
+
+def curve_jobs(seeds: tuple[int, ...]) -> list[dict[str, Any]]:
+    from rdqn.compare import comparison_configs, comparison_threshold
+    from rdqn.config import SCHEMES
+    from rdqn.presets import configure
+
+    jobs = []
+    for variant, overrides in VARIANTS.items():
+        base = configure(PRESET, overrides)
+        threshold = comparison_threshold(base.env.id)
+        for config in comparison_configs(base, SCHEMES, seeds):
+            jobs.append(
+                {
+                    "variant": variant,
+                    "scheme": config.replay.scheme,
+                    "seed": config.seed,
+                    "threshold": threshold,
+                    "config": config.to_dict(),
+                }
+            )
+    return jobs
+
+
+def summarize(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per variant and scheme: seeds that reached the threshold, the median env steps to it
+    (over those), the steps per seed (None: not within the budget), the median final mean."""
+    rows = []
+    for variant in VARIANTS:
+        for scheme in ("uniform", "proportional", "rank"):
+            runs = sorted(
+                (r for r in results if r["variant"] == variant and r["scheme"] == scheme),
+                key=lambda r: r["seed"],
+            )
+            if not runs:
+                continue
+            reached = [r["steps_to_threshold"] for r in runs if r["steps_to_threshold"] is not None]
+            rows.append(
+                {
+                    "variant": variant,
+                    "scheme": scheme,
+                    "alpha": runs[0]["alpha"],
+                    "beta0": runs[0]["beta0"],
+                    "seeds": [r["seed"] for r in runs],
+                    "reached": f"{len(reached)}/{len(runs)}",
+                    "median_steps_to_threshold": statistics.median(reached) if reached else None,
+                    "steps_to_threshold": [r["steps_to_threshold"] for r in runs],
+                    "median_final_mean20": statistics.median(r["final_mean20"] for r in runs),
+                    "median_cpu_seconds": statistics.median(r["cpu_seconds"] for r in runs),
+                }
+            )
+    return rows
+
+
+def dashboard_timing(seeds: tuple[int, ...]) -> dict[str, Any]:
+    """The page's default comparison through the registry, as the page queues it."""
+    from rdqn.compare import comparison_configs
+    from rdqn.config import SCHEMES
+    from rdqn.presets import preset
+    from rdqn.runs.executors import executor_from_env
+    from rdqn.runs.registry import RunRegistry
+    from rdqn.runs.store import RunStore
+
+    configs = comparison_configs(preset(PRESET), SCHEMES, seeds)
+    with tempfile.TemporaryDirectory() as home:
+        store = RunStore(Path(home) / "rdqn.db")
+        executor = executor_from_env()
+        registry = RunRegistry(store, executor=executor, idle_timeout=None)
+        executor.prepare()
+        try:
+            started = time.perf_counter()
+            handles = registry.enqueue(configs, group_id="bench")
+            ended: dict[str, float] = {}
+            while len(ended) < len(handles):
+                for handle in handles:
+                    handle.snapshot()
+                    if handle.id not in ended and handle.join(0):
+                        ended[handle.id] = time.perf_counter() - started
+                time.sleep(0.05)
+            statuses = [handle.status for handle in handles]
+        finally:
+            registry.shutdown()
+    first_lap = max(
+        ended[h.id] for h, c in zip(handles, configs, strict=True) if c.seed == seeds[0]
+    )
+    return {
+        "runs": len(configs),
+        "max_active": registry.max_active,
+        "executor": executor.name,
+        "statuses": statuses,
+        "seconds_to_first_lap": first_lap,
+        "seconds_to_all_finished": max(ended.values()),
+    }
+
+
+def write_report(path: Path, report: dict[str, Any]) -> None:
+    """JSON with the summary indented for reading and one line per run (its whole curve)."""
+    parts = []
+    for key, value in report.items():
+        if key == "runs":
+            lines = ",\n".join(f"  {json.dumps(run)}" for run in value)
+            parts.append(f' "runs": [\n{lines}\n ]')
+        else:
+            nested = json.dumps(value, indent=1).replace("\n", "\n ")
+            parts.append(f" {json.dumps(key)}: {nested}")
+    path.write_text("{\n" + ",\n".join(parts) + "\n}\n")
+
+
+def _steps(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def summary_markdown(report: dict[str, Any]) -> str:
+    """The short results file: the table per variant and the dashboard timing."""
+    load = ", ".join(f"{v:.1f}" for v in report["machine"]["load_average_at_start"])
+    lines = [
+        f"# `{report['preset']}`: the Compare page's default comparison",
+        "",
+        f"Written by `python -m benchmarks.compare_default` on {report['machine']['cores']} cores "
+        f"(load average at the start {load}). Threshold: the mean return of 20 episodes reaches "
+        "0.8 (the goal in four episodes out of five); 'env steps' is where it first did, over "
+        "the seeds that got there within the budget.",
+    ]
+    for variant in VARIANTS:
+        rows = [row for row in report["summary"] if row["variant"] == variant]
+        if not rows:
+            continue
+        seeds = rows[0]["seeds"]
+        lines += [
+            "",
+            f"## {variant}, seeds {seeds[0]}-{seeds[-1]}",
+            "",
+            "| scheme | α | β₀ | reached | env steps, median | env steps per seed | CPU s |",
+            "|---|---:|---:|---:|---:|---|---:|",
+        ]
+        for row in rows:
+            per_seed = ", ".join(_steps(v) for v in row["steps_to_threshold"])
+            uniform = row["scheme"] == "uniform"  # alpha and beta do not apply
+            alpha, beta0 = ("-", "-") if uniform else (f"{row['alpha']:g}", f"{row['beta0']:g}")
+            lines.append(
+                f"| {row['scheme']} | {alpha} | {beta0} | {row['reached']} | "
+                f"{_steps(row['median_steps_to_threshold'])} | {per_seed} | "
+                f"{row['median_cpu_seconds']:.1f} |"
+            )
+    if "dashboard" in report:
+        timing = report["dashboard"]
+        lines += [
+            "",
+            "## The page's default, through the run registry",
+            "",
+            f"{timing['runs']} runs (seeds {PAGE_SEEDS[0]}-{PAGE_SEEDS[-1]} of every scheme), "
+            f"{timing['max_active']} at a time in {timing['executor']} workers: every scheme's "
+            f"first seed finished after {timing['seconds_to_first_lap']:.0f} s, all runs after "
+            f"{timing['seconds_to_all_finished']:.0f} s.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--skip-dashboard", action="store_true")
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    report: dict[str, Any] = {
+        "preset": PRESET,
+        "machine": {
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_average_at_start": os.getloadavg(),
+        },
+    }
+    if not args.skip_dashboard:
+        report["dashboard"] = dashboard_timing(PAGE_SEEDS)
+        print(report["dashboard"], flush=True)
+    results = []
+    with mp.get_context("spawn").Pool(args.workers) as pool:
+        for result in pool.imap_unordered(run_job, curve_jobs(SEEDS)):
+            results.append(result)
+            keys = ("variant", "scheme", "seed", "steps_to_threshold", "final_mean20")
+            print({k: result[k] for k in keys}, flush=True)
+    results.sort(key=lambda r: (list(VARIANTS).index(r["variant"]), r["scheme"], r["seed"]))
+    report["summary"] = summarize(results)
+    report["runs"] = results
+    write_report(out, report)
+    out.with_suffix(".md").write_text(summary_markdown(report), encoding="utf-8")
+    for row in report["summary"]:
+        print({k: v for k, v in row.items() if k != "seeds"})
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
