@@ -10,11 +10,20 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
+import pandas as pd
 import streamlit as st
+from pandas.io.formats.style import Styler
 
 from dashboard.display import show_chart
-from dashboard.figures import comparison_figure
-from dashboard.history import curves_by_scheme, group_progress, progress_frame
+from dashboard.figures import SCHEME_COLORS, comparison_figure
+from dashboard.history import (
+    curves_by_scheme,
+    group_progress,
+    progress_frame,
+    return_decimals,
+    scheme_labels,
+    summary_decimals,
+)
 from dashboard.state import registry, session, store
 from rdqn.compare import ROLLING_WINDOW, summary_table
 from rdqn.config import RunConfig
@@ -22,6 +31,7 @@ from rdqn.runs.schema import FINAL_STATUSES
 
 __all__ = [
     "comparison_results",
+    "scheme_styled",
     "group_is_live",
     "linked_group",
     "start_comparison",
@@ -66,12 +76,49 @@ def group_is_live(run_ids: Sequence[str]) -> bool:
 
 
 STATUS_COLUMNS = {
-    "progress": st.column_config.ProgressColumn(min_value=0, max_value=100, format="%d%%"),
-    f"return (last {ROLLING_WINDOW})": st.column_config.NumberColumn(format="%.1f"),
-    "env steps": st.column_config.NumberColumn(format="localized"),
-    "episodes": st.column_config.NumberColumn(format="localized"),
+    # A queued run's status starts with its place in line; the rest may be cut (hover shows it).
+    "status": st.column_config.TextColumn(width="medium"),
+    "progress": st.column_config.ProgressColumn(
+        min_value=0, max_value=100, format="%d%%", width="small"
+    ),
     "error": st.column_config.TextColumn(width="large"),
 }
+
+
+SUMMARY_COLUMNS = {
+    "final return (mean)": st.column_config.NumberColumn(
+        "final (mean)",
+        help=f"Mean return of each seed's last {ROLLING_WINDOW} episodes, averaged over seeds",
+    ),
+    "final return (min)": st.column_config.NumberColumn(
+        "final (worst)", help="The lowest of the seeds' final returns"
+    ),
+    "reached threshold": st.column_config.TextColumn(
+        "reached", help="Seeds whose rolling mean reached the threshold"
+    ),
+    "episodes to threshold": st.column_config.NumberColumn(
+        "episodes to it", help="Episodes until the threshold, mean over the seeds that got there"
+    ),
+    "steps to threshold": st.column_config.NumberColumn(
+        "env steps to it", help="Env steps until the threshold, mean over the seeds that got there"
+    ),
+}
+"""Short headers for the summary table (`rdqn.compare.summary_table`), full names as help, so
+it fits 1280 px beside the sidebar."""
+
+
+def scheme_styled(
+    frame: pd.DataFrame, schemes: list[str], column: str, formats: dict[str, str]
+) -> Styler:
+    """``frame`` with ``column`` in each row's scheme colour (as in every chart) and its number
+    columns formatted (``{name: "{:,.2f}"}``; the same decimals all down a column)."""
+    colors = [SCHEME_COLORS.get(scheme) for scheme in schemes]
+    css = [f"color: {color}; font-weight: 600" if color else "" for color in colors]
+    return (
+        frame.style.apply(lambda _: css, subset=[column])
+        .format(formats, na_rep="—")
+        .format("{:,}", subset=[c for c in ("env steps", "episodes") if c in frame.columns])
+    )
 
 
 def comparison_results(run_ids: list[str], threshold: float | None, live: bool) -> None:
@@ -81,22 +128,42 @@ def comparison_results(run_ids: list[str], threshold: float | None, live: bool) 
         st.info("The runs of this comparison are no longer in the store.")
         return
     status = progress_frame(rows)
+    schemes = status.pop("scheme").tolist()
     if not status["error"].any():
         status = status.drop(columns="error")
-    st.dataframe(status, hide_index=True, column_config=STATUS_COLUMNS, placeholder="—")
+    returns = f"return (last {ROLLING_WINDOW})"
+    decimals = return_decimals(status[returns])
+    st.dataframe(
+        scheme_styled(status, schemes, "run", {returns: f"{{:.{decimals}f}}"}),
+        hide_index=True,
+        column_config=STATUS_COLUMNS,
+        placeholder="—",
+        key="compare.status",
+    )
     curves = curves_by_scheme(rows)
+    labels = scheme_labels(rows)
     total_steps = max(row.total_steps for row in rows)
     show_chart(
         st,
         comparison_figure(
-            curves, total_steps=total_steps, threshold=threshold, window=ROLLING_WINDOW
+            curves,
+            total_steps=total_steps,
+            threshold=threshold,
+            window=ROLLING_WINDOW,
+            labels=labels,
+            warm_up=max(row.learning_starts for row in rows),
         ),
         key="compare.figure",
     )
     st.markdown(f"**Episodes to threshold** (rolling mean of {ROLLING_WINDOW} episodes)")
+    table = summary_table(curves, threshold, ROLLING_WINDOW)
+    formats = {name: f"{{:,.{d}f}}" for name, d in summary_decimals(table).items()}
+    schemes = table["scheme"].tolist()
+    table["scheme"] = [labels.get(scheme, scheme) for scheme in schemes]
     st.dataframe(
-        summary_table(curves, threshold, ROLLING_WINDOW).round(1),
+        scheme_styled(table, schemes, "scheme", formats),
         hide_index=True,
+        column_config=SUMMARY_COLUMNS,
         placeholder="—",
         key="compare.summary",
     )

@@ -6,12 +6,16 @@
   the registry, and from the store's episode rows otherwise, so a reload loses nothing.
 - `RunProgress` is one row of the comparison's status table; `runs_table` and `manifest_summary`
   are the saved-runs page's table and run card.
+- Every page names a run the same way, `run_label`: scheme, α, β₀, seed and short id
+  ('rank · α 0.7 · β₀ 0.5 · seed 1 · 077847'); `scheme_label` is the same without seed and id.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -19,8 +23,8 @@ import numpy as np
 import pandas as pd
 
 from rdqn.compare import ROLLING_WINDOW, Curve
-from rdqn.config import SCHEMES
-from rdqn.presets import preset
+from rdqn.config import SCHEMES, RunConfig
+from rdqn.presets import configure, preset
 from rdqn.runs.handle import RunHandle
 from rdqn.runs.registry import RunRegistry
 from rdqn.runs.schema import FINAL_STATUSES
@@ -29,6 +33,7 @@ from rdqn.runs.store import RunRecord, RunStore
 __all__ = [
     "COMPARE_STEP_CAP",
     "RunProgress",
+    "comparison_base",
     "curves_by_scheme",
     "default_budget",
     "final_return",
@@ -38,9 +43,14 @@ __all__ = [
     "progress_frame",
     "progress_from_handle",
     "progress_from_record",
+    "return_decimals",
     "run_label",
     "runs_table",
+    "scheme_label",
+    "scheme_labels",
     "stored_counters",
+    "summary_decimals",
+    "waiting_note",
 ]
 
 COMPARE_STEP_CAP = 15_000
@@ -52,6 +62,17 @@ _EMPTY_CURVE = Curve(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64))
 def default_budget(preset_name: str) -> int:
     """The preset's step budget, capped so a comparison finishes in a few minutes."""
     return min(preset(preset_name).train.total_steps, COMPARE_STEP_CAP)
+
+
+def comparison_base(preset_name: str, env_id: str, steps: int) -> RunConfig:
+    """The config a comparison's runs start from: the preset on ``env_id`` for ``steps`` env
+    steps. The preset's own budget keeps its own warm-up (`chain-lesson`'s long warm-up of
+    random play is part of what it shows); another budget caps the warm-up at a tenth of it,
+    as `rdqn.presets.configure` does."""
+    overrides: dict[str, Any] = {"env.id": env_id}
+    if steps != preset(preset_name).train.total_steps:
+        overrides["train.total_steps"] = steps
+    return configure(preset_name, overrides)
 
 
 @dataclass(frozen=True)
@@ -68,6 +89,19 @@ class RunProgress:
     episodes: int
     curve: Curve
     error: str | None = None
+    label: str | None = None
+    """`run_label` of the run (None: its scheme and seed are all that is known)."""
+    settings: str | None = None
+    """`scheme_label` of the run: its scheme, α and β₀."""
+    waiting: str | None = None
+    """Why a queued run waits and its place in line (`waiting_note`); None when not queued."""
+    learning_starts: int = 0
+    """Env steps of warm-up before the first learner update."""
+
+    @property
+    def name(self) -> str:
+        """The row's label: `label`, else scheme and seed."""
+        return self.label or f"{self.scheme} · seed {self.seed}"
 
     @property
     def progress(self) -> float:
@@ -97,6 +131,9 @@ def progress_from_handle(handle: RunHandle) -> RunProgress:
         episodes=snapshot.episodes if snapshot is not None else 0,
         curve=curve,
         error=handle.error,
+        label=run_label(handle.config, handle.id),
+        settings=scheme_label(handle.config),
+        learning_starts=handle.config.train.learning_starts,
     )
 
 
@@ -113,6 +150,9 @@ def progress_from_record(record: RunRecord, episodes: pd.DataFrame) -> RunProgre
         episodes=counters["episodes"],
         curve=Curve.from_episodes(episodes),
         error=record.error,
+        label=run_label(record.config, record.id),
+        settings=scheme_label(record.config),
+        learning_starts=int(record.config.get("train", {}).get("learning_starts", 0)),
     )
 
 
@@ -127,13 +167,60 @@ def group_progress(
     for run_id in run_ids:
         handle = registry.get(run_id)
         if handle is not None:
-            rows.append(progress_from_handle(handle))
+            row = progress_from_handle(handle)
+            if row.status == "queued":
+                note = waiting_note(registry.position(run_id), registry.max_active)
+                row = replace(row, waiting=note)
+            rows.append(row)
             continue
         try:
             rows.append(progress_from_record(store.get_run(run_id), store.episodes(run_id)))
         except KeyError:
             continue
     return rows
+
+
+def waiting_note(place: tuple[int, int] | None, max_active: int) -> str:
+    """Why a queued run waits: 'waiting, 2nd in line (1 run at a time on this server)' (its
+    place first, where a narrow column still shows it).
+
+    ``place`` is `RunRegistry.position` (1-based place, queue length); None: not in the queue
+    any more, it is being started.
+    """
+    if place is None:
+        return "starting"
+    runs = "1 run" if max_active == 1 else f"{max_active} runs"
+    return f"waiting, {_ordinal(place[0])} in line ({runs} at a time on this server)"
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def scheme_labels(rows: Iterable[RunProgress]) -> dict[str, str]:
+    """Each scheme's settings as `scheme_label` gives them (α, β₀), for legends and tables."""
+    labels: dict[str, str] = {}
+    for row in rows:
+        labels.setdefault(row.scheme, row.settings or row.scheme)
+    return labels
+
+
+def return_decimals(values: Iterable[float]) -> int:
+    """Decimals for a column of returns: 2 when every return is below 10 in size (a goal worth
+    1, as in the chain and the cliffwalk), else 1 (CartPole's hundreds)."""
+    finite = [abs(v) for v in values if v is not None and math.isfinite(v)]
+    return 2 if finite and max(finite) < 10 else 1
+
+
+def summary_decimals(table: pd.DataFrame) -> dict[str, int]:
+    """Decimals per number column of `rdqn.compare.summary_table`, the same all down a column:
+    the return columns alike (`return_decimals` over both), episodes and env steps to the
+    threshold (means over seeds) as whole numbers."""
+    returns = [name for name in table.columns if str(name).startswith("final return")]
+    decimals = return_decimals(table[returns].to_numpy(dtype=float).ravel()) if returns else 1
+    counts = ("seeds", "episodes to threshold", "steps to threshold")
+    return {name: decimals for name in returns} | {n: 0 for n in counts if n in table.columns}
 
 
 def curves_by_scheme(
@@ -155,37 +242,44 @@ def final_return(returns: Sequence[float] | np.ndarray, window: int = ROLLING_WI
 
 def progress_frame(rows: Sequence[RunProgress]) -> pd.DataFrame:
     """The comparison's status table: one row per run, by scheme (uniform, proportional, rank)
-    then seed."""
+    then seed, named by `run_label`; a queued run's status says why it waits."""
     ranked = {scheme: k for k, scheme in enumerate(SCHEMES)}
     ordered = sorted(rows, key=lambda r: (ranked.get(r.scheme, len(ranked)), r.scheme, r.seed))
     return pd.DataFrame(
         {
-            "scheme": [r.scheme for r in ordered],
-            "seed": [r.seed for r in ordered],
-            "status": [r.status for r in ordered],
+            "run": [r.name for r in ordered],
+            "status": [r.waiting or r.status for r in ordered],
             "progress": [round(100 * r.progress) for r in ordered],
             "env steps": [r.env_steps for r in ordered],
             "episodes": [r.episodes for r in ordered],
             f"return (last {ROLLING_WINDOW})": [final_return(r.curve.returns) for r in ordered],
             "error": [r.error or "" for r in ordered],
+            "scheme": [r.scheme for r in ordered],
         }
     )
 
 
 def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """The saved-runs table from `RunStore.list_runs()` (order kept: newest first)."""
+    """The saved-runs table from `RunStore.list_runs()` (order kept: newest first), each run
+    named by `run_label`; ``scheme`` is there to colour the rows, not to be shown."""
+    configs = [json.loads(text) if text else {} for text in runs["config_json"]]
     return pd.DataFrame(
         {
-            "id": runs["id"],
+            "run": [
+                run_label(config or {"replay": {"scheme": scheme}, "seed": seed}, run_id)
+                for config, scheme, seed, run_id in zip(
+                    configs, runs["scheme"], runs["seed"], runs["id"], strict=True
+                )
+            ],
             "name": runs["name"],
             "status": runs["status"],
             "preset": runs["preset"],
             "env": runs["env_id"],
-            "scheme": runs["scheme"],
-            "seed": runs["seed"],
             "env steps": runs["env_steps"],
             "episodes": runs["episodes"],
             "created": [datetime.fromtimestamp(t) for t in runs["created_at"]],
+            "id": runs["id"],
+            "scheme": runs["scheme"],
         }
     )
 
@@ -212,9 +306,43 @@ def stored_counters(record: RunRecord, episodes: pd.DataFrame) -> dict[str, int]
     return counters
 
 
-def run_label(run_id: str, scheme: str, seed: int) -> str:
-    """A short unique legend label: 'proportional s0 · 6c24e5'."""
-    return f"{scheme} s{seed} · {run_id[:6]}"
+def _settings(source: RunConfig | Mapping[str, Any]) -> tuple[str, float, float, float, int]:
+    """(scheme, alpha, beta0, beta_end, seed) of a `RunConfig` or of its dict."""
+    if isinstance(source, RunConfig):
+        replay = source.replay
+        return replay.scheme, replay.alpha, replay.beta0, replay.beta_end, source.seed
+    replay = source.get("replay") or {}
+    return (
+        str(replay.get("scheme", "?")),
+        float(replay.get("alpha", math.nan)),
+        float(replay.get("beta0", math.nan)),
+        float(replay.get("beta_end", 1.0)),
+        int(source.get("seed", 0)),
+    )
+
+
+def scheme_label(source: RunConfig | Mapping[str, Any]) -> str:
+    """A run's replay settings: 'rank · α 0.7 · β₀ 0.5'; 'uniform' alone (α and β do not
+    apply). A β that stays put (``beta_end == beta0``) reads 'β 0', not 'β₀ 0'.
+
+    ``source`` is a `RunConfig` or its dict (`RunConfig.to_dict()`, a stored run's config).
+    """
+    scheme, alpha, beta0, beta_end, _ = _settings(source)
+    if scheme == "uniform":
+        return scheme
+    beta = f"β {beta0:g}" if beta0 == beta_end else f"β₀ {beta0:g}"
+    return f"{scheme} · α {alpha:g} · {beta}"
+
+
+def run_label(source: RunConfig | Mapping[str, Any], run_id: str | None = None) -> str:
+    """How every page names a run: its scheme, α and β₀ (`scheme_label`), seed, short id:
+    'rank · α 0.7 · β₀ 0.5 · seed 1 · 077847', 'uniform · seed 1 · 077847'.
+
+    ``source`` is a `RunConfig` (a live run's, a run not started yet) or its dict (a stored run's
+    ``config``); without ``run_id`` the label ends at the seed.
+    """
+    label = f"{scheme_label(source)} · seed {_settings(source)[4]}"
+    return f"{label} · {run_id[:6]}" if run_id else label
 
 
 def format_bytes(count: float | None) -> str:

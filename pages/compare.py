@@ -1,13 +1,16 @@
 """Compare schemes: one agent on the same seeds with uniform, proportional and rank-based replay.
 
-The runs of one comparison share a group id in the store; the group id also travels in the URL
-(`?group=...`), so a reload, or the link, shows the same comparison again.
+It opens on the `chain-lesson` preset, where prioritization wins within a minute; the note under
+the form says why, and why CartPole would need 60,000-90,000 steps. The runs of one comparison
+share a group id in the store; the group id also travels in the URL (`?group=...`), so a reload,
+or the link, shows the same comparison again.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
+from dashboard.assets import explanation
 from dashboard.comparisons import (
     comparison_results,
     group_is_live,
@@ -16,13 +19,17 @@ from dashboard.comparisons import (
     stop_runs,
 )
 from dashboard.config_widgets import config_widget
-from dashboard.history import default_budget
-from dashboard.params import DEFAULT_PRESET
+from dashboard.history import comparison_base, default_budget
 from dashboard.state import ensure_app_frame, registry, store
-from rdqn.compare import ROLLING_WINDOW, comparison_configs
+from rdqn.compare import (
+    LESSON_PRESET,
+    PAPER_RANK_PRESETS,
+    ROLLING_WINDOW,
+    comparison_configs,
+    comparison_threshold,
+)
 from rdqn.config import SCHEMES
-from rdqn.envs import reward_threshold
-from rdqn.presets import PAPER_RANK_ALPHA, configure, preset
+from rdqn.presets import PAPER_RANK_ALPHA, preset
 
 ensure_app_frame()
 
@@ -33,7 +40,7 @@ st.caption(
 )
 
 left, middle, right, far = st.columns(4)
-preset_name = config_widget(left, "preset", DEFAULT_PRESET, key="compare.preset")
+preset_name = config_widget(left, "preset", LESSON_PRESET, key="compare.preset")
 base = preset(preset_name)
 env_id = config_widget(middle, "env.id", base.env.id, key=f"compare.env.{preset_name}")
 seed_count = right.number_input("Seeds per scheme", 1, 5, 3, key="compare.seeds")
@@ -45,18 +52,25 @@ schemes = st.multiselect(
 )
 runs_wanted = len(schemes) * int(seed_count)
 seeds = "seed 0" if seed_count == 1 else f"seeds 0–{int(seed_count) - 1}"
+at_once = registry().max_active
 note = f"{runs_wanted} runs of {int(steps):,} env steps, {seeds}; "
-note += f"at most {registry().max_active} train at once, the rest wait in a queue."
-if preset_name == "paper" and "rank" in schemes:
-    note += f" Rank-based replay uses the paper's alpha {PAPER_RANK_ALPHA}."
+note += f"{at_once} run{'s' if at_once != 1 else ''} train{'s' if at_once == 1 else ''} at once "
+note += "on this server, the rest wait in line (the first seed of every scheme goes first)."
+if preset_name in PAPER_RANK_PRESETS and "rank" in schemes:
+    note += f" Rank-based replay uses the paper's α {PAPER_RANK_ALPHA}."
 st.caption(note)
+if preset_name == LESSON_PRESET and env_id == base.env.id:
+    st.info(explanation("compare_lesson"), icon=":material/lightbulb:")
+elif env_id == "CartPole-v1":
+    st.info(explanation("compare_cartpole"), icon=":material/hourglass_top:")
 
 group_id, run_ids = linked_group()
 if st.button("Run comparison", type="primary", key="compare.run", disabled=not schemes):
     try:
-        base = configure(preset_name, {"env.id": env_id, "train.total_steps": int(steps)})
         group_id, run_ids = start_comparison(
-            comparison_configs(base, schemes, range(int(seed_count)))
+            comparison_configs(
+                comparison_base(preset_name, env_id, int(steps)), schemes, range(int(seed_count))
+            )
         )
     except ValueError as err:
         st.error(f"Cannot start this comparison: {err}")
@@ -73,13 +87,16 @@ if group_id:
             f"{records['preset'].iloc[0]} preset on {group_env}: {len(records)} runs, "
             f"seeds {', '.join(map(str, sorted(set(records['seed']))))}"
         )
+    default_threshold = comparison_threshold(group_env)
+    small = default_threshold is not None and default_threshold < 10
     threshold = threshold_box.number_input(
         "Return threshold",
-        value=reward_threshold(group_env),
-        step=10.0,
+        value=default_threshold,
+        step=0.05 if small else 10.0,
+        format="%.2f" if small else "%.1f",
         key=f"compare.threshold.{group_id}",
         help=f"'Solved' when the mean return of the last {ROLLING_WINDOW} episodes reaches it "
-        "(default: the environment's own reward threshold).",
+        "(default: the environment's own reward threshold; 0.8 where the goal pays 1).",
     )
     if stop_box.button("Stop comparison", key="compare.stop", disabled=not live):
         stop_runs(run_ids)

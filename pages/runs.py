@@ -10,19 +10,20 @@ import pandas as pd
 import streamlit as st
 from numpy.typing import NDArray
 
+from dashboard.comparisons import scheme_styled
 from dashboard.display import show_chart
 from dashboard.figures import runs_overlay_figure, timing_figure
 from dashboard.history import (
     final_return,
     format_bytes,
     manifest_summary,
+    return_decimals,
     run_label,
     runs_table,
 )
 from dashboard.saved_runs import delete_run, run_counters
 from dashboard.state import ensure_app_frame, registry, store
-from rdqn.compare import ROLLING_WINDOW, Curve
-from rdqn.envs import reward_threshold
+from rdqn.compare import ROLLING_WINDOW, Curve, comparison_threshold
 from rdqn.runs.schema import ACTIVE_STATUSES
 from rdqn.runs.store import RunRecord
 
@@ -31,9 +32,9 @@ ensure_app_frame()
 TABLE_COLUMNS = {
     "name": st.column_config.TextColumn(width="small"),
     "created": st.column_config.DatetimeColumn(format="MMM D, HH:mm"),
-    "seed": st.column_config.NumberColumn(width="small"),
-    "env steps": st.column_config.NumberColumn(format="localized", width="small"),
-    "episodes": st.column_config.NumberColumn(format="localized", width="small"),
+    "env steps": st.column_config.NumberColumn(width="small"),
+    "episodes": st.column_config.NumberColumn(width="small"),
+    "id": st.column_config.TextColumn(width="small"),
 }
 
 
@@ -62,9 +63,12 @@ def live_counters(run_id: str) -> None:
 
 
 def run_card(record: RunRecord) -> None:
-    st.subheader(f"{record.name} · {record.id}")
+    st.subheader(run_label(record.config, record.id))
     group = f"comparison {record.group_id}" if record.group_id else "single run"
-    st.caption(f"{record.status} · {record.preset or 'custom'} · {record.env_id} · {group}")
+    st.caption(
+        f"{record.name} · {record.id} · {record.status} · {record.preset or 'custom'} · "
+        f"{record.env_id} · {group}"
+    )
     if record.error:
         st.error(record.error, icon=":material/error:")
     if record.status in ACTIVE_STATUSES:
@@ -76,9 +80,8 @@ def run_card(record: RunRecord) -> None:
     final, peak, params = st.columns(3)
     last = final_return(episodes["return"])
     label = "Recent return" if record.status in ACTIVE_STATUSES else "Final return"
-    final.metric(
-        f"{label} (last {ROLLING_WINDOW} episodes)", "—" if math.isnan(last) else f"{last:.1f}"
-    )
+    shown = "—" if math.isnan(last) else f"{last:.{return_decimals([last])}f}"
+    final.metric(f"{label} (last {ROLLING_WINDOW} episodes)", shown)
     peak.metric("Peak process memory", format_bytes(manifest.get("peak_memory_bytes")))
     params.metric("Parameter bytes", format_bytes(manifest.get("parameter_bytes")))
     config_col, manifest_col = st.columns(2)
@@ -130,12 +133,14 @@ if runs.empty:
 else:
     table = runs_table(runs)
     ids = table["id"].tolist()
+    labels = dict(zip(ids, table["run"], strict=True))
+    schemes = table.pop("scheme").tolist()
     remembered = [
         ids.index(run_id) for run_id in st.session_state["runs.selected"] if run_id in ids
     ]
     st.caption("Select runs to overlay their curves; select one to open its card.")
     event = st.dataframe(
-        table,
+        scheme_styled(table, schemes, "run", {"created": "{:%b %d, %H:%M}"}),
         hide_index=True,
         column_config=TABLE_COLUMNS,
         on_select="rerun",
@@ -149,22 +154,21 @@ else:
     if chosen:
         rows = runs.set_index("id").loc[chosen]
         curves: dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]] = {}
-        for run_id, row in rows.iterrows():
-            curve = Curve.from_episodes(store().episodes(str(run_id)))
-            label = run_label(str(run_id), row["scheme"], int(row["seed"]))
-            curves[label] = (curve.end_steps, curve.returns)
+        for run_id in chosen:
+            curve = Curve.from_episodes(store().episodes(run_id))
+            curves[labels[run_id]] = (curve.end_steps, curve.returns)
         envs = set(rows["env_id"])
-        threshold = reward_threshold(envs.pop()) if len(envs) == 1 else None
-        show_chart(st, runs_overlay_figure(curves, threshold=threshold), key="runs.overlay")
+        threshold = comparison_threshold(envs.pop()) if len(envs) == 1 else None
+        overlay = runs_overlay_figure(
+            curves,
+            schemes={labels[run_id]: rows.loc[run_id, "scheme"] for run_id in chosen},
+            threshold=threshold,
+        )
+        show_chart(st, overlay, key="runs.overlay")
         card_id = chosen[0]
         if len(chosen) > 1:
             card_id = st.selectbox(
-                "Run card for",
-                chosen,
-                format_func=lambda run_id: run_label(
-                    run_id, rows.loc[run_id, "scheme"], int(rows.loc[run_id, "seed"])
-                ),
-                key="runs.card",
+                "Run card for", chosen, format_func=labels.__getitem__, key="runs.card"
             )
         st.divider()
         run_card(store().get_run(card_id))

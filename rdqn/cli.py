@@ -25,9 +25,15 @@ from typing import Any, NoReturn
 import numpy as np
 from tqdm import tqdm
 
-from rdqn.compare import ROLLING_WINDOW, Curve, comparison_configs, summary_table
+from rdqn.compare import (
+    ROLLING_WINDOW,
+    Curve,
+    comparison_configs,
+    comparison_threshold,
+    summary_table,
+)
 from rdqn.config import SCHEMES, RunConfig, field_docs
-from rdqn.envs import ENV_IDS, reward_threshold
+from rdqn.envs import ENV_IDS
 from rdqn.presets import PRESETS, configure, preset
 from rdqn.runs.executors import ExecutorUnavailable, executor_from_env, usable_cores
 from rdqn.runs.handle import RunHandle
@@ -138,7 +144,11 @@ def build_parser(prog: str = "rdqn") -> argparse.ArgumentParser:
     )
     compare.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     compare.add_argument("--schemes", nargs="+", choices=SCHEMES, default=list(SCHEMES))
-    compare.add_argument("--threshold", type=float, help="return threshold (default: env's)")
+    compare.add_argument(
+        "--threshold",
+        type=float,
+        help="return threshold (default: the env's, 0.8 where the goal pays 1)",
+    )
     compare.add_argument(
         "--window", type=int, default=ROLLING_WINDOW, help="episodes in the rolling mean"
     )
@@ -270,7 +280,7 @@ def _cmd_compare(args: argparse.Namespace, store: RunStore) -> int:
         raise UsageError(f"--window must be >= 1 episode, got {args.window}")
     if args.parallel is not None and args.parallel < 1:
         raise UsageError(f"--parallel must be >= 1, got {args.parallel}")
-    threshold = args.threshold if args.threshold is not None else reward_threshold(base.env.id)
+    threshold = args.threshold if args.threshold is not None else comparison_threshold(base.env.id)
     configs = comparison_configs(base, args.schemes, args.seeds)
     group_id = uuid.uuid4().hex[:12]
     executor = executor_from_env()
@@ -302,6 +312,7 @@ def _cmd_compare(args: argparse.Namespace, store: RunStore) -> int:
         total_steps=base.train.total_steps,
         threshold=threshold,
         window=args.window,
+        configs=configs,
     )
     path = write_comparison_report(args.report, report)
     print(f"report written to {path} (group {group_id})")

@@ -495,8 +495,9 @@ def test_compare_two_schemes_one_seed(tmp_path: Path, capsys: pytest.CaptureFixt
 
     page = report.read_bytes().decode("utf-8")
     assert "Plotly.newPlot" in page
-    assert '"uniform (1 seed)"' in page and '"rank (1 seed)"' in page
-    assert "<table" in page and "<td>uniform</td>" in page
+    # schemes named as on the Compare page, by their alpha and beta0
+    assert '"uniform (1 seed)"' in page and '"rank · α 0.6 · β₀ 0.4 (1 seed)"' in page
+    assert "<table" in page and '">uniform</span></td>' in page
     assert '"y0":5.0' in page  # the threshold line
 
 
@@ -534,8 +535,9 @@ def test_compare_paper_preset_uses_alpha_07_for_rank(
         ("rank", 0): 0.7,
         ("rank", 1): 0.7,
     }
-    # BlindCliffwalk has no reward threshold: no threshold columns.
-    assert "reached" not in out.splitlines()[0]
+    # BlindCliffwalk registers no reward threshold; its goal pays 1, so the default is 0.8.
+    assert "reached threshold" in out.splitlines()[0]
+    assert '"y0":0.8' in (tmp_path / "r.html").read_text(encoding="utf-8")  # its line
 
 
 # ----------------------------------------------------------------------------------- runs

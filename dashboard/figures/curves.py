@@ -183,10 +183,18 @@ def comparison_figure(
     threshold: float | None = None,
     window: int = ROLLING_WINDOW,
     points: int = 200,
+    labels: Mapping[str, str] | None = None,
+    warm_up: int | None = None,
     title: str = "Replay schemes compared",
 ) -> go.Figure:
     """Per scheme, the mean learning curve over its seeds with a min-max band
-    (`rdqn.compare.aggregate` on a grid of `points` env steps), and a dotted threshold line."""
+    (`rdqn.compare.aggregate` on a grid of `points` env steps), and a dotted threshold line.
+
+    `runs` is keyed by scheme, which picks the colour (`SCHEME_COLORS`); the legend names a
+    scheme by ``labels[scheme]`` (its α and β₀, `dashboard.history.scheme_label`) when given,
+    and the number of seeds: 'rank · α 0.7 · β₀ 0.5 (3 seeds)'. `warm_up` (env steps before the
+    first update) draws a dotted vertical line 'learning starts': before it every scheme plays
+    the same way."""
     if not any(c.returns.size for curves in runs.values() for c in curves) or total_steps <= 0:
         return empty_figure(title)
     grid = np.linspace(0, total_steps, points).astype(np.int64)
@@ -208,7 +216,7 @@ def comparison_figure(
                 "x": grid,
                 "y": stats["mean"],
                 "mode": "lines",
-                "name": f"{scheme} ({seeds})",
+                "name": f"{(labels or {}).get(scheme, scheme)} ({seeds})",
                 "line": {"color": color, "width": 3},
                 "legendgroup": scheme,
             }
@@ -221,6 +229,14 @@ def comparison_figure(
     )
     if threshold is not None:
         layout |= _threshold_line(threshold)
+    if warm_up:
+        line = {"type": "line", "xref": "x", "yref": "paper", "x0": warm_up, "x1": warm_up}
+        line |= {"y0": 0, "y1": 1, "line": {"color": NEUTRAL, "width": 1.5, "dash": "dot"}}
+        note = {"x": warm_up, "xref": "x", "y": 1, "yref": "paper", "showarrow": False}
+        note |= {"text": "learning starts", "xanchor": "left", "yanchor": "top"}
+        note |= {"font": {"color": NEUTRAL}}
+        layout["shapes"] = [*layout.get("shapes", []), line]
+        layout["annotations"] = [*layout.get("annotations", []), note]
     return go.Figure(data=traces, layout=layout)
 
 
@@ -229,24 +245,30 @@ def runs_overlay_figure(
     smoothing: float = 0.9,
     *,
     colors: Mapping[str, str] | None = None,
+    schemes: Mapping[str, str] | None = None,
     threshold: float | None = None,
     title: str = "Stored runs",
 ) -> go.Figure:
     """EMA-smoothed return curves of several runs, one line per run label.
 
-    `runs` maps a label to (end_steps, returns). Colours come from `colors` by label, else from a
-    scheme name ("uniform", "proportional", "rank") when the label is exactly one, else from
-    Plotly's qualitative palette in order.
+    `runs` maps a label (`dashboard.history.run_label`) to (end_steps, returns). A run's colour
+    is its scheme's (`SCHEME_COLORS`), the scheme taken from `schemes` by label, or the label
+    itself when it is a scheme name; runs of the same scheme differ in their dash (solid,
+    dashed, dotted, ...). `colors` by label overrides; a run of no known scheme takes the next
+    colour of Plotly's qualitative palette.
     """
     traces: list[dict[str, Any]] = []
     palette = [c for c in qualitative.Plotly if c not in SCHEME_COLORS.values()]
+    seen: dict[str, int] = {}
     for k, (label, (end_steps, returns)) in enumerate(runs.items()):
         steps = _as_1d(end_steps)
         values = _as_1d(returns)
         _same_length(end_steps=steps, returns=values)
         if values.size == 0:
             continue
-        color = (colors or {}).get(label) or SCHEME_COLORS.get(label) or palette[k % len(palette)]
+        scheme = (schemes or {}).get(label, label)
+        color = (colors or {}).get(label) or SCHEME_COLORS.get(scheme) or palette[k % len(palette)]
+        nth = seen[color] = seen.get(color, -1) + 1
         traces.append(
             {
                 "type": "scatter",
@@ -254,7 +276,7 @@ def runs_overlay_figure(
                 "y": ema(values, smoothing),
                 "mode": "lines",
                 "name": label,
-                "line": {"color": color, "width": 3},
+                "line": {"color": color, "width": 3, "dash": _DASHES[nth % len(_DASHES)]},
                 "hovertemplate": f"{label}<br>step %{{x:,}}<br>smoothed %{{y:.1f}}<extra></extra>",
             }
         )
@@ -268,6 +290,10 @@ def runs_overlay_figure(
         **(_threshold_line(threshold) if threshold is not None else {}),
     )
     return go.Figure(data=traces, layout=layout)
+
+
+_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
+"""Line dashes that tell apart runs of one scheme (one colour) in `runs_overlay_figure`."""
 
 
 def timing_figure(timings: Mapping[str, float], *, title: str = "Where the time goes") -> go.Figure:

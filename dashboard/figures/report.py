@@ -1,7 +1,9 @@
 """The comparison report: one self-contained HTML page (figure and table) that opens offline.
 
 Written by ``python -m rdqn compare --report FILE``. The figure is `comparison_figure`, the same
-one the Compare schemes page shows, with plotly.js inlined so the file needs no network.
+one the Compare schemes page shows, with plotly.js inlined so the file needs no network. Schemes
+are named as on the page (scheme, α, β₀ from the runs' `configs`) and coloured as on every page
+(`SCHEME_COLORS`); the table's numbers have the page's decimals (`summary_decimals`).
 """
 
 from __future__ import annotations
@@ -12,8 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from dashboard.figures._base import SCHEME_COLORS
 from dashboard.figures.curves import comparison_figure
+from dashboard.history import scheme_label, summary_decimals
 from rdqn.compare import ROLLING_WINDOW, Curve
+from rdqn.config import RunConfig
 
 __all__ = ["comparison_report", "write_comparison_report"]
 
@@ -31,18 +36,42 @@ def comparison_report(
     total_steps: int,
     threshold: float | None = None,
     window: int = ROLLING_WINDOW,
+    configs: Sequence[RunConfig] = (),
 ) -> str:
-    """The report page: heading, learning curves per scheme, and the summary table."""
+    """The report page: heading, learning curves per scheme, and the summary table.
+
+    `runs` and `table` (`rdqn.compare.summary_table`) are keyed by scheme; the comparison's
+    `configs` name each scheme with its α and β₀ (`dashboard.history.scheme_label`) in the
+    legend and the table (without them, by the scheme alone).
+    """
+    labels = {config.replay.scheme: scheme_label(config) for config in configs}
     figure = comparison_figure(
-        runs, total_steps=total_steps, threshold=threshold, window=window
+        runs, total_steps=total_steps, threshold=threshold, window=window, labels=labels
     ).update_layout(height=520)
     chart = figure.to_html(full_html=False, include_plotlyjs=True, div_id="curves")
-    rows = table.to_html(index=False, float_format=lambda v: f"{v:,.1f}", na_rep="-")
+    rows = _table_html(table, labels)
     title = html.escape(heading)
     return (
         f'<!doctype html>\n<html><head><meta charset="utf-8"><title>{title}</title>'
         f"<style>{_STYLE}</style></head>\n<body><h1>{title}</h1>\n{chart}\n{rows}\n</body></html>\n"
     )
+
+
+def _table_html(table: pd.DataFrame, labels: Mapping[str, str]) -> str:
+    """The summary table with the page's decimals per column, each scheme named by its label
+    in its colour, missing values as '-'."""
+    formatters = {
+        name: (lambda v, d=decimals: "-" if pd.isna(v) else f"{v:,.{d}f}")
+        for name, decimals in summary_decimals(table).items()
+    }
+    shown = table.copy()
+    if "scheme" in shown.columns:
+        shown["scheme"] = [
+            f'<span style="color:{SCHEME_COLORS.get(s, "inherit")}">'
+            f"{html.escape(labels.get(s, s))}</span>"
+            for s in table["scheme"]
+        ]
+    return shown.to_html(index=False, formatters=formatters, na_rep="-", escape=False)
 
 
 def write_comparison_report(path: str | Path, report: str) -> Path:

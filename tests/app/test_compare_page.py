@@ -1,4 +1,5 @@
-"""AppTest of the "Compare schemes" page: a tiny two-scheme comparison runs to the end."""
+"""AppTest of the "Compare schemes" page: its lesson default, a tiny two-scheme comparison run to
+the end, queued runs that say why they wait, a reload from the store."""
 
 from __future__ import annotations
 
@@ -29,18 +30,32 @@ def open_page() -> AppTest:
     return at
 
 
-def test_form_defaults(home: Path) -> None:
+def test_form_defaults_to_the_lesson_that_shows_a_difference(home: Path) -> None:
     at = open_page()
-    assert at.selectbox(key="compare.preset").value == "per-notebook"
-    assert at.selectbox(key="compare.env.per-notebook").value == "CartPole-v1"
-    assert at.number_input(key="compare.steps.per-notebook").value == 15_000
+    assert at.selectbox(key="compare.preset").value == "chain-lesson"
+    assert at.selectbox(key="compare.env.chain-lesson").value == "rdqn/SparseChain-v0"
+    assert at.number_input(key="compare.steps.chain-lesson").value == 4_000
+    assert at.number_input(key="compare.seeds").value == 3
     assert at.multiselect(key="compare.schemes").value == ["uniform", "proportional", "rank"]
     assert at.session_state["compare.group"] == []
+    (why,) = at.info
+    assert "Why this setup shows the difference" in why.value
+    assert "58,000–84,000" in why.value  # and why CartPole would take far longer
+    assert "9 runs of 4,000 env steps" in at.caption[1].value
+
+
+def test_cartpole_says_how_many_steps_it_needs(home: Path) -> None:
+    at = open_page()
+    at.selectbox(key="compare.preset").set_value("per-notebook").run()
+    assert not at.exception
+    assert at.selectbox(key="compare.env.per-notebook").value == "CartPole-v1"
+    (why,) = at.info
+    assert "CartPole needs 60,000–90,000 steps" in why.value
 
 
 def test_tiny_comparison_runs_to_the_end(home: Path) -> None:
     at = open_page()
-    at.number_input(key="compare.steps.per-notebook").set_value(300)
+    at.number_input(key="compare.steps.chain-lesson").set_value(300)
     at.number_input(key="compare.seeds").set_value(1)
     at.multiselect(key="compare.schemes").set_value(["uniform", "proportional"])
     at.button(key="compare.run").click().run()
@@ -64,17 +79,40 @@ def test_tiny_comparison_runs_to_the_end(home: Path) -> None:
 
     at.run()
     assert not at.exception
+    assert at.number_input(key=f"compare.threshold.{group_id}").value == 0.8
     tables = [frame.value for frame in at.dataframe]
     summary = next(t for t in tables if "reached threshold" in t.columns)
-    assert summary["scheme"].tolist() == ["uniform", "proportional"]
+    assert summary["scheme"].tolist() == ["uniform", "proportional · α 0.6 · β 0"]
     status = next(t for t in tables if "progress" in t.columns)
     assert set(status["status"]) == {"finished"}
+    ids = dict(zip(runs["scheme"], runs["id"], strict=True))
+    assert status["run"].tolist() == [
+        f"uniform · seed 0 · {ids['uniform'][:6]}",
+        f"proportional · α 0.6 · β 0 · seed 0 · {ids['proportional'][:6]}",
+    ]
     assert not at.button(key="compare.stop").value
+
+
+def test_queued_runs_say_why_they_wait(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RDQN_MAX_RUNS", "1")
+    at = open_page()
+    at.selectbox(key="compare.preset").set_value("per-notebook").run()
+    at.number_input(key="compare.seeds").set_value(1)
+    at.button(key="compare.run").click().run()
+    assert not at.exception
+    assert "1 run trains at once on this server" in at.caption[1].value
+    status = next(f.value for f in at.dataframe if "progress" in f.value.columns)
+    assert status["status"].tolist()[1:] == [
+        "waiting, 1st in line (1 run at a time on this server)",
+        "waiting, 2nd in line (1 run at a time on this server)",
+    ]
+    # seed-major: the first run to train is uniform's, then proportional's, then rank's
+    assert status["run"].str.split(" ").str[0].tolist() == ["uniform", "proportional", "rank"]
 
 
 def test_reload_shows_a_finished_group_from_the_store(home: Path) -> None:
     at = open_page()
-    at.number_input(key="compare.steps.per-notebook").set_value(200)
+    at.number_input(key="compare.steps.chain-lesson").set_value(200)
     at.number_input(key="compare.seeds").set_value(1)
     at.multiselect(key="compare.schemes").set_value(["rank"])
     at.button(key="compare.run").click().run()
@@ -93,4 +131,4 @@ def test_reload_shows_a_finished_group_from_the_store(home: Path) -> None:
     assert not fresh.exception
     assert fresh.session_state["compare.group_id"] == group_id
     summary = next(f.value for f in fresh.dataframe if "reached threshold" in f.value.columns)
-    assert summary["scheme"].tolist() == ["rank"]
+    assert summary["scheme"].tolist() == ["rank · α 0.7 · β 0"]

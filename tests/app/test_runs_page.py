@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard.figures import SCHEME_COLORS
 from rdqn.presets import preset
 from rdqn.runs.handle import RunHandle
 from rdqn.runs.store import RunStore
@@ -59,12 +61,17 @@ def test_table_card_downloads_and_delete(home: Path) -> None:
     table = at.dataframe[0]
     assert table.value["id"].tolist() == [proportional, uniform]  # newest first
     assert set(table.value["status"]) == {"finished"}
+    assert table.value["run"].tolist() == [
+        f"proportional · α 0.6 · β₀ 0.4 · seed 0 · {proportional[:6]}",
+        f"uniform · seed 0 · {uniform[:6]}",
+    ]
 
     at.session_state[table.key] = {"selection": {"rows": [1], "columns": [], "cells": []}}
     at.run()
     assert not at.exception
     assert at.session_state["runs.selected"] == [uniform]
-    assert any(uniform in header.value for header in at.subheader)
+    assert f"uniform · seed 0 · {uniform[:6]}" in [header.value for header in at.subheader]
+    assert any(uniform in caption.value for caption in at.caption)  # the full id
     assert at.json[0].value  # the config
     assert {button.label for button in at.download_button} == {
         "Episodes (CSV)",
@@ -88,5 +95,12 @@ def test_overlay_of_two_runs_offers_a_card_picker(home: Path) -> None:
     at.run()
     assert not at.exception
     assert len(at.session_state["runs.selected"]) == 2
-    assert at.selectbox(key="runs.card").options
+    labels = at.dataframe[0].value["run"].tolist()
+    assert at.selectbox(key="runs.card").options == labels
+    overlay = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert [trace["name"] for trace in overlay["data"]] == labels
+    assert [trace["line"]["color"] for trace in overlay["data"]] == [
+        SCHEME_COLORS["rank"],
+        SCHEME_COLORS["uniform"],
+    ]
     assert at.json

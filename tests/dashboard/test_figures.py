@@ -564,6 +564,44 @@ def test_comparison_figure_scheme_colours_and_threshold() -> None:
     assert fig.layout.annotations[0].text == "threshold 90"
 
 
+def test_comparison_figure_names_schemes_by_their_labels_in_their_colours() -> None:
+    runs = {"proportional": [curve(30, 1.0)] * 3, "uniform": [curve(30, 0.5)] * 3}
+    labels = {"proportional": "proportional · α 0.6 · β 0"}
+    fig = comparison_figure(runs, total_steps=300, window=5, labels=labels)
+    labelled = trace(fig, "proportional · α 0.6 · β 0 (3 seeds)")
+    assert labelled.line.color == SCHEME_COLORS["proportional"]
+    assert trace(fig, "uniform (3 seeds)").line.color == SCHEME_COLORS["uniform"]
+
+
+def test_comparison_figure_marks_where_learning_starts() -> None:
+    runs = {"uniform": [curve(30, 1.0)]}
+    fig = comparison_figure(runs, total_steps=300, threshold=0.8, window=5, warm_up=150)
+    threshold, warm_up = fig.layout.shapes
+    assert (threshold.y0, warm_up.x0, warm_up.x1, warm_up.yref) == (0.8, 150, 150, "paper")
+    assert [a.text for a in fig.layout.annotations] == ["threshold 0.8", "learning starts"]
+    plain = comparison_figure(runs, total_steps=300, window=5, warm_up=0)
+    assert not plain.layout.shapes
+
+
+def test_runs_overlay_colours_runs_by_scheme_and_dashes_seeds_apart() -> None:
+    """Labels carry α, β₀ and the seed, so the colour comes from the scheme mapping: every
+    run of one scheme in its scheme's colour, told apart by the dash."""
+    steps, values = np.array([10, 20]), np.array([0.0, 1.0])
+    runs = {
+        "rank · α 0.7 · β 0 · seed 0 · aaaaaa": (steps, values),
+        "rank · α 0.7 · β 0 · seed 1 · bbbbbb": (steps, values),
+        "uniform · seed 0 · cccccc": (steps, values),
+        "custom run": (steps, values),
+    }
+    schemes = dict(zip(runs, ["rank", "rank", "uniform", "mystery"], strict=True))
+    fig = runs_overlay_figure(runs, schemes=schemes)
+    colors = [t.line.color for t in fig.data]
+    assert colors[:3] == [SCHEME_COLORS["rank"], SCHEME_COLORS["rank"], SCHEME_COLORS["uniform"]]
+    assert colors[3] not in SCHEME_COLORS.values()
+    assert [t.line.dash for t in fig.data] == ["solid", "dash", "solid", "solid"]
+    assert [t.name for t in fig.data] == list(runs)
+
+
 def test_runs_overlay_draws_one_smoothed_line_per_run() -> None:
     runs = {
         "uniform": (np.array([10, 20, 30]), np.array([1.0, 2.0, 3.0])),

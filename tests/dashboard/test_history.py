@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 
 from dashboard.history import (
     RunProgress,
+    comparison_base,
     curves_by_scheme,
     default_budget,
     final_return,
@@ -19,11 +21,16 @@ from dashboard.history import (
     progress_frame,
     progress_from_handle,
     progress_from_record,
+    return_decimals,
     run_label,
     runs_table,
+    scheme_label,
+    scheme_labels,
     stored_counters,
+    summary_decimals,
+    waiting_note,
 )
-from rdqn.compare import Curve
+from rdqn.compare import Curve, comparison_configs, summary_table
 from rdqn.presets import preset
 from rdqn.runs.handle import RunHandle
 from rdqn.runs.registry import RunRegistry
@@ -55,6 +62,20 @@ def row(scheme: str, seed: int, status: str = "finished", steps: int = 50) -> Ru
 def test_default_budget_caps_long_presets() -> None:
     assert default_budget("per-notebook") == 15_000
     assert default_budget("paper") == preset("paper").train.total_steps
+    assert default_budget("chain-lesson") == 4_000
+
+
+def test_comparison_base_keeps_the_presets_warm_up_at_its_own_budget() -> None:
+    """chain-lesson's 1,500 warm-up steps are part of the lesson: its own budget keeps them,
+    where `configure` would cap the warm-up at a tenth of the budget."""
+    lesson = comparison_base("chain-lesson", "rdqn/SparseChain-v0", 4_000)
+    assert lesson == preset("chain-lesson")
+    shorter = comparison_base("chain-lesson", "rdqn/SparseChain-v0", 2_000)
+    assert (shorter.train.total_steps, shorter.train.learning_starts) == (2_000, 200)
+    cartpole = comparison_base("per-notebook", "CartPole-v1", 15_000)
+    assert (cartpole.train.total_steps, cartpole.train.learning_starts) == (15_000, 1_000)
+    other_env = comparison_base("chain-lesson", "rdqn/BlindCliffwalk-v0", 4_000)
+    assert other_env.env.id == "rdqn/BlindCliffwalk-v0" and other_env.env.kwargs == {}
 
 
 def test_progress_from_record_reads_counters_and_episodes(store: RunStore) -> None:
@@ -70,6 +91,8 @@ def test_progress_from_record_reads_counters_and_episodes(store: RunStore) -> No
     store.set_status(run_id, "failed", "DivergenceError: loss is nan")
     progress = progress_from_record(store.get_run(run_id), store.episodes(run_id))
     assert (progress.scheme, progress.seed, progress.status) == ("rank", 2, "failed")
+    assert progress.label == f"rank · α 0.6 · β₀ 0.4 · seed 2 · {run_id[:6]}"
+    assert progress.settings == "rank · α 0.6 · β₀ 0.4"
     assert progress.error == "DivergenceError: loss is nan"
     assert progress.total_steps == 100_000
     assert progress.progress == pytest.approx(35 / 100_000)
@@ -98,9 +121,42 @@ def test_a_handle_waiting_for_a_slot_reads_queued() -> None:
     handle = RunHandle(preset("per-notebook"))
     progress = progress_from_handle(handle)
     assert progress.status == "queued"
+    assert progress.label == f"proportional · α 0.6 · β₀ 0.4 · seed 0 · {handle.id[:6]}"
     assert progress.env_steps == 0
     assert progress.curve.returns.size == 0
     assert not progress.done
+
+
+def test_group_progress_says_why_a_queued_run_waits(store: RunStore) -> None:
+    registry = RunRegistry(store, max_active=1)
+    configs = comparison_configs(preset("per-notebook").with_budget(20_000), ["uniform"], [0, 1, 2])
+    handles = registry.enqueue(configs, group_id="g3")
+    try:
+        rows = group_progress([h.id for h in handles], registry, store)
+        assert [r.status for r in rows] == ["running", "queued", "queued"]
+        assert [r.waiting for r in rows] == [
+            None,
+            "waiting, 1st in line (1 run at a time on this server)",
+            "waiting, 2nd in line (1 run at a time on this server)",
+        ]
+        status = progress_frame(rows)["status"].tolist()
+        assert status == ["running", rows[1].waiting, rows[2].waiting]
+    finally:
+        registry.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("place", "max_active", "text"),
+    [
+        ((1, 1), 1, "waiting, 1st in line (1 run at a time on this server)"),
+        ((3, 8), 2, "waiting, 3rd in line (2 runs at a time on this server)"),
+        ((11, 12), 1, "waiting, 11th in line (1 run at a time on this server)"),
+        ((22, 30), 1, "waiting, 22nd in line (1 run at a time on this server)"),
+        (None, 1, "starting"),
+    ],
+)
+def test_waiting_note(place: tuple[int, int] | None, max_active: int, text: str) -> None:
+    assert waiting_note(place, max_active) == text
 
 
 def test_group_progress_prefers_live_handles_and_skips_deleted_runs(store: RunStore) -> None:
@@ -124,12 +180,14 @@ def test_curves_by_scheme_orders_schemes_as_the_paper() -> None:
 
 
 def test_progress_frame_one_row_per_run() -> None:
-    frame = progress_frame([row("rank", 1, "running", 25), row("rank", 0), row("uniform", 0)])
-    assert list(zip(frame["scheme"], frame["seed"], strict=True)) == [
-        ("uniform", 0),
-        ("rank", 0),
-        ("rank", 1),
+    labelled = replace(row("rank", 1, "running", 25), label="rank · α 0.7 · β 0 · seed 1 · abc123")
+    frame = progress_frame([labelled, row("rank", 0), row("uniform", 0)])
+    assert frame["run"].tolist() == [
+        "uniform · seed 0",
+        "rank · seed 0",
+        "rank · α 0.7 · β 0 · seed 1 · abc123",
     ]
+    assert frame["scheme"].tolist() == ["uniform", "rank", "rank"]
     assert frame["progress"].tolist() == [50, 50, 25]  # percent
     assert frame["return (last 20)"].tolist() == [15.0, 15.0, 15.0]
     assert frame["error"].tolist() == ["", "", ""]
@@ -145,22 +203,74 @@ def test_runs_table_keeps_order_and_names_columns(store: RunStore) -> None:
     table = runs_table(store.list_runs())
     assert table["id"].tolist() == [newer, older]
     assert table.columns.tolist() == [
-        "id",
+        "run",
         "name",
         "status",
         "preset",
         "env",
-        "scheme",
-        "seed",
         "env steps",
         "episodes",
         "created",
+        "id",
+        "scheme",
     ]
+    assert table["run"].tolist() == [
+        f"rank · α 0.6 · β₀ 0.4 · seed 1 · {newer[:6]}",
+        f"uniform · seed 0 · {older[:6]}",
+    ]
+    assert table["scheme"].tolist() == ["rank", "uniform"]
     assert runs_table(store.list_runs(status="finished")).empty
 
 
-def test_run_label_is_short_and_unique() -> None:
-    assert run_label("6c24e5616acb", "proportional", 0) == "proportional s0 · 6c24e5"
+def test_run_label_names_scheme_alpha_beta_seed_and_short_id() -> None:
+    rank = preset("paper").with_overrides({"replay.scheme": "rank", "replay.alpha": 0.7, "seed": 1})
+    assert run_label(rank, "077847aa11bb") == "rank · α 0.7 · β₀ 0.5 · seed 1 · 077847"
+    assert run_label(rank.to_dict(), "077847aa11bb") == run_label(rank, "077847aa11bb")
+    assert run_label(rank) == "rank · α 0.7 · β₀ 0.5 · seed 1"  # a run not created yet
+    uniform = rank.with_overrides({"replay.scheme": "uniform"})
+    assert run_label(uniform, "077847aa11bb") == "uniform · seed 1 · 077847"
+
+
+def test_scheme_label_says_beta_when_it_stays_put() -> None:
+    lesson = preset("chain-lesson")
+    assert (lesson.replay.beta0, lesson.replay.beta_end) == (0.0, 0.0)
+    assert scheme_label(lesson) == "proportional · α 0.6 · β 0"
+    assert scheme_label(preset("per-notebook")) == "proportional · α 0.6 · β₀ 0.4"
+    assert scheme_label({"replay": {"scheme": "uniform"}, "seed": 3}) == "uniform"
+
+
+def test_scheme_labels_take_each_schemes_settings() -> None:
+    rows = [
+        replace(row("rank", 0), settings="rank · α 0.7 · β 0"),
+        replace(row("rank", 1), settings="rank · α 0.7 · β 0"),
+        row("uniform", 0),
+    ]
+    assert scheme_labels(rows) == {"rank": "rank · α 0.7 · β 0", "uniform": "uniform"}
+
+
+def test_return_decimals_follow_the_scale_of_the_returns() -> None:
+    assert return_decimals([0.8, 1.0, 0.03]) == 2  # a goal worth 1
+    assert return_decimals([9.99, math.nan]) == 2
+    assert return_decimals([475.0, 12.5]) == 1  # CartPole
+    assert return_decimals([math.nan]) == 1
+
+
+def test_summary_decimals_are_one_per_column() -> None:
+    curves = {"uniform": [Curve(np.array([5, 9]), np.array([0.25, 1.0]))]}
+    table = summary_table(curves, 0.5, window=2)
+    assert summary_decimals(table) == {
+        "final return (mean)": 2,
+        "final return (min)": 2,
+        "seeds": 0,
+        "episodes to threshold": 0,
+        "steps to threshold": 0,
+    }
+    cartpole = summary_table({"rank": [Curve(np.array([500]), np.array([500.0]))]}, None)
+    assert summary_decimals(cartpole) == {
+        "final return (mean)": 1,
+        "final return (min)": 1,
+        "seeds": 0,
+    }
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
+from dashboard.figures import SCHEME_COLORS
 from dashboard.figures.report import comparison_report, write_comparison_report
-from rdqn.compare import Curve, summary_table
+from rdqn.compare import Curve, comparison_configs, summary_table
+from rdqn.presets import preset
 
 A = Curve(np.array([10, 25, 40]), np.array([1.0, 3.0, 5.0]))
 B = Curve(np.array([5, 30]), np.array([10.0, 0.0]))
@@ -34,7 +36,38 @@ def test_report_is_self_contained_utf8_html(tmp_path: Path) -> None:
     assert '<script src="http' not in page  # plotly.js is inlined: the page opens offline
     assert len(page) > 1_000_000
     assert '"uniform (2 seeds)"' in page and '"rank (1 seed)"' in page
-    assert "<td>uniform</td>" in page and "reached threshold" in page
+    assert '<span style="color:#636efa">uniform</span>' in page and "reached threshold" in page
+
+
+def test_report_names_schemes_by_alpha_and_beta_in_their_colours() -> None:
+    base = preset("paper")
+    configs = comparison_configs(base, ["uniform", "rank"], [0, 1])
+    runs = {"uniform": [A, B], "rank": [A, B]}
+    page = comparison_report(
+        runs,
+        summary_table(runs, 3.0, window=2),
+        heading="h",
+        total_steps=40,
+        window=2,
+        configs=configs,
+    )
+    assert '"rank · α 0.7 · β₀ 0.5 (2 seeds)"' in page  # the legend
+    rank = SCHEME_COLORS["rank"]
+    assert f'<td><span style="color:{rank}">rank · α 0.7 · β₀ 0.5</span></td>' in page
+
+
+def test_report_table_rounds_each_column_alike() -> None:
+    goal = Curve(np.array([10, 20, 30]), np.array([0.0, 1.0, 1.0]))  # rolling (2): 0, .5, 1
+    other = Curve(np.array([10, 30, 40]), np.array([1.0, 3.0, 5.0]))  # rolling (2): 1, 2, 4
+    runs = {"proportional": [goal, other]}
+    page = comparison_report(
+        runs, summary_table(runs, 0.5, window=2), heading="h", total_steps=40, window=2
+    )
+    table = page[page.index("<table") : page.index("</table>")]
+    cells = [c.split("</td>")[0] for c in table.split("<td>")[1:]]
+    # seeds; final mean (1 + 4) / 2 and min 1, both with 2 decimals (every return is below 10);
+    # reached; episodes and steps to 0.5 ((2 + 2) / 2, (20 + 30) / 2) as whole numbers
+    assert cells[1:] == ["2", "2.50", "1.00", "2/2", "2", "25"]
 
 
 def test_report_table_shows_missing_values_as_dash() -> None:
