@@ -25,6 +25,7 @@ __all__ = ["comparison_report", "write_comparison_report"]
 _STYLE = (
     "body{font-family:system-ui,sans-serif;margin:2rem;max-width:1100px}"
     "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
+    "td span{white-space:nowrap}"
 )
 
 
@@ -42,11 +43,17 @@ def comparison_report(
 
     `runs` and `table` (`rdqn.compare.summary_table`) are keyed by scheme; the comparison's
     `configs` name each scheme with its α and β₀ (`dashboard.history.scheme_label`) in the
-    legend and the table (without them, by the scheme alone).
+    legend and the table (without them, by the scheme alone) and mark where learning starts.
     """
     labels = {config.replay.scheme: scheme_label(config) for config in configs}
+    warm_up = max((config.train.learning_starts for config in configs), default=None)
     figure = comparison_figure(
-        runs, total_steps=total_steps, threshold=threshold, window=window, labels=labels
+        runs,
+        total_steps=total_steps,
+        threshold=threshold,
+        window=window,
+        labels=labels,
+        warm_up=warm_up,
     ).update_layout(height=520)
     chart = figure.to_html(full_html=False, include_plotlyjs=True, div_id="curves")
     rows = _table_html(table, labels)

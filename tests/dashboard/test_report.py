@@ -52,6 +52,7 @@ def test_report_names_schemes_by_alpha_and_beta_in_their_colours() -> None:
         configs=configs,
     )
     assert '"rank · α 0.7 · β₀ 0.5 (2 seeds)"' in page  # the legend
+    assert '"text":"learning starts"' in page
     rank = SCHEME_COLORS["rank"]
     assert f'<td><span style="color:{rank}">rank · α 0.7 · β₀ 0.5</span></td>' in page
 
