@@ -202,7 +202,9 @@ def comparison_figure(
     for scheme, curves in runs.items():
         color = _scheme_color(scheme)
         stats = aggregate(curves, grid, window)
-        band = {"x": grid, "mode": "lines", "line": {"width": 0}, "hoverinfo": "skip"}
+        # Band edges are invisible even where a restyle widens every line (projector mode).
+        edge = {"width": 0, "color": _rgba(color, 0.0)}
+        band = {"x": grid, "mode": "lines", "line": edge, "hoverinfo": "skip"}
         band |= {"showlegend": False, "legendgroup": scheme}
         traces.append({"type": "scatter", "y": stats["high"], **band})
         traces.append(

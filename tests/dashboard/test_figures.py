@@ -34,6 +34,7 @@ from dashboard.figures import (
     tree_levels_figure,
     weights_scatter,
 )
+from dashboard.figures.projector import for_projector
 from dashboard.figures.tree import EMPTY, PADDING
 from rdqn.classroom.tree_demo import descent_path
 from rdqn.compare import Curve
@@ -571,6 +572,15 @@ def test_comparison_figure_names_schemes_by_their_labels_in_their_colours() -> N
     labelled = trace(fig, "proportional · α 0.6 · β 0 (3 seeds)")
     assert labelled.line.color == SCHEME_COLORS["proportional"]
     assert trace(fig, "uniform (3 seeds)").line.color == SCHEME_COLORS["uniform"]
+
+
+def test_comparison_band_edges_stay_invisible_on_a_projector() -> None:
+    """Regression: projector mode widened the bands' zero-width edges into lines of Plotly's
+    default colours (orange, yellow), so a scheme showed in colours not its own."""
+    fig = for_projector(comparison_figure({"rank": [curve(30, 1.0)]}, total_steps=300, window=5))
+    high, low, mean = fig.data
+    assert high.line.color == low.line.color == "rgba(0,168,132,0.0)"
+    assert mean.line.color == SCHEME_COLORS["rank"]
 
 
 def test_comparison_figure_marks_where_learning_starts() -> None:
