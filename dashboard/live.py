@@ -9,6 +9,7 @@ the run from the same seed; the old run stays on the chart as the overlay.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard.guided import GuidedLesson, LessonStep
+from dashboard.history import run_label
 from dashboard.lessons import lessons
 from dashboard.params import DEFAULT_PRESET, URL_ALIASES, ParsedParams, to_params
 from dashboard.state import SPEEDS, registry, save_upload, session, store
@@ -210,7 +212,7 @@ def resumable_runs(limit: int = 5) -> list[tuple[str, str]]:
         described.append(
             (
                 row.id,
-                f"Run {row.id} ({row.scheme} · seed {row.seed}) stopped after "
+                f"Run {row.id} ({run_label(json.loads(row.config_json))}) stopped after "
                 f"{int(row.env_steps):,} steps: {why}",
             )
         )

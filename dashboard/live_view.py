@@ -13,6 +13,7 @@ from streamlit import net_util
 from dashboard import figures
 from dashboard.display import show_chart
 from dashboard.eta import duration_text, queue_wait_seconds, remaining_seconds
+from dashboard.history import run_label
 from dashboard.share import follow_link, qr_png, run_link, server_address
 from dashboard.state import registry, session, store
 from rdqn.compare import ROLLING_WINDOW
@@ -84,7 +85,10 @@ def run_view(
     # The handle knows at once what its owner asked for (a pause) and how the run ended.
     status, error = handle.status, handle.error or snap.error
     total = handle.config.train.total_steps
-    line = f"{status} · run `{run_id}` · {snap.env_steps:,} of {total:,} steps"
+    line = (
+        f"{status} · run `{run_id}` ({run_label(handle.config)}) · "
+        f"{snap.env_steps:,} of {total:,} steps"
+    )
     if status == "running":
         left = remaining_seconds(snap.env_steps, total, snap.steps_per_second)
         line += f" · {duration_text(left)} left" if left is not None else ""
@@ -107,11 +111,12 @@ def run_view(
             icon=":material/hourglass_top:",
         )
     previous = registry().get(previous_run_id) if previous_run_id else None
-    overlay = None
+    overlay = overlay_label = None
     if previous is not None:
         old = previous.snapshot(touch=False)
         if old is not None and old.episode_returns.size:
             overlay = (old.episode_end_steps, old.episode_returns)
+            overlay_label = f"previous: {run_label(previous.config)}"
     charts = st.columns([3, 2])
     show_chart(
         charts[0].container(key="live_area_reward"),
@@ -120,6 +125,7 @@ def run_view(
             snap.episode_returns,
             smoothing=smoothing,
             overlay=overlay,
+            overlay_label=overlay_label or "previous run",
             scheme=snap.scheme,
         ),
         width="stretch",

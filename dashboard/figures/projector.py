@@ -51,8 +51,9 @@ def for_projector(fig: go.Figure) -> go.Figure:
             trace.colorbar.tickfont = {"size": PROJECTOR_TICK_SIZE, "color": INK}
         if trace.type != "scatter":
             continue
-        if trace.line is not None:
-            trace.line.width = max(MIN_LINE_WIDTH, 2 * (trace.line.width or 1.5))
+        if trace.line is not None and trace.line.width != 0:  # 0: an invisible band edge
+            width = trace.line.width if trace.line.width is not None else 1.5
+            trace.line.width = max(MIN_LINE_WIDTH, 2 * width)
         if isinstance(trace.marker.size, int | float):
             trace.marker.size = trace.marker.size * 1.5
         if trace.marker.showscale:

@@ -31,3 +31,10 @@ def test_no_colour_bar_appears_where_the_figure_had_none() -> None:
     fig = for_projector(figures.sum_tree_figure(np.array([1.0, 2.0, 3.0, 4.0])))
     assert not any(getattr(t.marker, "showscale", None) for t in fig.data if t.type == "scatter")
     assert all(not t.marker.colorbar.to_plotly_json() for t in fig.data if t.type == "scatter")
+
+
+def test_invisible_lines_stay_invisible() -> None:
+    fig = figures.reward_curve(np.arange(5), np.arange(5.0))
+    fig.add_scatter(x=[0, 1], y=[0, 1], line={"width": 0}, fill="tonexty")
+    for_projector(fig)
+    assert fig.data[-1].line.width == 0

@@ -59,6 +59,11 @@ def test_demo_trains_alpha_restarts_and_sum_tree_draws(server: str, page: Page) 
     )
     assert run_on_screen(page) != run_before
     page.wait_for_url(re.compile(r".*alpha=0\.(7|75|8|85|9)\b.*"))
+    # One restart for three key presses: the dashed previous run is the run before them.
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('.legendtext')]
+                 .some(t => t.textContent.startsWith('previous: proportional · α 0.6 · β₀ 0.4'))"""
+    )
     assert_no_exception(page)
 
     page.get_by_role("link", name="Sum tree").first.click()
