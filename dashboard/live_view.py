@@ -175,9 +175,14 @@ def _queued(run_id: str, place: int, waiting: int) -> None:
         + (f" ({estimate}, sooner if a run is stopped)." if estimate else "."),
         icon=":material/hourglass_top:",
     )
-    code = st.session_state.get("live.came_from_class")
-    if code:
-        st.link_button("Watch the teacher instead", f"?follow={code}", icon=":material/visibility:")
+    came_from = st.session_state.get("live.came_from_class")
+    codes = [came_from] if came_from else registry().classes(besides=session().owner)
+    for code in codes[:3]:
+        st.link_button(
+            "Watch the teacher instead" if len(codes) == 1 else f"Watch class {code} instead",
+            f"?follow={code}",
+            icon=":material/visibility:",
+        )
 
 
 def share_panel(run_id: str | None) -> None:

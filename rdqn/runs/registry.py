@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import math
 import secrets
 import threading
 import time
@@ -78,6 +79,7 @@ class RunRegistry:
         self._paused_since: dict[str, float] = {}
         self._live: dict[str, str] = {}  # owner -> the run on its live page
         self._classes: dict[str, str] = {}  # class code -> owner
+        self._followed_at: dict[str, float] = {}  # class code -> when a student last looked
         atexit.register(self.shutdown)
 
     def warm_up_progress(self) -> WarmUp:
@@ -290,6 +292,20 @@ class RunRegistry:
                     self._classes[code] = owner
                     return code
 
+    def classes(self, *, besides: str | None = None, within: float = 120.0) -> list[str]:
+        """The classes being followed: codes whose session shows a run and that a student has
+        followed in the last ``within`` seconds (what a waiting student can watch instead),
+        other than the class of the session ``besides``."""
+        recent = time.monotonic() - within
+        with self._lock:
+            return [
+                code
+                for code, owner in self._classes.items()
+                if owner in self._live
+                and owner != besides
+                and self._followed_at.get(code, -math.inf) >= recent
+            ]
+
     def has_class(self, code: str) -> bool:
         with self._lock:
             return code in self._classes
@@ -297,6 +313,7 @@ class RunRegistry:
     def followed_run(self, code: str) -> str | None:
         """The run the session behind a class code shows now (None: no class, or no run yet)."""
         with self._lock:
+            self._followed_at[code] = time.monotonic()
             owner = self._classes.get(code)
             return None if owner is None else self._live.get(owner)
 

@@ -131,6 +131,15 @@ def test_a_full_server_queues_a_student_shows_the_wait_and_starts_by_itself(
         watch = student.get_by_role("link", name="Watch the teacher instead")
         assert f"follow={code}" in (watch.get_attribute("href") or "")
         student.screenshot(path=str(ARTIFACTS / "queued-student.png"))
+        # A student who came without the class link is offered the class on show too.
+        latecomer = browser.new_context().new_page()
+        latecomer.set_default_timeout(120_000)
+        latecomer.goto(f"{url}/live?steps=1000000")
+        latecomer.get_by_role("button", name="Start", exact=True).click()
+        latecomer.get_by_text("place 2 of 2").wait_for()
+        offered = latecomer.get_by_role("link", name="Watch the teacher instead")
+        assert f"follow={code}" in (offered.get_attribute("href") or "")
+        latecomer.context.close()
 
         teacher.get_by_role("button", name="Pause").click()
         student.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()

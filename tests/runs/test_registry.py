@@ -122,3 +122,17 @@ def test_past_the_memory_cap_the_run_paused_longest_stops_resumable(tmp_path: Pa
 def test_registry_rejects_a_bad_memory_cap() -> None:
     with pytest.raises(ValueError, match="max_paused must be an integer >= 0, got -1"):
         RunRegistry(max_paused=-1)
+
+
+def test_the_classes_on_show_are_followed_and_show_a_run() -> None:
+    registry = RunRegistry(max_active=1)
+    teacher = registry.class_code("teacher")
+    registry.class_code("other")
+    registry.set_live_run("teacher", "run1")
+    registry.set_live_run("other", "run2")
+    assert registry.classes() == []  # nobody follows either yet
+    assert registry.followed_run(teacher) == "run1"  # a student looks
+    assert registry.classes() == [teacher]
+    assert registry.classes(besides="teacher") == []
+    time.sleep(0.01)
+    assert registry.classes(within=0.005) == []  # not followed lately
