@@ -116,3 +116,10 @@ def run_on_screen(page: Page) -> str:
     match = re.search(r"run ([0-9a-f]{12})", progress_text(page))
     assert match, progress_text(page)
     return match.group(1)
+
+
+def steps_done(tab: Page) -> int:
+    """Env steps done, from the live page's status line ("… · 12,345 of 100,000 steps …")."""
+    done = re.search(r"([\d,]+) of [\d,]+ steps", progress_text(tab))
+    assert done, progress_text(tab)
+    return int(done.group(1).replace(",", ""))

@@ -12,7 +12,6 @@ from playwright.sync_api import Page
 from tests.e2e.browser import (
     ARTIFACTS,
     assert_no_exception,
-    progress_text,
     run_on_screen,
     start_a_run,
     streamlit_server,
@@ -154,43 +153,6 @@ def test_a_full_server_queues_a_student_shows_the_wait_and_starts_by_itself(
         teacher.get_by_role("button", name="Pause").click()
         for tab in (teacher, student):
             tab.context.close()
-
-
-def test_a_run_goes_on_where_it_stopped_after_a_server_restart(page: Page, tmp_path: Path) -> None:
-    browser = page.context.browser
-    with streamlit_server(tmp_path, "server-before-restart.log") as (url, _):
-        tab = browser.new_context().new_page()
-        tab.set_default_timeout(120_000)
-        start_a_run(tab, url)
-        deadline = time.monotonic() + 120
-        while _steps_done(tab) <= 3000:
-            assert time.monotonic() < deadline, progress_text(tab)
-            time.sleep(0.5)
-        before = run_on_screen(tab)
-    tab.context.close()  # the server went first: its runs stopped saying so
-    with streamlit_server(tmp_path, "server-after-restart.log") as (url, _):
-        tab = browser.new_context().new_page()
-        tab.set_default_timeout(120_000)
-        tab.goto(f"{url}/live")
-        stopped = tab.get_by_text(f"Run {before} (")
-        stopped.wait_for()
-        assert stopped.inner_text().endswith("steps: the server shut down"), stopped.inner_text()
-        tab.get_by_role("button", name="Resume").first.wait_for()
-        tab.screenshot(path=str(ARTIFACTS / "resume-after-restart.png"))
-        tab.get_by_role("button", name="Resume").first.click()
-        tab.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()
-        assert run_on_screen(tab) == before
-        assert _steps_done(tab) > 3000, progress_text(tab)  # on from where it stopped, not 0
-        assert_no_exception(tab)
-        tab.get_by_role("button", name="Pause").click()
-        tab.context.close()
-
-
-def _steps_done(tab: Page) -> int:
-    """Env steps done, from the live page's status line ("… · 12,345 of 100,000 steps …")."""
-    done = re.search(r"([\d,]+) of [\d,]+ steps", progress_text(tab))
-    assert done, progress_text(tab)
-    return int(done.group(1).replace(",", ""))
 
 
 def _class_code(teacher: Page) -> str:
