@@ -278,7 +278,7 @@ def test_a_class_follows_the_teacher_and_a_student_forks_the_setup(page: Page, s
     assert student.locator('[data-testid="stSlider"]', has_text="prioritization").count() == 1
     assert_no_exception(student)
     for tab in (teacher, student):
-        pause = tab.get_by_role("button", name="Pause")
+        pause = tab.get_by_role("button", name="Pause").first
         if pause.is_enabled():
             pause.click()
         tab.context.close()

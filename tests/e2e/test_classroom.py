@@ -197,7 +197,7 @@ def test_a_guided_lesson_from_start_to_end(page: Page, server: str) -> None:
     tab.get_by_role("button", name="Leave the lesson").click()
     tab.locator(".st-key-live_lesson").wait_for(state="detached")
     assert "lesson=" not in tab.url
-    pause = tab.get_by_role("button", name="Pause")
+    pause = tab.get_by_role("button", name="Pause").first
     if pause.is_enabled():
         pause.click()
     tab.context.close()
