@@ -128,17 +128,20 @@ def go_to_step(number: int) -> None:
     _use_setup(*lesson.run_setup(number))
     if handle is None:
         restart(paused=False)
-        return
-    old = current_run()
-    if old is not None and old.id != handle.id:
-        st.session_state["live.previous_run_id"] = old.id
-    st.session_state["live.run_id"] = handle.id
-    registry().set_live_run(session().owner, handle.id)
+    else:
+        _show_run(handle.id)
 
 
 def _use_setup(name: str, overrides: Mapping[str, Any]) -> None:
+    """The page's settings become ``name`` plus ``overrides`` (its controls show them)."""
     _set_overrides(name, overrides)
     _forget_main_controls()
+
+
+def _use_settings_of(config: RunConfig) -> None:
+    """The page's settings become a run's: its preset and what it changed on top of it."""
+    name = config.preset or DEFAULT_PRESET
+    _use_setup(name, config.overrides_from(preset(name)))
 
 
 def _use_speed(step: LessonStep) -> None:
@@ -180,8 +183,7 @@ def start_live_run(config: RunConfig, *, paused: bool = False) -> RunHandle:
     st.session_state["live.restart_due"] = None
     old = current_run()
     if old is not None:
-        registry().stop(old.id)
-        st.session_state["live.previous_run_id"] = old.id
+        registry().stop(old.id)  # first: its slot goes to the new run
     handle = registry().start(
         config,
         owner=session().owner,
@@ -189,11 +191,22 @@ def start_live_run(config: RunConfig, *, paused: bool = False) -> RunHandle:
         queue=True,
         speed=SPEEDS[st.session_state["live.speed"]],
     )
-    st.session_state["live.run_id"] = handle.id
-    registry().set_live_run(session().owner, handle.id)
-    if (now := current_lesson()) is not None:  # the run a later step may come back to
-        st.session_state["live.lesson_runs"][now[0].run_step(now[1])] = handle.id
+    _show_run(handle.id, replacing=old)
     return handle
+
+
+def _show_run(run_id: str, *, replacing: RunHandle | None = None) -> None:
+    """Make ``run_id`` this session's live run (what its class follows, and in a lesson the run
+    its step comes back to); the run shown before (``replacing``, by default the current one)
+    stops and stays on the chart as the overlay."""
+    old = replacing if replacing is not None else current_run()
+    if old is not None and old.id != run_id:
+        registry().stop(old.id)
+        st.session_state["live.previous_run_id"] = old.id
+    st.session_state["live.run_id"] = run_id
+    registry().set_live_run(session().owner, run_id)
+    if (now := current_lesson()) is not None:
+        st.session_state["live.lesson_runs"][now[0].run_step(now[1])] = run_id
 
 
 def run_is_resumable(run_id: str) -> bool:
@@ -222,7 +235,6 @@ def resumable_runs(limit: int = 5) -> list[tuple[str, str]]:
 def resume_run(run_id: str) -> None:
     """Go on with a stopped run under its id, as this session's live run (queued at the cap):
     the page's settings become the run's."""
-    old = current_run()
     try:
         handle = registry().resume(
             run_id,
@@ -234,15 +246,8 @@ def resume_run(run_id: str) -> None:
         st.session_state["live.error"] = str(err)
         return
     st.session_state["live.error"] = None
-    if old is not None and old.id != run_id:
-        registry().stop(old.id)
-        st.session_state["live.previous_run_id"] = old.id
-    name = handle.config.preset or DEFAULT_PRESET
-    st.session_state["live.preset"] = name
-    st.session_state["live.overrides"] = handle.config.overrides_from(preset(name))
-    _forget_main_controls()
-    st.session_state["live.run_id"] = run_id
-    registry().set_live_run(session().owner, run_id)
+    _use_settings_of(handle.config)
+    _show_run(run_id)
 
 
 def toggle_training() -> None:
@@ -368,12 +373,9 @@ def try_it_myself(follow: str | None, run_id: str | None) -> None:
     config = (
         handle.config if handle is not None else RunConfig.from_dict(store().get_run(run_id).config)
     )
-    name = config.preset or DEFAULT_PRESET
-    st.session_state["live.preset"] = name
-    st.session_state["live.overrides"] = config.overrides_from(preset(name))
+    _use_settings_of(config)
     for key in ("run", "follow"):
         st.query_params.pop(key, None)
-    _forget_main_controls()
     restart()
 
 
