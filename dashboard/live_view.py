@@ -1,4 +1,6 @@
-"""What the live page shows of a run: counters, progress, reward and loss curves.
+"""What the live page shows of a run: its state, steps and time left, reward and loss curves,
+counters; a queued run's place and wait, a run waiting for the kernel warm-up; the class's share
+links; the outline of a lesson step's area.
 
 Read from the run's latest `Telemetry` snapshot while the registry has it, and from the run store
 otherwise (a finished run, or one from before a server restart), so a shared link keeps working.
