@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from playwright.sync_api import Page
@@ -155,6 +156,14 @@ def test_a_full_server_queues_a_student_shows_the_wait_and_starts_by_itself(
             tab.context.close()
 
 
+def _wait_for_run(tab: Page, shown_is_right: Callable[[str], bool], timeout: float = 60.0) -> None:
+    """Until the run on the live page satisfies ``shown_is_right(run_id)``."""
+    deadline = time.monotonic() + timeout
+    while not shown_is_right(run_on_screen(tab)):
+        assert time.monotonic() < deadline, f"the page still shows run {run_on_screen(tab)}"
+        time.sleep(0.25)
+
+
 def _class_code(teacher: Page) -> str:
     teacher.get_by_role("button", name="Share with the class").click()
     link = teacher.locator('[data-testid="stPopoverBody"] [data-testid="stCode"]').first
@@ -179,7 +188,14 @@ def test_a_guided_lesson_from_start_to_end(page: Page, server: str) -> None:
     for number in range(2, 6):
         tab.get_by_role("button", name="Next").click()
         panel.get_by_text(f"step {number} of 5").wait_for()
-        tab.locator('[data-testid="stProgress"]').first.wait_for()
+        # Steps 3 and 4 keep step 2's run, step 5 brings step 1's back; wait for the view to
+        # show that run (it redraws once a second), then read it.
+        if number == 2:
+            _wait_for_run(tab, lambda shown: shown != runs[0])
+        elif number in (3, 4):
+            _wait_for_run(tab, lambda shown: shown == runs[1])
+        else:
+            _wait_for_run(tab, lambda shown: shown == runs[0])
         runs.append(run_on_screen(tab))
         outlined = tab.evaluate(
             """() => [...document.querySelectorAll('[class*="st-key-live_area_"]')]
