@@ -40,7 +40,7 @@ from rdqn.runs.handle import RunHandle
 from rdqn.runs.lifecycle import INTERRUPTED_BY_USER, RecordedRun, run_to_end
 from rdqn.runs.registry import RunRegistry
 from rdqn.runs.resume import prepare_resume, resume_blocker
-from rdqn.runs.store import RunStore
+from rdqn.runs.store import RunStore, StoreError
 from rdqn.runs.worker import WARM_UP_PARTS, WarmUp, kernel_cache_dirs, kernels_cached, warm_up
 from rdqn.training.trainer import Trainer
 
@@ -464,7 +464,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "rdqn") -> int:
             return _cmd_runs(args, store)
         finally:
             store.close()
-    except (UsageError, ValueError, ExecutorUnavailable) as err:
+    except (UsageError, ValueError, ExecutorUnavailable, StoreError) as err:
         print(f"rdqn: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

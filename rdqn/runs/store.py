@@ -58,9 +58,13 @@ from rdqn.runs.schema import (
     row_params,
 )
 
-__all__ = ["ResumeError", "RunRecord", "RunRecords", "RunStore", "default_home"]
+__all__ = ["ResumeError", "RunRecord", "RunRecords", "RunStore", "StoreError", "default_home"]
 
 _BUSY_TIMEOUT_MS = 10_000
+
+
+class StoreError(RuntimeError):
+    """The run store cannot be opened or written: the message names the path and what to do."""
 
 
 def default_home() -> Path:
