@@ -37,7 +37,7 @@ from rdqn.learn.agent import DivergenceError
 from rdqn.runs.checkpoints import checkpoint_bytes, load_checkpoint, load_checkpoint_bytes
 from rdqn.runs.manifest import manifest_of
 from rdqn.runs.schema import FINAL_STATUSES
-from rdqn.runs.store import RunRecords, RunStore
+from rdqn.runs.store import RunRecords, RunStore, StoreError
 from rdqn.runs.writer import RunWriter
 from rdqn.training.trainer import Trainer
 
@@ -47,11 +47,22 @@ INTERRUPTED_BY_USER = "interrupted by the user"
 
 
 def ending(error: BaseException) -> tuple[str, str]:
-    """The final (status, reason) of a run that ended with this exception."""
+    """The final (status, reason) of a run that ended with this exception.
+
+    Errors that already say what happened and what to do (a divergence, a store fault such as
+    a full disk) are kept as they are; an out-of-memory error says so in words; any other is
+    prefixed with its type.
+    """
     if isinstance(error, KeyboardInterrupt):
         return "stopped", INTERRUPTED_BY_USER
-    if isinstance(error, DivergenceError):
+    if isinstance(error, DivergenceError | StoreError):
         return "failed", str(error)
+    if isinstance(error, MemoryError):
+        detail = f": {error}" if str(error) else ""
+        return "failed", (
+            f"out of memory{detail}; lower replay.capacity, replay.window or replay.batch_size, "
+            "or run fewer runs at once"
+        )
     return "failed", f"{type(error).__name__}: {error}"
 
 
@@ -233,8 +244,10 @@ def run_to_end(
 ) -> RecordedRun:
     """Open the run and train it to its budget, recording progress about every 100 steps.
 
-    An exception while training ends the run as 'failed' with the error (returned, not raised);
-    Ctrl-C ends it as 'stopped' and propagates. A trainer that cannot be built raises.
+    The run ends 'finished' only once its budget is spent. An exception while training or while
+    saving its end (a full disk, say) ends it as 'failed' with the error (returned, not raised),
+    and so does a loop that returns short of the budget; Ctrl-C ends it as 'stopped' and
+    propagates. A trainer that cannot be built raises.
     """
     trainer = run.open()
 
@@ -249,7 +262,16 @@ def run_to_end(
         run.close(*ending(err))
         raise
     except Exception as err:  # noqa: BLE001 - any failure ends the run as a recorded 'failed'
-        run.close(*ending(err))
+        status, error = ending(err)
     else:
-        run.close("finished" if trainer.done else "stopped", None)
+        status, error = "finished", None
+        total = run.config.train.total_steps
+        if trainer.env_steps < total:
+            status = "failed"
+            error = (
+                f"training ended after {trainer.env_steps} of {total} env steps without an error"
+            )
+    # close() records the status even when saving fails, and that failure becomes the error.
+    with contextlib.suppress(Exception):
+        run.close(status, error)
     return run

@@ -12,7 +12,8 @@
         replay.update_priorities(batch, |delta|)
 
 Environment steps, learner updates and episodes are counted separately. A diverging update (NaN
-or inf) raises `DivergenceError` with everything recorded so far kept (status "failed"). Runs
+or inf) raises `DivergenceError` with everything recorded so far kept (status "failed"; the
+trainer steps no further and is not `done`: only a spent budget is). Runs
 drive a trainer through `rdqn.runs.lifecycle.RecordedRun` (to the end with `run_to_end`, or step
 by step with `rdqn.runs.control.drive`); the trainer's own status only describes its loop.
 
@@ -164,7 +165,9 @@ class Trainer:
     # ------------------------------------------------------------------ loop
     @property
     def done(self) -> bool:
-        return self.env_steps >= self.config.train.total_steps or self.status == "failed"
+        """Whether the budget of env steps is spent (a failed trainer is not done: it stopped
+        short of its budget, and steps no further)."""
+        return self.env_steps >= self.config.train.total_steps
 
     @property
     def epsilon(self) -> float:
@@ -176,7 +179,7 @@ class Trainer:
 
     def step(self) -> None:
         """One environment step, plus one learner update when due."""
-        if self.done:
+        if self.done or self.status == "failed":
             raise RuntimeError(
                 f"the run is over ({self.status}, {self.env_steps} of "
                 f"{self.config.train.total_steps} steps)"
@@ -209,7 +212,7 @@ class Trainer:
         target = self.config.train.total_steps
         if steps is not None:
             target = min(target, self.env_steps + steps)
-        while self.env_steps < target and not self.done:
+        while self.env_steps < target:
             self.step()
             if progress is not None and self.env_steps % 100 == 0:
                 progress(self)

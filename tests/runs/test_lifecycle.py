@@ -20,7 +20,7 @@ from rdqn.runs.checkpoints import load_checkpoint
 from rdqn.runs.handle import RunHandle
 from rdqn.runs.lifecycle import RecordedRun, ending, run_to_end
 from rdqn.runs.schema import FINAL_STATUSES
-from rdqn.runs.store import RunStore
+from rdqn.runs.store import RunStore, StoreError
 from rdqn.training.trainer import Trainer
 from tests.run_helpers import tiny
 
@@ -185,7 +185,13 @@ def test_a_failing_checkpoint_still_ends_the_run_with_its_error(
         (KeyboardInterrupt(), "stopped", "interrupted by the user"),
         (DivergenceError("non-finite loss at update 7"), "failed", "non-finite loss at update 7"),
         (ValueError("bad"), "failed", "ValueError: bad"),
-        (MemoryError(), "failed", "MemoryError: "),
+        (
+            MemoryError(),
+            "failed",
+            "out of memory; lower replay.capacity, replay.window or replay.batch_size, "
+            "or run fewer runs at once",
+        ),
+        (StoreError("disk full while saving x"), "failed", "disk full while saving x"),
     ],
 )
 def test_ending_maps_exceptions_to_statuses(error: BaseException, status: str, reason: str) -> None:

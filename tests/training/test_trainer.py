@@ -113,7 +113,7 @@ def test_divergence_stops_the_run_and_keeps_what_was_recorded() -> None:
     with pytest.raises(DivergenceError, match="non-finite"):
         trainer.run()
     assert trainer.status == "failed" and "non-finite" in (trainer.error or "")
-    assert trainer.done
+    assert not trainer.done  # its budget is not spent: whoever drives it must not say finished
     assert len(trainer.recorder.episode_returns) >= episodes_before
     snap = trainer.snapshot()
     assert snap.status == "failed" and snap.error == trainer.error

@@ -1,0 +1,136 @@
+"""A run that ends before its budget is never recorded as 'finished' (issue 11, "failures are
+recorded").
+
+Whoever drives the run (the CLI's `run_to_end`, a dashboard worker's `drive`), any exception ends
+it 'failed' with the error stored, and a Ctrl-C 'stopped' with the reason. The faults tried: a
+price CSV whose prices (1e300) overflow the reward, a divergence, an exception, an out-of-memory
+error and a loop that returns short of its budget without an error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rdqn.cli import main
+from rdqn.learn.agent import DivergenceError, DQNAgent
+from rdqn.runs.handle import RunHandle
+from rdqn.runs.lifecycle import RecordedRun, run_to_end
+from rdqn.runs.store import RunStore
+from rdqn.training.trainer import Trainer
+from tests.run_helpers import tiny
+
+TINY = ["--steps", "200", "--quiet", "--set", "train.learning_starts=32"]
+TINY += ["--set", "replay.capacity=256", "--set", "replay.batch_size=16"]
+
+
+def cli_train(home: Path, *extra: str) -> int:
+    return main(["--home", str(home), "train", *TINY, *extra])
+
+
+def only_run(home: Path):  # noqa: ANN201
+    with RunStore(home / "rdqn.db") as store:
+        (run_id,) = store.list_runs()["id"]
+        return store.get_run(run_id)
+
+
+def crash_at(monkeypatch: pytest.MonkeyPatch, step: int, error: BaseException) -> None:
+    real_step = Trainer.step
+
+    def step_or_crash(self: Trainer) -> None:
+        if self.env_steps == step:
+            raise error
+        real_step(self)
+
+    monkeypatch.setattr(Trainer, "step", step_or_crash)
+
+
+def test_a_csv_of_1e300_prices_fails_the_run_with_its_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prices = 1e300 * np.exp(np.cumsum(np.random.default_rng(0).normal(0.0, 0.01, 600)))
+    csv = tmp_path / "prices.csv"
+    csv.write_text("price\n" + "".join(f"{float(p)!r}\n" for p in prices), encoding="utf-8")
+    kwargs = f'env.kwargs={{"prices_csv": "{csv}"}}'
+    assert cli_train(tmp_path, "--env", "rdqn/SyntheticMarket-v0", "--set", kwargs) == 1
+    record = only_run(tmp_path)
+    assert record.status == "failed"
+    assert record.error is not None and "finite" in record.error
+    assert record.error in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("error", "stored"),
+    [
+        (RuntimeError("boom"), "RuntimeError: boom"),
+        (OverflowError("math range error"), "OverflowError: math range error"),
+        (MemoryError(), "out of memory"),
+        (MemoryError("cannot allocate 8 GiB"), "out of memory: cannot allocate 8 GiB"),
+    ],
+)
+def test_an_exception_mid_training_fails_the_cli_run_with_the_error(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    error: BaseException,
+    stored: str,
+) -> None:
+    crash_at(monkeypatch, 90, error)
+    assert cli_train(tmp_path) == 1
+    record = only_run(tmp_path)
+    assert (record.status, record.env_steps) == ("failed", 90)
+    assert record.error is not None and record.error.startswith(stored)
+    err = capsys.readouterr().err
+    assert f"run {record.id} failed: {record.error}" in err
+    assert "Traceback" not in err
+
+
+def test_a_diverging_run_fails_and_its_trainer_is_not_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def diverge(self: DQNAgent, batch: object) -> None:
+        raise DivergenceError("non-finite loss at update 1")
+
+    monkeypatch.setattr(DQNAgent, "learn", diverge)
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run = run_to_end(RecordedRun(tiny(200), store))
+        record = store.get_run(run.id)
+    assert (record.status, record.error) == ("failed", "non-finite loss at update 1")
+    assert record.env_steps < 200
+    trainer = run.trainer
+    assert trainer is not None and not trainer.done
+    with pytest.raises(RuntimeError, match="failed"):
+        trainer.step()
+
+
+def test_a_loop_that_returns_short_of_its_budget_is_failed_not_finished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_run = Trainer.run
+
+    def short(self: Trainer, steps: int | None = None, progress: object = None) -> Trainer:
+        return real_run(self, 50)
+
+    monkeypatch.setattr(Trainer, "run", short)
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run = run_to_end(RecordedRun(tiny(200), store))
+        record = store.get_run(run.id)
+    assert (record.status, record.env_steps) == ("failed", 50)
+    assert record.error == "training ended after 50 of 200 env steps without an error"
+
+
+def test_an_exception_in_a_worker_fails_the_run_with_the_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The dashboard's path: a worker (`rdqn.runs.worker.run_worker`, here on a thread so the
+    fault can be injected) drives the run with `rdqn.runs.control.drive`."""
+    crash_at(monkeypatch, 70, MemoryError())
+    with RunStore(tmp_path / "rdqn.db") as store:
+        handle = RunHandle(tiny(200), store=store).start()
+        assert handle.join(30)
+        record = store.get_run(handle.id)
+    assert (handle.status, record.status, record.env_steps) == ("failed", "failed", 70)
+    assert handle.error == record.error
+    assert record.error is not None and record.error.startswith("out of memory")
