@@ -1,8 +1,9 @@
 """The Compare page's session glue: the comparison on show, linked by ``?group=``, its runs.
 
 A comparison's runs share a group id in the store; the id travels in the URL, so a reload or a
-shared link shows the same comparison. Keys: ``compare.group`` (run ids, in the order they were
-queued) and ``compare.group_id``.
+shared link shows the same comparison. Only the session that started it (or the admin) may stop
+it (`dashboard.ownership`); from a link another session watches it. Keys: ``compare.group``
+(run ids, in the order they were queued) and ``compare.group_id``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dashboard.history import (
     scheme_labels,
     summary_decimals,
 )
+from dashboard.ownership import may_control, stop_reason
 from dashboard.state import registry, session, store
 from rdqn.compare import ROLLING_WINDOW, summary_table
 from rdqn.config import RunConfig
@@ -34,6 +36,7 @@ __all__ = [
     "scheme_styled",
     "group_is_live",
     "linked_group",
+    "may_stop",
     "start_comparison",
     "stop_runs",
 ]
@@ -51,15 +54,23 @@ def linked_group() -> tuple[str | None, list[str]]:
     return ss["compare.group_id"], ss["compare.group"]
 
 
-def stop_runs(run_ids: Sequence[str]) -> None:
-    """Stop a comparison's runs, queued ones first (so a freed slot does not start one)."""
+def stop_runs(run_ids: Sequence[str], owner: str | None) -> None:
+    """Stop those of a comparison's runs that ``owner`` may control (None: all, the admin),
+    queued ones first (so a freed slot does not start one)."""
     for run_id in reversed(run_ids):
-        registry().stop(run_id)
+        if registry().may_control(run_id, owner):
+            registry().stop(run_id, owner=owner, reason=stop_reason(run_id))
+
+
+def may_stop(run_ids: Sequence[str]) -> bool:
+    """Whether this session may stop the comparison: its own, or as the admin."""
+    return any(may_control(run_id) for run_id in run_ids)
 
 
 def start_comparison(configs: Sequence[RunConfig]) -> tuple[str, list[str]]:
-    """Replace the comparison on show with new runs, queued within the run cap."""
-    stop_runs(st.session_state["compare.group"])
+    """Replace the comparison on show with new runs, queued within the run cap. Its runs stop
+    if they are this session's; another session's comparison (from its link) goes on."""
+    stop_runs(st.session_state["compare.group"], session().owner)
     group_id = uuid.uuid4().hex[:12]
     handles = registry().enqueue(configs, owner=session().owner, group_id=group_id)
     run_ids = [handle.id for handle in handles]

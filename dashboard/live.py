@@ -26,7 +26,7 @@ from rdqn.config import RunConfig
 from rdqn.envs import load_prices_csv, make_env
 from rdqn.presets import configure, preset
 from rdqn.runs.handle import RunHandle
-from rdqn.runs.registry import ResumeError, ServerBusy
+from rdqn.runs.registry import NotOwner, ResumeError, ServerBusy
 from rdqn.runs.resume import resume_blocker
 
 __all__ = [
@@ -215,10 +215,14 @@ def run_is_resumable(run_id: str) -> bool:
 
 
 def resumable_runs(limit: int = 5) -> list[tuple[str, str]]:
-    """The newest stopped runs that can go on where they stopped, as (run id, description):
-    what a teacher finds after a server restart (or a closed tab) to pick up again."""
+    """The newest stopped runs this session can go on with where they stopped, as (run id,
+    description): what a teacher finds after a server restart (or a closed tab) to pick up
+    again. Another open session's runs are left out: they are that session's to resume."""
     stopped = store().list_runs(status="stopped")
-    stopped = stopped[stopped["resume_env_steps"].notna()].head(limit)
+    stopped = stopped[stopped["resume_env_steps"].notna()]
+    me = session().owner
+    stopped = stopped[[registry().owner_of(run_id) in (None, me) for run_id in stopped["id"]]]
+    stopped = stopped.head(limit)
     described = []
     for row in stopped.itertuples():
         why = (row.error or "by its owner").removeprefix("stopped: ")
@@ -242,7 +246,7 @@ def resume_run(run_id: str) -> None:
             queue=True,
             speed=SPEEDS[st.session_state["live.speed"]],
         )
-    except (ResumeError, ServerBusy) as err:
+    except (ResumeError, ServerBusy, NotOwner) as err:
         st.session_state["live.error"] = str(err)
         return
     st.session_state["live.error"] = None
@@ -256,7 +260,7 @@ def toggle_training() -> None:
     handle = current_run()
     status = handle.status if handle is not None else None
     if status == "paused":
-        registry().unpause(handle.id)
+        registry().unpause(handle.id, owner=session().owner)
     elif status == "stopped" and run_is_resumable(handle.id):
         resume_run(handle.id)
     else:

@@ -1,6 +1,7 @@
 """The Saved runs page's actions: what a run has done so far, and deleting it.
 
-Keys: ``runs.selected`` (the selected rows, by run id).
+Deleting is for the session that started the run, or the server's admin
+(`dashboard.ownership`). Keys: ``runs.selected`` (the selected rows, by run id).
 """
 
 from __future__ import annotations
@@ -8,11 +9,18 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.history import stored_counters
+from dashboard.ownership import actor
 from dashboard.state import registry, store
 from rdqn.runs.store import RunRecord
 from rdqn.training.telemetry import Telemetry
 
-__all__ = ["delete_run", "run_counters"]
+__all__ = ["DELETE_RULE", "delete_run", "run_counters"]
+
+DELETE_RULE = (
+    "Only the session that started a run may delete it (or stop it), while that session "
+    "lasts; the server's admin (who knows its RDQN_ADMIN_TOKEN) may delete any run, and so "
+    "does `python -m rdqn runs delete ID` on the server."
+)
 
 
 def run_counters(record: RunRecord) -> tuple[dict[str, int], Telemetry | None]:
@@ -31,10 +39,9 @@ def run_counters(record: RunRecord) -> tuple[dict[str, int], Telemetry | None]:
 
 
 def delete_run(record: RunRecord) -> None:
-    """Stop the run if this server trains it, delete it and its checkpoint, unselect it."""
-    if registry().get(record.id) is not None:
-        registry().stop(record.id)
-    store().delete_run(record.id)
+    """Stop the run if this server trains it, delete it and its checkpoint, unselect it
+    (`rdqn.runs.registry.NotOwner` if it is not this session's to delete)."""
+    registry().delete(record.id, owner=actor())
     st.session_state["runs.selected"] = [
         run_id for run_id in st.session_state["runs.selected"] if run_id != record.id
     ]

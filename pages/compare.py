@@ -15,11 +15,13 @@ from dashboard.comparisons import (
     comparison_results,
     group_is_live,
     linked_group,
+    may_stop,
     start_comparison,
     stop_runs,
 )
 from dashboard.config_widgets import config_widget
 from dashboard.history import comparison_base, default_budget
+from dashboard.ownership import actor, not_yours_note
 from dashboard.state import ensure_app_frame, registry, store
 from rdqn.compare import (
     LESSON_PRESET,
@@ -98,7 +100,10 @@ if group_id:
         help=f"'Solved' when the mean return of the last {ROLLING_WINDOW} episodes reaches it "
         "(default: the environment's own reward threshold; 0.8 where the goal pays 1).",
     )
-    if stop_box.button("Stop comparison", key="compare.stop", disabled=not live):
-        stop_runs(run_ids)
+    mine = may_stop(run_ids)
+    if stop_box.button("Stop comparison", key="compare.stop", disabled=not (live and mine)):
+        stop_runs(run_ids, actor())
         st.rerun()
+    if live and not mine:
+        st.caption(not_yours_note(run_ids[0]))
     st.fragment(run_every=1.0 if live else None)(comparison_results)(run_ids, threshold, live)

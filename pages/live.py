@@ -29,7 +29,7 @@ from dashboard.live import (
 )
 from dashboard.live_view import highlight_css, run_view, share_panel, stored_run_view
 from dashboard.params import URL_ALIASES, parse_params
-from dashboard.state import SPEEDS, ensure_app_frame, registry
+from dashboard.state import SPEEDS, ensure_app_frame, registry, session
 
 ensure_app_frame()
 ss = st.session_state
@@ -85,7 +85,9 @@ if watching:
     if parsed.follow:
         st.caption(f"Following class `{parsed.follow}`: the teacher's current run, read-only.")
     else:
-        st.caption(f"Watching run `{watched}` read-only.")
+        st.caption(
+            f"Watching run `{watched}` read-only: only the session that started it controls it."
+        )
     share.button(
         "Try this setup myself",
         icon=":material/fork_right:",
@@ -136,7 +138,7 @@ else:
     if buttons[1].button(
         "Pause", icon=":material/pause:", disabled=status != "running", key="live.pause"
     ):
-        registry().pause(handle.id)
+        registry().pause(handle.id, owner=session().owner)
         st.rerun()
     if buttons[2].button(
         "Step",
@@ -149,7 +151,7 @@ else:
             restart(paused=True)
             handle = current_run()
         if handle is not None:
-            registry().step(handle.id)
+            registry().step(handle.id, owner=session().owner)
     if buttons[3].button(
         "Reset", icon=":material/restart_alt:", key="live.reset", help="Restart from the seed"
     ):

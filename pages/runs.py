@@ -21,9 +21,11 @@ from dashboard.history import (
     run_label,
     runs_table,
 )
-from dashboard.saved_runs import delete_run, run_counters
+from dashboard.ownership import admin_box, may_control, not_yours_note
+from dashboard.saved_runs import DELETE_RULE, delete_run, run_counters
 from dashboard.state import ensure_app_frame, registry, store
 from rdqn.compare import ROLLING_WINDOW, Curve, comparison_threshold
+from rdqn.runs.registry import NotOwner
 from rdqn.runs.schema import ACTIVE_STATUSES
 from rdqn.runs.store import RunRecord
 
@@ -116,16 +118,27 @@ def run_card(record: RunRecord) -> None:
         key="runs.download_steps",
     )
     elsewhere = record.status in ACTIVE_STATUSES and registry().get(record.id) is None
+    allowed = may_control(record.id)
     with st.expander("Delete this run"):
+        st.caption(DELETE_RULE)
         if elsewhere:
             st.caption("This run is training in another process; stop it there first.")
-        sure = st.checkbox("I am sure", key=f"runs.sure.{record.id}", disabled=elsewhere)
+        elif not allowed:
+            st.caption(not_yours_note(record.id))
+        sure = st.checkbox(
+            "I am sure", key=f"runs.sure.{record.id}", disabled=elsewhere or not allowed
+        )
         if st.button("Delete run", key="runs.delete", type="primary", disabled=not sure):
-            delete_run(record)
-            st.rerun()
+            try:
+                delete_run(record)
+            except NotOwner as err:
+                st.error(str(err), icon=":material/lock:")
+            else:
+                st.rerun()
 
 
 st.title("Saved runs")
+admin_box()
 runs = store().list_runs()
 if runs.empty:
     st.info("No saved runs yet — start one on the Live training page.")

@@ -4,10 +4,17 @@ It caps the runs training at once (a CPU cap: a request beyond it raises `Server
 never hangs, or waits in the queue) and the runs held paused (a memory cap: a paused run keeps its
 worker and replay memory; past the cap the longest-paused one is stopped, which saves it for
 `resume`), queues runs until a slot frees, finds runs by id for read-only watchers,
-resumes stopped runs under their own ids (`resume`), and stops a session's runs when the session
-goes away. Runs train in the registry's executor's
+resumes stopped runs under their own ids (`resume`), and stops a session's runs when the
+session goes away. Runs train in the registry's executor's
 workers (`rdqn.runs.executors`); a run nobody polls for `idle_timeout` seconds stops itself
 (a closed browser tab sends no signal).
+
+Ownership: a run belongs to the session (``owner``) that started or resumed it, while that
+session lasts (`stop_owner` ends it). Every control (`pause`, `step`, `unpause`, `stop`,
+`delete`, `resume`) takes an ``owner``: a session's id is checked (`NotOwner` if
+the run is another session's), None means the caller may control any run (the command line,
+the server's admin). A run nobody owns (its session ended, a server restart, the command
+line) may be resumed by any session, but stopped or deleted only with ``owner=None``.
 """
 
 from __future__ import annotations
@@ -29,13 +36,17 @@ from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import ResumeError, RunStore
 from rdqn.validation import check_integer
 
-__all__ = ["ResumeError", "RunRegistry", "ServerBusy"]
+__all__ = ["NotOwner", "ResumeError", "RunRegistry", "ServerBusy"]
 
 _CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, no 1/I
 
 
 class ServerBusy(RuntimeError):
     """The registry's cap on concurrent runs is reached."""
+
+
+class NotOwner(PermissionError):
+    """A session asked to control a run that is not its own; the message says whose it is."""
 
 
 class RunRegistry:
@@ -77,6 +88,7 @@ class RunRegistry:
         # (run, start it paused): new runs, and paused ones waiting to resume (`unpause`)
         self._queue: list[tuple[RunHandle, bool]] = []
         self._paused_since: dict[str, float] = {}
+        self._owners: dict[str, str] = {}  # run id -> the session it belongs to (not forgotten)
         self._live: dict[str, str] = {}  # owner -> the run on its live page
         self._classes: dict[str, str] = {}  # class code -> owner
         self._followed_at: dict[str, float] = {}  # class code -> when a student last looked
@@ -123,6 +135,9 @@ class RunRegistry:
         with self._lock:
             if self._closed:
                 raise ServerBusy("server busy: it is shutting down")
+            owned_by = self._owners.get(run_id)
+            if owner is not None and owned_by is not None and owned_by != owner:
+                raise NotOwner(f"cannot resume run {run_id}: it belongs to another session")
             current = self._runs.get(run_id)
             if current is not None and current.status not in FINAL_STATUSES:
                 state = "queued" if current.status == "created" else current.status
@@ -159,7 +174,7 @@ class RunRegistry:
 
     def _admit(self, handle: RunHandle, active: int, paused: bool) -> RunHandle:
         """Start the new handle, or queue it when ``active`` runs fill the cap."""
-        self._runs[handle.id] = handle
+        self._own(handle)
         if active >= self.max_active:
             self._queue.append((handle, paused))
         else:
@@ -169,10 +184,39 @@ class RunRegistry:
         self._forget_old()
         return handle
 
-    def pause(self, run_id: str) -> None:
+    def _own(self, handle: RunHandle) -> None:
+        """Keep ``handle`` (and whose it is)."""
+        self._runs[handle.id] = handle
+        if handle.owner is not None:
+            self._owners[handle.id] = handle.owner
+        else:
+            self._owners.pop(handle.id, None)
+
+    def owner_of(self, run_id: str) -> str | None:
+        """The session a run belongs to: the one that started or resumed it in this server,
+        while that session lasts (None: nobody's, e.g. its session ended or the command line
+        started it)."""
+        with self._lock:
+            return self._owners.get(run_id)
+
+    def may_control(self, run_id: str, owner: str | None) -> bool:
+        """Whether ``owner`` may pause, stop, restart or delete run ``run_id``: None (the
+        command line, the server's admin) any run, a session only its own."""
+        return owner is None or self.owner_of(run_id) == owner
+
+    def _check_owner(self, run_id: str, owner: str | None, action: str) -> None:
+        if not self.may_control(run_id, owner):
+            whose = "another session" if self.owner_of(run_id) is not None else "no session"
+            raise NotOwner(
+                f"cannot {action} run {run_id}: it belongs to {whose}; only the session that "
+                "started it, or the server's admin, may"
+            )
+
+    def pause(self, run_id: str, *, owner: str | None = None) -> None:
         """Pause a training run: its slot goes to the next queued run, and it counts against
         the memory cap (the run paused longest is stopped past it, resumable)."""
         with self._lock:
+            self._check_owner(run_id, owner, "pause")
             handle = self._runs.get(run_id)
             if handle is None:
                 return
@@ -182,9 +226,10 @@ class RunRegistry:
                 self._held_paused(handle)
             self.pump()
 
-    def step(self, run_id: str) -> None:
+    def step(self, run_id: str, *, owner: str | None = None) -> None:
         """One env step of a run, which then stays paused (a single step needs no slot)."""
         with self._lock:
+            self._check_owner(run_id, owner, "step")
             handle = self._runs.get(run_id)
             if handle is None or handle.status not in ("running", "paused"):
                 return
@@ -194,10 +239,11 @@ class RunRegistry:
                 self._held_paused(handle)
                 self.pump()
 
-    def unpause(self, run_id: str) -> tuple[int, int] | None:
+    def unpause(self, run_id: str, *, owner: str | None = None) -> tuple[int, int] | None:
         """Let a paused run train again, now if a slot is free, else when one frees (it waits
         in the queue, paused); returns its place in the queue, None if it runs."""
         with self._lock:
+            self._check_owner(run_id, owner, "resume")
             handle = self._runs.get(run_id)
             if handle is None or handle.status != "paused":
                 return None
@@ -228,7 +274,7 @@ class RunRegistry:
         with self._lock:
             handles = [self._handle(config, owner, kwargs) for config in configs]
             for handle in handles:
-                self._runs[handle.id] = handle
+                self._own(handle)
             self._queue.extend((handle, False) for handle in handles)
             self.pump()
             return handles
@@ -327,14 +373,35 @@ class RunRegistry:
         with self._lock:
             return [h for h in self._runs.values() if owner is None or h.owner == owner]
 
-    def stop(self, run_id: str, *, wait: bool = True, reason: str | None = None) -> None:
+    def stop(
+        self,
+        run_id: str,
+        *,
+        wait: bool = True,
+        reason: str | None = None,
+        owner: str | None = None,
+    ) -> None:
         """Stop a run (queued or training), recorded with ``reason`` if given; with ``wait``,
         until it has ended."""
-        handle = self.get(run_id)
-        if handle is not None:
-            with self._lock:
-                self._queue = [entry for entry in self._queue if entry[0] is not handle]
-            handle.stop(wait=wait, reason=reason)
+        with self._lock:
+            self._check_owner(run_id, owner, "stop")
+            handle = self._runs.get(run_id)
+            if handle is None:
+                return
+            self._queue = [entry for entry in self._queue if entry[0] is not handle]
+        handle.stop(wait=wait, reason=reason)
+
+    def delete(self, run_id: str, *, owner: str | None = None) -> None:
+        """Delete a run from the store, with its rows and checkpoint, stopping it first if it
+        trains here. `NotOwner` unless ``owner`` may control it (`may_control`); `KeyError`
+        if the store has no such run."""
+        self._check_owner(run_id, owner, "delete")
+        self.stop(run_id)
+        with self._lock:
+            self._runs.pop(run_id, None)
+            self._owners.pop(run_id, None)
+        if self.store is not None:
+            self.store.delete_run(run_id)
 
     def stop_owner(self, owner: str, reason: str = "stopped: its browser tab was closed") -> int:
         """Stop every run of one session (its tab went away), without waiting for them, and end
@@ -342,6 +409,8 @@ class RunRegistry:
         with self._lock:
             self._live.pop(owner, None)
             self._classes = {code: who for code, who in self._classes.items() if who != owner}
+            # Its runs become nobody's: any session may resume them, only the admin delete them.
+            self._owners = {run_id: who for run_id, who in self._owners.items() if who != owner}
         handles = [h for h in self.runs(owner) if h.status not in FINAL_STATUSES]
         # Drop the queued ones first, so that stopping a running one does not start them.
         handles.sort(key=lambda h: h.status != "created")

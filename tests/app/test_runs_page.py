@@ -55,7 +55,8 @@ def test_empty_store_points_to_live_training(home: Path) -> None:
     assert not at.dataframe
 
 
-def test_table_card_downloads_and_delete(home: Path) -> None:
+def test_table_card_downloads_and_delete(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RDQN_ADMIN_TOKEN", "teacher")
     uniform, proportional = finished_runs(home, ("uniform", "proportional"))
     at = open_page()
     table = at.dataframe[0]
@@ -79,6 +80,9 @@ def test_table_card_downloads_and_delete(home: Path) -> None:
     }
     delete = at.button(key="runs.delete")
     assert delete.disabled
+    # Runs the command line recorded are nobody's: only the admin may delete them.
+    assert at.checkbox(key=f"runs.sure.{uniform}").disabled
+    at.text_input(key="app.admin_input").input("teacher").run()
 
     at.checkbox(key=f"runs.sure.{uniform}").check().run()
     at.button(key="runs.delete").click().run()

@@ -1,0 +1,119 @@
+"""Who may control a run: the browser session that started it, or the server's admin.
+
+The rules, for a classroom where thirty sessions share one server and its links:
+
+- Anyone may watch any run (the live page's ``?run=`` and ``?follow=`` links, Saved runs,
+  ``/compare?group=``): those views are read-only and say whose the run is.
+- Pausing, stepping, resuming, stopping, restarting or deleting a run is for the session that
+  started it (or resumed it), while that session lasts. A run whose session has ended (its tab
+  closed, the server restarted) or that the command line started is nobody's: any session may
+  resume a stopped one (it becomes that session's), but only the admin may stop or delete it
+  (``python -m rdqn runs delete ID`` on the server does too). So no student can wipe another's
+  runs, nor the class's saved runs.
+- The admin: whoever runs the server sets ``RDQN_ADMIN_TOKEN``; a session that enters that
+  token (the password box on Saved runs; never in a URL) may stop and delete any run, on every
+  page, until it leaves admin mode. Without the variable there is no admin.
+
+`rdqn.runs.registry.RunRegistry` enforces it (`RunRegistry.may_control`, `NotOwner`); this
+module says who the session acts as (`actor`) and draws the admin box (`admin_box`).
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+
+import streamlit as st
+
+from dashboard.state import registry, session
+
+__all__ = [
+    "ADMIN_TOKEN_ENV",
+    "actor",
+    "admin_box",
+    "is_admin",
+    "may_control",
+    "not_yours_note",
+    "stop_reason",
+    "token_matches",
+]
+
+ADMIN_TOKEN_ENV = "RDQN_ADMIN_TOKEN"
+_TOKEN_KEY = "app.admin_token"  # the token this session entered (server memory only)
+_INPUT_KEY = "app.admin_input"
+
+
+def token_matches(entered: str | None, expected: str | None) -> bool:
+    """Whether ``entered`` is the admin token (compared in constant time); never without one."""
+    if not expected or not entered:
+        return False
+    return hmac.compare_digest(entered.encode(), expected.encode())
+
+
+def is_admin() -> bool:
+    """Whether this session entered the server's admin token (checked against its current
+    value, so changing or unsetting ``RDQN_ADMIN_TOKEN`` ends every admin session)."""
+    return token_matches(st.session_state.get(_TOKEN_KEY), os.environ.get(ADMIN_TOKEN_ENV))
+
+
+def actor() -> str | None:
+    """Whom this session acts as towards the registry: its own id, or None (any run) as admin."""
+    return None if is_admin() else session().owner
+
+
+def may_control(run_id: str) -> bool:
+    """Whether this session may pause, stop, restart or delete the run."""
+    return registry().may_control(run_id, actor())
+
+
+def not_yours_note(run_id: str) -> str:
+    """Why a run's controls are off for this session: whose the run is."""
+    if registry().owner_of(run_id) is not None:
+        return (
+            "Another session started this run: you can watch it; only that session (or the "
+            "server's admin) can stop or delete it."
+        )
+    return (
+        "No open session owns this run (its tab was closed, the server restarted, or the "
+        "command line started it): only the server's admin can stop or delete it."
+    )
+
+
+def stop_reason(run_id: str) -> str | None:
+    """The reason recorded when this session stops a run: None for its own run, else that the
+    admin stopped it (what the run's owner then reads on its page)."""
+    mine = registry().owner_of(run_id) == session().owner
+    return None if mine else "stopped: by the server's admin"
+
+
+def _enter_token() -> None:
+    entered = st.session_state.get(_INPUT_KEY) or ""
+    st.session_state[_INPUT_KEY] = ""
+    st.session_state[_TOKEN_KEY] = entered
+    st.session_state["app.admin_rejected"] = not token_matches(
+        entered, os.environ.get(ADMIN_TOKEN_ENV)
+    )
+
+
+def _leave_admin() -> None:
+    st.session_state[_TOKEN_KEY] = None
+
+
+def admin_box() -> None:
+    """Saved runs' admin box, when the server has an admin token."""
+    if not os.environ.get(ADMIN_TOKEN_ENV):
+        return
+    with st.expander("Admin", icon=":material/admin_panel_settings:", expanded=is_admin()):
+        if is_admin():
+            st.caption("Admin: this session may stop and delete any run.")
+            st.button("Leave admin mode", key="app.admin_leave", on_click=_leave_admin)
+            return
+        st.text_input(
+            "Admin token",
+            type="password",
+            key=_INPUT_KEY,
+            on_change=_enter_token,
+            help=f"The server's {ADMIN_TOKEN_ENV}: lets this session stop and delete any run.",
+        )
+        if st.session_state.get("app.admin_rejected"):
+            st.error("That is not the admin token.", icon=":material/key_off:")

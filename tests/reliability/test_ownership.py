@@ -1,0 +1,186 @@
+"""Only the session that started a run controls it; others watch (issue 11, "ownership").
+
+Reproduced on the old main: on Saved runs any session could delete another's live run, and
+``/compare?group=<someone else's group>`` stopped all of its runs (with "Stop comparison", and
+with "Run comparison" too, which stopped the group on show first). The rule
+(`dashboard.ownership`): a run is controlled (paused, stepped, resumed, stopped, restarted,
+deleted) only by its session, or by the admin who entered the server's RDQN_ADMIN_TOKEN.
+
+AppTest sessions in one process share one session id, so "another session" here is a run started
+in the registry directly under another owner.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from dashboard.ownership import token_matches
+from dashboard.state import registry
+from rdqn.runs.registry import NotOwner, RunRegistry
+from rdqn.runs.store import RunStore
+from tests.app.conftest import isolated_app  # noqa: F401 - autouse: private RDQN_HOME
+from tests.run_helpers import tiny, wait_for
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+LONG = 1_000_000
+OTHER = "someone-else"
+
+
+@pytest.fixture
+def local(tmp_path: Path):  # noqa: ANN201
+    """A registry of its own (no Streamlit) over a private store."""
+    reg = RunRegistry(RunStore(tmp_path / "own.db"), max_active=2, idle_timeout=None)
+    yield reg
+    reg.shutdown()
+
+
+def test_a_session_cannot_control_or_delete_another_sessions_run(local: RunRegistry) -> None:
+    run = local.start(tiny(LONG), owner="alice", paused=True)
+    for control in (
+        lambda: local.pause(run.id, owner="bob"),
+        lambda: local.step(run.id, owner="bob"),
+        lambda: local.unpause(run.id, owner="bob"),
+        lambda: local.stop(run.id, owner="bob"),
+        lambda: local.delete(run.id, owner="bob"),
+    ):
+        with pytest.raises(NotOwner, match=f"run {run.id}: it belongs to another session"):
+            control()
+    assert run.status == "paused"
+    wait_for(lambda: local.store.get_run(run.id).status == "paused")  # still there, still paused
+    assert local.may_control(run.id, "alice") and not local.may_control(run.id, "bob")
+    local.stop(run.id, owner="alice")
+    with pytest.raises(NotOwner, match="cannot resume run"):
+        local.resume(run.id, owner="bob", paused=True)
+    local.delete(run.id, owner="alice")
+    with pytest.raises(KeyError):
+        local.store.get_run(run.id)
+
+
+def test_a_run_whose_session_ended_is_resumable_by_anyone_deletable_by_the_admin_only(
+    local: RunRegistry,
+) -> None:
+    run = local.start(tiny(LONG), owner="alice", paused=True)
+    local.step(run.id, owner="alice")
+    wait_for(lambda: run.snapshot() is not None and run.snapshot().env_steps == 1)
+    assert local.stop_owner("alice") == 1  # her tab closed
+    assert run.join(20) and run.status == "stopped"
+    assert local.owner_of(run.id) is None
+    with pytest.raises(NotOwner, match="it belongs to no session"):
+        local.delete(run.id, owner="bob")
+    again = local.resume(run.id, owner="bob", paused=True)  # picks it up: now Bob's
+    assert local.owner_of(run.id) == "bob"
+    with pytest.raises(NotOwner):
+        local.stop(again.id, owner="alice")
+    local.delete(run.id)  # owner None: the admin, the command line
+    with pytest.raises(KeyError):
+        local.store.get_run(run.id)
+
+
+def test_the_admin_token_is_compared_exactly_and_absent_means_no_admin() -> None:
+    assert token_matches("s3cret", "s3cret")
+    assert not token_matches("s3cre", "s3cret") and not token_matches("S3CRET", "s3cret")
+    assert not token_matches("", "") and not token_matches("anything", None)
+    assert not token_matches(None, "s3cret")
+    assert token_matches("été", "été")  # non-ASCII tokens too (compared as bytes)
+
+
+def open_page(page: str, **query: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update(query)
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception
+    return at
+
+
+def select_row(at: AppTest, run_id: str) -> None:
+    table = at.dataframe[0]
+    row = table.value["id"].tolist().index(run_id)
+    at.session_state[table.key] = {"selection": {"rows": [row], "columns": [], "cells": []}}
+    at.run()
+    assert not at.exception
+
+
+def test_saved_runs_cannot_delete_another_sessions_live_run() -> None:
+    theirs = registry().start(tiny(LONG), owner=OTHER, paused=True)
+    at = open_page("pages/runs.py")
+    select_row(at, theirs.id)
+    assert at.checkbox(key=f"runs.sure.{theirs.id}").disabled
+    captions = " ".join(c.value for c in at.caption)
+    assert "Another session started this run" in captions
+    assert "Only the session that started a run may delete it" in captions  # the rule, shown
+    # A forged message ticking the box (it is off) only reaches the registry's refusal.
+    at.session_state[f"runs.sure.{theirs.id}"] = True
+    at.run()
+    at.button(key="runs.delete").click().run()
+    assert not at.exception
+    assert "belongs to another session" in at.error[0].value
+    assert theirs.status == "paused"
+    assert RunStore().get_run(theirs.id).status == "paused"
+
+
+def test_the_admin_token_lets_a_session_delete_any_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RDQN_ADMIN_TOKEN", "teacher-only")
+    theirs = registry().start(tiny(LONG), owner=OTHER, paused=True)
+    at = open_page("pages/runs.py")
+    at.text_input(key="app.admin_input").input("wrong").run()
+    assert "not the admin token" in at.error[0].value
+    select_row(at, theirs.id)
+    assert at.checkbox(key=f"runs.sure.{theirs.id}").disabled
+
+    at.text_input(key="app.admin_input").input("teacher-only").run()
+    assert not at.exception and not at.error
+    assert "may stop and delete any run" in " ".join(c.value for c in at.caption)
+    assert "teacher-only" not in str(dict(at.query_params))  # never in the URL
+    assert not [box for box in at.text_input if box.key == "app.admin_input"]
+    at.checkbox(key=f"runs.sure.{theirs.id}").check().run()
+    at.button(key="runs.delete").click().run()
+    assert not at.exception
+    assert theirs.status == "stopped"
+    with pytest.raises(KeyError):
+        RunStore().get_run(theirs.id)
+    at.button(key="app.admin_leave").click().run()
+    assert [box for box in at.text_input if box.key == "app.admin_input"]
+
+
+def test_without_a_token_set_there_is_no_admin(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RDQN_ADMIN_TOKEN", raising=False)
+    at = open_page("pages/runs.py")
+    assert not at.expander and not at.text_input
+    at.session_state["app.admin_token"] = ""  # an empty token is no token
+    theirs = registry().start(tiny(LONG), owner=OTHER, paused=True)
+    at.run()
+    select_row(at, theirs.id)
+    assert at.checkbox(key=f"runs.sure.{theirs.id}").disabled
+
+
+def test_another_sessions_comparison_link_is_read_only() -> None:
+    handles = registry().enqueue(
+        [tiny(LONG, **{"replay.scheme": s}) for s in ("uniform", "rank")],
+        owner=OTHER,
+        group_id="theirgroup1",
+    )
+    at = open_page("pages/compare.py", group="theirgroup1")
+    assert at.session_state["compare.group"] == [h.id for h in handles]
+    assert at.button(key="compare.stop").disabled
+    assert any("Another session started this run" in c.value for c in at.caption)
+    at.number_input(key="compare.steps.chain-lesson").set_value(100)
+    at.number_input(key="compare.seeds").set_value(1)
+    at.multiselect(key="compare.schemes").set_value(["uniform"])
+    at.button(key="compare.run").click().run()  # my own comparison: theirs goes on
+    assert not at.exception
+    assert at.session_state["compare.group_id"] != "theirgroup1"
+    assert all(h.status not in ("stopped", "finished", "failed") for h in handles)
+
+
+def test_the_live_page_offers_to_resume_only_runs_no_open_session_owns() -> None:
+    mine_later = registry().start(tiny(LONG), owner=OTHER, paused=True)
+    registry().stop(mine_later.id)  # stopped, still its session's: not offered
+    at = open_page("pages/live.py")
+    assert not [b for b in at.button if b.key == f"live.resume_{mine_later.id}"]
+    registry().stop_owner(OTHER)  # that session ended: now anyone may pick it up
+    at.run()
+    assert [b for b in at.button if b.key == f"live.resume_{mine_later.id}"]
