@@ -20,8 +20,9 @@ How a run ends (`ending`):
                included); the error says which
     stopped    a stop request, Ctrl-C or nobody watching; the error says why
 
-A run whose process died before it could close stays 'running' or 'paused' in the store until
-`RunStore.mark_interrupted` marks it 'stopped' with the reason.
+A run whose process died before it could close (killed, crashed) stays 'running' or 'paused' in
+the store until the store sees its owner is gone (`RunStore.mark_interrupted`, which reading the
+runs also does every few seconds) and marks it 'stopped' with the reason.
 """
 
 from __future__ import annotations

@@ -113,6 +113,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 2: resumable runs. The env step of the resume state the run's checkpoint holds; NULL when
     # it holds none (a finished or failed run, or a checkpoint saved before resuming existed).
     ("ALTER TABLE runs ADD COLUMN resume_env_steps INTEGER",),
+    # 3: dead owners. The owner's start time (`rdqn.runs.owners`): with the pid, it tells a
+    # process that died (its pid since reused) from a live one. NULL in rows written before.
+    ("ALTER TABLE runs ADD COLUMN owner_start INTEGER",),
 )
 SCHEMA_VERSION: int = len(MIGRATIONS)
 
@@ -121,8 +124,10 @@ SCHEMA_VERSION: int = len(MIGRATIONS)
 class RunRecord:
     """One row of ``runs`` with ``config`` and ``manifest`` parsed from their JSON columns.
 
-    ``owner_pid`` is the process that last created, started or paused the run; it lets
-    :meth:`RunStore.mark_interrupted` tell a crashed process's runs from a live one's.
+    ``owner_pid`` is the process that last created, started, paused or reopened the run, and
+    ``owner_start`` its start time (`rdqn.runs.owners`; None in rows of older stores): they let
+    the store tell a dead process's runs from a live one's and mark them interrupted
+    (`RunStore.mark_interrupted`, and whenever runs are read).
     ``resume_env_steps`` is the env step the run's checkpoint can resume from (None: it holds no
     resume state); see `rdqn.runs.resume.resume_blocker`.
     """
@@ -146,6 +151,7 @@ class RunRecord:
     group_id: str | None
     owner_pid: int | None
     resume_env_steps: int | None
+    owner_start: int | None
 
 
 _JSON_FIELDS = {"config": "config_json", "manifest": "manifest_json"}

@@ -39,6 +39,7 @@ from typing import Any, Literal, Protocol
 import pandas as pd
 
 from rdqn.runs.checkpoints import write_checkpoint
+from rdqn.runs.owners import owner_alive, this_process
 from rdqn.runs.schema import (
     ACTIVE_STATUSES,
     EPISODE_COLUMNS,
@@ -61,6 +62,13 @@ from rdqn.runs.schema import (
 __all__ = ["ResumeError", "RunRecord", "RunRecords", "RunStore", "StoreError", "default_home"]
 
 _BUSY_TIMEOUT_MS = 10_000
+_SWEEP_EVERY_S = 2.0
+"""How often reading runs also looks for runs whose owner died (`RunStore.mark_interrupted`)."""
+_ORPHAN_REASONS = {
+    "created": "never started: the process that queued it ended",
+    "running": "interrupted: the process running it ended",
+    "paused": "interrupted: the process running it ended",
+}
 
 
 class StoreError(RuntimeError):
@@ -108,19 +116,6 @@ def _to_json(value: Mapping[str, Any], what: str) -> str:
         raise TypeError(f"{what} must be JSON-serialisable: {exc}") from exc
 
 
-def _pid_alive(pid: int) -> bool:
-    """Whether another process with this pid exists (POSIX only; elsewhere unknown -> False)."""
-    if os.name != "posix" or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class RunStore:
     """Runs, configs, manifests and per-episode / per-update metrics in SQLite (WAL).
 
@@ -128,6 +123,10 @@ class RunStore:
     ``checkpoint_dir`` = ``<db directory>/checkpoints``. Safe to use from many threads (each gets
     its own connection) and from several processes. Call :meth:`close` once all threads are done.
     Unknown run ids raise ``KeyError``; invalid arguments raise ``ValueError``.
+
+    Runs whose owner process died (killed, crashed) are marked 'stopped' as interrupted
+    whenever runs are read (`get_run`, `list_runs`; at most every ``_SWEEP_EVERY_S`` seconds):
+    see `mark_interrupted`.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
@@ -142,6 +141,7 @@ class RunStore:
         self._connections: dict[int, tuple[threading.Thread, sqlite3.Connection]] = {}
         self._closed = False
         self._pid = os.getpid()
+        self._next_sweep = 0.0
         self._migrate()
 
     # -- connections and transactions -------------------------------------------------------
@@ -253,10 +253,10 @@ class RunStore:
         with self._write() as conn:
             conn.execute(
                 "INSERT INTO runs (id, name, created_at, updated_at, status, preset, env_id, "
-                "scheme, seed, config_json, group_id, owner_pid) "
-                "VALUES (?, ?, ?, ?, 'created', ?, ?, ?, ?, ?, ?, ?)",
+                "scheme, seed, config_json, group_id, owner_pid, owner_start) "
+                "VALUES (?, ?, ?, ?, 'created', ?, ?, ?, ?, ?, ?, ?, ?)",
                 (run_id, label, now, now, preset, env_id, scheme, int(seed), config_json)
-                + (group_id, os.getpid()),
+                + (group_id, *this_process()),
             )
         return run_id
 
@@ -280,8 +280,8 @@ class RunStore:
                 self._update_run(
                     conn,
                     run_id,
-                    "status = ?, error = ?, owner_pid = ?",
-                    (status, error, os.getpid()),
+                    "status = ?, error = ?, owner_pid = ?, owner_start = ?",
+                    (status, error, *this_process()),
                 )
             else:
                 self._update_run(conn, run_id, "status = ?, error = ?", (status, error))
@@ -325,6 +325,7 @@ class RunStore:
 
     def get_run(self, run_id: str) -> RunRecord:
         """The run's record; ``KeyError`` naming the id if there is none."""
+        self._sweep()
         cursor = self._connect().cursor()
         cursor.row_factory = sqlite3.Row
         row = cursor.execute(
@@ -340,6 +341,7 @@ class RunStore:
 
     def list_runs(self, status: str | None = None, group_id: str | None = None) -> pd.DataFrame:
         """Runs as a DataFrame, newest first, one column per ``runs`` column (JSON kept as text)."""
+        self._sweep()
         clauses: list[str] = []
         params: list[Any] = []
         if status is not None:
@@ -373,35 +375,50 @@ class RunStore:
 
     def mark_interrupted(self) -> int:
         """Mark runs a dead process left behind as ``'stopped'``, with the reason: runs it left
-        ``'running'``/``'paused'`` ("interrupted") and runs it queued that never started.
+        ``'running'``/``'paused'`` ("interrupted: the process running it ended") and runs it
+        queued that never started. Returns how many runs were marked.
 
-        Call once at startup, before this process starts any run. A run whose owner is another
-        process that is still alive (say a CLI run beside the dashboard) is left alone; runs owned
-        by this process's pid are treated as left over from a crashed predecessor that had it.
-        Returns how many runs were marked.
+        A run's owner is dead when no process with its pid and start time runs
+        (`rdqn.runs.owners`); a run whose owner still lives (say a CLI run beside the dashboard)
+        is left alone. Reading runs does the same every few seconds; this call is for startup,
+        before this process starts any run: it also takes runs owned by this process's pid as
+        left over from a crashed predecessor that had it.
         """
-        me = os.getpid()
-        reasons = {
-            "created": "never started: the process that queued it ended",
-            "running": "interrupted: the process running it ended",
-            "paused": "interrupted: the process running it ended",
-        }
-        with self._write() as conn:
+        return self._mark_dead_owners(startup=True)
+
+    def _sweep(self) -> None:
+        """`mark_interrupted` for reads: at most every ``_SWEEP_EVERY_S`` seconds, and this
+        process's own runs are alive."""
+        now = time.monotonic()
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + _SWEEP_EVERY_S
+        self._mark_dead_owners(startup=False)
+
+    def _mark_dead_owners(self, *, startup: bool) -> int:
+        me = this_process()[0]
+        with self._read() as conn:
             rows = conn.execute(
-                "SELECT id, owner_pid, status FROM runs WHERE status IN (?, ?, ?)",
-                tuple(reasons),
+                "SELECT id, status, owner_pid, owner_start FROM runs WHERE status IN (?, ?, ?)",
+                tuple(_ORPHAN_REASONS),
             ).fetchall()
-            orphans = [
-                (time.time(), reasons[status], run_id)
-                for run_id, pid, status in rows
-                if pid is None or pid == me or not _pid_alive(int(pid))
-            ]
-            conn.executemany(
-                "UPDATE runs SET status = 'stopped', updated_at = ?, "
-                "error = COALESCE(error, ?) WHERE id = ?",
-                orphans,
-            )
-        return len(orphans)
+        orphans = [
+            (run_id, status, pid)
+            for run_id, status, pid, start in rows
+            if (startup and pid == me) or not owner_alive(pid, start)
+        ]
+        if not orphans:
+            return 0
+        marked = 0
+        with self._write() as conn:
+            for run_id, status, pid in orphans:
+                # Only if nobody took the run over since it was read (resumed it, closed it).
+                marked += conn.execute(
+                    "UPDATE runs SET status = 'stopped', updated_at = ?, "
+                    "error = COALESCE(error, ?) WHERE id = ? AND status = ? AND owner_pid IS ?",
+                    (time.time(), _ORPHAN_REASONS[status], run_id, status, pid),
+                ).rowcount
+        return marked
 
     # -- resuming (rdqn.runs.resume) --------------------------------------------------------
 
@@ -425,8 +442,8 @@ class RunStore:
             self._update_run(
                 conn,
                 run_id,
-                f"status = 'created', error = NULL, owner_pid = ?, {PROGRESS_SET}",
-                (os.getpid(), *counters),
+                f"status = 'created', error = NULL, owner_pid = ?, owner_start = ?, {PROGRESS_SET}",
+                (*this_process(), *counters),
             )
 
     # -- metrics ----------------------------------------------------------------------------

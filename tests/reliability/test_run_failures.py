@@ -9,6 +9,10 @@ error and a loop that returns short of its budget without an error.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
+import time
 from pathlib import Path
 
 import numpy as np
@@ -134,3 +138,55 @@ def test_an_exception_in_a_worker_fails_the_run_with_the_error(
     assert (handle.status, record.status, record.env_steps) == ("failed", "failed", 70)
     assert handle.error == record.error
     assert record.error is not None and record.error.startswith("out of memory")
+
+
+def _train_forever(home: Path) -> None:
+    args = ["--home", str(home), "train", *TINY]
+    args[args.index("200")] = "200000"  # far beyond the test's time
+    os._exit(main(args))
+
+
+def start_cli_run(home: Path) -> multiprocessing.process.BaseProcess:
+    """A process running ``python -m rdqn train`` (`rdqn.cli.main`, what ``python -m rdqn``
+    runs) of a tiny config. Forked, not started afresh: the same code in a process of its own
+    (its own pid and start time), without the seconds a fresh interpreter takes to import torch.
+    """
+    process = multiprocessing.get_context("fork").Process(target=_train_forever, args=(home,))
+    process.start()
+    return process
+
+
+def wait_for_progress(home: Path, process: multiprocessing.process.BaseProcess, condition) -> str:  # noqa: ANN001
+    """Poll the store until its one run meets ``condition``; returns the run's id."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert process.is_alive(), f"the CLI run ended with exit code {process.exitcode}"
+        if (home / "rdqn.db").exists():
+            with RunStore(home / "rdqn.db") as store:
+                runs = store.list_runs()
+                if len(runs) and condition(store.get_run(runs["id"].iloc[0])):
+                    return str(runs["id"].iloc[0])
+        time.sleep(0.1)
+    raise AssertionError("the CLI run made no progress in 60 s")
+
+
+def test_a_killed_cli_run_is_marked_interrupted_and_can_be_deleted(tmp_path: Path) -> None:
+    process = start_cli_run(tmp_path)
+    try:
+        run_id = wait_for_progress(
+            tmp_path, process, lambda r: r.status == "running" and r.env_steps > 0
+        )
+        os.kill(process.pid, signal.SIGKILL)
+        process.join(10)
+    finally:
+        process.kill()
+        process.join()
+    with RunStore(tmp_path / "rdqn.db") as store:
+        record = store.get_run(run_id)
+        assert (record.status, record.error) == (
+            "stopped",
+            "interrupted: the process running it ended",
+        )
+        assert record.env_steps > 0
+        store.delete_run(run_id)
+        assert store.list_runs().empty

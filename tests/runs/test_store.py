@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rdqn.runs.owners import process_start
 from rdqn.runs.schema import MIGRATIONS, SCHEMA_VERSION, STATUSES
 from rdqn.runs.store import ResumeError, RunRecord, RunStore, default_home
 from rdqn.runs.writer import RunWriter
@@ -71,6 +72,31 @@ def test_a_version_1_store_gains_the_resume_column(tmp_path: Path) -> None:
     with RunStore(path) as s:
         record = s.get_run("old")
         assert (record.status, record.env_steps, record.resume_env_steps) == ("stopped", 40, None)
+
+
+def test_a_version_2_store_gains_the_owner_start_column(tmp_path: Path) -> None:
+    path = tmp_path / "rdqn.db"
+    raw = sqlite3.connect(path)
+    for statements in MIGRATIONS[:2]:
+        for statement in statements:
+            raw.execute(statement)
+    raw.execute("PRAGMA user_version = 2")
+    raw.execute(
+        "INSERT INTO runs (id, created_at, updated_at, status, env_id, scheme, seed, config_json, "
+        "owner_pid) VALUES ('old', 0, 0, 'running', 'CartPole-v1', 'uniform', 0, '{}', ?)",
+        (os.getpid(),),
+    )
+    raw.commit()
+    raw.close()
+    with RunStore(path) as s:
+        record = s.get_run("old")  # its owner (this pid, start unknown) is taken as alive
+        assert (record.status, record.owner_pid, record.owner_start) == (
+            "running",
+            os.getpid(),
+            None,
+        )
+        s.set_status("old", "paused")
+        assert s.get_run("old").owner_start == process_start(os.getpid())
 
 
 def test_in_memory_path_is_refused() -> None:
@@ -367,31 +393,43 @@ def test_mark_interrupted_stops_runs_of_dead_processes(store: RunStore) -> None:
         check=True,
     )
     dead_pid = int(dead.stdout)
-    crashed, paused, mine, live_other, done, queued = (new_run(store) for _ in range(6))
-    for run_id in (crashed, mine, live_other):
+    crashed, paused, mine, live_other, reused, done, queued = (new_run(store) for _ in range(7))
+    for run_id in (crashed, mine, live_other, reused):
         store.set_status(run_id, "running")
     store.set_status(paused, "paused")
     store.set_status(done, "finished")
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
+        start = process_start(sleeper.pid)
+        assert start is not None
         raw = sqlite3.connect(store.path)
         raw.execute(
             "UPDATE runs SET owner_pid = ? WHERE id IN (?, ?, ?)",
             (dead_pid, crashed, paused, queued),
         )
-        raw.execute("UPDATE runs SET owner_pid = ? WHERE id = ?", (sleeper.pid, live_other))
+        raw.execute(
+            "UPDATE runs SET owner_pid = ?, owner_start = ? WHERE id = ?",
+            (sleeper.pid, start, live_other),
+        )
+        # The sleeper took the pid of a dead owner that started earlier: not the owner.
+        raw.execute(
+            "UPDATE runs SET owner_pid = ?, owner_start = ? WHERE id = ?",
+            (sleeper.pid, start - 1, reused),
+        )
         raw.commit()
         raw.close()
-        assert store.mark_interrupted() == 4
+        assert store.mark_interrupted() == 5
+        runs = (crashed, paused, mine, live_other, reused, done)
+        statuses = {r: store.get_run(r).status for r in runs}
     finally:
         sleeper.kill()
         sleeper.wait()
-    statuses = {r: store.get_run(r).status for r in (crashed, paused, mine, live_other, done)}
     assert statuses == {
         crashed: "stopped",
         paused: "stopped",
         mine: "stopped",
         live_other: "running",
+        reused: "stopped",
         done: "finished",
     }
     assert "interrupted" in (store.get_run(crashed).error or "")
@@ -401,6 +439,44 @@ def test_mark_interrupted_stops_runs_of_dead_processes(store: RunStore) -> None:
         "never started: the process that queued it ended",
     )
     assert store.mark_interrupted() == 1  # the sleeper is dead now
+
+
+def test_reading_runs_marks_the_runs_of_dead_owners_interrupted(
+    store: RunStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No startup call needed: listing or reading runs finds a dead owner's runs (every few
+    seconds), and leaves this process's own runs and live owners' runs alone."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    crashed, queued, mine = (new_run(store) for _ in range(3))
+    store.set_status(crashed, "running")
+    store.set_status(mine, "paused")
+    raw = sqlite3.connect(store.path)
+    raw.execute(
+        "UPDATE runs SET owner_pid = ?, owner_start = 1 WHERE id IN (?, ?)",
+        (child.pid, crashed, queued),
+    )
+    raw.commit()
+    raw.close()
+    frame = store.list_runs().set_index("id")
+    assert frame.loc[crashed, "status"] == "stopped"
+    assert frame.loc[crashed, "error"] == "interrupted: the process running it ended"
+    assert frame.loc[queued, "error"] == "never started: the process that queued it ended"
+    assert frame.loc[mine, "status"] == "paused"
+    store.delete_run(crashed)
+
+    checks: list[int] = []
+    monkeypatch.setattr(
+        "rdqn.runs.store.owner_alive", lambda pid, start: checks.append(pid) or True
+    )
+    store.set_status(queued, "running")
+    for _ in range(5):
+        store.get_run(queued)
+        store.list_runs()
+    assert checks == []  # swept at most every _SWEEP_EVERY_S seconds
+    monkeypatch.setattr(store, "_next_sweep", 0.0)  # that long later
+    store.get_run(queued)
+    assert checks == [os.getpid()] * 2  # its two runs, both this process's
 
 
 def test_mark_interrupted_after_a_simulated_crash(tmp_path: Path) -> None:
