@@ -29,7 +29,7 @@ Traffic stays on 127.0.0.1 (Chromium resolves no other host), everything is boun
 home (kept with ``--keep``). Results go to ``--out`` (JSON) and a Markdown table beside it.
 
 Usage: python benchmarks/load_classroom.py [--sessions 30] [--seconds 60] [--max-runs K]
-       [--stagger 0.5] [--timeout 240] [--out benchmarks/results/load_classroom.json] [--keep]
+       [--stagger 0.5] [--timeout 300] [--out benchmarks/results/load_classroom.json] [--keep]
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ ACTIVE = ("created", "running", "paused")  # store statuses of runs not ended
 THREAD_TOLERANCE = 2
 """Server threads 'back to baseline': at most this many above it (Streamlit and the executor
 keep a few pooled threads whose count varies by a couple between samples)."""
+POOL_IDLE_S = 10.0  # anyio's WorkerThread.MAX_IDLE_TIME
 BURST_GAP_MS = 150.0
 """WebSocket messages less than this apart belong to one update of the page."""
 STALL_S = 5.0
@@ -130,6 +131,30 @@ READ_STATE = """
 }
 """
 
+# The files a page fetched so far, and their size over the wire in MB.
+RESOURCES = """
+() => {
+  const files = performance.getEntriesByType('resource');
+  const nav = performance.getEntriesByType('navigation');
+  const bytes = [...files, ...nav].reduce((sum, e) => sum + (e.transferSize || 0), 0);
+  return [files.length + nav.length, bytes / 1e6];
+}
+"""
+
+# What a page shows when a step did not happen in time.
+SEEN = """
+() => ({
+  text: (document.body ? document.body.innerText : '').slice(0, 400),
+  messages: window.__load ? window.__load.messages.length : null,
+  first_message_ms: window.__load && window.__load.messages.length
+    ? Math.round(window.__load.messages[0]) : null,
+  last_message_ms: window.__load && window.__load.messages.length
+    ? Math.round(window.__load.messages[window.__load.messages.length - 1]) : null,
+  now_ms: Math.round(performance.now()),
+  status_widget: (document.querySelector('[data-testid="stStatusWidget"]') || {}).innerText || null,
+})
+"""
+
 
 # ------------------------------------------------------------------------- the server's processes
 @dataclass
@@ -142,6 +167,7 @@ class ServerSample:
     server_threads: int
     children: int  # every process below the server (the zygote and the workers)
     workers: int  # the children but the zygote: processes running a run
+    server_cpu_s: float  # CPU time the server process used so far (user + system)
 
 
 def _read(path: str) -> str:
@@ -188,6 +214,14 @@ def _pss_kb(pid: int) -> int:
     return _status_kb(pid, "VmRSS")  # no smaps_rollup: RSS, an upper bound
 
 
+def _cpu_s(pid: int) -> float:
+    stat = _read(f"/proc/{pid}/stat")
+    if not stat:
+        return 0.0
+    fields = stat.rsplit(")", 1)[1].split()  # fields[11], [12]: utime, stime (clock ticks)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _cmdline(pid: int) -> str:
     return _read(f"/proc/{pid}/cmdline").replace("\0", " ")
 
@@ -205,6 +239,7 @@ def sample_server(pid: int) -> ServerSample:
         server_threads=_status_kb(pid, "Threads"),
         children=len(tree),
         workers=len(tree) - len(zygotes),
+        server_cpu_s=_cpu_s(pid),
     )
 
 
@@ -354,6 +389,8 @@ class Student:
     arrived_s: float = 0.0  # after the first student
     page_load_s: float | None = None
     first_message_s: float | None = None  # navigation until the server's first message
+    first_load_files: int | None = None  # what the first load fetched from the server
+    first_load_mb: float | None = None  # bytes over the wire (compressed, headers included)
     run_shown_s: float | None = None
     state: str = "not started"  # what the page showed after Start: running, queued, ...
     state_before_reload: str | None = None
@@ -367,6 +404,7 @@ class Student:
     page_exceptions: list[str] = field(default_factory=list)
     page_errors: list[str] = field(default_factory=list)  # uncaught JavaScript errors
     failure: str | None = None  # the step that did not happen in time, and why
+    seen_at_failure: dict[str, Any] | None = None  # what the page showed then (`SEEN`)
 
 
 def bursts(stamps: list[float]) -> list[float]:
@@ -423,6 +461,7 @@ async def student(
         record.page_load_s = time.perf_counter() - begin
         _, marks = await probe_marks(page)  # its clock starts with the navigation
         record.first_message_s = marks["messages"][0] / 1000 if marks["messages"] else None
+        record.first_load_files, record.first_load_mb = await page.evaluate(RESOURCES)
 
         record.failure = "start"
         await start_button.click()
@@ -471,6 +510,8 @@ async def student(
         record.failure = None
     except (PlaywrightError, RuntimeError, TimeoutError) as err:
         record.failure = f"{record.failure}: {str(err).splitlines()[0][:200]}"
+        with contextlib.suppress(PlaywrightError):
+            record.seen_at_failure = await page.evaluate(SEEN)
     finally:
         with contextlib.suppress(PlaywrightError):
             await context.close()
@@ -486,11 +527,35 @@ async def warm_up(browser: Browser, url: str, timeout: float) -> Student:
 
 
 # ------------------------------------------------------------------------------------ the class
+async def prune_file_threads(url: str, since: float) -> None:
+    """Let the server's pool of file threads shrink, as its next request after a quiet spell
+    would: Starlette serves static files from anyio's thread pool (up to 40 threads), whose
+    threads idle for `POOL_IDLE_S` are ended only when a request next takes one. So wait until
+    that long after ``since`` (monotonic), fetch one static file, and give it a second."""
+    await asyncio.sleep(max(0.0, since + POOL_IDLE_S + 1.0 - time.monotonic()))
+
+    def fetch() -> None:
+        with contextlib.suppress(OSError):
+            urllib.request.urlopen(f"{url}/favicon.png", timeout=10).close()
+
+    await asyncio.to_thread(fetch)
+    await asyncio.sleep(1.0)
+
+
 def timeline_row(seconds: float, statuses: dict[str, int], now: ServerSample) -> list[float]:
-    """[s, runs training, runs queued, worker processes, server threads]."""
+    """[s, runs training, runs queued, worker processes, server threads, server CPU s, the
+    machine's 1-minute load average]."""
     # A queued run is filed ('created') and starts when a slot frees.
     running, queued = statuses.get("running", 0), statuses.get("created", 0)
-    return [round(seconds, 1), running, queued, now.workers, now.server_threads]
+    return [
+        round(seconds, 1),
+        running,
+        queued,
+        now.workers,
+        now.server_threads,
+        round(now.server_cpu_s, 2),
+        round(os.getloadavg()[0], 2),
+    ]
 
 
 async def wait_until(check, timeout: float) -> float | None:
@@ -509,15 +574,19 @@ async def measure(
     """Warm up, take the baseline, run the class, wait for the server to settle; the class
     ends (its sessions cut) in time to settle before ``deadline`` (monotonic)."""
     pid = server.pid
-    out: dict[str, Any] = {"server": {"cold": asdict(sample_server(pid))}}
+    out: dict[str, Any] = {
+        "server": {"cold": asdict(sample_server(pid))},
+        "load_average_at_start": round(os.getloadavg()[0], 2),
+    }
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             first = await warm_up(browser, url, max(10.0, deadline - time.monotonic() - 60))
             out["warm_up"] = {"page_load_s": first.page_load_s, "run_shown_s": first.run_shown_s}
+            warmed = time.monotonic()
             await wait_until(lambda: active_runs(store_statuses(db)) == 0, 30)
             await wait_until(lambda: sample_server(pid).workers == 0, 30)
-            await asyncio.sleep(2.0)
+            await prune_file_threads(url, warmed)
             baseline = sample_server(pid)
             out["server"]["baseline"] = asdict(baseline)
             out["store_baseline"] = store_statuses(db)
@@ -557,6 +626,7 @@ async def measure(
                 if task in pending:
                     record.failure = f"{record.failure or 'not started'}: cut by --timeout"
             out["class_s"] = time.monotonic() - begin
+            out["server"]["class_end"] = asdict(sample_server(pid))
 
             closed = time.monotonic()
             runs_end = await wait_until(
@@ -566,6 +636,8 @@ async def measure(
             workers_end = await wait_until(
                 lambda: sample_server(pid).workers <= baseline.workers, max(left, 0)
             )
+            threads_idle = sample_server(pid).server_threads
+            await prune_file_threads(url, closed)
             left = args.settle_timeout - (time.monotonic() - closed)
             threads_end = await wait_until(
                 lambda: (
@@ -586,6 +658,7 @@ async def measure(
                 "runs_stopped": runs_end,
                 "workers_back": workers_end,
                 "threads_back": threads_end,
+                "server_threads_before_pool_pruned": threads_idle,
                 "all": time.monotonic() - closed,
             }
             out["store_peak"] = store_peak
@@ -611,6 +684,8 @@ def stats(values: list[float]) -> dict[str, float | int | None]:
 
 def summarize(args: argparse.Namespace, raw: dict[str, Any], log: list[str], leaked: list[str]):
     records: list[Student] = raw["students"]
+    used = raw["server"]["class_end"]["server_cpu_s"] - raw["server"]["baseline"]["server_cpu_s"]
+    loads = [row[-1] for row in raw["timeline"]]
     states = [r.state for r in records]
     baseline, after = raw["server"]["baseline"], raw["server"]["after"]
     cap = args.max_runs if args.max_runs is not None else max(1, _usable_cores() - 1)
@@ -639,6 +714,8 @@ def summarize(args: argparse.Namespace, raw: dict[str, Any], log: list[str], lea
             "usable_cores": _usable_cores(),
             "platform": platform.platform(),
             "python": platform.python_version(),
+            "load_average_at_start": raw["load_average_at_start"],
+            "load_average_max_during": max(loads) if loads else None,
         },
         "settings": {
             "sessions": args.sessions,
@@ -682,6 +759,15 @@ def summarize(args: argparse.Namespace, raw: dict[str, Any], log: list[str], lea
                 [ms / 1000 for r in records for ms in r.steps_intervals_ms]
             ),
         },
+        "server_cpu": {
+            "class_s": round(raw["class_s"], 1),
+            "cpu_s": round(used, 1),
+            "share_of_one_core": round(used / raw["class_s"], 2) if raw["class_s"] else None,
+        },
+        "first_load": {
+            "files": stats([r.first_load_files for r in records if r.first_load_files]),
+            "mb": stats([r.first_load_mb for r in records if r.first_load_mb]),
+        },
         "runs_in_store": {
             "baseline": raw["store_baseline"],
             "peak": raw["store_peak"],
@@ -692,7 +778,15 @@ def summarize(args: argparse.Namespace, raw: dict[str, Any], log: list[str], lea
         "settle_s": raw["settle_s"],
         "queue_longest_stall_s": longest_stall(raw["timeline"], cap),
         "runs_final": raw["runs_final"],
-        "timeline_columns": ["s", "running", "queued", "workers", "server_threads"],
+        "timeline_columns": [
+            "s",
+            "running",
+            "queued",
+            "workers",
+            "server_threads",
+            "server_cpu_s",
+            "load_average_1min",
+        ],
         "timeline": raw["timeline"],
         "class_s": raw["class_s"],
         "server_log": {"matching_lines": len(log), "lines": log[:100]},
@@ -778,8 +872,15 @@ def markdown(result: dict[str, Any]) -> str:
             + " | ".join("–" if v is None else f"{v:.0f} {unit}".strip() for v in cells)
             + " |"
         )
-    settle = result["settle_s"]
+    settle, cpu, first = result["settle_s"], result["server_cpu"], result["first_load"]
     lines += [
+        "",
+        f"The server process used {cpu['cpu_s']:g} s of CPU over the {cpu['class_s']:g} s of the "
+        f"class ({cpu['share_of_one_core']} of one core; training runs in the workers). A first "
+        f"page load fetched {first['files']['p50']} files, {first['mb']['p50']} MB (median). "
+        f"The machine's load average was {machine['load_average_at_start']} at the start, "
+        f"{machine['load_average_max_during']} at most during the class ({machine['cpu_count']} "
+        "CPUs: the browsers run on the server's machine).",
         "",
         f"Runs in the store at peak: {result['runs_in_store']['peak']}; after close: "
         f"{result['runs_in_store']['after']} (runs stopped "
@@ -807,8 +908,8 @@ def main() -> int:
     parser.add_argument("--max-paused", type=int, help="RDQN_MAX_PAUSED (default: the server's)")
     parser.add_argument("--idle-timeout", type=float, help="RDQN_IDLE_TIMEOUT (default: server's)")
     parser.add_argument("--executor", default="process", help="RDQN_EXECUTOR")
-    parser.add_argument("--timeout", type=float, default=240.0, help="for the class, in all")
-    parser.add_argument("--step-timeout", type=float, default=60.0, help="for one page step")
+    parser.add_argument("--timeout", type=float, default=300.0, help="for everything, in all")
+    parser.add_argument("--step-timeout", type=float, default=120.0, help="for one page step")
     parser.add_argument("--settle-timeout", type=float, default=45.0, help="after the close")
     parser.add_argument("--out", default=str(ROOT / "benchmarks/results/load_classroom.json"))
     parser.add_argument("--keep", action="store_true", help="keep the temporary RDQN_HOME")
