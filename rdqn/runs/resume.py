@@ -5,8 +5,10 @@ away, Ctrl-C between two steps) saves a *resume checkpoint*: besides the weights
 checkpoint has (``agent``: online and target weights, optimizer, exploration generator;
 ``config``; ``counters``), a ``resume`` entry with the replay memory and its priorities, every
 generator, the telemetry and the timings (`rdqn.training.trainer.Trainer.checkpoint_state`). A
-paused run saves one too (rows flushed first), so a paused run whose process dies (`RunStore.
-mark_interrupted` marks it stopped) is resumable from where it paused. The store records which
+paused run saves one too (rows flushed first), and a training run one every minute (periodic
+checkpoints, `rdqn.runs.lifecycle`), so a run whose process dies (killed, crashed; the store
+marks it stopped, `RunStore.mark_interrupted`) is resumable from where it paused or from its
+last periodic checkpoint. The store records which
 checkpoints can resume (``runs.resume_env_steps``), so `resumable` and `resume_blocker` answer
 from the run's record, without reading the file.
 

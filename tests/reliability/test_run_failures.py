@@ -140,18 +140,32 @@ def test_an_exception_in_a_worker_fails_the_run_with_the_error(
     assert record.error is not None and record.error.startswith("out of memory")
 
 
-def _train_forever(home: Path) -> None:
+def _train(home: Path, steps: int, step_delay: float, checkpoint_every: str) -> None:
+    os.environ["RDQN_CHECKPOINT_EVERY"] = checkpoint_every
+    if step_delay:
+        real_step = Trainer.step
+
+        def slow_step(self: Trainer) -> None:
+            time.sleep(step_delay)
+            real_step(self)
+
+        Trainer.step = slow_step  # type: ignore[method-assign]
     args = ["--home", str(home), "train", *TINY]
-    args[args.index("200")] = "200000"  # far beyond the test's time
+    args[args.index("200")] = str(steps)
     os._exit(main(args))
 
 
-def start_cli_run(home: Path) -> multiprocessing.process.BaseProcess:
+def start_cli_run(
+    home: Path, steps: int = 200_000, step_delay: float = 0.0, checkpoint_every: str = "60"
+) -> multiprocessing.process.BaseProcess:
     """A process running ``python -m rdqn train`` (`rdqn.cli.main`, what ``python -m rdqn``
-    runs) of a tiny config. Forked, not started afresh: the same code in a process of its own
-    (its own pid and start time), without the seconds a fresh interpreter takes to import torch.
+    runs) of a tiny config, ``step_delay`` seconds slower a step. Forked, not started afresh:
+    the same code in a process of its own (its own pid and start time), without the seconds a
+    fresh interpreter takes to import torch.
     """
-    process = multiprocessing.get_context("fork").Process(target=_train_forever, args=(home,))
+    process = multiprocessing.get_context("fork").Process(
+        target=_train, args=(home, steps, step_delay, checkpoint_every)
+    )
     process.start()
     return process
 
@@ -170,17 +184,19 @@ def wait_for_progress(home: Path, process: multiprocessing.process.BaseProcess, 
     raise AssertionError("the CLI run made no progress in 60 s")
 
 
+def kill(process: multiprocessing.process.BaseProcess) -> None:
+    os.kill(process.pid, signal.SIGKILL)  # type: ignore[arg-type]
+    process.join(10)
+
+
 def test_a_killed_cli_run_is_marked_interrupted_and_can_be_deleted(tmp_path: Path) -> None:
     process = start_cli_run(tmp_path)
     try:
         run_id = wait_for_progress(
             tmp_path, process, lambda r: r.status == "running" and r.env_steps > 0
         )
-        os.kill(process.pid, signal.SIGKILL)
-        process.join(10)
     finally:
-        process.kill()
-        process.join()
+        kill(process)
     with RunStore(tmp_path / "rdqn.db") as store:
         record = store.get_run(run_id)
         assert (record.status, record.error) == (
@@ -190,3 +206,26 @@ def test_a_killed_cli_run_is_marked_interrupted_and_can_be_deleted(tmp_path: Pat
         assert record.env_steps > 0
         store.delete_run(run_id)
         assert store.list_runs().empty
+
+
+def test_a_killed_cli_run_resumes_from_its_last_periodic_checkpoint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Killed (SIGKILL) after its first periodic checkpoint, the run loses only what came after
+    it: ``python -m rdqn resume`` takes it from there to its budget."""
+    process = start_cli_run(tmp_path, steps=1500, step_delay=0.002, checkpoint_every="0.1")
+    try:
+        run_id = wait_for_progress(tmp_path, process, lambda r: r.resume_env_steps)
+    finally:
+        kill(process)
+    with RunStore(tmp_path / "rdqn.db") as store:
+        killed = store.get_run(run_id)
+    assert killed.status == "stopped" and killed.checkpoint_path
+    resume_at = killed.resume_env_steps
+    assert resume_at is not None and 0 < resume_at < 1500
+    assert main(["--home", str(tmp_path), "resume", run_id, "--quiet"]) == 0, capsys.readouterr()
+    with RunStore(tmp_path / "rdqn.db") as store:
+        record = store.get_run(run_id)
+        episodes = store.episodes(run_id)["episode"].tolist()
+    assert (record.status, record.error, record.env_steps) == ("finished", None, 1500)
+    assert episodes == list(range(1, record.episodes + 1))  # none lost, none repeated

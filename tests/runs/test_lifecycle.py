@@ -16,9 +16,17 @@ import torch
 from rdqn.cli import main
 from rdqn.learn.agent import DivergenceError
 from rdqn.presets import preset
+from rdqn.runs import lifecycle
 from rdqn.runs.checkpoints import load_checkpoint
 from rdqn.runs.handle import RunHandle
-from rdqn.runs.lifecycle import RecordedRun, ending, run_to_end
+from rdqn.runs.lifecycle import (
+    CHECKPOINT_EVERY_S,
+    RecordedRun,
+    checkpoint_period,
+    ending,
+    next_checkpoint_gap,
+    run_to_end,
+)
 from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import RunStore, StoreError
 from rdqn.training.trainer import Trainer
@@ -197,3 +205,90 @@ def test_a_failing_checkpoint_still_ends_the_run_with_its_error(
 def test_ending_maps_exceptions_to_statuses(error: BaseException, status: str, reason: str) -> None:
     assert ending(error) == (status, reason)
     assert status in FINAL_STATUSES
+
+
+# -- periodic checkpoints ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "period"),
+    [(None, CHECKPOINT_EVERY_S), ("", CHECKPOINT_EVERY_S), ("5", 5.0), (" 0.25 ", 0.25)]
+    + [("0", None), ("off", None), ("OFF", None)],
+)
+def test_checkpoint_period_comes_from_rdqn_checkpoint_every(
+    value: str | None, period: float | None
+) -> None:
+    environ = {} if value is None else {"RDQN_CHECKPOINT_EVERY": value}
+    assert checkpoint_period(environ) == period
+
+
+@pytest.mark.parametrize("value", ["-1", "abc", "nan", "inf", "1e999"])
+def test_a_bad_checkpoint_period_names_the_variable(value: str) -> None:
+    with pytest.raises(ValueError, match=f"RDQN_CHECKPOINT_EVERY .* got '{value}'"):
+        checkpoint_period({"RDQN_CHECKPOINT_EVERY": value})
+    with pytest.raises(ValueError, match="checkpoint_every must be > 0"):
+        RecordedRun(tiny(10), checkpoint_every=0.0)
+
+
+def test_saving_takes_at_most_a_small_share_of_the_run() -> None:
+    assert next_checkpoint_gap(60.0, 0.1) == 60.0
+    assert next_checkpoint_gap(1.0, 0.1) == pytest.approx(0.1 / lifecycle.MAX_CHECKPOINT_SHARE)
+    assert lifecycle.MAX_CHECKPOINT_SHARE <= 0.02
+
+
+def saved_checkpoints(store: RunStore, monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, ...]]:
+    """Spy on the store's checkpoint saves: (resume env step or -1, env steps in the store)."""
+    saves: list[tuple[int, ...]] = []
+    real = store.save_checkpoint
+
+    def spy(run_id: str, data: bytes, *, resume_env_steps: int | None = None) -> Path:
+        record = store.get_run(run_id)
+        saves.append((-1 if resume_env_steps is None else resume_env_steps, record.env_steps))
+        return real(run_id, data, resume_env_steps=resume_env_steps)
+
+    monkeypatch.setattr(store, "save_checkpoint", spy)
+    return saves
+
+
+def test_a_training_run_saves_a_resume_checkpoint_periodically(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lifecycle, "MAX_CHECKPOINT_SHARE", 1.0)  # a tiny period stays tiny
+    with RunStore(tmp_path / "rdqn.db") as store:
+        saves = saved_checkpoints(store, monkeypatch)
+        run = run_to_end(RecordedRun(tiny(500), store, checkpoint_every=1e-6))
+        record = store.get_run(run.id)
+    assert record.status == "finished" and record.resume_env_steps is None
+    periodic, final = saves[:-1], saves[-1]
+    assert final == (-1, 500)
+    assert len(periodic) >= 2
+    for resume_at, stored_steps in periodic:
+        # Between two steps, with the rows and counters up to that step already in the store.
+        assert resume_at % 100 == 0 and 0 < resume_at < 500 and stored_steps == resume_at
+    assert [s[0] for s in periodic] == sorted({s[0] for s in periodic})
+
+
+def test_a_short_run_saves_no_periodic_checkpoint_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RDQN_CHECKPOINT_EVERY", raising=False)
+    with RunStore(tmp_path / "rdqn.db") as store:
+        saves = saved_checkpoints(store, monkeypatch)
+        run = RecordedRun(tiny(300), store)
+        assert run.checkpoint_every == CHECKPOINT_EVERY_S
+        run_to_end(run)
+    assert saves == [(-1, 300)]
+
+
+def test_a_failing_periodic_checkpoint_fails_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full_disk(*args: object, **kwargs: object) -> None:
+        raise StoreError("disk full while saving a checkpoint")
+
+    with RunStore(tmp_path / "rdqn.db") as store:
+        monkeypatch.setattr(store, "save_checkpoint", full_disk)
+        run = run_to_end(RecordedRun(tiny(500), store, checkpoint_every=1e-6))
+        record = store.get_run(run.id)
+    assert (record.status, record.error) == ("failed", "disk full while saving a checkpoint")
+    assert record.env_steps == 100
