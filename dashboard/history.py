@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rdqn.compare import ROLLING_WINDOW, Curve
+from rdqn.compare import ROLLING_WINDOW, Curve, comparison_threshold
 from rdqn.config import SCHEMES, RunConfig
 from rdqn.presets import configure, preset
 from rdqn.runs.handle import RunHandle
@@ -49,6 +49,7 @@ __all__ = [
     "scheme_label",
     "scheme_labels",
     "stored_counters",
+    "stored_threshold",
     "summary_decimals",
     "waiting_note",
 ]
@@ -178,6 +179,15 @@ def group_progress(
         except KeyError:
             continue
     return rows
+
+
+def stored_threshold(env_id: str) -> float | None:
+    """`rdqn.compare.comparison_threshold` of a stored run's environment; None for an id this
+    version does not know (a run recorded by another version, or a damaged record)."""
+    try:
+        return comparison_threshold(env_id)
+    except ValueError:
+        return None
 
 
 def waiting_note(place: tuple[int, int] | None, max_active: int) -> str:

@@ -18,6 +18,7 @@ from dashboard.eta import duration_text, queue_wait_seconds, remaining_seconds
 from dashboard.history import run_label
 from dashboard.share import follow_link, qr_png, run_link, server_address
 from dashboard.state import registry, session, store
+from dashboard.text import plain
 from rdqn.compare import ROLLING_WINDOW
 from rdqn.runs.resume import resume_blocker
 from rdqn.training.telemetry import Telemetry
@@ -71,7 +72,7 @@ def run_view(
     if snap is None:
         place = registry().position(run_id) if run_id else None
         if handle is not None and handle.error:
-            st.error(f"The run {handle.status}: {handle.error}")
+            st.error(f"The run {plain(handle.status)}: {plain(handle.error)}")
         elif place is not None:
             _queued(run_id, *place)
         elif handle is not None:
@@ -88,7 +89,7 @@ def run_view(
     status, error = handle.status, handle.error or snap.error
     total = handle.config.train.total_steps
     line = (
-        f"{status} · run `{run_id}` ({run_label(handle.config)}) · "
+        f"{plain(status)} · run `{run_id}` ({plain(run_label(handle.config))}) · "
         f"{snap.env_steps:,} of {total:,} steps"
     )
     if status == "running":
@@ -96,7 +97,7 @@ def run_view(
         line += f" · {duration_text(left)} left" if left is not None else ""
     st.progress(snap.progress, text=line)
     if status == "failed":
-        st.error(f"The run failed: {error}", icon=":material/error:")
+        st.error(f"The run failed: {plain(error)}", icon=":material/error:")
     elif status == "stopped":
         goes_on = (
             " Press **Resume** to go on where it stopped."
@@ -104,7 +105,8 @@ def run_view(
             else ""
         )
         st.warning(
-            f"The run stopped: {error or 'by its owner'}.{goes_on}", icon=":material/stop_circle:"
+            f"The run stopped: {plain(error or 'by its owner')}.{goes_on}",
+            icon=":material/stop_circle:",
         )
     elif status == "paused" and (place := registry().position(run_id)) is not None:
         st.info(
@@ -213,7 +215,7 @@ def stored_run_view(run_id: str) -> None:
         st.warning(f"No run with id {run_id!r} on this server.")
         return
     episodes = store().episodes(run_id)
-    st.markdown(f"Status **{record.status}** · {record.env_steps:,} env steps")
+    st.markdown(f"Status **{plain(record.status)}** · {record.env_steps:,} env steps")
     show_chart(
         st,
         figures.reward_curve(

@@ -29,6 +29,7 @@ import streamlit as st
 import torch
 
 from dashboard.params import DEFAULT_PRESET
+from dashboard.text import plain
 from rdqn.classroom import tree_demo, worked_example
 from rdqn.runs.executors import ExecutorUnavailable, executor_from_env
 from rdqn.runs.registry import RunRegistry
@@ -78,7 +79,7 @@ def registry() -> RunRegistry:
             idle_timeout=_env_number("RDQN_IDLE_TIMEOUT", 120.0, float),
         )
     except (ValueError, ExecutorUnavailable) as err:
-        st.error(f"The server cannot start runs: {err}", icon=":material/error:")
+        st.error(f"The server cannot start runs: {plain(err)}", icon=":material/error:")
         st.stop()
     executor.prepare()  # imports and compiled kernels, in the background, before the first run
     return run_registry  # it stops its runs and ends its workers when the server exits

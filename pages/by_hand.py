@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.state import ensure_app_frame
+from dashboard.text import plain
 from rdqn.classroom import worked_example as we
 
 ensure_app_frame()
@@ -100,7 +101,7 @@ with params:
 try:
     example = we.example_from_frame(edited, gamma=gamma, alpha=alpha, beta=beta, eps=eps, loss=loss)
 except ValueError as err:
-    st.error(f"Cannot compute the update: {err}.", icon=":material/error:")
+    st.error(f"Cannot compute the update: {plain(err)}.", icon=":material/error:")
     st.stop()
 result = we.worked_update(example)
 

@@ -20,15 +20,15 @@ from dashboard.comparisons import (
     stop_runs,
 )
 from dashboard.config_widgets import config_widget
-from dashboard.history import comparison_base, default_budget
+from dashboard.history import comparison_base, default_budget, stored_threshold
 from dashboard.ownership import actor, not_yours_note
 from dashboard.state import ensure_app_frame, registry, store
+from dashboard.text import plain
 from rdqn.compare import (
     LESSON_PRESET,
     PAPER_RANK_PRESETS,
     ROLLING_WINDOW,
     comparison_configs,
-    comparison_threshold,
 )
 from rdqn.config import SCHEMES
 from rdqn.presets import PAPER_RANK_ALPHA, preset
@@ -75,7 +75,7 @@ if st.button("Run comparison", type="primary", key="compare.run", disabled=not s
             )
         )
     except ValueError as err:
-        st.error(f"Cannot start this comparison: {err}")
+        st.error(f"Cannot start this comparison: {plain(err)}")
 
 if group_id:
     st.divider()
@@ -83,13 +83,13 @@ if group_id:
     heading, threshold_box, stop_box = st.columns([3, 1, 1], vertical_alignment="bottom")
     records = store().list_runs(group_id=group_id)
     group_env = records["env_id"].iloc[0] if not records.empty else env_id
-    heading.subheader(f"Comparison {group_id}")
+    heading.subheader(f"Comparison {plain(group_id)}")
     if not records.empty:
         heading.caption(
-            f"{records['preset'].iloc[0]} preset on {group_env}: {len(records)} runs, "
-            f"seeds {', '.join(map(str, sorted(set(records['seed']))))}"
+            f"{plain(records['preset'].iloc[0])} preset on {plain(group_env)}: "
+            f"{len(records)} runs, seeds {', '.join(map(str, sorted(set(records['seed']))))}"
         )
-    default_threshold = comparison_threshold(group_env)
+    default_threshold = stored_threshold(group_env)
     small = default_threshold is not None and default_threshold < 10
     threshold = threshold_box.number_input(
         "Return threshold",

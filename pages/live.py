@@ -30,6 +30,7 @@ from dashboard.live import (
 from dashboard.live_view import highlight_css, run_view, share_panel, stored_run_view
 from dashboard.params import URL_ALIASES, parse_params
 from dashboard.state import SPEEDS, ensure_app_frame, registry, session
+from dashboard.text import plain
 
 ensure_app_frame()
 ss = st.session_state
@@ -42,10 +43,10 @@ visible = set(step.controls) if step else ALL_CONTROLS
 title, share = st.columns([2, 1], vertical_alignment="bottom")
 title.title("Live training")
 for note in parsed.notes:
-    st.info(f"URL note: {note}", icon=":material/link_off:")
+    st.info(f"URL note: {plain(note)}", icon=":material/link_off:")
 if parsed.lesson or in_lesson:
     for error in lessons()[1]:
-        st.warning(f"A lesson file did not load: {error}", icon=":material/error:")
+        st.warning(f"A lesson file did not load: {plain(error)}", icon=":material/error:")
 if in_lesson and step is not None:
     lesson, number = in_lesson
     with st.container(border=True, key="live_lesson"):
@@ -160,7 +161,7 @@ else:
     if handle is None:
         for run_id, text in resumable_runs():
             where, go_on = st.columns([5, 1], vertical_alignment="center")
-            where.caption(text)
+            where.caption(plain(text))
             go_on.button(
                 "Resume",
                 key=f"live.resume_{run_id}",
@@ -199,7 +200,7 @@ else:
         st.sidebar.button("Back to the page defaults", key="live.defaults", on_click=use_defaults)
 
     if ss["live.error"]:
-        st.error(ss["live.error"])
+        st.error(plain(ss["live.error"]))
     sync_url()
 
     with share.popover("Share with the class", icon=":material/qr_code_2:"):

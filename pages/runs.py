@@ -20,11 +20,13 @@ from dashboard.history import (
     return_decimals,
     run_label,
     runs_table,
+    stored_threshold,
 )
 from dashboard.ownership import admin_box, may_control, not_yours_note
 from dashboard.saved_runs import DELETE_RULE, delete_run, run_counters
 from dashboard.state import ensure_app_frame, registry, store
-from rdqn.compare import ROLLING_WINDOW, Curve, comparison_threshold
+from dashboard.text import plain
+from rdqn.compare import ROLLING_WINDOW, Curve
 from rdqn.runs.registry import NotOwner
 from rdqn.runs.schema import ACTIVE_STATUSES
 from rdqn.runs.store import RunRecord
@@ -65,14 +67,12 @@ def live_counters(run_id: str) -> None:
 
 
 def run_card(record: RunRecord) -> None:
-    st.subheader(run_label(record.config, record.id))
+    st.subheader(plain(run_label(record.config, record.id)))
     group = f"comparison {record.group_id}" if record.group_id else "single run"
-    st.caption(
-        f"{record.name} · {record.id} · {record.status} · {record.preset or 'custom'} · "
-        f"{record.env_id} · {group}"
-    )
+    fields = (record.name, record.id, record.status, record.preset or "custom", record.env_id)
+    st.caption(" · ".join(plain(field) for field in (*fields, group)))
     if record.error:
-        st.error(record.error, icon=":material/error:")
+        st.error(plain(record.error), icon=":material/error:")
     if record.status in ACTIVE_STATUSES:
         live_counters(record.id)
     else:
@@ -93,7 +93,8 @@ def run_card(record: RunRecord) -> None:
     with manifest_col:
         st.markdown("**Manifest**")
         if manifest:
-            st.table(pd.DataFrame({"": manifest_summary(manifest)}))
+            summary = {name: plain(value) for name, value in manifest_summary(manifest).items()}
+            st.table(pd.DataFrame({"": summary}))
             seconds = (manifest.get("timings") or {}).get("seconds", {})
             show_chart(st, timing_figure(seconds), key="runs.timing")
         else:
@@ -132,7 +133,7 @@ def run_card(record: RunRecord) -> None:
             try:
                 delete_run(record)
             except NotOwner as err:
-                st.error(str(err), icon=":material/lock:")
+                st.error(plain(err), icon=":material/lock:")
             else:
                 st.rerun()
 
@@ -171,7 +172,7 @@ else:
             curve = Curve.from_episodes(store().episodes(run_id))
             curves[labels[run_id]] = (curve.end_steps, curve.returns)
         envs = set(rows["env_id"])
-        threshold = comparison_threshold(envs.pop()) if len(envs) == 1 else None
+        threshold = stored_threshold(envs.pop()) if len(envs) == 1 else None
         overlay = runs_overlay_figure(
             curves,
             schemes={labels[run_id]: rows.loc[run_id, "scheme"] for run_id in chosen},

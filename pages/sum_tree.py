@@ -14,6 +14,7 @@ from dashboard.figures import (
     tree_levels_figure,
 )
 from dashboard.state import ensure_app_frame, latest_snapshot
+from dashboard.text import plain
 from rdqn.classroom import tree_demo as td
 
 ensure_app_frame()
@@ -65,7 +66,7 @@ with editor_col:
     try:
         ss["tree.priorities"] = td.check_priorities(edited["priority"]).tolist()
     except ValueError as err:
-        st.error(f"{err}. Using the last valid priorities.", icon=":material/error:")
+        st.error(f"{plain(err)}. Using the last valid priorities.", icon=":material/error:")
     with st.container(horizontal=True):
         st.button(
             "Randomize",

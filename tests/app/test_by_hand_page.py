@@ -13,6 +13,8 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard.text import plain
+
 APP = Path(__file__).resolve().parents[2] / "app.py"
 TARGETS = [3.475, 1.0, 0.99, -0.802]
 
@@ -103,12 +105,12 @@ def test_a_bad_cell_shows_an_error_not_an_exception(at: AppTest) -> None:
     edit(at, 2, "reward", "abc")
     assert not at.exception
     assert len(at.error) == 1
-    assert "row 2, reward: 'abc' is not a number" in at.error[0].value
+    assert plain("row 2, reward: 'abc' is not a number") in at.error[0].value
     assert not [f for f in at.dataframe if "target" in f.value.columns]
 
     edit(at, 2, "reward", None)
     assert not at.exception
-    assert "row 2, reward: an empty cell is not a number" in at.error[0].value
+    assert plain("row 2, reward: an empty cell is not a number") in at.error[0].value
 
 
 def test_reset_restores_the_default_table(at: AppTest) -> None:

@@ -12,6 +12,7 @@ from dashboard.config_widgets import FORM_FIELDS, field_label
 from dashboard.live import SETTLE_SECONDS
 from dashboard.params import URL_ALIASES
 from dashboard.state import registry
+from dashboard.text import plain
 from rdqn.config import config_field
 from rdqn.presets import preset
 
@@ -98,8 +99,8 @@ def test_url_parameters_set_up_the_page_and_bad_ones_are_noted() -> None:
     assert at.session_state["live.preset"] == "per-notebook"
     assert at.session_state["live.overrides"] == {"replay.alpha": 0.3, "replay.scheme": "rank"}
     notes = " ".join(info.value for info in at.info)
-    assert "beta='7': replay.beta0 must be in [0, 1], got 7.0" in notes
-    assert "seed='x': seed must be an integer from 0 to 2,147,483,647, got 'x'" in notes
+    assert plain("beta='7': replay.beta0 must be in [0, 1], got 7.0") in notes
+    assert plain("seed='x': seed must be an integer from 0 to 2,147,483,647, got 'x'") in notes
     assert at.query_params["alpha"] == "0.3" and "beta" not in at.query_params
 
 
@@ -194,7 +195,7 @@ def test_conflicting_settings_show_an_error_and_change_nothing() -> None:
     at.sidebar.button[0].click()
     at.run()
     assert not at.exception
-    assert "train.learning_starts must be >= replay.batch_size (1024)" in at.error[0].value
+    assert plain("train.learning_starts must be >= replay.batch_size (1024)") in at.error[0].value
     assert at.session_state["live.overrides"] == {}
 
 

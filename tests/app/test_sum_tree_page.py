@@ -12,6 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.state import registry
+from dashboard.text import plain
 from rdqn.presets import preset
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
@@ -126,14 +127,15 @@ def test_bad_priority_shows_an_error_and_keeps_the_last_valid_values(at: AppTest
     at.run()
     assert not at.exception
     assert len(at.error) == 1
-    assert "leaf 3 (-2.0)" in at.error[0].value and "leaf 5 (an empty cell)" in at.error[0].value
+    errors = at.error[0].value
+    assert plain("leaf 3 (-2.0)") in errors and plain("leaf 5 (an empty cell)") in errors
     assert at.session_state["tree.priorities"] == DEFAULT
     assert len(frame_with(at, "probability")) == 8
 
     at.session_state["tree.base"] = [0.0] * 8
     at.run()
     assert not at.exception
-    assert "at least one priority must be > 0" in at.error[0].value
+    assert plain("at least one priority must be > 0") in at.error[0].value
 
 
 def test_leaf_count_randomize_and_reset(at: AppTest) -> None:
