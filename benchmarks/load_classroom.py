@@ -243,6 +243,34 @@ def sample_server(pid: int) -> ServerSample:
     )
 
 
+class CpuMeter:
+    """CPU seconds used since it was made by the server, the server's children (the zygote and
+    the workers: training) and the browsers (this script's other children: Chromium and the
+    Playwright driver), processes that came and went included (each read while it lives)."""
+
+    def __init__(self, server: int) -> None:
+        self.server = server
+        self.start = self._now()
+        self.top = dict(self.start)
+
+    def _now(self) -> dict[tuple[str, int], float]:
+        parents = _parents()
+        children = set(descendants(self.server, parents))
+        browsers = set(descendants(os.getpid(), parents)) - children - {self.server}
+        groups = {"server": [self.server], "server_children": children, "browsers": browsers}
+        return {(name, p): _cpu_s(p) for name, pids in groups.items() for p in pids}
+
+    def read(self) -> None:
+        for key, seconds in self._now().items():
+            self.top[key] = max(self.top.get(key, 0.0), seconds)
+
+    def used(self) -> dict[str, float]:
+        totals = {"server": 0.0, "server_children": 0.0, "browsers": 0.0}
+        for (name, pid), seconds in self.top.items():
+            totals[name] += seconds - self.start.get((name, pid), 0.0)
+        return {name: round(value, 1) for name, value in totals.items()}
+
+
 def peak(samples: list[ServerSample]) -> dict[str, float]:
     """Each field's largest value over the samples."""
     return {
@@ -596,10 +624,12 @@ async def measure(
             timeline: list[list[float]] = []
             sampling_over = asyncio.Event()
             begin = time.monotonic()
+            cpu = CpuMeter(pid)
 
             async def sampler() -> None:
                 while not sampling_over.is_set():
                     samples.append(now := sample_server(pid))
+                    cpu.read()
                     statuses = store_statuses(db)
                     if active_runs(statuses) >= active_runs(store_peak):
                         store_peak.clear()
@@ -626,7 +656,8 @@ async def measure(
                 if task in pending:
                     record.failure = f"{record.failure or 'not started'}: cut by --timeout"
             out["class_s"] = time.monotonic() - begin
-            out["server"]["class_end"] = asdict(sample_server(pid))
+            cpu.read()
+            out["cpu_s"] = cpu.used()
 
             closed = time.monotonic()
             runs_end = await wait_until(
@@ -684,7 +715,6 @@ def stats(values: list[float]) -> dict[str, float | int | None]:
 
 def summarize(args: argparse.Namespace, raw: dict[str, Any], log: list[str], leaked: list[str]):
     records: list[Student] = raw["students"]
-    used = raw["server"]["class_end"]["server_cpu_s"] - raw["server"]["baseline"]["server_cpu_s"]
     loads = [row[-1] for row in raw["timeline"]]
     states = [r.state for r in records]
     baseline, after = raw["server"]["baseline"], raw["server"]["after"]
@@ -759,10 +789,13 @@ def summarize(args: argparse.Namespace, raw: dict[str, Any], log: list[str], lea
                 [ms / 1000 for r in records for ms in r.steps_intervals_ms]
             ),
         },
-        "server_cpu": {
+        "cpu_during_class": {
             "class_s": round(raw["class_s"], 1),
-            "cpu_s": round(used, 1),
-            "share_of_one_core": round(used / raw["class_s"], 2) if raw["class_s"] else None,
+            "cpu_s": raw["cpu_s"],
+            "cores": {
+                name: round(used / raw["class_s"], 2) if raw["class_s"] else None
+                for name, used in raw["cpu_s"].items()
+            },
         },
         "first_load": {
             "files": stats([r.first_load_files for r in records if r.first_load_files]),
@@ -872,15 +905,17 @@ def markdown(result: dict[str, Any]) -> str:
             + " | ".join("–" if v is None else f"{v:.0f} {unit}".strip() for v in cells)
             + " |"
         )
-    settle, cpu, first = result["settle_s"], result["server_cpu"], result["first_load"]
+    settle, cpu, first = result["settle_s"], result["cpu_during_class"], result["first_load"]
+    cores = cpu["cores"]
     lines += [
         "",
-        f"The server process used {cpu['cpu_s']:g} s of CPU over the {cpu['class_s']:g} s of the "
-        f"class ({cpu['share_of_one_core']} of one core; training runs in the workers). A first "
-        f"page load fetched {first['files']['p50']} files, {first['mb']['p50']} MB (median). "
-        f"The machine's load average was {machine['load_average_at_start']} at the start, "
-        f"{machine['load_average_max_during']} at most during the class ({machine['cpu_count']} "
-        "CPUs: the browsers run on the server's machine).",
+        f"CPU over the {cpu['class_s']:g} s of the class, in cores: the server "
+        f"{cores['server']}, its workers (training) {cores['server_children']}, the "
+        f"{s['sessions']} browser sessions {cores['browsers']} (they run on the server's "
+        f"machine here; in a class each student's laptop draws its own page). The machine's "
+        f"load average: {machine['load_average_at_start']} at the start, "
+        f"{machine['load_average_max_during']} at most ({machine['cpu_count']} CPUs). A first "
+        f"page load fetched {first['files']['p50']} files, {first['mb']['p50']} MB (median).",
         "",
         f"Runs in the store at peak: {result['runs_in_store']['peak']}; after close: "
         f"{result['runs_in_store']['after']} (runs stopped "
