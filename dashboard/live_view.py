@@ -21,6 +21,8 @@ from dashboard.state import registry, session, store
 from dashboard.text import plain
 from rdqn.compare import ROLLING_WINDOW
 from rdqn.runs.resume import resume_blocker
+from rdqn.runs.schema import FINAL_STATUSES
+from rdqn.runs.store import RunRecord
 from rdqn.training.telemetry import Telemetry
 
 __all__ = ["highlight_css", "run_view", "share_panel", "stored_run_view"]
@@ -71,12 +73,15 @@ def run_view(
     snap = handle.snapshot() if handle is not None else None
     if snap is None:
         place = registry().position(run_id) if run_id else None
-        if handle is not None and handle.error:
-            st.error(f"The run {plain(handle.status)}: {plain(handle.error)}")
+        record = _record(run_id) if run_id and handle is None and not watching else None
+        if handle is not None and handle.status in FINAL_STATUSES:
+            _ending(run_id, handle.status, handle.error, watching=watching)
         elif place is not None:
             _queued(run_id, *place)
         elif handle is not None:
             _preparing(run_id, handle.status)
+        elif record is not None and record.status in FINAL_STATUSES:
+            _ending(run_id, record.status, record.error, watching=watching)
         elif watching:
             st.info("Waiting for the teacher to start a run…", icon=":material/hourglass_top:")
         else:
@@ -85,7 +90,9 @@ def run_view(
                 "time."
             )
         return
-    # The handle knows at once what its owner asked for (a pause) and how the run ended.
+    # The handle, not the snapshot, says what the run is now: it knows at once what its owner
+    # asked for (a pause) and how the run ended (failed, stopped by someone), even when the
+    # worker sent no snapshot after that.
     status, error = handle.status, handle.error or snap.error
     total = handle.config.train.total_steps
     line = (
@@ -96,18 +103,8 @@ def run_view(
         left = remaining_seconds(snap.env_steps, total, snap.steps_per_second)
         line += f" · {duration_text(left)} left" if left is not None else ""
     st.progress(snap.progress, text=line)
-    if status == "failed":
-        st.error(f"The run failed: {plain(error)}", icon=":material/error:")
-    elif status == "stopped":
-        goes_on = (
-            " Press **Resume** to go on where it stopped."
-            if not watching and resume_blocker(store(), run_id) is None
-            else ""
-        )
-        st.warning(
-            f"The run stopped: {plain(error or 'by its owner')}.{goes_on}",
-            icon=":material/stop_circle:",
-        )
+    if status in ("failed", "stopped"):
+        _ending(run_id, status, error, watching=watching)
     elif status == "paused" and (place := registry().position(run_id)) is not None:
         st.info(
             f"Every training slot is taken: the run goes on when one frees (place {place[0]} of "
@@ -144,6 +141,30 @@ def run_view(
         key="live.loss_chart",
     )
     _metrics(snap, status)
+
+
+def _record(run_id: str) -> RunRecord | None:
+    try:
+        return store().get_run(run_id)
+    except KeyError:
+        return None
+
+
+def _ending(run_id: str, status: str, error: str | None, *, watching: bool) -> None:
+    """How a run ended: failed with its error, stopped with its reason (and how to go on)."""
+    if status == "failed":
+        why = error or "no error was recorded"
+        st.error(f"The run failed: {plain(why)}", icon=":material/error:")
+    elif status == "stopped":
+        why = (error or "by its owner").removeprefix("stopped: ").removeprefix("stopped; ")
+        goes_on = (
+            " Press **Resume** to go on where it stopped."
+            if not watching and resume_blocker(store(), run_id) is None
+            else ""
+        )
+        st.warning(f"The run stopped: {plain(why)}.{goes_on}", icon=":material/stop_circle:")
+    else:
+        st.info(f"Run `{run_id}` {plain(status)}.", icon=":material/check_circle:")
 
 
 def _preparing(run_id: str, status: str) -> None:

@@ -23,7 +23,13 @@ from dashboard.history import (
     stored_threshold,
 )
 from dashboard.ownership import admin_box, may_control, not_yours_note
-from dashboard.saved_runs import DELETE_RULE, delete_run, run_counters
+from dashboard.saved_runs import (
+    DELETE_RULE,
+    current_record,
+    current_statuses,
+    delete_run,
+    run_counters,
+)
 from dashboard.state import ensure_app_frame, registry, store
 from dashboard.text import plain
 from rdqn.compare import ROLLING_WINDOW, Curve
@@ -58,7 +64,7 @@ def counters(record: RunRecord) -> None:
 def live_counters(run_id: str) -> None:
     """The counters of a run that is still training; the whole page reruns once it ends."""
     try:
-        record = store().get_run(run_id)
+        record = current_record(store().get_run(run_id))
     except KeyError:
         st.rerun()
     if record.status not in ACTIVE_STATUSES:
@@ -71,8 +77,10 @@ def run_card(record: RunRecord) -> None:
     group = f"comparison {record.group_id}" if record.group_id else "single run"
     fields = (record.name, record.id, record.status, record.preset or "custom", record.env_id)
     st.caption(" · ".join(plain(field) for field in (*fields, group)))
-    if record.error:
-        st.error(plain(record.error), icon=":material/error:")
+    if record.status == "failed":
+        st.error(plain(record.error or "no error was recorded"), icon=":material/error:")
+    elif record.error:
+        st.warning(plain(record.error), icon=":material/stop_circle:")
     if record.status in ACTIVE_STATUSES:
         live_counters(record.id)
     else:
@@ -140,7 +148,7 @@ def run_card(record: RunRecord) -> None:
 
 st.title("Saved runs")
 admin_box()
-runs = store().list_runs()
+runs = current_statuses(store().list_runs())
 if runs.empty:
     st.info("No saved runs yet — start one on the Live training page.")
     st.page_link("pages/live.py", label="Live training", icon=":material/monitoring:")
@@ -185,4 +193,4 @@ else:
                 "Run card for", chosen, format_func=labels.__getitem__, key="runs.card"
             )
         st.divider()
-        run_card(store().get_run(card_id))
+        run_card(current_record(store().get_run(card_id)))
