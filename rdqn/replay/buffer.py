@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
+from rdqn.replay.checks import check_slots, check_update
 from rdqn.replay.samplers import Sampler, UniformSampler
 from rdqn.replay.storage import ACTION_MAX, RingStorage, count_samples
 from rdqn.validation import check_integer, check_probability
@@ -121,8 +122,9 @@ class ReplayBuffer:
         return self.storage.sample_counts[: len(self)].copy()
 
     def ages(self, indices: ArrayLike) -> NDArray[np.int64]:
-        """Age of the occupants of `indices` in writes: 0 = newest transition."""
-        return self.storage.writes - 1 - self.storage.generation[np.asarray(indices)]
+        """Age of the occupants of `indices` (stored slots) in writes: 0 = newest transition."""
+        slots = check_slots("indices", indices, len(self))
+        return self.storage.writes - 1 - self.storage.generation[slots]
 
     def probabilities(self) -> NDArray[np.float64]:
         """P(i) of every stored slot under the sampler's current priorities."""
@@ -216,27 +218,38 @@ class ReplayBuffer:
         `td_errors` are magnitudes |delta_i| (finite, >= 0), one per batch row. An entry whose slot
         has been overwritten since the batch was sampled is skipped and counted in
         `stale_updates`, never applied to the new occupant. Duplicated slots: the last entry wins.
+        ``ValueError``, the buffer unchanged, for a batch whose indices are not stored slots, for
+        td_errors that are not finite magnitudes, or for an update the sampler refuses (e.g. one
+        that would leave a zero total priority).
         """
-        magnitudes = np.asarray(td_errors, dtype=np.float64)
-        if magnitudes.shape != batch.indices.shape:
+        if not isinstance(batch, Batch):
+            raise ValueError(f"batch must be a Batch from sample(), got {type(batch).__name__}")
+        indices, magnitudes = check_update(
+            batch.indices,
+            td_errors,
+            len(self),
+            ("batch.indices", "td_errors"),
+            " (one |delta| per batch row: pass np.abs(delta); a non-finite value means training "
+            "diverged)",
+        )
+        generations = batch.generations
+        if not (
+            type(generations) is np.ndarray
+            and generations.dtype.kind in "iu"
+            and generations.shape == indices.shape
+        ):
             raise ValueError(
-                f"td_errors must have shape {batch.indices.shape} (one per batch row), "
-                f"got {magnitudes.shape}"
+                f"batch.generations must be integers, one per index {indices.shape}, got "
+                f"{getattr(generations, 'dtype', type(generations).__name__)} "
+                f"{getattr(generations, 'shape', '')}".rstrip()
             )
-        bad = ~np.isfinite(magnitudes) | (magnitudes < 0)
-        if bad.any():
-            k = int(np.argmax(bad))
-            raise ValueError(
-                f"td_errors must be finite magnitudes |delta| >= 0; row {k} is {magnitudes[k]} "
-                "(pass np.abs(delta); a non-finite value means training diverged)"
-            )
-        live = self.storage.generation[batch.indices] == batch.generations
+        live = self.storage.generation[indices] == generations
         stale = int(live.size - np.count_nonzero(live))
         if stale:
-            self.sampler.update_priorities(batch.indices[live], magnitudes[live])
+            self.sampler.update_priorities(indices[live], magnitudes[live])
             self.stale_updates += stale
         else:
-            self.sampler.update_priorities(batch.indices, magnitudes)
+            self.sampler.update_priorities(indices, magnitudes)
         return stale
 
     # ------------------------------------------------------------------ persistence

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rdqn.replay.checks import check_slot, check_update
 from rdqn.replay.samplers import (
     Draw,
     Normalization,
@@ -72,7 +73,7 @@ class RankBasedSampler:
             self._changes = 0
 
     def on_add(self, slot: int) -> None:
-        check_attached(self._capacity, "RankBasedSampler")
+        check_slot(slot, check_attached(self._capacity, "RankBasedSampler"))
         self.priorities[slot] = self.max_priority
         self._stored = max(self._stored, slot + 1)
         self._changed(1)
@@ -107,7 +108,8 @@ class RankBasedSampler:
     def update_priorities(
         self, indices: NDArray[np.int64], magnitudes: NDArray[np.float64]
     ) -> None:
-        check_attached(self._capacity, "RankBasedSampler")
+        capacity = check_attached(self._capacity, "RankBasedSampler")
+        indices, magnitudes = check_update(indices, magnitudes, capacity)
         if indices.shape[0] == 0:
             return
         self.priorities[indices] = magnitudes

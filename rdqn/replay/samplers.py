@@ -23,12 +23,13 @@ IS-weight normalisation (`is_normalization`):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, NoReturn, Protocol, runtime_checkable
 
 import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from rdqn.replay.checks import check_magnitudes, check_slot, check_slots, check_update
 from rdqn.replay.sumtree import SumTree, descend, update_tree_kernel
 from rdqn.validation import Real, check_choice, check_real
 
@@ -75,7 +76,11 @@ class Sampler(Protocol):
     def update_priorities(
         self, indices: NDArray[np.int64], magnitudes: NDArray[np.float64]
     ) -> None:
-        """Record |delta_i| for the sampled `indices` (validated finite and >= 0 by the buffer)."""
+        """Record |delta_i| for the sampled `indices`.
+
+        ``ValueError``, the state unchanged, for indices that are not integer slots in
+        [0, capacity) or magnitudes that are not finite and >= 0 (one per index).
+        """
 
     def probabilities(self, size: int) -> NDArray[np.float64]:
         """P(i) for every slot i < size under the current priorities."""
@@ -161,34 +166,54 @@ def stratified_sample_kernel(
     )
 
 
+# Negative results of `priority_update_kernel`: why an update was refused (the tree unchanged).
+OVERFLOW = -1.0
+BAD_SLOT = -2.0
+BAD_MAGNITUDE = -3.0
+ZERO_TOTAL = -4.0
+
+
 @numba.njit(cache=True, nogil=True)
 def priority_update_kernel(
     sum_nodes: NDArray[np.float64],
     min_nodes: NDArray[np.float64],
     offset: int,
+    capacity: int,
     indices: NDArray[np.int64],
     magnitudes: NDArray[np.float64],
     eps: float,
     alpha: float,
 ) -> float:
-    """Set masses (|delta| + eps)^alpha; returns the largest priority, or -1 when a mass or the
-    total would overflow (the tree is then left as it was)."""
+    """Set masses (|delta| + eps)^alpha; returns the largest priority, or a negative code when
+    the update is refused and the tree left as it was: BAD_SLOT (an index outside [0, capacity)),
+    BAD_MAGNITUDE (a magnitude not finite and >= 0), OVERFLOW (a mass or the total overflows) or
+    ZERO_TOTAL (no transition would keep a positive mass, so nothing could be sampled)."""
     n = indices.shape[0]
     masses = np.empty(n, np.float64)
     previous = np.empty(n, np.float64)
     largest = 0.0
     for k in range(n):
+        if indices[k] < 0 or indices[k] >= capacity:
+            return BAD_SLOT
+        if not (magnitudes[k] >= 0.0 and np.isfinite(magnitudes[k])):
+            return BAD_MAGNITUDE
+    for k in range(n):
         priority = magnitudes[k] + eps
         masses[k] = priority**alpha
         if not np.isfinite(masses[k]):
-            return -1.0
+            return OVERFLOW
         largest = max(largest, priority)
         previous[k] = sum_nodes[indices[k] + offset]
     update_tree_kernel(sum_nodes, min_nodes, offset, indices, masses)
-    if not np.isfinite(sum_nodes[1]):
+    total = sum_nodes[1]
+    if not (np.isfinite(total) and total > 0.0):
         update_tree_kernel(sum_nodes, min_nodes, offset, indices, previous)
-        return -1.0
+        return OVERFLOW if total > 0.0 else ZERO_TOTAL
     return largest
+
+
+_INT64 = np.dtype(np.int64)
+_FLOAT64 = np.dtype(np.float64)
 
 
 class UniformSampler:
@@ -207,7 +232,7 @@ class UniformSampler:
         self._capacity = capacity
 
     def on_add(self, slot: int) -> None:
-        pass
+        check_slot(slot, check_attached(self._capacity, "UniformSampler"))
 
     def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
         check_attached(self._capacity, "UniformSampler")
@@ -217,7 +242,8 @@ class UniformSampler:
     def update_priorities(
         self, indices: NDArray[np.int64], magnitudes: NDArray[np.float64]
     ) -> None:
-        """No-op: uniform replay ignores priorities."""
+        """No-op: uniform replay ignores priorities (bad input is still a ``ValueError``)."""
+        check_update(indices, magnitudes, check_attached(self._capacity, "UniformSampler"))
 
     def probabilities(self, size: int) -> NDArray[np.float64]:
         return np.full(size, 1.0 / size) if size else np.empty(0)
@@ -277,6 +303,7 @@ class ProportionalSampler:
 
     def on_add(self, slot: int) -> None:
         tree = self._tree()
+        check_slot(slot, tree.capacity)
         self._slot[0] = slot
         self._mass[0] = self.max_priority**self.alpha
         update_tree_kernel(tree.sum_nodes, tree.min_nodes, tree.offset, self._slot, self._mass)
@@ -307,23 +334,64 @@ class ProportionalSampler:
     def update_priorities(
         self, indices: NDArray[np.int64], magnitudes: NDArray[np.float64]
     ) -> None:
-        """p_i = |delta_i| + eps, mass p_i^alpha; duplicates in one call: the last one wins."""
+        """p_i = |delta_i| + eps, mass p_i^alpha; duplicates in one call: the last one wins.
+
+        ``ValueError`` (the tree unchanged) for indices outside the tree, magnitudes that are not
+        finite and >= 0, a mass or total that overflows, or an update that would leave no
+        positive mass (eps = 0 and every stored |delta| = 0): sampling would then be impossible.
+        """
         tree = self._tree()
+        # Fast path: well-typed arrays go straight to the kernel, which checks their values.
+        if not (type(indices) is np.ndarray and indices.dtype is _INT64 and indices.ndim == 1):
+            indices = check_slots("indices", indices, tree.capacity)
+        if not (
+            type(magnitudes) is np.ndarray
+            and magnitudes.dtype is _FLOAT64
+            and magnitudes.shape == indices.shape
+        ):
+            magnitudes = check_magnitudes("magnitudes", magnitudes, indices.shape[0])
         if indices.shape[0] == 0:
             return
         largest = priority_update_kernel(
-            tree.sum_nodes, tree.min_nodes, tree.offset, indices, magnitudes, self.eps, self.alpha
+            tree.sum_nodes,
+            tree.min_nodes,
+            tree.offset,
+            tree.capacity,
+            indices,
+            magnitudes,
+            self.eps,
+            self.alpha,
         )
         if largest < 0:
-            raise ValueError(
-                f"priority^alpha or the total priority overflows float64: max |delta| "
-                f"{magnitudes.max()} with alpha {self.alpha}"
-            )
+            self._refuse(largest, indices, magnitudes)
         self.max_priority = max(self.max_priority, largest)
+
+    def _refuse(
+        self, code: float, indices: NDArray[np.int64], magnitudes: NDArray[np.float64]
+    ) -> NoReturn:
+        capacity = self._tree().capacity
+        if code == BAD_SLOT:
+            check_slots("indices", indices, capacity)
+        if code == BAD_MAGNITUDE:
+            check_magnitudes("magnitudes", magnitudes, indices.shape[0])
+        if code == ZERO_TOTAL:
+            raise ValueError(
+                f"magnitudes would leave every transition with priority 0 (eps={self.eps}, "
+                "|delta| = 0 for all stored ones), so nothing could be sampled; use eps > 0"
+            )
+        raise ValueError(
+            f"priority^alpha or the total priority overflows float64: max |delta| "
+            f"{magnitudes.max()} with alpha {self.alpha}"
+        )
 
     def probabilities(self, size: int) -> NDArray[np.float64]:
         tree = self._tree()
-        return tree.leaves(size) / tree.total if size else np.empty(0)
+        if not size:
+            return np.empty(0)
+        total = tree.total
+        if not (total > 0.0 and np.isfinite(total)):
+            raise ValueError(f"no probabilities: the total priority mass is {total}")
+        return tree.leaves(size) / total
 
     @property
     def nbytes(self) -> int:

@@ -38,6 +38,7 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from rdqn.replay.checks import check_magnitudes, check_slots
 from rdqn.validation import check_integer
 
 __all__ = ["SumTree"]
@@ -148,27 +149,16 @@ class SumTree:
         return int(self.sum_nodes.nbytes + self.min_nodes.nbytes)
 
     def _check_indices(self, indices: ArrayLike) -> NDArray[np.int64]:
-        idx = np.asarray(indices)
-        if idx.dtype.kind not in "iu":
-            raise ValueError(f"indices must be integers, got dtype {idx.dtype}")
-        idx = np.ascontiguousarray(idx, dtype=np.int64).reshape(-1)
-        if idx.size and (idx.min() < 0 or idx.max() >= self.capacity):
-            bad = idx[(idx < 0) | (idx >= self.capacity)][0]
-            raise ValueError(f"indices must be in [0, {self.capacity}), got {bad}")
-        return idx
+        return check_slots("indices", np.asarray(indices).reshape(-1), self.capacity)
 
     def update(self, indices: ArrayLike, values: ArrayLike) -> None:
         """Set leaves `indices` to `values` (>= 0, finite); duplicates: the last write wins."""
         idx = self._check_indices(indices)
-        vals = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
-        if vals.shape != idx.shape:
-            raise ValueError(
-                f"values must have one entry per index: got {vals.size} values "
-                f"for {idx.size} indices"
-            )
-        if vals.size and not (np.isfinite(vals).all() and (vals >= 0).all()):
-            bad = vals[~(np.isfinite(vals) & (vals >= 0))][0]
-            raise ValueError(f"values must be finite and >= 0, got {bad}")
+        try:
+            flat = np.asarray(values, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"values must be real numbers ({err})") from None
+        vals = np.ascontiguousarray(check_magnitudes("values", flat, idx.size))
         update_tree_kernel(self.sum_nodes, self.min_nodes, self.offset, idx, vals)
 
     def find(self, masses: ArrayLike) -> NDArray[np.int64]:
@@ -179,7 +169,10 @@ class SumTree:
         total = self.total
         if not total > 0.0:
             raise ValueError(f"cannot search a tree whose total mass is {total}")
-        m = np.ascontiguousarray(masses, dtype=np.float64).reshape(-1)
+        try:
+            m = np.ascontiguousarray(masses, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"masses must be real numbers ({err})") from None
         if m.size and not ((m >= 0).all() and (m <= total).all()):
             bad = m[~((m >= 0) & (m <= total))][0]
             raise ValueError(f"masses must be in [0, total={total}], got {bad}")
@@ -193,7 +186,11 @@ class SumTree:
 
     def leaves(self, size: int | None = None) -> NDArray[np.float64]:
         """A copy of the first `size` (default: all) leaf masses."""
-        n = self.capacity if size is None else size
+        n = (
+            self.capacity
+            if size is None
+            else check_integer("size", size, minimum=0, maximum=self.capacity)
+        )
         return self.sum_nodes[self.offset : self.offset + n].copy()
 
     def levels(self, depth: int) -> list[NDArray[np.float64]]:

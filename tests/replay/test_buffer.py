@@ -519,14 +519,21 @@ def test_float_obs_into_uint8_storage_is_rejected(assert_same_state: Callable) -
     assert_same_state(buf.state_dict(), before)
 
 
-def test_zero_total_priority_is_an_error_on_sample(assert_same_state: Callable) -> None:
+def test_zero_total_priority_is_rejected_where_it_is_caused(assert_same_state: Callable) -> None:
+    """Regression (issue 12): with eps = 0, all-zero TD errors were accepted by
+    `update_priorities`, `probabilities()` returned NaN and only the next `sample` failed. The
+    update that would zero the total is refused, the buffer unchanged, and sampling still works."""
     buf = ReplayBuffer(4, (1,), sampler=ProportionalSampler(alpha=0.6, eps=0.0), seed=11)
     add_steps(buf, 0, 3)
-    buf.update_priorities(buf.sample(3), np.zeros(3))
+    batch = buf.sample(3)
+    assert sorted(batch.indices.tolist()) == [0, 1, 2]  # one draw in each third of equal masses
     before = buf.state_dict()
-    with pytest.raises(ValueError, match="total"):
-        buf.sample(2)
+    with pytest.raises(ValueError, match="priority 0.*eps > 0"):
+        buf.update_priorities(batch, np.zeros(3))
     assert_same_state(buf.state_dict(), before)
+    np.testing.assert_allclose(buf.probabilities(), [1 / 3] * 3)
+    buf.update_priorities(batch, np.array([0.0, 0.0, 2.0]))  # one positive mass is enough
+    assert np.all(buf.sample(2).indices == batch.indices[2])
 
 
 @pytest.mark.parametrize(

@@ -287,11 +287,17 @@ def test_zero_priority_slots_are_never_drawn() -> None:
     assert np.isfinite(draw.weights).all() and (draw.weights <= 1.0).all()
 
 
-def test_zero_total_mass_is_an_error() -> None:
+def test_zero_total_mass_is_refused_by_the_update(assert_same_state: Callable) -> None:
     sampler = filled(ProportionalSampler(alpha=0.6, eps=0.0), 4, 3)
-    sampler.update_priorities(np.arange(3), np.zeros(3))
+    before = sampler.state_dict()
+    with pytest.raises(ValueError, match="priority 0"):
+        sampler.update_priorities(np.arange(3), np.zeros(3))
+    assert_same_state(sampler.state_dict(), before)
+    sampler.tree.update(np.arange(3), np.zeros(3))  # type: ignore[union-attr]  # bypass: a corrupt tree
     with pytest.raises(ValueError, match="total priority mass is 0"):
         sampler.sample(3, 2, 1.0, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="total priority mass is 0"):
+        sampler.probabilities(3)
 
 
 def test_mass_overflow_is_an_error_and_leaves_tree_unchanged() -> None:
