@@ -3,10 +3,13 @@
 A thin frame: page config, the one state initializer, and navigation over `pages/`.
 """
 
+import sqlite3
+
 import streamlit as st
 
 from dashboard.display import projector_toggle
-from dashboard.state import init_state, keep_session_runs_alive, session
+from dashboard.state import init_state, keep_session_runs_alive, session, store_failed
+from rdqn.runs.store import StoreError
 
 st.set_page_config(
     page_title="rdqn · prioritized replay explorer",
@@ -33,4 +36,7 @@ pages = {
 }
 navigation = st.navigation(pages)
 projector_toggle()
-navigation.run()
+try:
+    navigation.run()
+except (StoreError, sqlite3.DatabaseError) as err:  # the store failed in the middle of a page
+    store_failed(err)

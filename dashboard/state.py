@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
 import threading
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import streamlit as st
@@ -33,7 +34,7 @@ from dashboard.text import plain
 from rdqn.classroom import tree_demo, worked_example
 from rdqn.runs.executors import ExecutorUnavailable, executor_from_env
 from rdqn.runs.registry import RunRegistry
-from rdqn.runs.store import RunStore
+from rdqn.runs.store import RunStore, StoreError, default_home
 from rdqn.training.telemetry import Telemetry
 
 __all__ = [
@@ -48,18 +49,50 @@ __all__ = [
     "save_upload",
     "session",
     "store",
+    "store_failed",
 ]
 
 TREE_SEED = 2015
 """Seed of the sum-tree page's draws: the same batches in every session, for a class."""
 
 
-@st.cache_resource(show_spinner=False)
 def store() -> RunStore:
-    """The run store ($RDQN_HOME/rdqn.db); runs a crashed server left 'running' become 'stopped'."""
+    """The run store ($RDQN_HOME/rdqn.db); runs a crashed server left 'running' become 'stopped'.
+
+    A store that cannot be used (a damaged or foreign file, a folder, no permission, a full
+    disk) ends the page with one message naming the path and what to do (`store_failed`), never
+    a traceback; the next page run tries again, so fixing it needs no server restart."""
+    try:
+        return _open_store()
+    except (StoreError, sqlite3.DatabaseError) as err:
+        store_failed(err)
+
+
+@st.cache_resource(show_spinner=False)
+def _open_store() -> RunStore:
     run_store = RunStore()
     run_store.mark_interrupted()
     return run_store
+
+
+STORE_HELP = (
+    "Stop the server, move that file aside (keep it: it may hold runs worth saving) or set "
+    "RDQN_HOME to another folder, and start the server again: rdqn then makes a new, empty "
+    "store."
+)
+
+
+def store_failed(err: Exception) -> NoReturn:
+    """Show why the run store cannot be used, the path and what to do, and end the page run:
+    a `StoreError` says it itself; any other SQLite error gets the store's path and
+    `STORE_HELP`."""
+    if isinstance(err, StoreError):
+        text = str(err)
+    else:
+        path = default_home() / "rdqn.db"
+        text = f"the run store {path} cannot be read ({err}). {STORE_HELP}"
+    st.error(f"The run store cannot be used: {plain(text)}", icon=":material/database:")
+    st.stop()
 
 
 @st.cache_resource(show_spinner=False)

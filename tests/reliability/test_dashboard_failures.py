@@ -5,13 +5,20 @@ its record, never only the last snapshot's: a run whose trainer fails mid-run (h
 fills up) reads 'failed' with its error on the live page, Saved runs and Compare; a run the
 admin stopped reads 'stopped' with the reason on its owner's page; a queued run stopped before
 it started reads 'stopped', not "preparing to train".
+
+Error pages: a run store that cannot be used (garbage, truncated, a folder) is one message on
+every page naming the path and what to do, never a traceback; Streamlit shows no error details
+(`.streamlit/config.toml`, checked here with the rest of its hardening).
 """
 
 from __future__ import annotations
 
+import sqlite3
+import tomllib
 from pathlib import Path
 
 import pytest
+from streamlit import config as st_config
 from streamlit.testing.v1 import AppTest
 
 from dashboard.state import registry
@@ -20,7 +27,8 @@ from rdqn.training.trainer import Trainer
 from tests.app.conftest import isolated_app  # noqa: F401 - autouse: private RDQN_HOME
 from tests.run_helpers import tiny, wait_for
 
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
+ROOT = Path(__file__).resolve().parents[2]
+APP = str(ROOT / "app.py")
 TINY = {
     "train.total_steps": 1_000,
     "train.learning_starts": 32,
@@ -123,3 +131,62 @@ def test_a_queued_run_stopped_before_it_started_reads_stopped(
     assert "The run stopped: by the server's admin." in text
     assert "preparing" not in text and "queue" not in text
     assert RunStore().get_run(mine.id).status == "stopped"
+
+
+# ------------------------------------------------------------------ a store that cannot be used
+STORE_PAGES = ["pages/live.py", "pages/compare.py", "pages/runs.py"]
+DAMAGED = {
+    "garbage": lambda db: db.write_bytes(b"this is not a database\n" * 200),
+    "truncated": lambda db: db.write_bytes(b"SQLite format 3\x00" + b"\x00" * 84),
+    "a folder": lambda db: db.mkdir(),
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGED))
+def test_a_damaged_store_is_one_clear_message_on_every_page(tmp_path: Path, damage: str) -> None:
+    """Reproduced on the old main: every page showed a traceback with the server's paths.
+
+    In a browser the app frame (app.py) opens the store on every page run; AppTest runs the
+    frame only on its first run, so the pages are then checked on their own (those that read
+    runs; the frame covers the rest)."""
+    DAMAGED[damage](tmp_path / "rdqn.db")
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    assert_store_message(at, str(tmp_path))
+    at.session_state["app.frame"] = True
+    for page in STORE_PAGES:
+        at.switch_page(page).run()
+        assert_store_message(at, str(tmp_path))
+
+
+def assert_store_message(at: AppTest, home: str) -> None:
+    assert not at.exception, at.exception
+    (error,) = at.error
+    message = error.value.replace("\\", "")
+    assert message.startswith("The run store cannot be used:"), message
+    assert home in message and "RDQN_HOME" in message, message
+    assert "Traceback" not in message and 'File "' not in message
+
+
+def test_a_store_error_in_the_middle_of_a_page_is_the_same_message(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def broken(name: str) -> str:
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr("dashboard.assets.explanation", broken)  # the home page's text
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    assert_store_message(at, str(tmp_path))
+    assert "database disk image is malformed" in at.error[0].value
+
+
+def test_the_server_config_is_hardened() -> None:
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
+    server, client = config["server"], config["client"]
+    assert client["showErrorDetails"] == "none"  # no traceback, no server paths, no types
+    assert server["enableXsrfProtection"] is True
+    assert server["fileWatcherType"] == "none"
+    assert 1 <= server["maxUploadSize"] <= 5  # MB: a prices CSV
+    option = st_config._config_options_template["client.showErrorDetails"]
+    assert '"none"' in option.description  # a value this Streamlit accepts
