@@ -9,19 +9,23 @@ the run from the same seed; the old run stays on the chart as the overlay.
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import streamlit as st
+from numpy.typing import NDArray
 
 from dashboard.guided import GuidedLesson, LessonStep
 from dashboard.history import run_label
 from dashboard.lessons import lessons
 from dashboard.params import DEFAULT_PRESET, URL_ALIASES, ParsedParams, to_params
-from dashboard.state import SPEEDS, registry, save_upload, session, store
+from dashboard.state import SPEEDS, registry, save_upload, session, store, upload_name
+from dashboard.text import plain
 from rdqn.config import RunConfig
 from rdqn.envs import load_prices_csv, make_env
 from rdqn.presets import configure, preset
@@ -32,6 +36,7 @@ from rdqn.runs.resume import resume_blocker
 __all__ = [
     "MAIN_CONTROLS",
     "apply_settings",
+    "checked_prices",
     "current_lesson",
     "current_step",
     "go_to_step",
@@ -40,6 +45,7 @@ __all__ = [
     "live_config",
     "load_params_once",
     "on_main_control",
+    "prices_note",
     "restart",
     "restart_pending",
     "restart_when_settled",
@@ -320,19 +326,28 @@ def apply_settings(
     values: Mapping[str, Any],
     *,
     preset_defaults: bool,
-    upload: bytes | None,
+    upload: tuple[str, bytes] | None,
 ) -> None:
     """The settings form's Apply: switch preset, keeping the changes made so far and the fields
-    edited in the form (or, with ``preset_defaults``, nothing), take an uploaded prices CSV,
-    then restart. Nothing changes when the result would not be a valid run."""
+    edited in the form (or, with ``preset_defaults``, nothing), take an uploaded prices CSV
+    (``(file name, bytes)``), then restart. Nothing changes, and nothing restarts, when the
+    result would not be a valid run or the upload is rejected (``live.error`` says why).
+    Without an upload the market simulates its prices (the live view says which it uses)."""
     current = live_config()
     edited = {path: value for path, value in values.items() if current.get(path) != value}
     kept = {} if preset_defaults else dict(st.session_state["live.overrides"])
-    kept.pop("env.kwargs", None)  # an uploaded CSV is used only when uploaded again
+    kept.pop("env.kwargs", None)  # an uploaded CSV is used only while it is in the form
+    overrides = {**kept, **({} if preset_defaults else edited)}
     try:
-        _set_overrides(preset_name, {**kept, **({} if preset_defaults else edited)})
-        if upload is not None and live_config().env.id == UPLOAD_ENV:
-            set_override("env.kwargs", {"prices_csv": str(_checked_upload(upload))})
+        env_id = configure(preset_name, overrides).env.id
+        if upload is not None:
+            if env_id != UPLOAD_ENV:
+                raise ValueError(
+                    f"prices CSV {upload[0]!r} not used: prices are for {UPLOAD_ENV} only; "
+                    "choose it as the environment, or remove the file"
+                )
+            overrides["env.kwargs"] = {"prices_csv": str(_checked_upload(*upload))}
+        _set_overrides(preset_name, overrides)
     except ValueError as err:
         st.session_state["live.error"] = str(err)
         return
@@ -340,16 +355,40 @@ def apply_settings(
     restart()
 
 
-def _checked_upload(data: bytes) -> Path:
-    """Keep an uploaded prices CSV if the market can be built from it (a rejected one is not
-    kept); `ValueError` says what is wrong with it."""
-    path = save_upload(data)
+def checked_prices(name: str, data: bytes) -> NDArray[np.float64]:
+    """The prices of an uploaded CSV if the market can be built from them; `ValueError` saying
+    what is wrong (not UTF-8 text, not a prices CSV, too short for an episode) otherwise."""
     try:
-        make_env(UPLOAD_ENV, prices=load_prices_csv(path)).close()
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f"prices CSV {name!r} rejected: it is not UTF-8 text (byte {data[err.start]:#04x} "
+            f"at offset {err.start:,}); save it as a UTF-8 CSV with a 'price' column"
+        ) from None
+    try:
+        prices = load_prices_csv(io.StringIO(text))
+        make_env(UPLOAD_ENV, prices=prices).close()
     except ValueError as err:
-        path.unlink(missing_ok=True)
-        raise ValueError(f"prices CSV rejected: {err}") from err
-    return path
+        raise ValueError(f"prices CSV {name!r} rejected: {err}") from err
+    return prices
+
+
+def _checked_upload(name: str, data: bytes) -> Path:
+    """Check an uploaded prices CSV (`checked_prices`), then keep it (`save_upload`): a
+    rejected upload is never written."""
+    checked_prices(name, data)
+    return save_upload(name, data)
+
+
+def prices_note(config: RunConfig) -> str | None:
+    """Which prices a market run trains on: an uploaded file's, or simulated ones (None for
+    other environments)."""
+    if config.env.id != UPLOAD_ENV:
+        return None
+    path = config.env.kwargs.get("prices_csv")
+    if path:
+        return f"Prices: uploaded file {plain(upload_name(path))}."
+    return f"Prices: simulated (a seeded price process, seed {config.seed}); no file uploaded."
 
 
 def sync_url() -> None:

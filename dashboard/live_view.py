@@ -16,6 +16,7 @@ from dashboard import figures
 from dashboard.display import show_chart
 from dashboard.eta import duration_text, queue_wait_seconds, remaining_seconds
 from dashboard.history import run_label
+from dashboard.live import prices_note
 from dashboard.share import follow_link, qr_png, run_link, server_address
 from dashboard.state import registry, session, store
 from dashboard.text import plain
@@ -103,6 +104,8 @@ def run_view(
         left = remaining_seconds(snap.env_steps, total, snap.steps_per_second)
         line += f" · {duration_text(left)} left" if left is not None else ""
     st.progress(snap.progress, text=line)
+    if (prices := prices_note(handle.config)) is not None:
+        st.caption(prices)
     if status in ("failed", "stopped"):
         _ending(run_id, status, error, watching=watching)
     elif status == "paused" and (place := registry().position(run_id)) is not None:

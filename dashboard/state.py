@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sqlite3
 import threading
 import uuid
@@ -50,6 +51,7 @@ __all__ = [
     "session",
     "store",
     "store_failed",
+    "upload_name",
 ]
 
 TREE_SEED = 2015
@@ -252,10 +254,36 @@ SPEEDS: dict[str, float | None] = {
 }
 
 
-def save_upload(data: bytes) -> Path:
-    """Keep an uploaded prices CSV under $RDQN_HOME/uploads (named by content hash)."""
+UPLOADS_KEEP = 32
+"""Uploaded prices CSVs kept at most (the oldest go first), and `UPLOADS_MAX_BYTES` in all."""
+UPLOADS_MAX_BYTES = 32 * 2**20
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def save_upload(name: str, data: bytes) -> Path:
+    """Keep an uploaded prices CSV, already checked, under $RDQN_HOME/uploads as
+    ``<content hash>-<its name>.csv`` (`upload_name` gives the name back), then forget the
+    oldest uploads beyond `UPLOADS_KEEP` files or `UPLOADS_MAX_BYTES` (a run that used one can
+    then not be resumed; an upload saved again counts as new)."""
     folder = store().path.parent / "uploads"
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{hashlib.sha256(data).hexdigest()[:16]}.csv"
+    stem = _UNSAFE_NAME.sub("_", Path(name).stem).strip("._")[:40] or "prices"
+    path = folder / f"{hashlib.sha256(data).hexdigest()[:16]}-{stem}.csv"
     path.write_bytes(data)
+    _prune_uploads(folder, keep=path)
     return path
+
+
+def _prune_uploads(folder: Path, *, keep: Path) -> None:
+    files = sorted(folder.glob("*.csv"), key=lambda f: f.stat().st_mtime, reverse=True)
+    total = 0
+    for count, file in enumerate(files, start=1):
+        total += file.stat().st_size
+        if file != keep and (count > UPLOADS_KEEP or total > UPLOADS_MAX_BYTES):
+            file.unlink(missing_ok=True)
+
+
+def upload_name(path: str | Path) -> str:
+    """The name an upload had on the user's machine (`save_upload`): ``prices.csv``."""
+    stem = Path(path).stem
+    return f"{stem.split('-', 1)[1] if '-' in stem else stem}.csv"

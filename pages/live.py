@@ -16,6 +16,7 @@ from dashboard.live import (
     live_config,
     load_params_once,
     on_main_control,
+    prices_note,
     restart,
     restart_pending,
     restart_when_settled,
@@ -183,8 +184,14 @@ else:
         form.markdown("**Run settings**")
         preset_name = config_widget(form, "preset", ss["live.preset"], key=None)
         upload = form.file_uploader(
-            "Prices CSV (SyntheticMarket only)", type=["csv"], key="live.upload"
+            "Prices CSV (SyntheticMarket only)",
+            type=["csv"],
+            key="live.upload",
+            help="A header row with a 'price' column, one price per row (UTF-8). Without a "
+            "file the market simulates its prices.",
         )
+        if (prices := prices_note(config)) is not None:
+            form.caption(prices)
         values = {
             path: config_widget(form, path, config.get(path), key=None) for path in FORM_FIELDS
         }
@@ -194,7 +201,7 @@ else:
                 preset_name,
                 form_values(values),
                 preset_defaults=preset_defaults,
-                upload=upload.getvalue() if upload is not None else None,
+                upload=(upload.name, upload.getvalue()) if upload is not None else None,
             )
             st.rerun()
         st.sidebar.button("Back to the page defaults", key="live.defaults", on_click=use_defaults)

@@ -218,23 +218,16 @@ def test_switching_preset_keeps_only_what_was_changed() -> None:
     )
 
 
-def test_a_prices_csv_the_market_cannot_use_is_rejected_and_not_kept(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_prices_csv_the_market_cannot_use_is_rejected_and_not_kept(tmp_path: Path) -> None:
     from dashboard import live
 
-    def save_upload(data: bytes) -> Path:
-        path = tmp_path / "up.csv"
-        path.write_bytes(data)
-        return path
-
-    monkeypatch.setattr(live, "save_upload", save_upload)
-    with pytest.raises(ValueError, match="prices CSV rejected: .*an episode needs"):
-        live._checked_upload(b"price\n1.0\n1.1\n1.2\n")
-    assert not (tmp_path / "up.csv").exists()
+    with pytest.raises(ValueError, match="prices CSV 'short.csv' rejected: .*an episode needs"):
+        live._checked_upload("short.csv", b"price\n1.0\n1.1\n1.2\n")
+    assert not (tmp_path / "uploads").exists()  # nothing written
     prices = "price\n" + "\n".join(str(100 + k % 7) for k in range(600)) + "\n"
-    kept = live._checked_upload(prices.encode())
-    assert kept.read_text() == prices
+    kept = live._checked_upload("my prices.csv", prices.encode())
+    assert kept.parent == tmp_path / "uploads" and kept.read_text() == prices
+    assert kept.name.endswith("-my_prices.csv")
 
 
 def test_at_the_cap_a_start_waits_in_the_queue_and_starts_when_a_slot_frees(

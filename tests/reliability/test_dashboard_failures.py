@@ -9,10 +9,16 @@ it started reads 'stopped', not "preparing to train".
 Error pages: a run store that cannot be used (garbage, truncated, a folder) is one message on
 every page naming the path and what to do, never a traceback; Streamlit shows no error details
 (`.streamlit/config.toml`, checked here with the rest of its hardening).
+
+Uploads: a prices CSV is checked before it is written (not UTF-8, not a prices CSV, too short:
+each says so); after a rejected upload nothing changes and nothing restarts; a file for another
+environment is refused, not ignored; the live page says which prices a market run uses; the
+uploads folder keeps only the newest files.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import tomllib
 from pathlib import Path
@@ -190,3 +196,93 @@ def test_the_server_config_is_hardened() -> None:
     assert 1 <= server["maxUploadSize"] <= 5  # MB: a prices CSV
     option = st_config._config_options_template["client.showErrorDetails"]
     assert '"none"' in option.description  # a value this Streamlit accepts
+
+
+# ------------------------------------------------------------------------------- uploads
+MARKET = "rdqn/SyntheticMarket-v0"
+GOOD = ("price\n" + "\n".join(str(100 + k % 7) for k in range(600)) + "\n").encode()
+BAD_UPLOADS = {
+    "not UTF-8": (b"price\n\xff\xfe100\n", "not UTF-8 text (byte 0xff at offset 6)"),
+    "Latin-1": ("pr\u00efce\n100\n".encode("latin-1"), "not UTF-8 text (byte 0xef at offset 2)"),
+    "too short": (b"price\n1.0\n1.1\n1.2\n", "an episode needs"),
+    "no price column": (b"close\n" + b"100\n" * 600, "no column 'price'"),
+    "a word": (b"price\n" + b"100\n" * 300 + b"abc\n" + b"100\n" * 300, "'abc' is not a number"),
+    "empty": (b"", "empty"),
+    "binary": (bytes(range(256)) * 4, "not UTF-8 text"),
+}
+
+
+@pytest.mark.parametrize("kind", list(BAD_UPLOADS))
+def test_a_rejected_upload_says_why_and_is_never_written(tmp_path: Path, kind: str) -> None:
+    from dashboard.live import _checked_upload
+
+    data, why = BAD_UPLOADS[kind]
+    with pytest.raises(ValueError, match=r"prices CSV 'x\.csv' rejected: ") as err:
+        _checked_upload("x.csv", data)
+    assert why in str(err.value)
+    assert not (tmp_path / "uploads").exists()
+
+
+def test_a_utf8_file_with_a_byte_order_mark_is_accepted() -> None:
+    from dashboard.live import checked_prices
+
+    assert checked_prices("excel.csv", b"\xef\xbb\xbf" + GOOD).size == 600
+
+
+def form_upload(at: AppTest, name: str, data: bytes, env: str = MARKET) -> None:
+    """Fill the live page's settings form (environment, a file) and press Apply."""
+    (env_box,) = [box for box in at.sidebar.selectbox if box.label == "Environment"]
+    env_box.set_value(env)
+    at.get("file_uploader")[0].set_value((name, data, "text/csv"))
+    at.sidebar.button[0].click()
+    at.run()
+    assert not at.exception
+
+
+def test_after_a_rejected_upload_nothing_changes_and_a_good_one_is_named(tmp_path: Path) -> None:
+    at = open_page("pages/live.py")
+    form_upload(at, "bad.csv", b"price\n\xff\n")
+    assert "prices CSV 'bad.csv' rejected: it is not UTF-8 text" in shown(at)
+    assert at.session_state["live.run_id"] is None  # no run on simulated prices instead
+    assert at.session_state["live.overrides"] == {}  # not even the environment changed
+    assert not (tmp_path / "uploads").exists()
+
+    form_upload(at, "ticks.csv", GOOD)
+    handle = registry().get(at.session_state["live.run_id"])
+    assert handle.config.env.id == MARKET
+    assert Path(handle.config.env.kwargs["prices_csv"]).read_bytes() == GOOD
+    wait_for(lambda: handle.snapshot() is not None)
+    at.run()
+    assert "Prices: uploaded file ticks.csv." in shown(at)
+
+
+def test_a_market_run_without_a_file_says_its_prices_are_simulated() -> None:
+    at = open_page("pages/live.py")
+    at.session_state["live.overrides"] = {"env.id": MARKET}
+    at.run()
+    assert "Prices: simulated (a seeded price process, seed 0); no file uploaded." in shown(at)
+
+
+def test_a_file_for_another_environment_is_refused_not_ignored() -> None:
+    at = open_page("pages/live.py")
+    form_upload(at, "ticks.csv", GOOD, env="CartPole-v1")
+    assert f"prices CSV 'ticks.csv' not used: prices are for {MARKET} only" in shown(at)
+    assert at.session_state["live.run_id"] is None
+
+
+def test_the_uploads_folder_keeps_only_the_newest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dashboard import state
+
+    monkeypatch.setattr(state, "UPLOADS_KEEP", 3)
+    monkeypatch.setattr(state, "UPLOADS_MAX_BYTES", 10 * len(GOOD))
+    paths = []
+    for k in range(5):
+        paths.append(state.save_upload(f"p{k}.csv", GOOD + f"{100 + k}\n".encode()))
+        os.utime(paths[-1], (1_000 + k, 1_000 + k))  # distinct ages on any clock
+    assert sorted((tmp_path / "uploads").iterdir()) == sorted(paths[2:])
+    monkeypatch.setattr(state, "UPLOADS_MAX_BYTES", 2 * len(GOOD) + 20)
+    newest = state.save_upload("big.csv", GOOD + b"1\n")
+    assert sorted((tmp_path / "uploads").iterdir()) == sorted([paths[4], newest])
+    assert state.upload_name(newest) == "big.csv"
