@@ -22,7 +22,8 @@ Measured:
   runs           admitted (training) vs queued, from the pages and from the run store
   server         RSS of the server and of its process tree (worker processes included), its
                  threads and child processes: at baseline, at peak, and after the sessions closed
-  log            lines of the server's log naming a Traceback, an Exception or an Error
+  log            the server log's tracebacks, other lines naming an Exception or an Error, and
+                 HTTP 5xx answers
 
 Traffic stays on 127.0.0.1 (Chromium resolves no other host), everything is bounded by
 ``--timeout``, and the script stops what it started: the server, the browser and the temporary
@@ -55,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Browser, Locator, Page, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,6 +85,8 @@ BURST_GAP_MS = 150.0
 STALL_S = 5.0
 """A run may wait this long for a slot that is free (a worker forks, a stopped one ends)."""
 LOG_PATTERN = re.compile(r"Traceback|Exception|Error")
+ACCESS_LINE = re.compile(r'^\S+ \S+ [\d.]+:\d+ - "(?P<request>[^"]*)"(?: (?P<status>\d{3}))?')
+"""The server's access log: '<date> <time> 127.0.0.1:<port> - "GET /path HTTP/1.1" 200'."""
 ZYGOTE = "rdqn.runs.zygote"
 
 # Runs in every page before Streamlit's own scripts: stamps each WebSocket message, and each
@@ -403,9 +406,43 @@ def stop_server(process: subprocess.Popen[bytes]) -> list[str]:
     return leaked
 
 
-def log_matches(log_path: Path) -> list[str]:
+def read_log(log_path: Path) -> dict[str, Any]:
+    """The server log's tracebacks (each whole, and counted by their last line), its other
+    lines naming a Traceback, an Exception or an Error, and its HTTP 5xx answers; the access
+    log's requests are not searched (a static file is named ErrorElement.js)."""
     text = log_path.read_text(encoding="utf-8", errors="replace") if log_path.exists() else ""
-    return [line for line in text.splitlines() if LOG_PATTERN.search(line)]
+    tracebacks: list[list[str]] = []
+    other: list[str] = []
+    server_errors: list[str] = []
+    inside = False  # within a traceback: it ends with its first unindented line
+    for line in text.splitlines():
+        if line.startswith("Traceback"):
+            tracebacks.append([line])
+            inside = True
+        elif inside:
+            tracebacks[-1].append(line)
+            inside = line.startswith(" ")
+        elif access := ACCESS_LINE.match(line):
+            if (access["status"] or "").startswith("5"):
+                server_errors.append(line)
+        elif LOG_PATTERN.search(line):
+            other.append(line)
+    kinds: dict[str, int] = {}
+    for block in tracebacks:
+        kinds[block[-1]] = kinds.get(block[-1], 0) + 1
+    return {
+        "tracebacks": len(tracebacks),
+        "traceback_kinds": kinds,
+        "first_tracebacks": ["\n".join(block) for block in tracebacks[:3]],
+        "other_lines": other[:100],
+        "other_line_count": len(other),
+        "http_5xx": server_errors[:20],
+        "http_5xx_count": len(server_errors),
+    }
+
+
+def log_clean(log: dict[str, Any]) -> bool:
+    return not (log["tracebacks"] or log["other_line_count"] or log["http_5xx_count"])
 
 
 # ---------------------------------------------------------------------------------- the students
@@ -464,6 +501,17 @@ async def wait_state(page: Page, wanted: tuple[str, ...], timeout: float) -> dic
         await asyncio.sleep(0.25)
 
 
+async def shown(page: Page, target: Locator) -> None:
+    """Wait until the live page is on screen (``target`` under its title); a page that shows
+    an exception instead fails at once (`RuntimeError` with the exception's first line)."""
+    exception = page.locator('[data-testid="stException"]')
+    await page.get_by_role("heading", name="Live training").or_(exception).first.wait_for()
+    await target.or_(exception).first.wait_for()
+    if await exception.count():
+        text = (await exception.first.inner_text()).strip().splitlines()
+        raise RuntimeError(f"the page shows an exception: {text[0] if text else '?'}")
+
+
 async def probe_marks(page: Page) -> tuple[float, dict[str, list[float]]]:
     """The page's clock now and what the probe recorded (ms)."""
     return await page.evaluate("() => [performance.now(), window.__load]")
@@ -485,7 +533,7 @@ async def student(
         record.failure = "page load"
         begin = time.perf_counter()
         await page.goto(url + LIVE, wait_until="commit")
-        await start_button.wait_for()
+        await shown(page, start_button)
         record.page_load_s = time.perf_counter() - begin
         _, marks = await probe_marks(page)  # its clock starts with the navigation
         record.first_message_s = marks["messages"][0] / 1000 if marks["messages"] else None
@@ -516,8 +564,7 @@ async def student(
         record.failure = "reload"
         begin = time.perf_counter()
         await page.reload(wait_until="commit")
-        await page.get_by_role("heading", name="Live training").wait_for()
-        await page.get_by_role("button", name="Pause").or_(start_button).first.wait_for()
+        await shown(page, page.get_by_role("button", name="Pause").or_(start_button))
         record.reload_s = time.perf_counter() - begin
         # The reloaded page is a new Streamlit session: does it still show the student's run?
         seen = await wait_state(page, ("running", "queued", "exception"), RELEASE_GRACE_S + 2)
@@ -540,6 +587,7 @@ async def student(
         record.failure = f"{record.failure}: {str(err).splitlines()[0][:200]}"
         with contextlib.suppress(PlaywrightError):
             record.seen_at_failure = await page.evaluate(SEEN)
+            record.page_exceptions += (await read_state(page))["errors"]
     finally:
         with contextlib.suppress(PlaywrightError):
             await context.close()
@@ -713,7 +761,9 @@ def stats(values: list[float]) -> dict[str, float | int | None]:
     }
 
 
-def summarize(args: argparse.Namespace, raw: dict[str, Any], log: list[str], leaked: list[str]):
+def summarize(
+    args: argparse.Namespace, raw: dict[str, Any], log: dict[str, Any], leaked: list[str]
+) -> dict[str, Any]:
     records: list[Student] = raw["students"]
     loads = [row[-1] for row in raw["timeline"]]
     states = [r.state for r in records]
@@ -731,7 +781,7 @@ def summarize(args: argparse.Namespace, raw: dict[str, Any], log: list[str], lea
         "child processes back to baseline": after["children"] <= baseline["children"],
         f"server threads back to baseline (+{THREAD_TOLERANCE})": after["server_threads"]
         <= baseline["server_threads"] + THREAD_TOLERANCE,
-        "no Traceback/Exception/Error in the server log": not log,
+        "no Traceback/Exception/Error (or HTTP 5xx) in the server log": log_clean(log),
         "nothing outlived the server": not leaked,
         f"the queue never stalled (runs waiting, a slot free, > {STALL_S:g} s)": longest_stall(
             raw["timeline"], cap
@@ -822,7 +872,7 @@ def summarize(args: argparse.Namespace, raw: dict[str, Any], log: list[str], lea
         ],
         "timeline": raw["timeline"],
         "class_s": raw["class_s"],
-        "server_log": {"matching_lines": len(log), "lines": log[:100]},
+        "server_log": log,
         "leaked_after_server_exit": leaked,
         "checks": checks,
         "per_session": [
@@ -848,7 +898,12 @@ def _fmt(value: float | None, unit: str = "s") -> str:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    s, lat, server = result["settings"], result["latency_s"], result["server"]
+    s, lat, server, log = (
+        result["settings"],
+        result["latency_s"],
+        result["server"],
+        result["server_log"],
+    )
     sessions, machine = result["sessions"], result["machine"]
     base, top, after = server["baseline"], server["peak"] or {}, server["after"]
     cap = s["max_runs"] if s["max_runs"] is not None else f"{s['max_runs_effective']} (default)"
@@ -919,8 +974,11 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         f"Runs in the store at peak: {result['runs_in_store']['peak']}; after close: "
         f"{result['runs_in_store']['after']} (runs stopped "
-        f"{_fmt(settle['runs_stopped'])} after the last session closed). Server log lines "
-        f"naming a Traceback/Exception/Error: {result['server_log']['matching_lines']}. "
+        f"{_fmt(settle['runs_stopped'])} after the last session closed). Server log: "
+        f"{log['tracebacks']} tracebacks"
+        + (f" {log['traceback_kinds']}" if log["tracebacks"] else "")
+        + f", {log['other_line_count']} other lines naming an Exception or Error, "
+        f"{log['http_5xx_count']} HTTP 5xx answers. "
         f"Processes that outlived the server: {len(result['leaked_after_server_exit'])}. "
         f"Runs filed: {result['runs_final']['runs']}, of which "
         f"{result['runs_final']['never_trained']} never trained; how they ended: "
@@ -977,7 +1035,7 @@ def main() -> int:
         return 1
     finally:
         leaked = stop_server(server)
-        log = log_matches(log_path)
+        log = read_log(log_path)
         if not args.keep:
             shutil.rmtree(home, ignore_errors=True)
     result = summarize(args, raw, log, leaked)
@@ -987,7 +1045,9 @@ def main() -> int:
     out.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
     out.with_suffix(".md").write_text(markdown(result), encoding="utf-8")
     print(markdown(result))
-    for line in log:
+    for block in log["first_tracebacks"]:
+        print(f"server log:\n{block}")
+    for line in log["other_lines"] + log["http_5xx"]:
         print(f"server log: {line}")
     for index, failure in result["sessions"]["failed"].items():
         print(f"session {index}: {failure}")
