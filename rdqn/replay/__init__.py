@@ -4,7 +4,7 @@
 >>> buf = ReplayBuffer(50_000, (4,), window=8, sampler=ProportionalSampler(alpha=0.6), seed=0)
 """
 
-from rdqn.replay.buffer import Batch, ReplayBuffer
+from rdqn.replay.buffer import Batch, ReplayBuffer, replay_nbytes
 from rdqn.replay.rank import RankBasedSampler
 from rdqn.replay.samplers import Draw, ProportionalSampler, Sampler, UniformSampler
 from rdqn.replay.schedules import LinearSchedule
@@ -25,4 +25,5 @@ __all__ = [
     "UniformSampler",
     "WindowBuilder",
     "gather_windows",
+    "replay_nbytes",
 ]

@@ -17,7 +17,33 @@ from rdqn.replay.samplers import Sampler, UniformSampler
 from rdqn.replay.storage import ACTION_MAX, RingStorage, count_samples
 from rdqn.validation import check_integer, check_probability
 
-__all__ = ["Batch", "ReplayBuffer"]
+__all__ = ["Batch", "ReplayBuffer", "replay_nbytes"]
+
+_SLOT_BYTES = 4 + 4 + 1 + 1 + 4 + 8 + 4
+"""Per slot, besides observations: action int32, reward float32, terminated and truncated bools,
+episode_step int32, generation int64, sample count int32 (`RingStorage`)."""
+
+
+def replay_nbytes(capacity: int, obs_size: int, scheme: str, obs_itemsize: int = 4) -> int:
+    """The `nbytes` of a full `ReplayBuffer` of ``capacity`` transitions whose observations hold
+    ``obs_size`` values of ``obs_itemsize`` bytes, under sampling ``scheme`` ("uniform",
+    "proportional" or "rank"), computed without allocating anything: what a server checks
+    against its memory limit before it builds a run (`rdqn.limits`).
+
+    Storage: o_t and o_{t+1} per slot plus the slot's bookkeeping. Proportional: a sum tree and
+    a min tree of 2P float64 nodes each, P = the smallest power of two >= capacity. Rank-based:
+    priorities, rank masses, their prefix sums and the order, one float64/int64 each per slot
+    (the order grows to that at its first re-sort after the buffer is full).
+    """
+    storage = capacity * (2 * obs_size * obs_itemsize + _SLOT_BYTES)
+    if scheme == "proportional":
+        leaves = 1 << max(0, (capacity - 1).bit_length())
+        return storage + 2 * (2 * leaves) * 8
+    if scheme == "rank":
+        return storage + 4 * capacity * 8
+    if scheme == "uniform":
+        return storage
+    raise ValueError(f"scheme must be one of ('uniform', 'proportional', 'rank'), got {scheme!r}")
 
 
 @dataclass(frozen=True)
