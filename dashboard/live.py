@@ -183,14 +183,15 @@ def current_run() -> RunHandle | None:
 def start_live_run(config: RunConfig, *, paused: bool = False) -> RunHandle:
     """Replace this session's live run with a new one; the old one becomes the overlay.
 
-    At the server's cap the new run waits in the queue and starts by itself when a slot frees
+    The new run takes the old one's training slot (or its place in the queue) at once
+    (`RunRegistry.replace`): at the server's cap no other session's queued run can take it in
+    between. Without a slot the new run waits in the queue and starts by itself when one frees
     (the live view shows its place).
     """
     st.session_state["live.restart_due"] = None
     old = current_run()
-    if old is not None:
-        registry().stop(old.id)  # first: its slot goes to the new run
-    handle = registry().start(
+    handle = registry().replace(
+        old.id if old is not None else None,
         config,
         owner=session().owner,
         paused=paused,
@@ -207,7 +208,7 @@ def _show_run(run_id: str, *, replacing: RunHandle | None = None) -> None:
     stops and stays on the chart as the overlay."""
     old = replacing if replacing is not None else current_run()
     if old is not None and old.id != run_id:
-        registry().stop(old.id)
+        registry().stop(old.id, wait=False, owner=session().owner)
         st.session_state["live.previous_run_id"] = old.id
     st.session_state["live.run_id"] = run_id
     registry().set_live_run(session().owner, run_id)

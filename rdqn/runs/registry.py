@@ -4,14 +4,14 @@ It caps the runs training at once (a CPU cap: a request beyond it raises `Server
 never hangs, or waits in the queue) and the runs held paused (a memory cap: a paused run keeps its
 worker and replay memory; past the cap the longest-paused one is stopped, which saves it for
 `resume`), queues runs until a slot frees, finds runs by id for read-only watchers,
-resumes stopped runs under their own ids (`resume`), and stops a session's runs when the
-session goes away. Runs train in the registry's executor's
-workers (`rdqn.runs.executors`); a run nobody polls for `idle_timeout` seconds stops itself
-(a closed browser tab sends no signal).
+resumes stopped runs under their own ids (`resume`), replaces a run by a new one in its slot
+(`replace`), and stops a session's runs when the session goes away. Runs train in the
+registry's executor's workers (`rdqn.runs.executors`); a run nobody polls for `idle_timeout`
+seconds stops itself (a closed browser tab sends no signal).
 
 Ownership: a run belongs to the session (``owner``) that started or resumed it, while that
 session lasts (`stop_owner` ends it). Every control (`pause`, `step`, `unpause`, `stop`,
-`delete`, `resume`) takes an ``owner``: a session's id is checked (`NotOwner` if
+`replace`, `delete`, `resume`) takes an ``owner``: a session's id is checked (`NotOwner` if
 the run is another session's), None means the caller may control any run (the command line,
 the server's admin). A run nobody owns (its session ended, a server restart, the command
 line) may be resumed by any session, but stopped or deleted only with ``owner=None``.
@@ -172,11 +172,14 @@ class RunRegistry:
             )
         return active
 
-    def _admit(self, handle: RunHandle, active: int, paused: bool) -> RunHandle:
-        """Start the new handle, or queue it when ``active`` runs fill the cap."""
+    def _admit(
+        self, handle: RunHandle, active: int, paused: bool, *, place: int | None = None
+    ) -> RunHandle:
+        """Start the new handle, or queue it (at ``place``, else last) when ``active`` runs fill
+        the cap."""
         self._own(handle)
         if active >= self.max_active:
-            self._queue.append((handle, paused))
+            self._queue.insert(len(self._queue) if place is None else place, (handle, paused))
         else:
             handle.start(paused=paused)
             if paused:
@@ -390,6 +393,42 @@ class RunRegistry:
                 return
             self._queue = [entry for entry in self._queue if entry[0] is not handle]
         handle.stop(wait=wait, reason=reason)
+
+    def replace(
+        self,
+        old_id: str | None,
+        config: RunConfig,
+        *,
+        owner: str | None = None,
+        paused: bool = False,
+        queue: bool = False,
+        **kwargs: Any,
+    ) -> RunHandle:
+        """Stop run ``old_id`` and start a run of ``config`` in its place, in one step: the
+        old run's training slot (or its place in the queue) goes to the new run, never to a
+        run queued meanwhile. Otherwise as `start` (``old_id`` None: just `start`). The old
+        run is asked to stop and ends by itself shortly after (it still counts as training
+        until then)."""
+        with self._lock:
+            old = self._runs.get(old_id) if old_id is not None else None
+            if old is None or old.status in FINAL_STATUSES:
+                return self.start(config, owner=owner, paused=paused, queue=queue, **kwargs)
+            self._check_owner(old.id, owner, "restart")
+            if self._closed:
+                raise ServerBusy("server busy: it is shutting down")
+            active = self._training() - (1 if old.status == "running" else 0)
+            if active >= self.max_active and not queue:
+                raise ServerBusy(
+                    f"server busy: {active} runs training (limit {self.max_active}); "
+                    "try again when one ends, or queue"
+                )
+            places = [k for k, entry in enumerate(self._queue) if entry[0] is old]
+            # A queued run's place, or a training run's slot (first in line if it is taken).
+            place = places[0] if places else 0 if old.status == "running" else None
+            handle = self._handle(config, owner, kwargs)
+            self._queue = [entry for entry in self._queue if entry[0] is not old]
+            old.stop(wait=False)
+            return self._admit(handle, active, paused, place=place)
 
     def delete(self, run_id: str, *, owner: str | None = None) -> None:
         """Delete a run from the store, with its rows and checkpoint, stopping it first if it

@@ -6,6 +6,9 @@ with "Run comparison" too, which stopped the group on show first). The rule
 (`dashboard.ownership`): a run is controlled (paused, stepped, resumed, stopped, restarted,
 deleted) only by its session, or by the admin who entered the server's RDQN_ADMIN_TOKEN.
 
+Restarting a run (moving α, Reset) replaces it in its slot in one step (`RunRegistry.replace`):
+at the server's cap another session's queued run cannot take the slot in between.
+
 AppTest sessions in one process share one session id, so "another session" here is a run started
 in the registry directly under another owner.
 """
@@ -19,7 +22,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.ownership import token_matches
 from dashboard.state import registry
-from rdqn.runs.registry import NotOwner, RunRegistry
+from rdqn.runs.registry import NotOwner, RunRegistry, ServerBusy
 from rdqn.runs.store import RunStore
 from tests.app.conftest import isolated_app  # noqa: F401 - autouse: private RDQN_HOME
 from tests.run_helpers import tiny, wait_for
@@ -184,3 +187,58 @@ def test_the_live_page_offers_to_resume_only_runs_no_open_session_owns() -> None
     registry().stop_owner(OTHER)  # that session ended: now anyone may pick it up
     at.run()
     assert [b for b in at.button if b.key == f"live.resume_{mine_later.id}"]
+
+
+# ------------------------------------------------- restarting at the cap keeps your own slot
+def test_replacing_a_training_run_at_the_cap_keeps_its_slot(tmp_path: Path) -> None:
+    """Reproduced on the old main: moving α stopped the run first, so at the cap another
+    session's queued run took the slot and the new run of the owner waited behind it."""
+    reg = RunRegistry(RunStore(tmp_path / "cap.db"), max_active=1, idle_timeout=None)
+    try:
+        mine = reg.start(tiny(LONG), owner="me", speed=20.0)
+        theirs = reg.start(tiny(LONG), owner="them", queue=True)
+        assert reg.position(theirs.id) == (1, 1)
+        with pytest.raises(NotOwner):
+            reg.replace(mine.id, tiny(LONG), owner="them", queue=True)
+        assert reg.position(theirs.id) == (1, 1) and mine.status == "running"
+        new = reg.replace(mine.id, tiny(LONG, seed=1), owner="me", queue=True, speed=20.0)
+        assert new.status == "running" and reg.position(new.id) is None
+        assert mine.join(20) and mine.status == "stopped"
+        assert reg.position(theirs.id) == (1, 1) and theirs.status == "created"
+        assert reg.owner_of(new.id) == "me"
+    finally:
+        reg.shutdown()
+
+
+def test_replacing_a_queued_run_keeps_its_place_and_busy_changes_nothing(tmp_path: Path) -> None:
+    reg = RunRegistry(RunStore(tmp_path / "cap.db"), max_active=1, idle_timeout=None)
+    try:
+        first = reg.start(tiny(LONG), owner="them", speed=20.0)
+        mine = reg.start(tiny(LONG), owner="me", queue=True)
+        later = reg.start(tiny(LONG), owner="them", queue=True)
+        with pytest.raises(ServerBusy):
+            reg.replace(mine.id, tiny(LONG), owner="me")  # no queueing asked: nothing changes
+        assert (reg.position(mine.id), mine.status) == ((1, 2), "created")
+        new = reg.replace(mine.id, tiny(LONG, seed=1), owner="me", queue=True)
+        assert (reg.position(new.id), reg.position(later.id)) == ((1, 2), (2, 2))
+        assert mine.status == "stopped" and first.status == "running"
+    finally:
+        reg.shutdown()
+
+
+def test_restarting_on_the_live_page_at_the_cap_keeps_the_slot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RDQN_MAX_RUNS", "1")
+    at = open_page("pages/live.py")
+    at.session_state["live.overrides"] = {"train.total_steps": LONG}
+    at.session_state["live.speed"] = "20 steps/s"
+    at.button(key="live.start").click().run()
+    first = registry().get(at.session_state["live.run_id"])
+    assert first.status == "running"
+    theirs = registry().start(tiny(LONG), owner=OTHER, queue=True)
+    at.button(key="live.reset").click().run()
+    assert not at.exception
+    second = registry().get(at.session_state["live.run_id"])
+    assert second.id != first.id and second.status == "running"
+    assert registry().position(theirs.id) == (1, 1) and theirs.status == "created"
