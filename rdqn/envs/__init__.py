@@ -2,7 +2,8 @@
 
 Importing this package registers them (``register_envs()`` is idempotent), so
 ``gymnasium.make("rdqn/BlindCliffwalk-v0", n=6)`` works after ``import rdqn.envs``. ``make_env``
-is the checked entry point: it accepts only the ids in ``ENV_IDS``.
+is the checked entry point: it accepts only the ids in ``ENV_IDS`` and the options
+`rdqn.envs.options` lists for each.
 
 * ``CartPole-v1``: gymnasium's CartPole; ends on a fall, truncated at 500 steps.
 * ``rdqn/MaskedCartPole-v0``: CartPole observing only (x, theta); same ends.
@@ -19,17 +20,28 @@ import gymnasium as gym
 
 from rdqn.envs.blind_cliffwalk import BlindCliffwalkEnv
 from rdqn.envs.masked_cartpole import MaskedCartPoleEnv
+from rdqn.envs.options import check_env_kwargs, env_options, observation_size
 from rdqn.envs.sparse_chain import SparseChainEnv
-from rdqn.envs.synthetic_market import SyntheticMarketEnv, load_prices_csv
+from rdqn.envs.synthetic_market import (
+    PriceSeries,
+    SyntheticMarketEnv,
+    load_prices_csv,
+    read_prices_csv,
+)
 
 __all__ = [
     "ENV_IDS",
     "BlindCliffwalkEnv",
     "MaskedCartPoleEnv",
+    "PriceSeries",
     "SparseChainEnv",
     "SyntheticMarketEnv",
+    "check_env_kwargs",
+    "env_options",
     "load_prices_csv",
     "make_env",
+    "observation_size",
+    "read_prices_csv",
     "register_envs",
     "reward_threshold",
 ]
@@ -62,11 +74,19 @@ def make_env(env_id: str, seed: int | None = None, **kwargs: Any) -> gym.Env[Any
 
     With a ``seed``, the env is reset once with ``reset(seed=seed)`` and its action and observation
     spaces are seeded, so everything that follows (the caller's own ``reset()`` calls included) is
-    determined by the seed. Raises ``ValueError`` for an id outside ``ENV_IDS``.
+    determined by the seed. A ``prices_csv`` path is read with `load_prices_csv` into ``prices``.
+    Raises ``ValueError`` for an id outside ``ENV_IDS``, an option the env does not take
+    (`check_env_kwargs`) or a value it rejects.
     """
     _check_env_id(env_id)
+    check_env_kwargs(env_id, kwargs)
     register_envs()
-    env = gym.make(env_id, **kwargs)
+    if "prices_csv" in kwargs:
+        kwargs["prices"] = load_prices_csv(kwargs.pop("prices_csv"))
+    try:
+        env = gym.make(env_id, **kwargs)
+    except TypeError as err:  # a value of the wrong type that the env did not check itself
+        raise ValueError(f"env.kwargs rejected by {env_id}: {err}") from err
     if seed is not None:
         env.reset(seed=seed)
         env.action_space.seed(seed)

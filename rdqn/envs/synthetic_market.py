@@ -35,76 +35,250 @@ terminates.
 
 from __future__ import annotations
 
-from os import PathLike
-from typing import IO, Any, SupportsFloat
+import csv
+import io
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
-import pandas as pd
 from gymnasium import spaces
 from numpy.typing import ArrayLike, NDArray
 
 from rdqn.validation import check_integer, check_probability, check_real
 
+if TYPE_CHECKING:
+    from rdqn.limits import Limits
+
 POSITIONS = (0, 1, -1)
 """Position set by each action: 0 flat, 1 long, 2 short."""
 
-_NAN_SPELLINGS = frozenset({"nan", "+nan", "-nan"})
+PRICE_RANGE = (1e-6, 1e9)
+"""Prices the market takes: rewards are price differences stored as float32, so a price of 1e300
+would overflow them (and no real asset trades there)."""
 
 
 def _validate_prices(prices: ArrayLike) -> NDArray[np.float64]:
     """Return ``prices`` as a read-only float64 vector, or raise ``ValueError`` naming the index."""
-    array = np.array(prices, dtype=np.float64)
+    try:
+        array = np.array(prices, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"prices must be numbers, got {str(prices)[:80]!r} ({err})") from None
     if array.ndim != 1:
         raise ValueError(f"prices must be one-dimensional, got shape {array.shape}")
-    bad = np.flatnonzero(~np.isfinite(array) | (array <= 0.0))
+    low, high = PRICE_RANGE
+    bad = np.flatnonzero(~np.isfinite(array) | (array < low) | (array > high))
     if bad.size:
         i = int(bad[0])
-        raise ValueError(f"prices must be finite and > 0, got prices[{i}] = {array[i]}")
+        raise ValueError(
+            f"prices must be finite, in [{low:g}, {high:g}], got prices[{i}] = {array[i]}"
+        )
     array.setflags(write=False)
     return array
 
 
-def load_prices_csv(
-    path_or_buffer: str | PathLike[str] | IO[str],
+@dataclass(frozen=True)
+class PriceSeries:
+    """A price series read from a CSV (`read_prices_csv`), with where it came from."""
+
+    prices: NDArray[np.float64]
+    column: str
+    source: str
+    """The file's path, or "the upload" for bytes and open files."""
+
+    @property
+    def summary(self) -> str:
+        """What was used, in words: ``"600 prices from column 'price' of the upload (98.2 to
+        103.1)"``."""
+        return (
+            f"{self.prices.size:,} prices from column {self.column!r} of {self.source} "
+            f"({self.prices.min():g} to {self.prices.max():g})"
+        )
+
+
+def _read_bytes(source: Any, max_bytes: int, label: str) -> bytes:
+    """The raw bytes of a path, bytes or open file, refusing more than ``max_bytes`` unread."""
+    too_big = "price CSV{} is {} bytes; the limit is {:,} (RDQN_LIMIT_CSV_BYTES)"
+    if isinstance(source, bytes | bytearray | memoryview):
+        if len(source) > max_bytes:
+            raise ValueError(too_big.format(label, f"{len(source):,}", max_bytes))
+        data = bytes(source)
+    elif isinstance(source, str | os.PathLike):
+        path = Path(source)
+        try:
+            info = path.stat()
+        except OSError as err:
+            raise ValueError(f"price CSV {path}: cannot be read ({err.strerror or err})") from None
+        if stat.S_ISDIR(info.st_mode):
+            raise ValueError(f"price CSV {path} is a directory, not a file")
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"price CSV {path} is not a regular file")
+        if info.st_size > max_bytes:
+            raise ValueError(too_big.format(label, f"{info.st_size:,}", max_bytes))
+        try:
+            with path.open("rb") as file:
+                data = file.read(max_bytes + 1)
+        except OSError as err:
+            raise ValueError(f"price CSV {path}: cannot be read ({err.strerror or err})") from None
+    elif hasattr(source, "read"):
+        data = source.read(max_bytes + 1)
+        if isinstance(data, str):
+            data = data.encode("utf-8", errors="surrogatepass")
+    else:
+        raise ValueError(
+            f"price CSV must be a path, bytes or an open file, got {type(source).__name__}"
+        )
+    if len(data) > max_bytes:
+        raise ValueError(too_big.format(label, f"more than {max_bytes:,}", max_bytes))
+    return data
+
+
+def _decode(data: bytes, label: str) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise ValueError(
+            f"price CSV{label} is not UTF-8 text (byte 0x{data[err.start]:02x} at offset "
+            f"{err.start}); save it as UTF-8 CSV"
+        ) from None
+
+
+def _first_line(text: str) -> str | None:
+    """The first line that is not blank, found without splitting the whole text."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        if text[start:end].strip():
+            return text[start:end]
+        start = end + 1
+    return None
+
+
+def read_prices_csv(
+    source: str | os.PathLike[str] | bytes | IO[str] | IO[bytes],
     column: str = "price",
     *,
     min_rows: int = 2,
-) -> NDArray[np.float64]:
-    """Read a price series from column ``column`` of a CSV file with a header row.
+    limits: Limits | None = None,
+) -> PriceSeries:
+    """Read a price series from column ``column`` of a CSV with a header row, strictly.
 
-    Rows are numbered from 1 for the first data row (the header is not counted). Every cell of
-    the column must be a finite number > 0, and there must be at least ``min_rows`` rows (two give
-    one return); otherwise ``ValueError`` names the column and, for a bad cell, the row.
+    ``source`` is a path, the file's bytes (an upload, checked before it is saved) or an open
+    file. The file must be UTF-8 text with comma-separated fields, a header row naming
+    ``column`` once, and the header's number of fields on every row (blank lines are skipped).
+    Every cell of the column must be a number in `PRICE_RANGE`, and there must be at least
+    ``min_rows`` rows (two give one return). Rows are numbered from 1 for the first data row;
+    a message names the row and the file's line.
+
+    Cost is bounded before parsing by ``limits`` (default: the server's, `rdqn.limits`): the
+    file's size (``csv_bytes``), its lines (``csv_rows``) and the header's fields
+    (``csv_columns``). Every problem is a ``ValueError`` saying what is wrong and where.
     """
-    try:
-        frame = pd.read_csv(path_or_buffer, dtype=str, keep_default_na=False)
-    except pd.errors.EmptyDataError as error:
-        raise ValueError(f"price CSV is empty: no header row with column {column!r}") from error
-    except pd.errors.ParserError as error:
-        raise ValueError(f"price CSV could not be parsed: {error}") from error
-    if column not in frame.columns:
+    if limits is None:
+        from rdqn.limits import Limits  # rdqn.limits imports this package for env sizes
+
+        limits = Limits.from_env()
+    label = f" {source}" if isinstance(source, str | os.PathLike) else ""
+    text = _decode(_read_bytes(source, limits.csv_bytes, label), label)
+    rows_after_header = text.count("\n") - text.endswith("\n")
+    if rows_after_header > limits.csv_rows:
         raise ValueError(
-            f"price CSV has no column {column!r} in its header row; columns: {list(frame.columns)}"
+            f"price CSV{label} has {rows_after_header:,} rows; the limit is "
+            f"{limits.csv_rows:,} (RDQN_LIMIT_CSV_ROWS)"
         )
-    cells = frame[column].str.strip()
-    values = pd.to_numeric(cells, errors="coerce").to_numpy(dtype=np.float64)
-    bad = np.flatnonzero(~np.isfinite(values) | (values <= 0.0))
-    if bad.size:
-        i = int(bad[0])
-        cell = cells.iloc[i]
-        if np.isnan(values[i]) and cell.lower() not in _NAN_SPELLINGS:
-            problem = f"{cell!r} is not a number"
-        elif not np.isfinite(values[i]):
-            problem = f"{cell!r} is not finite"
-        else:
-            problem = f"{cell!r} is not > 0"
-        raise ValueError(f"price CSV: column {column!r}, row {i + 1}: {problem}")
+    header_line = _first_line(text)
+    if header_line is None:
+        raise ValueError(f"price CSV{label} is empty: no header row with column {column!r}")
+    if header_line.count(",") + 1 > limits.csv_columns:
+        raise ValueError(
+            f"price CSV{label} has {header_line.count(',') + 1:,} columns; the limit is "
+            f"{limits.csv_columns:,} (RDQN_LIMIT_CSV_COLUMNS)"
+        )
+    rows = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = [name.strip() for name in next(rows)]
+        while not any(header):
+            header = [name.strip() for name in next(rows)]
+        if header.count(column) != 1:
+            found = "twice or more" if column in header else "no"
+            raise ValueError(
+                f"price CSV{label} has {found} column {column!r} in its header row; "
+                f"columns: {header}"
+            )
+        where = header.index(column)
+        cells: list[str] = []
+        lines_of: list[int] = []
+        for fields in rows:
+            if not fields or (len(fields) == 1 and not fields[0].strip()):
+                continue  # a blank line
+            if len(fields) != len(header):
+                raise ValueError(
+                    f"price CSV{label}: line {rows.line_num} has {len(fields)} field(s), the "
+                    f"header has {len(header)}: every row needs one field per column"
+                )
+            cells.append(fields[where].strip())
+            lines_of.append(rows.line_num)
+    except csv.Error as err:
+        raise ValueError(f"price CSV{label}: line {rows.line_num}: {err}") from None
+    except StopIteration:
+        raise ValueError(
+            f"price CSV{label} is empty: no header row with column {column!r}"
+        ) from None
+    values = _numbers(cells, column, lines_of, label)
     if values.size < min_rows:
         raise ValueError(
-            f"price CSV: column {column!r} has {values.size} row(s); need at least {min_rows}"
+            f"price CSV{label}: column {column!r} has {values.size} row(s); need at least "
+            f"{min_rows}"
+        )
+    values.setflags(write=False)
+    return PriceSeries(values, column, str(source) if label else "the upload")
+
+
+def _numbers(cells: list[str], column: str, lines_of: list[int], label: str) -> NDArray[np.float64]:
+    """The cells as prices; a ``ValueError`` names the first bad one's row and line."""
+    try:
+        values = np.array(cells, dtype=np.float64)
+    except ValueError:
+        values = np.array([_to_float(cell) for cell in cells], dtype=np.float64)
+    low, high = PRICE_RANGE
+    bad = np.flatnonzero(~(values >= low) | ~(values <= high))
+    if bad.size:
+        i = int(bad[0])
+        cell, value = cells[i], values[i]
+        if np.isnan(value) and cell.lower().lstrip("+-") != "nan":
+            problem = f"{cell!r} is not a number"
+        elif not np.isfinite(value):
+            problem = f"{cell!r} is not finite"
+        elif value <= 0:
+            problem = f"{cell!r} is not > 0"
+        else:
+            problem = f"{cell!r} is outside [{low:g}, {high:g}]"
+        raise ValueError(
+            f"price CSV{label}: column {column!r}, row {i + 1}: {problem} (line {lines_of[i]})"
         )
     return values
+
+
+def _to_float(cell: str) -> float:
+    try:
+        return float(cell)
+    except ValueError:
+        return float("nan")
+
+
+def load_prices_csv(
+    path_or_buffer: str | os.PathLike[str] | bytes | IO[str] | IO[bytes],
+    column: str = "price",
+    *,
+    min_rows: int = 2,
+    limits: Limits | None = None,
+) -> NDArray[np.float64]:
+    """The prices of `read_prices_csv` (same arguments, same checks), as a read-only array."""
+    return read_prices_csv(path_or_buffer, column, min_rows=min_rows, limits=limits).prices
 
 
 class SyntheticMarketEnv(gym.Env[NDArray[np.float32], np.int64]):
@@ -128,7 +302,7 @@ class SyntheticMarketEnv(gym.Env[NDArray[np.float32], np.int64]):
         """Configure the market.
 
         Args:
-            prices: a price series to replay instead of simulating (finite, > 0, at least
+            prices: a price series to replay instead of simulating (in `PRICE_RANGE`, at least
                 ``n_returns + episode_length + 1`` values).
             episode_length: decisions per episode before truncation.
             n_returns: log returns in each observation.
@@ -164,7 +338,8 @@ class SyntheticMarketEnv(gym.Env[NDArray[np.float32], np.int64]):
             if self.prices.size < self.path_length:
                 raise ValueError(
                     f"prices has {self.prices.size} values; an episode needs n_returns + "
-                    f"episode_length + 1 = {self.path_length}"
+                    f"episode_length + 1 = {self.path_length} (supply more prices or lower "
+                    "episode_length)"
                 )
 
         bound = np.finfo(np.float32).max

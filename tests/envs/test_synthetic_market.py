@@ -247,7 +247,7 @@ def test_load_prices_csv_other_column_and_into_the_env() -> None:
         ("price\n100\n", r"column 'price' has 1 row\(s\); need at least 2"),
         ("price\n", r"column 'price' has 0 row\(s\); need at least 2"),
         ("", r"price CSV is empty"),
-        ("price\n1\n2,3,4\n", r"price CSV could not be parsed"),
+        ("price\n1\n2,3,4\n", r"line 3 has 3 field\(s\), the header has 1"),
     ],
 )
 def test_bad_csv_names_row_and_column(csv: str, message: str) -> None:
