@@ -17,6 +17,11 @@ Rules kept here:
 * Metric rows are written in batches (`rdqn.runs.writer.RunWriter`); per-row commits would cost
   the training loop far more than the 2% the design allows.
 
+Faults: a home that is a file or cannot be created, a file that is not an rdqn store (garbage,
+damaged, another program's database), a read-only store (opened for reading, no migration), a
+full disk, a lock held too long: each is one `StoreError` naming the path and what to do
+(`rdqn.runs.store_access`), at open or at the read or write that meets it.
+
 Layout (``default_home()`` is ``$RDQN_HOME`` or ``.rdqn``)::
 
     <home>/rdqn.db            this store (plus rdqn.db-wal, rdqn.db-shm while open)
@@ -25,6 +30,7 @@ Layout (``default_home()`` is ``$RDQN_HOME`` or ``.rdqn``)::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -58,6 +64,15 @@ from rdqn.runs.schema import (
     quoted_columns,
     row_params,
 )
+from rdqn.runs.store_access import (
+    ELSEWHERE,
+    StoreError,
+    checkpoint_error,
+    connect,
+    open_home,
+    read_only_error,
+    store_error,
+)
 
 __all__ = ["ResumeError", "RunRecord", "RunRecords", "RunStore", "StoreError", "default_home"]
 
@@ -69,10 +84,6 @@ _ORPHAN_REASONS = {
     "running": "interrupted: the process running it ended",
     "paused": "interrupted: the process running it ended",
 }
-
-
-class StoreError(RuntimeError):
-    """The run store cannot be opened or written: the message names the path and what to do."""
 
 
 def default_home() -> Path:
@@ -127,13 +138,17 @@ class RunStore:
     Runs whose owner process died (killed, crashed) are marked 'stopped' as interrupted
     whenever runs are read (`get_run`, `list_runs`; at most every ``_SWEEP_EVERY_S`` seconds):
     see `mark_interrupted`.
+
+    A store this process may not write opens ``read_only``: everything that reads works, every
+    write raises `StoreError`. Any failure of the file (see the module docstring) raises
+    `StoreError`, at open or later.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         db = Path(path) if path is not None else default_home() / "rdqn.db"
         if str(db) == ":memory:":
             raise ValueError("path must be a file: an in-memory database is private to one thread")
-        db.parent.mkdir(parents=True, exist_ok=True)
+        self.read_only: bool = open_home(db)
         self.path: Path = db
         self.checkpoint_dir: Path = db.parent / "checkpoints"
         self._local = threading.local()
@@ -142,7 +157,12 @@ class RunStore:
         self._closed = False
         self._pid = os.getpid()
         self._next_sweep = 0.0
-        self._migrate()
+        self._run_columns = ", ".join(RUN_COLUMNS)
+        try:
+            self._migrate()
+        except BaseException:
+            self.close()
+            raise
 
     # -- connections and transactions -------------------------------------------------------
 
@@ -161,16 +181,15 @@ class RunStore:
             return conn
         # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE for writes). The connection
         # is only ever used by this thread; check_same_thread=False lets close() reclaim it.
-        conn = sqlite3.connect(
-            self.path,
-            timeout=_BUSY_TIMEOUT_MS / 1000,
-            isolation_level=None,
-            check_same_thread=False,
-        )
-        conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
+        conn = connect(self.path, read_only=self.read_only, timeout=_BUSY_TIMEOUT_MS / 1000)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            if not self.read_only:
+                conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except BaseException:
+            conn.close()
+            raise
         with self._lock:
             dead = [k for k, (thread, _) in self._connections.items() if not thread.is_alive()]
             for key in dead:
@@ -180,36 +199,78 @@ class RunStore:
         return conn
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        conn = self._connect()
-        conn.execute("BEGIN IMMEDIATE")
+    def _sqlite_errors(self) -> Iterator[None]:
+        """Turn an SQLite error (raised directly, or wrapped by pandas) into a `StoreError`."""
         try:
-            yield conn
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+            yield
+        except sqlite3.Error as err:
+            raise store_error(err, self.path) from err
+        except pd.errors.DatabaseError as err:
+            cause = err.__cause__
+            if isinstance(cause, sqlite3.Error):
+                raise store_error(cause, self.path) from err
+            raise StoreError(f"the run store {self.path} failed: {err}") from err
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        if self.read_only:
+            raise read_only_error(self.path)
+        with self._sqlite_errors():
+            conn = self._connect()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):  # the first error matters
+                        conn.execute("ROLLBACK")
+                raise
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
         """One read snapshot: every statement inside sees the same committed state."""
-        conn = self._connect()
-        conn.execute("BEGIN")
-        try:
-            yield conn
-        finally:
-            if conn.in_transaction:
-                conn.execute("COMMIT")
+        with self._sqlite_errors():
+            conn = self._connect()
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
 
     def _migrate(self) -> None:
-        with self._write() as conn:
+        """Bring the schema to `SCHEMA_VERSION`; a read-only store is read as it is, columns it
+        lacks reading as NULL. A database with tables but no rdqn schema is refused untouched."""
+        with self._read() as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise RuntimeError(
-                    f"{self.path} has schema version {version}, newer than this rdqn "
-                    f"({SCHEMA_VERSION}); upgrade rdqn or use another RDQN_HOME"
-                )
+            tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} has schema version {version}, newer than this rdqn "
+                f"({SCHEMA_VERSION}): upgrade rdqn or {ELSEWHERE}"
+            )
+        if version == 0 and tables:
+            raise StoreError(
+                f"{self.path} is not an rdqn run store (a database of another program): move it "
+                f"away or {ELSEWHERE}"
+            )
+        if self.read_only:
+            if version == 0:
+                raise StoreError(f"{self.path} is an empty, read-only file: {ELSEWHERE}")
+            with self._read() as conn:
+                present = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+            self._run_columns = ", ".join(
+                name if name in present else f"NULL AS {name}" for name in RUN_COLUMNS
+            )
+            return
+        with self._sqlite_errors():
+            # Persistent, so once is enough; only now that the file is known to be a run store.
+            self._connect().execute("PRAGMA journal_mode = WAL")
+        if version == SCHEMA_VERSION:
+            return
+        with self._write() as conn:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]  # another process's?
             for statements in MIGRATIONS[version:]:
                 for statement in statements:
                     conn.execute(statement)
@@ -315,7 +376,13 @@ class RunStore:
         `checkpoint_path_for` and record the file (with ``resume_env_steps`` when it holds a
         resume state, `rdqn.runs.resume`); returns its path."""
         self.get_run(run_id)
-        path = write_checkpoint(data, self.checkpoint_path_for(run_id))
+        if self.read_only:
+            raise read_only_error(self.path)
+        target = self.checkpoint_path_for(run_id)
+        try:
+            path = write_checkpoint(data, target)
+        except OSError as err:
+            raise checkpoint_error(err, target, run_id) from err
         self.set_checkpoint(run_id, path, resume_env_steps=resume_env_steps)
         return path
 
@@ -326,11 +393,12 @@ class RunStore:
     def get_run(self, run_id: str) -> RunRecord:
         """The run's record; ``KeyError`` naming the id if there is none."""
         self._sweep()
-        cursor = self._connect().cursor()
-        cursor.row_factory = sqlite3.Row
-        row = cursor.execute(
-            f"SELECT {', '.join(RUN_COLUMNS)} FROM runs WHERE id = ?", (run_id,)
-        ).fetchone()
+        with self._read() as conn:
+            cursor = conn.cursor()
+            cursor.row_factory = sqlite3.Row
+            row = cursor.execute(
+                f"SELECT {self._run_columns} FROM runs WHERE id = ?", (run_id,)
+            ).fetchone()
         if row is None:
             raise KeyError(f"no run with id {run_id!r} in {self.path}")
         values = dict(row)
@@ -352,11 +420,9 @@ class RunStore:
             clauses.append("group_id = ?")
             params.append(group_id)
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        sql = (
-            f"SELECT {', '.join(RUN_COLUMNS)} FROM runs {where} "
-            "ORDER BY created_at DESC, rowid DESC"
-        )
-        return pd.read_sql_query(sql, self._connect(), params=params)
+        sql = f"SELECT {self._run_columns} FROM runs {where} ORDER BY created_at DESC, rowid DESC"
+        with self._read() as conn:
+            return pd.read_sql_query(sql, conn, params=params)
 
     def delete_run(self, run_id: str) -> None:
         """Delete the run, its episode and step rows (cascade), and its checkpoint file if that
@@ -384,13 +450,15 @@ class RunStore:
         before this process starts any run: it also takes runs owned by this process's pid as
         left over from a crashed predecessor that had it.
         """
+        if self.read_only:
+            return 0  # nothing can be marked; readers see the runs as they were left
         return self._mark_dead_owners(startup=True)
 
     def _sweep(self) -> None:
         """`mark_interrupted` for reads: at most every ``_SWEEP_EVERY_S`` seconds, and this
         process's own runs are alive."""
         now = time.monotonic()
-        if now < self._next_sweep:
+        if now < self._next_sweep or self.read_only:
             return
         self._next_sweep = now + _SWEEP_EVERY_S
         self._mark_dead_owners(startup=False)

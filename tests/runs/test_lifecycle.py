@@ -180,11 +180,15 @@ def test_a_failing_checkpoint_still_ends_the_run_with_its_error(
     with RunStore(tmp_path / "rdqn.db") as store:
         run = RecordedRun(tiny(200), store)
         run.open()
-        with pytest.raises(OSError, match="No space left"):
+        with pytest.raises(StoreError, match="disk full while saving the checkpoint"):
             run.close("finished")
         record = store.get_run(run.id)
+        folder = store.checkpoint_dir
     assert record.status == "failed"
-    assert record.error == "OSError: [Errno 28] No space left on device"
+    assert record.error == (
+        f"disk full while saving the checkpoint of run {run.id} to {folder / run.id}.pt: free "
+        f"space in {folder}"
+    )
 
 
 @pytest.mark.parametrize(
