@@ -6,7 +6,9 @@ A checkpoint is one ``torch.save`` zip archive holding a dict: the caller's stat
 * **Atomic save.** The bytes go to a temporary file in the target's directory, are flushed and
   fsynced, and only then ``os.replace`` moves them over the old checkpoint (a rename within one
   directory is atomic on POSIX and Windows). A crash mid-write leaves the previous checkpoint
-  intact; the directory is fsynced too so the rename itself survives a power cut.
+  intact; the directory is fsynced too so the rename itself survives a power cut. A process
+  killed mid-write leaves its temporary file (``.<name>.<pid>.<random>.tmp``, as large as the
+  checkpoint) behind: `remove_orphan_temporaries` deletes those whose writer is gone.
 * **Safe load.** ``torch.load(weights_only=True)`` unpickles only tensors and plain containers, so
   opening a checkpoint from elsewhere cannot run code. Every failure becomes a
   :class:`CheckpointError` that names the file and says which of missing / corrupt / foreign /
@@ -24,12 +26,15 @@ import contextlib
 import io
 import os
 import tempfile
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from rdqn.runs.owners import owner_alive
 
 __all__ = [
     "CHECKPOINT_FORMAT",
@@ -39,6 +44,7 @@ __all__ = [
     "checkpoint_bytes",
     "load_checkpoint",
     "load_checkpoint_bytes",
+    "remove_orphan_temporaries",
     "save_checkpoint",
     "write_checkpoint",
 ]
@@ -48,6 +54,10 @@ CHECKPOINT_VERSION = 2
 READABLE_VERSIONS: tuple[int, ...] = (1, 2)
 _MARKER_KEYS = ("format", "version")
 _ZIP_MAGIC = b"PK\x03\x04"
+_TMP_SUFFIX = ".tmp"
+STALE_TEMPORARY_S = 600.0
+"""Age past which a temporary checkpoint file is an orphan whoever wrote it (a save takes
+seconds at most)."""
 
 # Exact types (not subclasses: np.float64 subclasses float but does not load with weights_only).
 _LEAF_TYPES: frozenset[type] = frozenset(
@@ -106,7 +116,9 @@ def write_checkpoint(data: bytes, path: str | os.PathLike[str]) -> Path:
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    fd, tmp_name = tempfile.mkstemp(
+        dir=target.parent, prefix=f".{target.name}.{os.getpid()}.", suffix=_TMP_SUFFIX
+    )
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -119,6 +131,35 @@ def write_checkpoint(data: bytes, path: str | os.PathLike[str]) -> Path:
         raise
     _fsync_directory(target.parent)
     return target
+
+
+def _writer_pid(name: str) -> int | None:
+    """The pid in a temporary file's name ``.<target>.<pid>.<random>.tmp`` (None: none there,
+    as in the names of older rdqn versions)."""
+    parts = name[: -len(_TMP_SUFFIX)].rsplit(".", 2)
+    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
+
+
+def remove_orphan_temporaries(
+    directory: str | os.PathLike[str], *, stale_after: float = STALE_TEMPORARY_S
+) -> list[Path]:
+    """Delete the temporary files `write_checkpoint` left in ``directory`` when its process died
+    mid-write: those whose writer (the pid in the name) is gone, and any older than
+    ``stale_after`` seconds. Files being written by a live process, checkpoints and other files
+    are left alone. Returns the files deleted; files that cannot be deleted are skipped.
+    """
+    removed = []
+    now = time.time()
+    for path in Path(directory).glob(f".*{_TMP_SUFFIX}"):
+        pid = _writer_pid(path.name)
+        try:
+            stale = now - path.stat().st_mtime > stale_after
+            if stale or (pid is not None and not owner_alive(pid, None)):
+                path.unlink()
+                removed.append(path)
+        except OSError:
+            continue  # gone already (its writer finished), or not ours to delete
+    return removed
 
 
 def save_checkpoint(state: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:

@@ -25,7 +25,8 @@ full disk, a lock held too long: each is one `StoreError` naming the path and wh
 Layout (``default_home()`` is ``$RDQN_HOME`` or ``.rdqn``)::
 
     <home>/rdqn.db            this store (plus rdqn.db-wal, rdqn.db-shm while open)
-    <home>/checkpoints/       checkpoint files; delete_run removes the ones that live here
+    <home>/checkpoints/       checkpoint files; delete_run removes the ones that live here, and
+                              opening the store the temporary files of interrupted saves
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from typing import Any, Literal, Protocol
 
 import pandas as pd
 
-from rdqn.runs.checkpoints import write_checkpoint
+from rdqn.runs.checkpoints import remove_orphan_temporaries, write_checkpoint
 from rdqn.runs.owners import owner_alive, this_process
 from rdqn.runs.schema import (
     ACTIVE_STATUSES,
@@ -163,6 +164,8 @@ class RunStore:
         except BaseException:
             self.close()
             raise
+        if not self.read_only:
+            remove_orphan_temporaries(self.checkpoint_dir)
 
     # -- connections and transactions -------------------------------------------------------
 

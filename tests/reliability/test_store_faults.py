@@ -12,11 +12,14 @@ it is intact.
 from __future__ import annotations
 
 import errno
+import multiprocessing
 import os
 import shutil
+import signal
 import sqlite3
 import stat
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,7 +28,7 @@ import pytest
 
 from rdqn.cli import main
 from rdqn.runs import checkpoints, lifecycle
-from rdqn.runs.checkpoints import load_checkpoint
+from rdqn.runs.checkpoints import checkpoint_bytes, load_checkpoint, write_checkpoint
 from rdqn.runs.lifecycle import RecordedRun, run_to_end
 from rdqn.runs.schema import MIGRATIONS, SCHEMA_VERSION
 from rdqn.runs.store import RunStore, StoreError
@@ -322,3 +325,35 @@ def test_a_full_disk_under_sqlite_is_a_store_error_and_keeps_the_rows(tmp_path: 
         with pytest.raises(StoreError, match=f"disk full while writing the run store {store_path}"):
             store.write_metrics(run_id, episodes=episode_rows(2000, start=5))
         assert len(store.episodes(run_id)) == 5
+
+
+# -- a save cut short ------------------------------------------------------------------------
+
+
+def _save_and_hang(path: Path) -> None:
+    """In a forked child: a checkpoint write that hangs in fsync, its bytes written."""
+    os.fsync = lambda fd: time.sleep(60)  # type: ignore[assignment]
+    write_checkpoint(b"PK\x03\x04" + bytes(1 << 20), path)
+
+
+def test_a_save_killed_midway_leaves_a_temporary_file_the_next_open_removes(
+    tmp_path: Path,
+) -> None:
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run_id = new_run(store)
+        store.save_checkpoint(run_id, checkpoint_bytes({"step": 1}))
+        target = store.checkpoint_path_for(run_id)
+    child = multiprocessing.get_context("fork").Process(target=_save_and_hang, args=(target,))
+    child.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not any(p.stat().st_size > 1 << 20 for p in target.parent.glob(".*.tmp")):
+            assert time.monotonic() < deadline, "the child never wrote its temporary file"
+            time.sleep(0.02)
+    finally:
+        os.kill(child.pid, signal.SIGKILL)  # type: ignore[arg-type]
+        child.join(10)
+    assert len(list(target.parent.glob(".*.tmp"))) == 1  # the orphan, 1 MB
+    RunStore(tmp_path / "rdqn.db").close()
+    assert list(target.parent.iterdir()) == [target]
+    assert load_checkpoint(target) == {"step": 1}  # the checkpoint saved before is intact

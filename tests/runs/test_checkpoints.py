@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import pickle
+import subprocess
+import sys
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -19,7 +23,9 @@ from rdqn.runs.checkpoints import (
     checkpoint_bytes,
     load_checkpoint,
     load_checkpoint_bytes,
+    remove_orphan_temporaries,
     save_checkpoint,
+    write_checkpoint,
 )
 
 
@@ -128,6 +134,51 @@ def test_crash_on_first_write_leaves_nothing(
     with pytest.raises(KeyboardInterrupt):
         save_checkpoint({"step": 1}, tmp_path / "run.pt")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_temporary_file_names_its_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[str] = []
+    real_replace = os.replace
+
+    def spy(source: str, target: object) -> None:
+        seen.append(Path(source).name)
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "replace", spy)
+    write_checkpoint(checkpoint_bytes({"step": 1}), tmp_path / "abc.pt")
+    (name,) = seen
+    assert name.startswith(f".abc.pt.{os.getpid()}.") and name.endswith(".tmp")
+
+
+def test_orphan_temporaries_are_removed_and_live_ones_kept(tmp_path: Path) -> None:
+    """Kept: a live writer's fresh file, an old-style name that is fresh, checkpoints, other
+    files. Removed: a dead writer's file, and any temporary file older than the limit."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    me, dead = os.getpid(), child.pid
+    names = {
+        "live": f".run.pt.{me}.k2j_x9ab.tmp",
+        "dead": f".run.pt.{dead}.a8b7c6d5.tmp",
+        "legacy fresh": ".run.pt.q1w2e3r4.tmp",
+        "legacy old": ".old.pt.z9y8x7w6.tmp",
+        "live but old": f".other.pt.{me}.m1n2b3v4.tmp",
+        "checkpoint": "run.pt",
+        "user file": "notes.tmp",
+    }
+    for name in names.values():
+        (tmp_path / name).write_bytes(b"x" * 64)
+    hour_ago = time.time() - 3600
+    for key in ("legacy old", "live but old"):
+        os.utime(tmp_path / names[key], (hour_ago, hour_ago))
+    removed = remove_orphan_temporaries(tmp_path)
+    gone = {"dead", "legacy old", "live but old"}
+    assert sorted(p.name for p in removed) == sorted(names[k] for k in gone)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        names[k] for k in names if k not in gone
+    )
+    assert remove_orphan_temporaries(tmp_path / "missing") == []
 
 
 def test_missing_file_names_the_path(tmp_path: Path) -> None:
