@@ -1,0 +1,68 @@
+"""Two students on one server, in a real browser: one's run is the other's to watch, never to
+delete, and text from a URL is shown as text (issue 11: ownership, injection).
+
+AppTest sees the Markdown a page sends; only a browser shows what it renders: no link, no
+image, no request to the payload's hosts.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlencode, urlsplit
+
+from playwright.sync_api import Page
+
+from tests.e2e.browser import ARTIFACTS, assert_no_exception
+
+RUN_ID = re.compile(r"\b[0-9a-f]{12}\b")
+PAYLOAD = (
+    "[Click here to log in](https://evil.example/login) ![t](http://host.example/x.png) "
+    '<img src="http://host.example/y.png"> www.evil.example'
+)
+
+
+def test_another_student_watches_cannot_delete_and_sees_url_text_as_text(
+    page: Page, server: str
+) -> None:
+    browser = page.context.browser
+    assert browser is not None
+    owner = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    owner.set_default_timeout(60_000)
+    owner.goto(f"{server}/live?steps=1000000")
+    owner.get_by_role("button", name="Start", exact=True).click()
+    # The run is filed at once; no need to wait for it to train.
+    found = owner.get_by_text(RUN_ID).first
+    found.wait_for()
+    run_id = RUN_ID.search(found.inner_text()).group(0)  # type: ignore[union-attr]
+
+    other = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    other.set_default_timeout(60_000)
+    fetched: list[str] = []
+    other.on("request", lambda request: fetched.append(request.url))
+    query = urlencode({"run": run_id, "preset": PAYLOAD, "alpha": PAYLOAD})
+    other.goto(f"{server}/live?{query}")
+    note = other.locator('[data-testid="stAlert"]', has_text="URL note").first
+    note.wait_for()
+    shown = note.inner_text().replace("\u200b", "")  # the invisible space that breaks autolinks
+    assert "[Click here to log in](https://evil.example/login)" in shown
+    other.get_by_text("only the session that started it controls it").wait_for()
+    assert other.locator("a[href*='evil.example'], img[src*='host.example']").count() == 0
+    hosts = {urlsplit(url).hostname for url in fetched}
+    assert not hosts & {"host.example", "evil.example", "www.evil.example"}, hosts
+    assert other.get_by_role("button", name="Pause").count() == 0  # read-only
+
+    other.goto(f"{server}/runs")
+    grid = other.locator('[data-testid="stDataFrame"]').first
+    grid.wait_for()
+    box = grid.bounding_box()
+    assert box is not None
+    other.mouse.click(box["x"] + 12, box["y"] + 52)  # the first row's box: the only run
+    other.get_by_text("Delete this run").click()
+    other.get_by_text("Another session started this run").wait_for()
+    assert other.get_by_role("checkbox", name="I am sure").is_disabled()
+    assert_no_exception(other)
+    other.screenshot(path=str(ARTIFACTS / "reliability-other-student.png"))
+
+    assert owner.get_by_text("The run stopped").count() == 0
+    owner.context.close()
+    other.context.close()
