@@ -17,7 +17,8 @@ Measured:
   run shown      Start pressed until the page shows the run training, or its place in the queue
   reload         reload until the live page is on screen again
   update         intervals between the server's updates reaching an open page (its WebSocket
-                 messages, grouped into bursts; the live view redraws every second)
+                 messages, grouped into bursts; the live view redraws every second), and the
+                 kB/s the server sends a page whose run trains, and a queued one
   steps update   intervals between changes of the steps counter on pages whose run trains
   runs           admitted (training) vs queued, from the pages and from the run store
   server         RSS of the server and of its process tree (worker processes included), its
@@ -93,12 +94,15 @@ ZYGOTE = "rdqn.runs.zygote"
 # change of the steps counter in the live view's status line ("… 12,345 of 1,000,000 steps").
 PROBE = """
 (() => {
-  const probe = (window.__load = {messages: [], steps: []});
+  const probe = (window.__load = {messages: [], bytes: [], steps: []});
   const Native = window.WebSocket;
   window.WebSocket = class extends Native {
     constructor(...args) {
       super(...args);
-      this.addEventListener('message', () => probe.messages.push(performance.now()));
+      this.addEventListener('message', (event) => {
+        probe.messages.push(performance.now());
+        probe.bytes.push(event.data.byteLength ?? event.data.size ?? event.data.length ?? 0);
+      });
     }
   };
   let last = null;
@@ -465,6 +469,7 @@ class Student:
     run_kept_after_reload: bool | None = None
     state_after_restart: str | None = None  # Start pressed again after a reload lost the run
     update_intervals_ms: list[float] = field(default_factory=list)
+    kb_per_s: float | None = None  # what the server sent the page while it was watched
     steps_intervals_ms: list[float] = field(default_factory=list)
     page_exceptions: list[str] = field(default_factory=list)
     page_errors: list[str] = field(default_factory=list)  # uncaught JavaScript errors
@@ -556,6 +561,8 @@ async def student(
         await asyncio.sleep(seconds)
         _, marks = await probe_marks(page)
         record.update_intervals_ms = intervals(bursts(marks["messages"]), since)
+        watched = [n for t, n in zip(marks["messages"], marks["bytes"], strict=True) if t >= since]
+        record.kb_per_s = sum(watched) / 1000 / seconds if seconds else None
         record.steps_intervals_ms = intervals(marks["steps"], since)
         seen = await read_state(page)
         record.state_before_reload = seen["state"]
@@ -774,7 +781,8 @@ def summarize(
         "every session's run was admitted or queued": all(
             s in ("running", "queued") for s in states
         ),
-        "admitted runs within the cap": states.count("running") <= cap,
+        "runs training at once within the cap": max((row[1] for row in raw["timeline"]), default=0)
+        <= cap,
         "no exception on a page": not any(r.page_exceptions for r in records),
         "runs stopped after the sessions closed": active_runs(raw["store_after"]) == 0,
         "worker processes back to baseline": after["workers"] <= baseline["workers"],
@@ -847,6 +855,10 @@ def summarize(
                 for name, used in raw["cpu_s"].items()
             },
         },
+        "sent_kb_per_s": {
+            state: stats([r.kb_per_s for r in records if r.state == state and r.kb_per_s])
+            for state in ("running", "queued")
+        },
         "first_load": {
             "files": stats([r.first_load_files for r in records if r.first_load_files]),
             "mb": stats([r.first_load_mb for r in records if r.first_load_mb]),
@@ -918,8 +930,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"of {sessions['reloaded']} sessions; pressing Start again gave "
         f"{sessions['states_after_restart'] or 'nothing'}.",
         "",
-        "| sessions | got the page | admitted | queued | other | reloaded | kept its run after "
-        "reload | page exceptions |",
+        "| sessions | got the page | admitted at Start | queued | other | reloaded | kept its "
+        "run after reload | page exceptions |",
         "|---|---|---|---|---|---|---|---|",
         f"| {sessions['opened']} | {sessions['got_page']} | {sessions['admitted']} | "
         f"{sessions['queued']} | {sum(sessions['other_states'].values())} | "
@@ -961,6 +973,7 @@ def markdown(result: dict[str, Any]) -> str:
             + " |"
         )
     settle, cpu, first = result["settle_s"], result["cpu_during_class"], result["first_load"]
+    sent = result["sent_kb_per_s"]
     cores = cpu["cores"]
     lines += [
         "",
@@ -970,7 +983,9 @@ def markdown(result: dict[str, Any]) -> str:
         f"machine here; in a class each student's laptop draws its own page). The machine's "
         f"load average: {machine['load_average_at_start']} at the start, "
         f"{machine['load_average_max_during']} at most ({machine['cpu_count']} CPUs). A first "
-        f"page load fetched {first['files']['p50']} files, {first['mb']['p50']} MB (median).",
+        f"page load fetched {first['files']['p50']} files, {first['mb']['p50']} MB (median); "
+        f"while watched, a page whose run trained received {sent['running']['p50']} kB/s, a "
+        f"queued one {sent['queued']['p50']} kB/s (median over the sessions).",
         "",
         f"Runs in the store at peak: {result['runs_in_store']['peak']}; after close: "
         f"{result['runs_in_store']['after']} (runs stopped "
