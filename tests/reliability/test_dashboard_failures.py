@@ -239,12 +239,23 @@ def form_upload(at: AppTest, name: str, data: bytes, env: str = MARKET) -> None:
     assert not at.exception
 
 
-def test_after_a_rejected_upload_nothing_changes_and_a_good_one_is_named(tmp_path: Path) -> None:
+def test_uploads_on_the_live_page_say_what_they_do(tmp_path: Path) -> None:
+    """A file for another environment is refused (it was silently ignored); after a rejected
+    upload nothing changes and nothing restarts (it trained on simulated prices, unsaid); the
+    page says which prices a market run uses."""
     at = open_page("pages/live.py")
+    form_upload(at, "ticks.csv", GOOD, env="CartPole-v1")
+    assert f"prices CSV 'ticks.csv' not used: prices are for {MARKET} only" in shown(at)
+    assert at.session_state["live.run_id"] is None
+
+    at.session_state["live.overrides"] = {"env.id": MARKET}
+    at.session_state["live.error"] = None
+    at.run()
+    assert "Prices: simulated (a seeded price process, seed 0); no file uploaded." in shown(at)
     form_upload(at, "bad.csv", b"price\n\xff\n")
     assert "prices CSV 'bad.csv' rejected: it is not UTF-8 text" in shown(at)
     assert at.session_state["live.run_id"] is None  # no run on simulated prices instead
-    assert at.session_state["live.overrides"] == {}  # not even the environment changed
+    assert at.session_state["live.overrides"] == {"env.id": MARKET}
     assert not (tmp_path / "uploads").exists()
 
     form_upload(at, "ticks.csv", GOOD)
@@ -254,20 +265,6 @@ def test_after_a_rejected_upload_nothing_changes_and_a_good_one_is_named(tmp_pat
     wait_for(lambda: handle.snapshot() is not None)
     at.run()
     assert "Prices: uploaded file ticks.csv." in shown(at)
-
-
-def test_a_market_run_without_a_file_says_its_prices_are_simulated() -> None:
-    at = open_page("pages/live.py")
-    at.session_state["live.overrides"] = {"env.id": MARKET}
-    at.run()
-    assert "Prices: simulated (a seeded price process, seed 0); no file uploaded." in shown(at)
-
-
-def test_a_file_for_another_environment_is_refused_not_ignored() -> None:
-    at = open_page("pages/live.py")
-    form_upload(at, "ticks.csv", GOOD, env="CartPole-v1")
-    assert f"prices CSV 'ticks.csv' not used: prices are for {MARKET} only" in shown(at)
-    assert at.session_state["live.run_id"] is None
 
 
 def test_the_uploads_folder_keeps_only_the_newest(
