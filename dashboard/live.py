@@ -9,7 +9,6 @@ the run from the same seed; the old run stays on the chart as the overlay.
 
 from __future__ import annotations
 
-import io
 import json
 import time
 from collections.abc import Mapping
@@ -358,16 +357,11 @@ def apply_settings(
 
 def checked_prices(name: str, data: bytes) -> NDArray[np.float64]:
     """The prices of an uploaded CSV if the market can be built from them; `ValueError` saying
-    what is wrong (not UTF-8 text, not a prices CSV, too short for an episode) otherwise."""
+    what is wrong (not UTF-8 text, not a prices CSV, beyond the server's CSV limits, too short
+    for an episode) otherwise. Read from the bytes, at a cost bounded before parsing
+    (`rdqn.envs.read_prices_csv`)."""
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise ValueError(
-            f"prices CSV {name!r} rejected: it is not UTF-8 text (byte {data[err.start]:#04x} "
-            f"at offset {err.start:,}); save it as a UTF-8 CSV with a 'price' column"
-        ) from None
-    try:
-        prices = load_prices_csv(io.StringIO(text))
+        prices = load_prices_csv(data)
         make_env(UPLOAD_ENV, prices=prices).close()
     except ValueError as err:
         raise ValueError(f"prices CSV {name!r} rejected: {err}") from err

@@ -209,6 +209,9 @@ BAD_UPLOADS = {
     "a word": (b"price\n" + b"100\n" * 300 + b"abc\n" + b"100\n" * 300, "'abc' is not a number"),
     "empty": (b"", "empty"),
     "binary": (bytes(range(256)) * 4, "not UTF-8 text"),
+    "ragged rows": (b"price,volume\n100,1\n101\n" + b"100,1\n" * 600, "line 3 has 1 field(s)"),
+    "100k columns": (b",".join(b"c%d" % i for i in range(100_000)) + b"\n", "columns; the limit"),
+    "1e300 prices": (b"price\n" + b"1e300\n" * 600, "'1e300' is outside"),
 }
 
 
@@ -253,7 +256,7 @@ def test_uploads_on_the_live_page_say_what_they_do(tmp_path: Path) -> None:
     at.run()
     assert "Prices: simulated (a seeded price process, seed 0); no file uploaded." in shown(at)
     form_upload(at, "bad.csv", b"price\n\xff\n")
-    assert "prices CSV 'bad.csv' rejected: it is not UTF-8 text" in shown(at)
+    assert "prices CSV 'bad.csv' rejected: price CSV is not UTF-8 text" in shown(at)
     assert at.session_state["live.run_id"] is None  # no run on simulated prices instead
     assert at.session_state["live.overrides"] == {"env.id": MARKET}
     assert not (tmp_path / "uploads").exists()
