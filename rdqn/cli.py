@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 import uuid
@@ -34,6 +35,7 @@ from rdqn.compare import (
 )
 from rdqn.config import SCHEMES, RunConfig, field_docs
 from rdqn.envs import ENV_IDS
+from rdqn.limits import check_limits
 from rdqn.presets import PRESETS, configure, preset
 from rdqn.runs.executors import ExecutorUnavailable, executor_from_env, usable_cores
 from rdqn.runs.handle import RunHandle
@@ -69,6 +71,8 @@ def _parse_set(items: Sequence[str]) -> dict[str, Any]:
         key, sep, raw = item.partition("=")
         if not sep or not key:
             raise UsageError(f"--set expects KEY=VALUE, got {item!r}")
+        if key.strip() == "preset":
+            raise UsageError(f"--set preset={raw!r}: choose the preset with --preset NAME")
         try:
             overrides[key.strip()] = json.loads(raw)
         except json.JSONDecodeError:
@@ -85,7 +89,9 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
     if getattr(args, "scheme", None) is not None:
         overrides["replay.scheme"] = args.scheme
     overrides.update(_parse_set(args.set or []))
-    return configure(args.preset, overrides)
+    config = configure(args.preset, overrides)
+    check_limits(config)
+    return config
 
 
 def _add_run_parser(sub: Any, name: str, help_text: str) -> argparse.ArgumentParser:
@@ -280,6 +286,8 @@ def _cmd_compare(args: argparse.Namespace, store: RunStore) -> int:
         raise UsageError(f"--window must be >= 1 episode, got {args.window}")
     if args.parallel is not None and args.parallel < 1:
         raise UsageError(f"--parallel must be >= 1, got {args.parallel}")
+    if args.threshold is not None and not math.isfinite(args.threshold):
+        raise UsageError(f"--threshold must be a finite number, got {args.threshold}")
     threshold = args.threshold if args.threshold is not None else comparison_threshold(base.env.id)
     configs = comparison_configs(base, args.schemes, args.seeds)
     group_id = uuid.uuid4().hex[:12]

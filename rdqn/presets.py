@@ -205,9 +205,8 @@ def configure(name: str, overrides: Mapping[str, Any] | None = None) -> RunConfi
     config = preset(name)
     if "env.id" in rest:
         config = config.with_env(rest.pop("env.id"))
-    budget = rest.pop("train.total_steps", None)
-    if "train.learning_starts" in rest and budget is not None:
-        rest["train.total_steps"], budget = budget, None
-    if rest:
-        config = config.with_overrides(rest)
-    return config if budget is None else config.with_budget(budget)
+    if "train.total_steps" in rest and "train.learning_starts" not in rest:
+        budget = rest.pop("train.total_steps")
+        config = config.with_overrides(rest) if rest else config
+        return config.with_budget(budget)
+    return config.with_overrides(rest) if rest else config
