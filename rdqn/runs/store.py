@@ -7,7 +7,7 @@ writer waits (``busy_timeout``) instead of failing when another process holds th
 ``synchronous=NORMAL`` means a commit costs no fsync in WAL mode; a power cut can lose the last
 few commits but never corrupts the file.
 
-Rules kept here:
+Rules kept (the connections and transactions: `rdqn.runs.store_access.Database`):
 
 * One ``sqlite3`` connection per thread (a ``threading.local``), never shared: a connection
   carries transaction state, so two threads on one connection interleave each other's writes.
@@ -31,15 +31,12 @@ Layout (``default_home()`` is ``$RDQN_HOME`` or ``.rdqn``)::
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sqlite3
-import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -67,12 +64,11 @@ from rdqn.runs.schema import (
 )
 from rdqn.runs.store_access import (
     ELSEWHERE,
+    Database,
     StoreError,
     checkpoint_error,
-    connect,
     open_home,
     read_only_error,
-    store_error,
 )
 
 __all__ = ["ResumeError", "RunRecord", "RunRecords", "RunStore", "StoreError", "default_home"]
@@ -152,11 +148,7 @@ class RunStore:
         self.read_only: bool = open_home(db)
         self.path: Path = db
         self.checkpoint_dir: Path = db.parent / "checkpoints"
-        self._local = threading.local()
-        self._lock = threading.Lock()
-        self._connections: dict[int, tuple[threading.Thread, sqlite3.Connection]] = {}
-        self._closed = False
-        self._pid = os.getpid()
+        self._db = Database(db, read_only=self.read_only, busy_timeout_ms=_BUSY_TIMEOUT_MS)
         self._next_sweep = 0.0
         self._run_columns = ", ".join(RUN_COLUMNS)
         try:
@@ -167,85 +159,10 @@ class RunStore:
         if not self.read_only:
             remove_orphan_temporaries(self.checkpoint_dir)
 
-    # -- connections and transactions -------------------------------------------------------
-
-    def _connect(self) -> sqlite3.Connection:
-        if self._closed:
-            raise RuntimeError(f"RunStore at {self.path} is closed")
-        if os.getpid() != self._pid:
-            # A forked child must not touch its parent's connections (SQLite forbids it), not
-            # even to close them: start afresh.
-            self._local = threading.local()
-            self._lock = threading.Lock()
-            self._connections = {}
-            self._pid = os.getpid()
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is not None:
-            return conn
-        # Autocommit mode: transactions are explicit (BEGIN IMMEDIATE for writes). The connection
-        # is only ever used by this thread; check_same_thread=False lets close() reclaim it.
-        conn = connect(self.path, read_only=self.read_only, timeout=_BUSY_TIMEOUT_MS / 1000)
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            if not self.read_only:
-                conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("PRAGMA foreign_keys = ON")
-        except BaseException:
-            conn.close()
-            raise
-        with self._lock:
-            dead = [k for k, (thread, _) in self._connections.items() if not thread.is_alive()]
-            for key in dead:
-                self._connections.pop(key)[1].close()
-            self._connections[id(conn)] = (threading.current_thread(), conn)
-        self._local.conn = conn
-        return conn
-
-    @contextmanager
-    def _sqlite_errors(self) -> Iterator[None]:
-        """Turn an SQLite error (raised directly, or wrapped by pandas) into a `StoreError`."""
-        try:
-            yield
-        except sqlite3.Error as err:
-            raise store_error(err, self.path) from err
-        except pd.errors.DatabaseError as err:
-            cause = err.__cause__
-            if isinstance(cause, sqlite3.Error):
-                raise store_error(cause, self.path) from err
-            raise StoreError(f"the run store {self.path} failed: {err}") from err
-
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        if self.read_only:
-            raise read_only_error(self.path)
-        with self._sqlite_errors():
-            conn = self._connect()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):  # the first error matters
-                        conn.execute("ROLLBACK")
-                raise
-
-    @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        """One read snapshot: every statement inside sees the same committed state."""
-        with self._sqlite_errors():
-            conn = self._connect()
-            conn.execute("BEGIN")
-            try:
-                yield conn
-            finally:
-                if conn.in_transaction:
-                    conn.execute("COMMIT")
-
     def _migrate(self) -> None:
         """Bring the schema to `SCHEMA_VERSION`; a read-only store is read as it is, columns it
         lacks reading as NULL. A database with tables but no rdqn schema is refused untouched."""
-        with self._read() as conn:
+        with self._db.read() as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         if version > SCHEMA_VERSION:
@@ -261,18 +178,18 @@ class RunStore:
         if self.read_only:
             if version == 0:
                 raise StoreError(f"{self.path} is an empty, read-only file: {ELSEWHERE}")
-            with self._read() as conn:
+            with self._db.read() as conn:
                 present = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
             self._run_columns = ", ".join(
                 name if name in present else f"NULL AS {name}" for name in RUN_COLUMNS
             )
             return
-        with self._sqlite_errors():
+        with self._db.errors():
             # Persistent, so once is enough; only now that the file is known to be a run store.
-            self._connect().execute("PRAGMA journal_mode = WAL")
+            self._db.connect().execute("PRAGMA journal_mode = WAL")
         if version == SCHEMA_VERSION:
             return
-        with self._write() as conn:
+        with self._db.write() as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]  # another process's?
             for statements in MIGRATIONS[version:]:
                 for statement in statements:
@@ -281,11 +198,7 @@ class RunStore:
 
     def close(self) -> None:
         """Close every thread's connection. Idempotent; later calls raise ``RuntimeError``."""
-        with self._lock:
-            self._closed = True
-            connections, self._connections = self._connections, {}
-        for _, conn in connections.values():
-            conn.close()
+        self._db.close()
 
     def __enter__(self) -> RunStore:
         return self
@@ -314,7 +227,7 @@ class RunStore:
         run_id = uuid.uuid4().hex[:12]
         now = time.time()
         label = name if name is not None else f"{preset or scheme} {env_id} seed {seed}"
-        with self._write() as conn:
+        with self._db.write() as conn:
             conn.execute(
                 "INSERT INTO runs (id, name, created_at, updated_at, status, preset, env_id, "
                 "scheme, seed, config_json, group_id, owner_pid, owner_start) "
@@ -339,7 +252,7 @@ class RunStore:
         Moving to ``'running'`` or ``'paused'`` records this process as the run's owner.
         """
         _check_status(status)
-        with self._write() as conn:
+        with self._db.write() as conn:
             if status in ACTIVE_STATUSES:
                 self._update_run(
                     conn,
@@ -353,7 +266,7 @@ class RunStore:
     def set_manifest(self, run_id: str, manifest: Mapping[str, Any]) -> None:
         """Store the run manifest (see :func:`rdqn.runs.manifest.build_manifest`) as JSON."""
         manifest_json = _to_json(manifest, "manifest")
-        with self._write() as conn:
+        with self._db.write() as conn:
             self._update_run(conn, run_id, "manifest_json = ?", (manifest_json,))
 
     def set_checkpoint(
@@ -367,7 +280,7 @@ class RunStore:
         state, the env step it resumes from."""
         value = None if path is None else str(path)
         resume = None if value is None or resume_env_steps is None else int(resume_env_steps)
-        with self._write() as conn:
+        with self._db.write() as conn:
             self._update_run(
                 conn, run_id, "checkpoint_path = ?, resume_env_steps = ?", (value, resume)
             )
@@ -396,7 +309,7 @@ class RunStore:
     def get_run(self, run_id: str) -> RunRecord:
         """The run's record; ``KeyError`` naming the id if there is none."""
         self._sweep()
-        with self._read() as conn:
+        with self._db.read() as conn:
             cursor = conn.cursor()
             cursor.row_factory = sqlite3.Row
             row = cursor.execute(
@@ -424,13 +337,13 @@ class RunStore:
             params.append(group_id)
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         sql = f"SELECT {self._run_columns} FROM runs {where} ORDER BY created_at DESC, rowid DESC"
-        with self._read() as conn:
+        with self._db.read() as conn:
             return pd.read_sql_query(sql, conn, params=params)
 
     def delete_run(self, run_id: str) -> None:
         """Delete the run, its episode and step rows (cascade), and its checkpoint file if that
         file lies under :attr:`checkpoint_dir` (files elsewhere are the caller's)."""
-        with self._write() as conn:
+        with self._db.write() as conn:
             row = conn.execute(
                 "SELECT checkpoint_path FROM runs WHERE id = ?", (run_id,)
             ).fetchone()
@@ -468,7 +381,7 @@ class RunStore:
 
     def _mark_dead_owners(self, *, startup: bool) -> int:
         me = this_process()[0]
-        with self._read() as conn:
+        with self._db.read() as conn:
             rows = conn.execute(
                 "SELECT id, status, owner_pid, owner_start FROM runs WHERE status IN (?, ?, ?)",
                 tuple(_ORPHAN_REASONS),
@@ -481,7 +394,7 @@ class RunStore:
         if not orphans:
             return 0
         marked = 0
-        with self._write() as conn:
+        with self._db.write() as conn:
             for run_id, status, pid in orphans:
                 # Only if nobody took the run over since it was read (resumed it, closed it).
                 marked += conn.execute(
@@ -499,7 +412,7 @@ class RunStore:
         transaction. Raises `ResumeError` if the run is not stopped (another process resumed it
         first, say), ``KeyError`` for an unknown id."""
         counters = (int(env_steps), int(updates), int(episodes))
-        with self._write() as conn:
+        with self._db.write() as conn:
             row = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None:
                 raise KeyError(f"no run with id {run_id!r} in {self.path}")
@@ -535,7 +448,7 @@ class RunStore:
         """
         episode_params = row_params(run_id, episodes, EPISODE_COLUMNS, EPISODE_KEYS, "episode")
         step_params = row_params(run_id, steps, STEP_COLUMNS, STEP_KEYS, "step")
-        with self._write() as conn:
+        with self._db.write() as conn:
             if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
                 raise KeyError(f"no run with id {run_id!r} in {self.path}")
             if episode_params:
@@ -559,7 +472,7 @@ class RunStore:
         if after is not None:
             sql += f" AND {key} > ?"
             params.append(int(after))
-        with self._read() as conn:
+        with self._db.read() as conn:
             if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
                 raise KeyError(f"no run with id {run_id!r} in {self.path}")
             frame = pd.read_sql_query(f"{sql} ORDER BY {key}", conn, params=params)

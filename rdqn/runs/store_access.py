@@ -15,16 +15,34 @@ A read-only store is opened with SQLite's ``mode=ro`` (no switch to WAL, no migr
 database whose folder is read-only cannot get the shared-memory file SQLite reads it with, so
 when no write-ahead log is pending it is opened as ``immutable`` instead (nobody can write it:
 the folder is read-only).
+
+`Database` is the store's SQLite file as its threads use it: one connection per thread, never
+shared (a connection carries transaction state, so two threads on one connection interleave each
+other's writes), explicit transactions, and every SQLite error turned into a `StoreError`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["StoreError", "checkpoint_error", "connect", "open_home", "store_error"]
+import pandas as pd
+
+__all__ = [
+    "Database",
+    "StoreError",
+    "checkpoint_error",
+    "connect",
+    "open_home",
+    "read_only_error",
+    "store_error",
+]
 
 ELSEWHERE = "set RDQN_HOME (or --home) to another folder"
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
@@ -145,3 +163,103 @@ def checkpoint_error(error: OSError, path: Path, run_id: str) -> StoreError:
         f"cannot save the checkpoint of run {run_id} to {path}: {error.strerror or error}; make "
         f"{path.parent} writable or {ELSEWHERE}"
     )
+
+
+class Database:
+    """The SQLite file ``path`` used from many threads (and processes): each thread gets its own
+    connection; `read` is one snapshot, `write` one ``BEGIN IMMEDIATE`` transaction (the write
+    lock taken up front, so a writer waits ``busy_timeout_ms`` rather than failing when another
+    process made its read snapshot stale). Any SQLite error inside either is a `StoreError`; a
+    write to a ``read_only`` database is one too."""
+
+    def __init__(self, path: Path, *, read_only: bool, busy_timeout_ms: int) -> None:
+        self.path = path
+        self.read_only = read_only
+        self._busy_timeout_ms = busy_timeout_ms
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: dict[int, tuple[threading.Thread, sqlite3.Connection]] = {}
+        self._closed = False
+        self._pid = os.getpid()
+
+    def connect(self) -> sqlite3.Connection:
+        """This thread's connection (opened on first use)."""
+        if self._closed:
+            raise RuntimeError(f"the run store {self.path} is closed")
+        if os.getpid() != self._pid:
+            # A forked child must not touch its parent's connections (SQLite forbids it), not
+            # even to close them: start afresh.
+            self._local = threading.local()
+            self._lock = threading.Lock()
+            self._connections = {}
+            self._pid = os.getpid()
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        # check_same_thread=False only lets close() reclaim it: one thread uses it.
+        conn = connect(self.path, read_only=self.read_only, timeout=self._busy_timeout_ms / 1000)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+            if not self.read_only:
+                conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except BaseException:
+            conn.close()
+            raise
+        with self._lock:
+            dead = [k for k, (thread, _) in self._connections.items() if not thread.is_alive()]
+            for key in dead:
+                self._connections.pop(key)[1].close()
+            self._connections[id(conn)] = (threading.current_thread(), conn)
+        self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def errors(self) -> Iterator[None]:
+        """Turn an SQLite error (raised directly, or wrapped by pandas) into a `StoreError`."""
+        try:
+            yield
+        except sqlite3.Error as err:
+            raise store_error(err, self.path) from err
+        except pd.errors.DatabaseError as err:
+            cause = err.__cause__
+            if isinstance(cause, sqlite3.Error):
+                raise store_error(cause, self.path) from err
+            raise StoreError(f"the run store {self.path} failed: {err}") from err
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, committed at the end, rolled back on any exception."""
+        if self.read_only:
+            raise read_only_error(self.path)
+        with self.errors():
+            conn = self.connect()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):  # the first error matters
+                        conn.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """One read snapshot: every statement inside sees the same committed state."""
+        with self.errors():
+            conn = self.connect()
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close every thread's connection. Idempotent; later use raises ``RuntimeError``."""
+        with self._lock:
+            self._closed = True
+            connections, self._connections = self._connections, {}
+        for _, conn in connections.values():
+            conn.close()

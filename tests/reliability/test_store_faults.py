@@ -40,13 +40,12 @@ TINY += ["--set", "replay.batch_size=16"]
 RUN_ID = "0123456789ab"
 
 
-def commands(home: Path, run_id: str) -> dict[str, list[str]]:
-    report = str(home.parent / "report.html")
+def commands(home: Path, run_id: str, report: Path) -> dict[str, list[str]]:
     return {
         "train": ["train", "--steps", "60", *TINY],
         "resume": ["resume", run_id],
         "compare": ["compare", "--steps", "60", "--seeds", "0", "--schemes", "uniform"]
-        + ["--report", report, *TINY],
+        + ["--report", str(report), *TINY],
         "runs list": ["runs", "list"],
         "runs show": ["runs", "show", run_id],
         "runs export": ["runs", "export", run_id],
@@ -168,7 +167,7 @@ def test_every_command_reports_an_unusable_store_in_one_line(
     home = FAULTS[fault](tmp_path, reference)
     before = snapshot(home)
     named = str(home / "rdqn.db") if home.is_dir() else str(home)
-    for name, args in commands(home, run_id).items():
+    for name, args in commands(home, run_id, tmp_path / "report.html").items():
         code, out, err = run_cli(home, args, capsys)
         if name == "presets":
             assert code == 0 and "e14" in out, err
@@ -224,7 +223,7 @@ def test_a_read_only_store_is_read_and_refuses_writes_in_one_line(
         target = tmp_path / "episodes.csv"
         code, out, err = run_cli(home, ["runs", "export", finished, "--out", str(target)], capsys)
         assert code == 0 and target.read_text() == csv, err
-        writes = {k: v for k, v in commands(home, queued).items() if k not in ("runs list",)}
+        writes = commands(home, queued, tmp_path / "report.html")
         for name in ("train", "resume", "compare", "runs delete"):
             code, out, err = run_cli(home, writes[name], capsys)
             lines = err.strip().splitlines()
@@ -319,7 +318,7 @@ def test_a_full_disk_under_sqlite_is_a_store_error_and_keeps_the_rows(tmp_path: 
     with RunStore(store_path) as store:
         run_id = new_run(store)
         store.write_metrics(run_id, episodes=episode_rows(5))
-        conn = store._connect()  # this thread's connection: cap the file at its size now
+        conn = store._db.connect()  # this thread's connection: cap the file at its size now
         pages = conn.execute("PRAGMA page_count").fetchone()[0]
         conn.execute(f"PRAGMA max_page_count = {pages}")
         with pytest.raises(StoreError, match=f"disk full while writing the run store {store_path}"):

@@ -542,29 +542,29 @@ def test_threads_get_their_own_connections(store: RunStore) -> None:
     conns: list[sqlite3.Connection] = []
 
     def grab() -> None:
-        conns.append(store._connect())
+        conns.append(store._db.connect())
 
     for _ in range(3):
         t = threading.Thread(target=grab)
         t.start()
         t.join()
-    conns.append(store._connect())
+    conns.append(store._db.connect())
     assert len({id(c) for c in conns}) == 4
-    assert len(store._connections) <= 2  # connections of finished threads are reclaimed
+    assert len(store._db._connections) <= 2  # connections of finished threads are reclaimed
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_forked_child_opens_its_own_connection(store: RunStore) -> None:
     """Regression guard: a child must not reuse the parent's thread-local sqlite connection."""
     run_id = new_run(store)
-    parent_conn = store._connect()
+    parent_conn = store._db.connect()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads alive
         pid = os.fork()
     if pid == 0:  # child
         code = 1
         try:
-            ok = store._connect() is not parent_conn
+            ok = store._db.connect() is not parent_conn
             store.write_metrics(run_id, steps=step_rows(2))
             code = 0 if ok else 2
         finally:
