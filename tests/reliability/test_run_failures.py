@@ -3,8 +3,9 @@ recorded").
 
 Whoever drives the run (the CLI's `run_to_end`, a dashboard worker's `drive`), any exception ends
 it 'failed' with the error stored, and a Ctrl-C 'stopped' with the reason. The faults tried: a
-price CSV whose prices (1e300) overflow the reward, a divergence, an exception, an out-of-memory
-error and a loop that returns short of its budget without an error.
+price CSV whose prices (1e300) overflow the reward, a divergence, exceptions, out-of-memory
+errors, a loop that returns short of its budget without an error, and the process running it
+killed (SIGKILL): marked interrupted, resumable from its last periodic checkpoint.
 """
 
 from __future__ import annotations
@@ -51,18 +52,20 @@ def crash_at(monkeypatch: pytest.MonkeyPatch, step: int, error: BaseException) -
     monkeypatch.setattr(Trainer, "step", step_or_crash)
 
 
-def test_a_csv_of_1e300_prices_fails_the_run_with_its_error(
+def test_a_csv_of_1e300_prices_is_refused_before_a_run_is_filed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Such prices once made the reward overflow mid-run and the run read 'finished'; now the
+    CSV is refused at once (`rdqn.envs`), in one line naming the file, and nothing is filed."""
     prices = 1e300 * np.exp(np.cumsum(np.random.default_rng(0).normal(0.0, 0.01, 600)))
     csv = tmp_path / "prices.csv"
     csv.write_text("price\n" + "".join(f"{float(p)!r}\n" for p in prices), encoding="utf-8")
     kwargs = f'env.kwargs={{"prices_csv": "{csv}"}}'
-    assert cli_train(tmp_path, "--env", "rdqn/SyntheticMarket-v0", "--set", kwargs) == 1
-    record = only_run(tmp_path)
-    assert record.status == "failed"
-    assert record.error is not None and "finite" in record.error
-    assert record.error in capsys.readouterr().err
+    assert cli_train(tmp_path, "--env", "rdqn/SyntheticMarket-v0", "--set", kwargs) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("rdqn: error: ") and str(csv) in line
+    with RunStore(tmp_path / "rdqn.db") as store:
+        assert store.list_runs().empty
 
 
 @pytest.mark.parametrize(
