@@ -80,6 +80,8 @@ ACTIVE = ("created", "running", "paused")  # store statuses of runs not ended
 THREAD_TOLERANCE = 2
 """Server threads 'back to baseline': at most this many above it (Streamlit and the executor
 keep a few pooled threads whose count varies by a couple between samples)."""
+HUNG_S = 120.0
+"""The script ends at the latest this long after --timeout (a browser call that hangs)."""
 POOL_IDLE_S = 10.0  # anyio's WorkerThread.MAX_IDLE_TIME
 BURST_GAP_MS = 150.0
 """WebSocket messages less than this apart belong to one update of the page."""
@@ -701,7 +703,8 @@ async def measure(
                 await student(browser, url, record, args.seconds, args.step_timeout)
 
             watcher = asyncio.create_task(sampler())
-            budget = deadline - time.monotonic() - args.settle_timeout
+            # What follows the class: settling, the pool's idle time, closing 30 pages.
+            budget = deadline - time.monotonic() - args.settle_timeout - POOL_IDLE_S - 15
             tasks = [asyncio.create_task(arrive(record)) for record in records]
             done, pending = await asyncio.wait(tasks, timeout=budget)
             for task in pending:
@@ -1043,10 +1046,15 @@ def main() -> int:
         deadline = started + args.timeout
         # The phases keep to the deadline; this is the backstop for a hung browser call.
         raw = asyncio.run(
-            asyncio.wait_for(measure(args, server, url, home / "rdqn.db", deadline), args.timeout)
+            asyncio.wait_for(
+                measure(args, server, url, home / "rdqn.db", deadline), args.timeout + HUNG_S
+            )
         )
     except TimeoutError:
-        print(f"load_classroom: cut by --timeout {args.timeout:g} s; no result", file=sys.stderr)
+        print(
+            f"load_classroom: a browser call hung {HUNG_S:g} s past --timeout; no result",
+            file=sys.stderr,
+        )
         return 1
     finally:
         leaked = stop_server(server)
