@@ -29,6 +29,7 @@ from dashboard.ownership import may_control, stop_reason
 from dashboard.state import registry, session, store
 from rdqn.compare import ROLLING_WINDOW, summary_table
 from rdqn.config import RunConfig
+from rdqn.limits import check_comparison_runs, check_limits
 from rdqn.runs.schema import FINAL_STATUSES
 
 __all__ = [
@@ -69,7 +70,11 @@ def may_stop(run_ids: Sequence[str]) -> bool:
 
 def start_comparison(configs: Sequence[RunConfig]) -> tuple[str, list[str]]:
     """Replace the comparison on show with new runs, queued within the run cap. Its runs stop
-    if they are this session's; another session's comparison (from its link) goes on."""
+    if they are this session's; another session's comparison (from its link) goes on.
+    `ValueError` (nothing stopped or started) when the runs are past the server's limits."""
+    check_comparison_runs(len(configs))
+    for config in configs:
+        check_limits(config)
     stop_runs(st.session_state["compare.group"], session().owner)
     group_id = uuid.uuid4().hex[:12]
     handles = registry().enqueue(configs, owner=session().owner, group_id=group_id)

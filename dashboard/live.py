@@ -27,6 +27,7 @@ from dashboard.state import SPEEDS, registry, save_upload, session, store, uploa
 from dashboard.text import plain
 from rdqn.config import RunConfig
 from rdqn.envs import load_prices_csv, make_env
+from rdqn.limits import check_limits
 from rdqn.presets import configure, preset
 from rdqn.runs.handle import RunHandle
 from rdqn.runs.registry import NotOwner, ResumeError, ServerBusy
@@ -81,8 +82,9 @@ def set_override(path: str, value: Any) -> None:
 
 def _set_overrides(name: str, overrides: Mapping[str, Any]) -> None:
     """Keep the fields the user set (checked together), less those equal to the preset's own:
-    derived values (a warm-up capped by a short budget) are recomputed, not remembered."""
-    configure(name, overrides)
+    derived values (a warm-up capped by a short budget) are recomputed, not remembered.
+    Settings past the server's limits (`rdqn.limits`) are refused like conflicting ones."""
+    check_limits(configure(name, overrides))
     base = preset(name)
     st.session_state["live.preset"] = name
     st.session_state["live.overrides"] = {

@@ -6,7 +6,7 @@ Lowest first; a module may import rdqn modules of its own package or of lower la
     replay, envs          the replay engine; the environments
     learn                 nets, agent, its config, the fused update
     config                RunConfig (composes the configs below it)
-    presets               the named RunConfigs
+    presets, limits       the named RunConfigs; a server's limits on them
     training              trainer, telemetry, timings
     runs                  lifecycle, control, handles, registry, store, checkpoints, manifest
     compare, classroom    comparisons of recorded runs; the classroom examples
@@ -32,6 +32,7 @@ LAYERS = {
     "learn": 2,
     "config": 3,
     "presets": 4,
+    "limits": 4,
     "training": 5,
     "runs": 6,
     "compare": 7,

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from rdqn.config import RunConfig
+from rdqn.limits import check_limits
 from rdqn.runs.executors import Executor, ThreadExecutor, WarmUp
 from rdqn.runs.handle import RunHandle
 from rdqn.runs.resume import reopen, resume_point
@@ -273,7 +274,11 @@ class RunRegistry:
     def enqueue(
         self, configs: Iterable[RunConfig], *, owner: str | None = None, **kwargs: Any
     ) -> list[RunHandle]:
-        """Create runs that start as slots free up (FIFO); returns their handles at once."""
+        """Create runs that start as slots free up (FIFO); returns their handles at once.
+        A config past the server's limits (`rdqn.limits`) refuses them all, none filed."""
+        configs = list(configs)
+        for config in configs:
+            check_limits(config)
         with self._lock:
             handles = [self._handle(config, owner, kwargs) for config in configs]
             for handle in handles:
@@ -283,6 +288,9 @@ class RunRegistry:
             return handles
 
     def _handle(self, config: RunConfig, owner: str | None, kwargs: dict[str, Any]) -> RunHandle:
+        """A handle of a new run; `LimitError` (a ValueError) before anything is filed or
+        allocated when ``config`` is past the server's limits."""
+        check_limits(config)
         kwargs.setdefault("idle_timeout", self.idle_timeout)
         return RunHandle(
             config,

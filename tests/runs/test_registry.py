@@ -136,3 +136,23 @@ def test_the_classes_on_show_are_followed_and_show_a_run() -> None:
     assert registry.classes(besides="teacher") == []
     time.sleep(0.01)
     assert registry.classes(within=0.005) == []  # not followed lately
+
+
+def test_a_run_past_the_servers_limits_is_refused_before_anything_is_filed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RDQN_LIMIT_CAPACITY", "1000")
+    store = RunStore(tmp_path / "rdqn.db")
+    registry = RunRegistry(store, max_active=1)
+    too_big = tiny(**{"replay.capacity": 1001})
+    with pytest.raises(ValueError, match=r"replay.capacity.*1,?001.*RDQN_LIMIT_CAPACITY"):
+        registry.start(too_big, owner="a")
+    with pytest.raises(ValueError, match="RDQN_LIMIT_CAPACITY"):
+        registry.enqueue([tiny(), too_big], owner="a")  # one past the limit refuses them all
+    first = registry.start(tiny(total_steps=100_000), owner="a")
+    with pytest.raises(ValueError, match="RDQN_LIMIT_CAPACITY"):
+        registry.replace(first.id, too_big, owner="a")
+    assert first.status == "running"  # a refused restart leaves the run as it was
+    assert store.list_runs()["id"].tolist() == [first.id]
+    registry.shutdown()
+    store.close()
