@@ -8,18 +8,24 @@
     python -m rdqn warm-up           # compile the kernels once, at install (numba's disk cache)
 
 Every run is written to the run store ($RDQN_HOME or ./.rdqn, or --home). Bad arguments print one
-line and exit with status 2. This module is the one place in `rdqn` that prints.
+line naming the argument and its value and exit with status 2, before any run is filed: configs
+and options are checked before the store is opened, against the server's limits too
+(`rdqn.limits`, RDQN_LIMIT_* variables), and the env is built once to check its options and its
+prices CSV. Output files (--out, --report) are checked for writing before the work that fills
+them. This module is the one place in `rdqn` that prints.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -34,10 +40,10 @@ from rdqn.compare import (
     summary_table,
 )
 from rdqn.config import SCHEMES, RunConfig, field_docs
-from rdqn.envs import ENV_IDS
-from rdqn.limits import check_limits
+from rdqn.envs import ENV_IDS, make_env
+from rdqn.limits import check_comparison_runs, check_limits, check_threads
 from rdqn.presets import PRESETS, configure, preset
-from rdqn.runs.executors import ExecutorUnavailable, executor_from_env, usable_cores
+from rdqn.runs.executors import Executor, ExecutorUnavailable, executor_from_env, usable_cores
 from rdqn.runs.handle import RunHandle
 from rdqn.runs.lifecycle import INTERRUPTED_BY_USER, RecordedRun, run_to_end
 from rdqn.runs.registry import RunRegistry
@@ -45,6 +51,7 @@ from rdqn.runs.resume import prepare_resume, resume_blocker
 from rdqn.runs.store import RunStore, StoreError
 from rdqn.runs.worker import WARM_UP_PARTS, WarmUp, kernel_cache_dirs, kernels_cached, warm_up
 from rdqn.training.trainer import Trainer
+from rdqn.validation import shown
 
 __all__ = ["main"]
 
@@ -69,14 +76,15 @@ def _parse_set(items: Sequence[str]) -> dict[str, Any]:
     overrides: dict[str, Any] = {}
     for item in items:
         key, sep, raw = item.partition("=")
+        key = key.strip()
         if not sep or not key:
-            raise UsageError(f"--set expects KEY=VALUE, got {item!r}")
-        if key.strip() == "preset":
-            raise UsageError(f"--set preset={raw!r}: choose the preset with --preset NAME")
+            raise UsageError(f"--set expects KEY=VALUE, got {shown(item)}")
+        if key == "preset":
+            raise UsageError(f"--set preset={shown(raw)}: choose the preset with --preset NAME")
         try:
-            overrides[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
-            overrides[key.strip()] = raw
+            overrides[key] = json.loads(raw)
+        except ValueError:  # not JSON (a bare word), or a number of more than 4,300 digits
+            overrides[key] = raw
     return overrides
 
 
@@ -90,7 +98,10 @@ def _config_from_args(args: argparse.Namespace) -> RunConfig:
         overrides["replay.scheme"] = args.scheme
     overrides.update(_parse_set(args.set or []))
     config = configure(args.preset, overrides)
+    # Before any run is filed or anything allocated: the server's limits, then the env itself
+    # (its options, a prices CSV), which is cheap to build once sizes are within the limits.
     check_limits(config)
+    make_env(config.env.id, **config.env.kwargs).close()
     return config
 
 
@@ -192,6 +203,13 @@ def build_parser(prog: str = "rdqn") -> argparse.ArgumentParser:
     return parser
 
 
+@functools.cache
+def _parser(prog: str) -> argparse.ArgumentParser:
+    """One parser per program name: building one costs more than most refusals (parsing leaves
+    it unchanged)."""
+    return build_parser(prog)
+
+
 # ------------------------------------------------------------------------------- progress
 class Progress:
     """A tqdm bar on stderr: env steps, steps per second and the recent mean return."""
@@ -263,10 +281,27 @@ def _report(run: RecordedRun) -> int:
     return 0 if run.status == "finished" else 1
 
 
-def _cmd_train(args: argparse.Namespace, store: RunStore) -> int:
+NAME_MAX = 200
+"""Characters in a run's ``--name``."""
+
+
+def _check_name(name: str | None) -> None:
+    if name is not None and (len(name) > NAME_MAX or not name.isprintable()):
+        raise UsageError(
+            f"--name must be at most {NAME_MAX} printable characters (no newlines or control "
+            f"characters), got {shown(name)}"
+        )
+
+
+def _train_config(args: argparse.Namespace) -> RunConfig:
+    _check_name(args.name)
     config = _config_from_args(args)
     if args.seed is not None:
         config = config.with_overrides({"seed": args.seed})
+    return config
+
+
+def _cmd_train(args: argparse.Namespace, store: RunStore, config: RunConfig) -> int:
     return _report(train_one(config, store, name=args.name, quiet=args.quiet))
 
 
@@ -278,21 +313,68 @@ def _cmd_resume(args: argparse.Namespace, store: RunStore) -> int:
     return _report(_train_to_end(run, args.quiet, "resume"))
 
 
-def _cmd_compare(args: argparse.Namespace, store: RunStore) -> int:
-    base = _config_from_args(args)
+def _check_compare_options(args: argparse.Namespace) -> None:
+    """The options of ``compare`` that are not config fields, before anything trains."""
     if not args.seeds or any(s < 0 for s in args.seeds):
-        raise UsageError(f"--seeds must be non-negative integers, got {args.seeds}")
+        raise UsageError(f"--seeds must be non-negative integers, got {shown(args.seeds)}")
+    for option, values in (("--seeds", args.seeds), ("--schemes", args.schemes)):
+        if len(set(values)) != len(values):
+            raise UsageError(f"{option} must not repeat a value, got {shown(values)}")
     if args.window < 1:
         raise UsageError(f"--window must be >= 1 episode, got {args.window}")
     if args.parallel is not None and args.parallel < 1:
         raise UsageError(f"--parallel must be >= 1, got {args.parallel}")
     if args.threshold is not None and not math.isfinite(args.threshold):
         raise UsageError(f"--threshold must be a finite number, got {args.threshold}")
+    check_comparison_runs(len(args.seeds) * len(args.schemes))
+
+
+def _check_writable(path: Path, option: str) -> None:
+    """Refuse an output file that cannot be written, before any work: its folder is created
+    (as the writer would) and the file opened for appending, then removed if it was new."""
+    if path.is_dir():
+        raise UsageError(f"{option} {path} is a directory; name a file to write")
+    existed = path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as err:
+        raise UsageError(f"{option} {path} cannot be written: {err.strerror or err}") from None
+    if not existed:
+        path.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A comparison, checked before anything is filed: its runs' configs and how to run them."""
+
+    base: RunConfig
+    configs: list[RunConfig]
+    threshold: float | None
+    report: Path
+    executor: Executor
+    parallel: int
+
+
+def _comparison(args: argparse.Namespace) -> Comparison:
+    base = _config_from_args(args)
+    _check_compare_options(args)
+    report = Path(args.report)
     threshold = args.threshold if args.threshold is not None else comparison_threshold(base.env.id)
     configs = comparison_configs(base, args.schemes, args.seeds)
-    group_id = uuid.uuid4().hex[:12]
     executor = executor_from_env()
+    if args.parallel is not None and executor.name != "ray":
+        check_threads(args.parallel, setting="--parallel")
     parallel = args.parallel or (executor.capacity if executor.name == "ray" else usable_cores())
+    return Comparison(base, configs, threshold, report, executor, parallel)
+
+
+def _cmd_compare(args: argparse.Namespace, store: RunStore, plan: Comparison) -> int:
+    base, configs, threshold, report_path = plan.base, plan.configs, plan.threshold, plan.report
+    executor, parallel = plan.executor, plan.parallel
+    _check_writable(report_path, "--report")  # now, not after every run has trained
+    group_id = uuid.uuid4().hex[:12]
     registry = RunRegistry(store, executor=executor, max_active=parallel, idle_timeout=None)
     try:
         handles = registry.enqueue(configs, group_id=group_id)
@@ -322,7 +404,13 @@ def _cmd_compare(args: argparse.Namespace, store: RunStore) -> int:
         window=args.window,
         configs=configs,
     )
-    path = write_comparison_report(args.report, report)
+    try:
+        path = write_comparison_report(report_path, report)
+    except OSError as err:
+        raise UsageError(
+            f"--report {report_path} cannot be written: {err.strerror or err} (the runs are "
+            f"stored, group {group_id})"
+        ) from None
     print(f"report written to {path} (group {group_id})")
     failed = sum(handle.status != "finished" for handle in handles)
     return 0 if failed == 0 else 1
@@ -390,9 +478,16 @@ def _cmd_runs(args: argparse.Namespace, store: RunStore) -> int:
         }
         print(json.dumps(summary, indent=2, default=str))
     elif args.action == "export":
+        if args.out:
+            _check_writable(Path(args.out), "--out")
         text = store.export_csv(args.run_id, args.kind)
         if args.out:
-            Path(args.out).write_text(text, encoding="utf-8")
+            try:
+                Path(args.out).write_text(text, encoding="utf-8")
+            except OSError as err:
+                raise UsageError(
+                    f"--out {args.out} cannot be written: {err.strerror or err}"
+                ) from None
             print(f"wrote {args.out}")
         else:
             sys.stdout.write(text)
@@ -448,7 +543,7 @@ def _cmd_warm_up(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "rdqn") -> int:
     """Entry point of the ``rdqn`` command (and of ``python -m rdqn``); returns the exit status."""
-    parser = build_parser(prog)
+    parser = _parser(prog)
     try:
         args = parser.parse_args(argv)
         if args.command == "presets":
@@ -458,17 +553,21 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "rdqn") -> int:
         if getattr(args, "threads", 1) < 1:
             raise UsageError(f"--threads must be >= 1, got {args.threads}")
         if hasattr(args, "threads"):
+            check_threads(args.threads)
             import torch
 
             torch.set_num_threads(args.threads)
+        # Bad arguments are refused before the store is opened, let alone a run filed.
+        config = _train_config(args) if args.command == "train" else None
+        comparison = _comparison(args) if args.command == "compare" else None
         store = RunStore(Path(args.home) / "rdqn.db" if args.home else None)
         try:
-            if args.command == "train":
-                return _cmd_train(args, store)
+            if config is not None:
+                return _cmd_train(args, store, config)
+            if comparison is not None:
+                return _cmd_compare(args, store, comparison)
             if args.command == "resume":
                 return _cmd_resume(args, store)
-            if args.command == "compare":
-                return _cmd_compare(args, store)
             return _cmd_runs(args, store)
         finally:
             store.close()

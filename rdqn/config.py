@@ -12,6 +12,7 @@ The named presets are in `rdqn.presets`.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import types
 import typing
 from dataclasses import dataclass, field, fields
@@ -259,14 +260,11 @@ class RunConfig:
         """A copy with dotted-path fields replaced, e.g. `{"replay.alpha": 0.7, "seed": 3}`."""
         data = self.to_dict()
         for path, value in overrides.items():
+            config_field(path)  # a leaf field, or ValueError naming the path
             node = data
             parts = path.split(".")
             for part in parts[:-1]:
-                if not isinstance(node.get(part), dict):
-                    raise ValueError(f"unknown config field {path!r}")
                 node = node[part]
-            if parts[-1] not in node:
-                raise ValueError(f"unknown config field {path!r}")
             node[parts[-1]] = value
         return RunConfig.from_dict(data)
 
@@ -341,28 +339,37 @@ def _coerce(hint: Any, value: Any) -> Any:
     """JSON gives ints where floats are declared (e.g. alpha: 1); accept those losslessly."""
     args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
     if float in args and is_integer(value):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # too large for a float: the field's rule names it
+            return value
     return value
 
 
 def config_field(path: str, cls: type = RunConfig) -> dataclasses.Field[Any]:
     """The dataclass field behind a dotted path (``"replay.alpha"``), with its doc, rule and
-    label in ``metadata``; ``ValueError`` for a path that names no leaf field."""
+    label in ``metadata``; ``ValueError`` for a path that names no leaf field (with the closest
+    names, for a typo)."""
     node: Any = cls
     parts = path.split(".")
     for k, part in enumerate(parts):
         found = {f.name: f for f in fields(node)}.get(part)
         if found is None:
-            raise ValueError(f"unknown config field {path!r}")
+            break
         hint = typing.get_type_hints(node)[part]
         if k == len(parts) - 1:
             if dataclasses.is_dataclass(hint):
-                raise ValueError(f"{path!r} is a group of fields, not one field")
+                names = ", ".join(f"{path}.{f.name}" for f in fields(hint))
+                raise ValueError(
+                    f"{path!r} is a group of fields, not one field; set one of {names}"
+                )
             return found
         if not dataclasses.is_dataclass(hint):
-            raise ValueError(f"unknown config field {path!r}")
+            break
         node = hint
-    raise ValueError(f"unknown config field {path!r}")
+    close = difflib.get_close_matches(path, list(field_docs(cls)), n=3)
+    hint_text = f"; did you mean {' or '.join(repr(name) for name in close)}?" if close else ""
+    raise ValueError(f"unknown config field {path!r}{hint_text}")
 
 
 def field_docs(cls: type = RunConfig, prefix: str = "") -> dict[str, str]:

@@ -42,7 +42,17 @@ __all__ = [
     "is_integer",
     "is_real",
     "setting",
+    "shown",
 ]
+
+
+def shown(value: object, width: int = 60) -> str:
+    """``repr(value)`` for an error message, cut to ``width`` characters with the full length
+    said: a 400-digit number or a 100,000-character name stays one readable line."""
+    text = repr(value)
+    if len(text) <= width:
+        return text
+    return f"{text[:width]}... ({len(text):,} characters)"
 
 
 def is_integer(value: object) -> bool:
@@ -85,7 +95,7 @@ def check_integer(
         bounds = _range_text(minimum, maximum, False, False)
         if minimum is not None and maximum is not None:
             bounds = f"from {minimum:,} to {maximum:,}"
-        raise ValueError(f"{name} must be an integer {bounds}".rstrip() + f", got {value!r}")
+        raise ValueError(f"{name} must be an integer {bounds}".rstrip() + f", got {shown(value)}")
     return int(value)
 
 
@@ -111,7 +121,7 @@ def check_real(
             if bounds.startswith("in ")
             else f"{name} must be a finite number {bounds}"
         )
-        raise ValueError(what.rstrip() + f", got {value!r}")
+        raise ValueError(what.rstrip() + f", got {shown(value)}")
     return float(value)
 
 
@@ -124,14 +134,14 @@ def check_choice(name: str, value: Any, choices: Sequence[Any]) -> Any:
     """``value`` itself, if it is one of ``choices``."""
     # Same type too: True == 1 and 1.0 == 1 to Python, never to a setting.
     if not any(type(value) is type(choice) and value == choice for choice in choices):
-        raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+        raise ValueError(f"{name} must be one of {tuple(choices)}, got {shown(value)}")
     return value
 
 
 def check_flag(name: str, value: Any) -> bool:
     """``value``, if it is a bool."""
     if not isinstance(value, bool):
-        raise ValueError(f"{name} must be a bool, got {value!r}")
+        raise ValueError(f"{name} must be a bool, got {shown(value)}")
     return value
 
 
@@ -205,7 +215,7 @@ class Mapping:
 
     def check(self, name: str, value: Any) -> dict[str, Any]:
         if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
-            raise ValueError(f"{name} must be a JSON object (string keys), got {value!r}")
+            raise ValueError(f"{name} must be a JSON object (string keys), got {shown(value)}")
         return value
 
 

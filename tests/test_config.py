@@ -99,6 +99,23 @@ def test_with_overrides_replaces_dotted_fields_and_validates() -> None:
         config.with_overrides({"replay.alpha": -2.0})
 
 
+def test_with_overrides_names_a_group_and_suggests_a_field_for_a_typo() -> None:
+    """Regression: ``replay=3`` reported "unknown config field 'replay.capacity'"."""
+    config = preset("per-notebook")
+    with pytest.raises(ValueError, match=r"^'replay' is a group of fields, not one field; set "):
+        config.with_overrides({"replay": 3})
+    with pytest.raises(ValueError, match=r"unknown config field 'replay.alfa'; did you mean "):
+        config.with_overrides({"replay.alfa": 1.0})
+    with pytest.raises(ValueError, match=r"unknown config field 'zzz'$"):
+        config.with_overrides({"zzz": 1.0})
+
+
+def test_an_integer_too_large_for_a_float_is_refused_by_the_rule() -> None:
+    """Regression: a 400-digit learning rate raised OverflowError converting to float."""
+    with pytest.raises(ValueError, match=r"agent.lr must be .* got 1{60}\.\.\. \(400 characters\)"):
+        preset("per-notebook").with_overrides({"agent.lr": int("1" * 400)})
+
+
 def test_configs_are_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         RunConfig().seed = 4  # type: ignore[misc]

@@ -24,6 +24,7 @@ from rdqn.validation import (
     is_integer,
     is_real,
     setting,
+    shown,
 )
 
 
@@ -146,3 +147,12 @@ def test_a_choice_must_have_the_same_type() -> None:
         with pytest.raises(ValueError, match="k must be one of"):
             check_choice("k", wrong, (1, 2))
     assert Choice((None, "a")).check("preset", None) is None
+
+
+def test_shown_keeps_long_values_to_one_readable_line() -> None:
+    assert shown(1.5) == "1.5"
+    assert shown("x" * 100) == "'" + "x" * 59 + "... (102 characters)"
+    with pytest.raises(ValueError, match=r"got 9{60}\.\.\. \(500 characters\)$"):
+        check_integer("n", int("9" * 500), maximum=10)
+    with pytest.raises(ValueError, match=r"got 'a{59}\.\.\. \(10,002 characters\)$"):
+        check_choice("mode", "a" * 10_000, ("x", "y"))

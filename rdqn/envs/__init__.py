@@ -82,10 +82,13 @@ def make_env(env_id: str, seed: int | None = None, **kwargs: Any) -> gym.Env[Any
     check_env_kwargs(env_id, kwargs)
     register_envs()
     if "prices_csv" in kwargs:
-        kwargs["prices"] = load_prices_csv(kwargs.pop("prices_csv"))
+        try:
+            kwargs["prices"] = load_prices_csv(kwargs.pop("prices_csv"))
+        except ValueError as err:
+            raise ValueError(f"env.kwargs.prices_csv: {err}") from err
     try:
         env = gym.make(env_id, **kwargs)
-    except TypeError as err:  # a value of the wrong type that the env did not check itself
+    except (TypeError, ValueError) as err:  # the env's own checks of the values, or a bad type
         raise ValueError(f"env.kwargs rejected by {env_id}: {err}") from err
     if seed is not None:
         env.reset(seed=seed)

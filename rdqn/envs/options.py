@@ -29,7 +29,7 @@ from rdqn.envs.blind_cliffwalk import BlindCliffwalkEnv
 from rdqn.envs.masked_cartpole import MaskedCartPoleEnv
 from rdqn.envs.sparse_chain import SparseChainEnv
 from rdqn.envs.synthetic_market import SyntheticMarketEnv
-from rdqn.validation import check_integer
+from rdqn.validation import check_integer, shown
 
 __all__ = ["ENV_CLASSES", "check_env_kwargs", "env_options", "observation_size"]
 
@@ -76,7 +76,9 @@ def check_env_kwargs(env_id: str, kwargs: Mapping[str, Any]) -> None:
     allowed = env_options(env_id)
     for name in kwargs:
         if name in REFUSED:
-            raise ValueError(f"env.kwargs.{name} is not supported: {REFUSED[name]}")
+            raise ValueError(
+                f"env.kwargs.{name}={shown(kwargs[name])} is not supported: {REFUSED[name]}"
+            )
         if name not in allowed:
             raise ValueError(
                 f"env.kwargs has no option {name!r} for {env_id}; allowed: {', '.join(allowed)}"

@@ -49,9 +49,17 @@ def test_every_env_has_options_and_a_time_limit_option() -> None:
 @pytest.mark.parametrize(
     ("env_id", "kwargs", "match"),
     [
-        ("CartPole-v1", {"render_mode": "human"}, r"env.kwargs.render_mode is not supported"),
-        ("rdqn/SparseChain-v0", {"render_mode": None}, r"render_mode is not supported"),
-        ("CartPole-v1", {"disable_env_checker": True}, r"disable_env_checker is not supported"),
+        (
+            "CartPole-v1",
+            {"render_mode": "human"},
+            r"env.kwargs.render_mode='human' is not supported",
+        ),
+        ("rdqn/SparseChain-v0", {"render_mode": None}, r"render_mode=None is not supported"),
+        (
+            "CartPole-v1",
+            {"disable_env_checker": True},
+            r"disable_env_checker=True is not supported",
+        ),
         ("CartPole-v1", {"bogus": 1}, r"no option 'bogus' for CartPole-v1; allowed: "),
         ("CartPole-v1", {"n": 5}, r"no option 'n' for CartPole-v1"),
         ("rdqn/MaskedCartPole-v0", {"x": 1}, r"allowed: max_episode_steps$"),
