@@ -508,12 +508,15 @@ async def wait_state(page: Page, wanted: tuple[str, ...], timeout: float) -> dic
         await asyncio.sleep(0.25)
 
 
-async def shown(page: Page, target: Locator) -> None:
-    """Wait until the live page is on screen (``target`` under its title); a page that shows
-    an exception instead fails at once (`RuntimeError` with the exception's first line)."""
+async def shown(page: Page, target: Locator, timeout: float) -> None:
+    """Wait up to ``timeout`` s until the live page is on screen (``target`` under its title);
+    a page that shows an exception instead fails at once (`RuntimeError` with its first line)."""
     exception = page.locator('[data-testid="stException"]')
-    await page.get_by_role("heading", name="Live training").or_(exception).first.wait_for()
-    await target.or_(exception).first.wait_for()
+    deadline = time.monotonic() + timeout
+    title = page.get_by_role("heading", name="Live training")
+    await title.or_(exception).first.wait_for(timeout=timeout * 1000)
+    left = max(0.001, deadline - time.monotonic())
+    await target.or_(exception).first.wait_for(timeout=left * 1000)
     if await exception.count():
         text = (await exception.first.inner_text()).strip().splitlines()
         raise RuntimeError(f"the page shows an exception: {text[0] if text else '?'}")
@@ -540,7 +543,7 @@ async def student(
         record.failure = "page load"
         begin = time.perf_counter()
         await page.goto(url + LIVE, wait_until="commit")
-        await shown(page, start_button)
+        await shown(page, start_button, step_timeout - (time.perf_counter() - begin))
         record.page_load_s = time.perf_counter() - begin
         _, marks = await probe_marks(page)  # its clock starts with the navigation
         record.first_message_s = marks["messages"][0] / 1000 if marks["messages"] else None
@@ -573,7 +576,8 @@ async def student(
         record.failure = "reload"
         begin = time.perf_counter()
         await page.reload(wait_until="commit")
-        await shown(page, page.get_by_role("button", name="Pause").or_(start_button))
+        pause = page.get_by_role("button", name="Pause")
+        await shown(page, pause.or_(start_button), step_timeout - (time.perf_counter() - begin))
         record.reload_s = time.perf_counter() - begin
         # The reloaded page is a new Streamlit session: does it still show the student's run?
         seen = await wait_state(page, ("running", "queued", "exception"), RELEASE_GRACE_S + 2)
@@ -912,6 +916,23 @@ def _fmt(value: float | None, unit: str = "s") -> str:
     return "–" if value is None else f"{value:.2f} {unit}"
 
 
+def contention_note(result: dict[str, Any]) -> list[str]:
+    """A warning when the machine was oversubscribed: then the latencies measure the machine
+    (browsers and whatever else ran), not the server."""
+    machine, cpu = result["machine"], result["cpu_during_class"]
+    top = machine["load_average_max_during"]
+    if top is None or top <= 2 * machine["cpu_count"]:
+        return []
+    return [
+        f"**The machine was oversubscribed**: load average up to {top} on "
+        f"{machine['cpu_count']} CPUs, the browsers alone {cpu['cores']['browsers']} cores, the "
+        f"server {cpu['cores']['server']}. The latencies above and the sessions that did not "
+        "get their page in time measure this machine, not the server; rerun on an idle machine "
+        "with more cores, or with a larger --stagger.",
+        "",
+    ]
+
+
 def markdown(result: dict[str, Any]) -> str:
     s, lat, server, log = (
         result["settings"],
@@ -1002,6 +1023,7 @@ def markdown(result: dict[str, Any]) -> str:
         f"{result['runs_final']['never_trained']} never trained; how they ended: "
         f"{result['runs_final']['ended']}.",
         "",
+        *contention_note(result),
         "| check | held |",
         "|---|---|",
         *[f"| {name} | {'yes' if held else '**no**'} |" for name, held in result["checks"].items()],
