@@ -13,7 +13,8 @@ session release grace is 3 s) and records the server again.
 
 Measured:
   page load      navigation until the live page is on screen (its Start button); and until
-                 the server's first message on the page's WebSocket (the rest is the browser)
+                 the page's first WebSocket message (its scripts loaded and connected; after
+                 it come the server's run of the page and the drawing)
   run shown      Start pressed until the page shows the run training, or its place in the queue
   reload         reload until the live page is on screen again
   update         intervals between the server's updates reaching an open page (its WebSocket
@@ -25,10 +26,13 @@ Measured:
                  threads and child processes: at baseline, at peak, and after the sessions closed
   log            the server log's tracebacks, other lines naming an Exception or an Error, and
                  HTTP 5xx answers
+  CPU            cores used during the class by the server, its workers and the browsers, and
+                 the machine's load average: the browsers run here, on the server's machine
 
 Traffic stays on 127.0.0.1 (Chromium resolves no other host), everything is bounded by
-``--timeout``, and the script stops what it started: the server, the browser and the temporary
-home (kept with ``--keep``). Results go to ``--out`` (JSON) and a Markdown table beside it.
+``--timeout`` (a hung browser call: two minutes past it), and the script stops what it
+started: the server, the browser and the temporary home (kept with ``--keep``). Results go to
+``--out`` (JSON) and a Markdown table beside it.
 
 Usage: python benchmarks/load_classroom.py [--sessions 30] [--seconds 60] [--max-runs K]
        [--stagger 0.5] [--timeout 300] [--out benchmarks/results/load_classroom.json] [--keep]
