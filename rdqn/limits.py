@@ -45,14 +45,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from rdqn.envs.options import observation_size
+from rdqn.envs.synthetic_market import CsvLimits
 from rdqn.replay.buffer import replay_nbytes
-from rdqn.validation import is_integer
+from rdqn.validation import is_integer, parse_count
 
 if TYPE_CHECKING:
     from rdqn.config import RunConfig
@@ -98,9 +98,9 @@ class Limits:
     threads: int = field(default_factory=_usable_cores)
     comparison_runs: int = 60
     memory_bytes: int = 4 * GiB
-    csv_bytes: int = 32 * MiB
-    csv_rows: int = 1_000_000
-    csv_columns: int = 32
+    csv_bytes: int = CsvLimits.csv_bytes
+    csv_rows: int = CsvLimits.csv_rows
+    csv_columns: int = CsvLimits.csv_columns
 
     def __post_init__(self) -> None:
         for item in fields(self):
@@ -119,28 +119,13 @@ class Limits:
                 continue
             if key not in names:
                 raise ValueError(f"{key} is not a limit; the limits are {', '.join(names)}")
-            values[names[key]] = _parse(key, text, key.endswith("_BYTES"))
+            values[names[key]] = parse_count(key, text, with_unit=key.endswith("_BYTES"))
         return cls(**values)
 
 
 def variable(name: str) -> str:
     """The environment variable of limit ``name``: ``RDQN_LIMIT_CAPACITY`` for capacity."""
     return ENV_PREFIX + name.upper()
-
-
-_UNITS = {"": 1, "K": 1 << 10, "M": MiB, "G": GiB, "T": 1 << 40}
-_NUMBER = re.compile(r"(\d+(?:_\d+)*)\s*(?:([KMGT])(?:iB|B)?)?", re.IGNORECASE)
-
-
-def _parse(key: str, text: str, with_unit: bool) -> int:
-    match = _NUMBER.fullmatch(text.strip())
-    if match is None or (match.group(2) and not with_unit):
-        unit = " (bytes, or with a unit: 4GiB, 512MiB)" if with_unit else ""
-        raise ValueError(f"{key} must be a positive integer{unit}, got {text!r}")
-    value = int(match.group(1)) * _UNITS[(match.group(2) or "").upper()]
-    if value < 1:
-        raise ValueError(f"{key} must be a positive integer, got {text!r}")
-    return value
 
 
 def _refuse(setting: str, value: int, limits: Limits, name: str, what: str = "") -> None:

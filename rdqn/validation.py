@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -41,6 +42,7 @@ __all__ = [
     "check_real",
     "is_integer",
     "is_real",
+    "parse_count",
     "setting",
     "shown",
 ]
@@ -53,6 +55,23 @@ def shown(value: object, width: int = 60) -> str:
     if len(text) <= width:
         return text
     return f"{text[:width]}... ({len(text):,} characters)"
+
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_COUNT = re.compile(r"(\d+(?:_\d+)*)\s*(?:([KMGT])(?:iB|B)?)?", re.IGNORECASE)
+
+
+def parse_count(name: str, text: str, *, with_unit: bool = False) -> int:
+    """A positive integer written as text (an environment variable ``name``): ``2_000_000``;
+    with ``with_unit``, a byte count may carry a unit: ``4GiB``, ``512MiB``, ``64K``."""
+    match = _COUNT.fullmatch(text.strip())
+    if match is None or (match.group(2) and not with_unit):
+        unit = " (bytes, or with a unit: 4GiB, 512MiB)" if with_unit else ""
+        raise ValueError(f"{name} must be a positive integer{unit}, got {shown(text)}")
+    value = int(match.group(1)) * _UNITS[(match.group(2) or "").upper()]
+    if value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {shown(text)}")
+    return value
 
 
 def is_integer(value: object) -> bool:

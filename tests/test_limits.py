@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from rdqn.envs import CsvLimits
 from rdqn.limits import (
     LimitError,
     Limits,
@@ -91,6 +92,18 @@ def test_from_env(environ: dict[str, str], expected: dict[str, int]) -> None:
 def test_bad_variables_name_the_variable(environ: dict[str, str], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         Limits.from_env(environ)
+
+
+def test_the_csv_limits_are_the_envs_own() -> None:
+    """The market reads its CSV limits itself (a lower layer); the server's Limits agree."""
+    for environ in ({}, {"RDQN_LIMIT_CSV_ROWS": "7", "RDQN_LIMIT_CSV_BYTES": "1MiB"}):
+        server, csv = Limits.from_env(environ), CsvLimits.from_env(environ)
+        assert (csv.csv_bytes, csv.csv_rows, csv.csv_columns) == (
+            server.csv_bytes,
+            server.csv_rows,
+            server.csv_columns,
+        )
+    assert CsvLimits.from_env({"RDQN_LIMIT_CSV_BYTES": "1MiB"}).csv_bytes == 1 << 20
 
 
 def test_the_process_environment_is_read(monkeypatch: pytest.MonkeyPatch) -> None:

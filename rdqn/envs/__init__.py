@@ -23,6 +23,7 @@ from rdqn.envs.masked_cartpole import MaskedCartPoleEnv
 from rdqn.envs.options import check_env_kwargs, env_options, observation_size
 from rdqn.envs.sparse_chain import SparseChainEnv
 from rdqn.envs.synthetic_market import (
+    CsvLimits,
     PriceSeries,
     SyntheticMarketEnv,
     load_prices_csv,
@@ -32,6 +33,7 @@ from rdqn.envs.synthetic_market import (
 __all__ = [
     "ENV_IDS",
     "BlindCliffwalkEnv",
+    "CsvLimits",
     "MaskedCartPoleEnv",
     "PriceSeries",
     "SparseChainEnv",

@@ -39,19 +39,17 @@ import csv
 import io
 import os
 import stat
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, SupportsFloat
+from typing import IO, Any, Protocol, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from numpy.typing import ArrayLike, NDArray
 
-from rdqn.validation import check_integer, check_probability, check_real
-
-if TYPE_CHECKING:
-    from rdqn.limits import Limits
+from rdqn.validation import check_integer, check_probability, check_real, parse_count
 
 POSITIONS = (0, 1, -1)
 """Position set by each action: 0 flat, 1 long, 2 short."""
@@ -78,6 +76,36 @@ def _validate_prices(prices: ArrayLike) -> NDArray[np.float64]:
         )
     array.setflags(write=False)
     return array
+
+
+class CsvBounds(Protocol):
+    """What bounds the cost of reading a prices CSV: a `CsvLimits`, or a server's
+    `rdqn.limits.Limits`."""
+
+    csv_bytes: int
+    csv_rows: int
+    csv_columns: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class CsvLimits:
+    """The most a prices CSV may hold, checked before it is parsed. `from_env` reads the
+    server's ``RDQN_LIMIT_CSV_BYTES``, ``RDQN_LIMIT_CSV_ROWS`` and ``RDQN_LIMIT_CSV_COLUMNS``
+    (`rdqn.limits` documents every limit)."""
+
+    csv_bytes: int = 32 << 20
+    csv_rows: int = 1_000_000
+    csv_columns: int = 32
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> CsvLimits:
+        environ = os.environ if environ is None else environ
+        values = {}
+        for item in fields(cls):
+            key = "RDQN_LIMIT_" + item.name.upper()
+            if key in environ:
+                values[item.name] = parse_count(key, environ[key], with_unit=key.endswith("BYTES"))
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -163,7 +191,7 @@ def read_prices_csv(
     column: str = "price",
     *,
     min_rows: int = 2,
-    limits: Limits | None = None,
+    limits: CsvBounds | None = None,
 ) -> PriceSeries:
     """Read a price series from column ``column`` of a CSV with a header row, strictly.
 
@@ -174,14 +202,12 @@ def read_prices_csv(
     ``min_rows`` rows (two give one return). Rows are numbered from 1 for the first data row;
     a message names the row and the file's line.
 
-    Cost is bounded before parsing by ``limits`` (default: the server's, `rdqn.limits`): the
-    file's size (``csv_bytes``), its lines (``csv_rows``) and the header's fields
+    Cost is bounded before parsing by ``limits`` (default: the server's, `CsvLimits.from_env`):
+    the file's size (``csv_bytes``), its lines (``csv_rows``) and the header's fields
     (``csv_columns``). Every problem is a ``ValueError`` saying what is wrong and where.
     """
     if limits is None:
-        from rdqn.limits import Limits  # rdqn.limits imports this package for env sizes
-
-        limits = Limits.from_env()
+        limits = CsvLimits.from_env()
     label = f" {source}" if isinstance(source, str | os.PathLike) else ""
     text = _decode(_read_bytes(source, limits.csv_bytes, label), label)
     rows_after_header = text.count("\n") - text.endswith("\n")
@@ -275,7 +301,7 @@ def load_prices_csv(
     column: str = "price",
     *,
     min_rows: int = 2,
-    limits: Limits | None = None,
+    limits: CsvBounds | None = None,
 ) -> NDArray[np.float64]:
     """The prices of `read_prices_csv` (same arguments, same checks), as a read-only array."""
     return read_prices_csv(path_or_buffer, column, min_rows=min_rows, limits=limits).prices
