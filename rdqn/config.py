@@ -104,8 +104,9 @@ class ReplayConfig:
     )
     eps: float = setting(
         1e-6,
-        "Added to |TD error| so no transition has zero priority.",
-        Real(minimum=0.0),
+        "Added to |TD error| so no transition has zero priority (> 0: with 0, TD errors that all "
+        "reach 0 leave nothing to sample).",
+        Real(minimum=0.0, open_minimum=True),
         label="Priority offset",
     )
     beta0: float = setting(

@@ -40,6 +40,7 @@ def test_default_run_config_is_the_per_notebook_setup() -> None:
         (RunConfig, {"seed": 2**31}, r"seed must be an integer from 0 to 2,147,483,647"),
         (EnvConfig, {"kwargs": [1]}, r"kwargs must be a JSON object"),
         (ReplayConfig, {"beta0": 1.5}, r"beta0 must be in \[0, 1\], got 1.5"),
+        (ReplayConfig, {"eps": 0.0}, r"eps must be a finite number > 0, got 0.0"),
         (ReplayConfig, {"capacity": 0}, r"capacity must be an integer >= 1, got 0"),
         (ReplayConfig, {"scheme": "prio"}, r"scheme must be one of .*got 'prio'"),
         (ReplayConfig, {"batch_size": 64, "capacity": 32}, r"batch_size must be <= capacity"),

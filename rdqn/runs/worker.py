@@ -37,7 +37,7 @@ import torch
 from rdqn.config import SCHEMES, RunConfig
 from rdqn.learn import fused_mlp
 from rdqn.presets import preset
-from rdqn.replay import samplers, storage, sumtree, windows
+from rdqn.replay import checks, samplers, storage, sumtree, windows
 from rdqn.replay.sumtree import SumTree
 from rdqn.runs.control import RunControls, drive
 from rdqn.runs.lifecycle import RecordedRun, ending
@@ -197,7 +197,7 @@ WARM_UP_PARTS: tuple[tuple[str, Callable[[], None]], ...] = (
 )
 """The warm-up, in the parts it reports: each loads (or compiles) the kernels of one path."""
 
-KERNEL_MODULES: tuple[ModuleType, ...] = (fused_mlp, sumtree, samplers, storage, windows)
+KERNEL_MODULES: tuple[ModuleType, ...] = (fused_mlp, sumtree, samplers, storage, windows, checks)
 
 
 def _kernels() -> list[Any]:

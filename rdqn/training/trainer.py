@@ -35,7 +35,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from rdqn.config import RunConfig
-from rdqn.envs import load_prices_csv, make_env
+from rdqn.envs import make_env
 from rdqn.learn.agent import DivergenceError, DQNAgent
 from rdqn.replay import (
     LinearSchedule,
@@ -94,15 +94,8 @@ def build_sampler(config: RunConfig) -> Sampler:
 
 
 def _make_env(config: RunConfig) -> Any:
-    kwargs = dict(config.env.kwargs)
-    if "prices_csv" in kwargs:
-        kwargs["prices"] = load_prices_csv(kwargs.pop("prices_csv"))
-    try:
-        return make_env(config.env.id, **kwargs)
-    except TypeError as err:
-        raise ValueError(
-            f"env.kwargs {config.env.kwargs} rejected by {config.env.id}: {err}"
-        ) from err
+    """The run's env; `ValueError` naming env.kwargs (and the prices CSV) when it is refused."""
+    return make_env(config.env.id, **config.env.kwargs)
 
 
 class Trainer:
