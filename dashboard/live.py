@@ -32,6 +32,8 @@ from rdqn.presets import configure, preset
 from rdqn.runs.handle import RunHandle
 from rdqn.runs.registry import NotOwner, ResumeError, ServerBusy
 from rdqn.runs.resume import resume_blocker
+from rdqn.runs.schema import FINAL_STATUSES
+from rdqn.runs.store import owner_hash
 
 __all__ = [
     "MAIN_CONTROLS",
@@ -49,6 +51,7 @@ __all__ = [
     "restart",
     "restart_pending",
     "restart_when_settled",
+    "restore_live_run",
     "resumable_runs",
     "resume_run",
     "run_is_resumable",
@@ -217,19 +220,33 @@ def _show_run(run_id: str, *, replacing: RunHandle | None = None) -> None:
         st.session_state["live.lesson_runs"][now[0].run_step(now[1])] = run_id
 
 
+def restore_live_run() -> None:
+    """A reloaded page (a new session of the same browser, `dashboard.state.Session`) shows the
+    run the browser had on its live page again, with its settings, while it goes on (running,
+    paused, or queued with its place). Once per session, before the page draws its controls."""
+    if st.session_state["live.run_id"] is not None or not session().from_cookie:
+        return
+    run_id = registry().live_run(session().owner)
+    handle = registry().get(run_id) if run_id else None
+    if handle is None or handle.status in FINAL_STATUSES or handle.owner != session().owner:
+        return
+    _use_settings_of(handle.config)
+    st.session_state["live.run_id"] = handle.id
+
+
 def run_is_resumable(run_id: str) -> bool:
     """Whether a stopped run can go on where it stopped (`rdqn.runs.resume`)."""
     return resume_blocker(store(), run_id) is None
 
 
 def resumable_runs(limit: int = 5) -> list[tuple[str, str]]:
-    """The newest stopped runs this session can go on with where they stopped, as (run id,
-    description): what a teacher finds after a server restart (or a closed tab) to pick up
-    again. Another open session's runs are left out: they are that session's to resume."""
+    """The newest stopped runs this browser started or resumed and can go on with where they
+    stopped, as (run id, description): what a teacher finds after a server restart (or a closed
+    tab) to pick up again. Only this browser's runs (the store keeps a hash of their owner):
+    others' runs and the command line's are never offered."""
     stopped = store().list_runs(status="stopped")
     stopped = stopped[stopped["resume_env_steps"].notna()]
-    me = session().owner
-    stopped = stopped[[registry().owner_of(run_id) in (None, me) for run_id in stopped["id"]]]
+    stopped = stopped[stopped["owner_hash"] == owner_hash(session().owner)]
     stopped = stopped.head(limit)
     described = []
     for row in stopped.itertuples():

@@ -6,10 +6,12 @@
   free to serve pages; at most RDQN_MAX_RUNS train at once (default: what the executor can
   serve, the cores but one for worker processes) and at most RDQN_MAX_PAUSED (default 8) are
   held paused in memory (beyond it the longest-paused run stops, resumable).
-- `session()` is session-scoped: when a browser tab goes away Streamlit releases it, and its
-  `on_release` hook stops that session's runs. While any page of the session is open its runs are
-  never idle (`keep_session_runs_alive`); with no page open for RDQN_IDLE_TIMEOUT seconds
-  (default 120) a run stops itself too, since a closed tab may send no signal.
+- `session()` is session-scoped; its owner is the browser's (a cookie, `OWNER_COOKIE`), shared
+  by the browser's tabs and kept over a reload. When a tab goes away Streamlit releases its
+  session, and its `on_release` hook stops the owner's runs unless another session of that
+  browser is open once the grace period ends (a reload). While any page of the session is open
+  its runs are never idle (`keep_session_runs_alive`); with no page open for RDQN_IDLE_TIMEOUT
+  seconds (default 120) a run stops itself too, since a closed tab may send no signal.
 - `init_state()` is the one place session-state keys get their defaults; every key is named
   ``<page>.<name>`` (live, compare, runs, tree, hand), widget keys included.
 """
@@ -19,9 +21,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import secrets
 import sqlite3
 import threading
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -42,11 +44,16 @@ __all__ = [
     "SPEEDS",
     "TREE_SEED",
     "Session",
+    "OWNER_COOKIE",
+    "RELEASE_GRACE_SECONDS",
+    "checked_token",
     "ensure_app_frame",
     "init_state",
     "keep_session_runs_alive",
     "latest_snapshot",
+    "owner_for",
     "registry",
+    "remember_browser",
     "save_upload",
     "session",
     "store",
@@ -133,21 +140,53 @@ def _env_number(name: str, default: Any, kind: type) -> Any:
 
 @dataclass(frozen=True)
 class Session:
-    """One browser session; `owner` tags the runs it starts."""
+    """One browser session; `owner` tags the runs it starts.
+
+    ``owner`` is a hash of the browser's owner token (`OWNER_COOKIE`): every session of one
+    browser, its reloads and its other tabs, has the same owner (one person), so a reload keeps
+    the runs. ``from_cookie``: the token came from the browser (False: a fresh one, which the
+    page hands to the browser, `remember_browser`)."""
 
     owner: str
+    token: str
+    from_cookie: bool
 
+
+OWNER_COOKIE = "rdqn_owner"
+"""The cookie that holds a browser's owner token, a `secrets.token_urlsafe(18)` (never in a URL)."""
+OWNER_COOKIE_MAX_AGE = 2 * 24 * 3600
+"""Seconds the browser keeps the cookie after its last session began (each session renews it)."""
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{24}")
 
 RELEASE_GRACE_SECONDS = 3.0
-"""A session's runs stop this long after it goes away: when the server is shutting down (which
-releases every session first), the registry's exit stops them sooner, with the true reason."""
+"""A session's runs stop this long after it goes away, unless another session of the same
+browser (a reload) is open by then. When the server is shutting down (which releases every
+session first), the registry's exit stops them sooner, with the true reason."""
+
+
+def _browser_token() -> str | None:
+    """The owner token the browser sent (`checked_token`)."""
+    return checked_token(st.context.cookies.get(OWNER_COOKIE))
+
+
+def checked_token(value: object) -> str | None:
+    """``value`` if it is a well-formed owner token (exactly 24 URL-safe characters), else None:
+    a missing or malformed cookie is replaced by a fresh token, never used."""
+    return value if isinstance(value, str) and _TOKEN.fullmatch(value) else None
+
+
+def owner_for(token: str) -> str:
+    """The owner (`Session.owner`) of a browser's token: a hash, so the token itself is kept
+    nowhere on the server."""
+    return hashlib.sha256(f"rdqn owner {token}".encode()).hexdigest()[:32]
 
 
 def _release(value: Session) -> None:
-    """The session went away (its tab was closed): stop its runs, after the grace period."""
+    """The session went away (its tab was closed or reloaded): after the grace period, stop the
+    owner's runs if no other session of it is open (`RunRegistry.release_session`)."""
     timer = threading.Timer(
         RELEASE_GRACE_SECONDS,
-        registry().stop_owner,
+        registry().release_session,
         args=(value.owner,),
         kwargs={"reason": "stopped: its browser tab was closed"},
     )
@@ -157,7 +196,24 @@ def _release(value: Session) -> None:
 
 @st.cache_resource(scope="session", on_release=_release, show_spinner=False)
 def session() -> Session:
-    return Session(owner=uuid.uuid4().hex)
+    token = _browser_token()
+    found = token is not None
+    if token is None:
+        token = secrets.token_urlsafe(18)
+    owner = owner_for(token)
+    registry().attach_session(owner)
+    return Session(owner=owner, token=token, from_cookie=found)
+
+
+def remember_browser() -> None:
+    """Hand the session's owner token to the browser as `OWNER_COOKIE` (which renews it): a
+    reload then finds the same owner. A script in a same-origin frame sets it, on every page
+    run, so that a run cut short cannot lose it (the frame is the same each time, so the
+    browser runs it once); the token never goes into a URL."""
+    cookie = (
+        f"{OWNER_COOKIE}={session().token}; path=/; max-age={OWNER_COOKIE_MAX_AGE}; SameSite=Strict"
+    )
+    st.iframe(f"<script>window.parent.document.cookie = {cookie!r};</script>", height=1)
 
 
 def ensure_app_frame() -> None:
@@ -225,10 +281,13 @@ def init_state() -> None:
 
 
 def keep_session_runs_alive() -> None:
-    """A run belongs to its browser session: while any page of the session is open, none of its
+    """Also hands the browser its owner cookie (`remember_browser`).
+
+    A run belongs to its browser session: while any page of the session is open, none of its
     runs is idle (whichever page it is: the by-hand page polls no run). Every page run touches
     them, and so does a small fragment, four times per idle timeout (at most every 20 s), while
     a page sits open."""
+    remember_browser()
     owner = session().owner
     registry().touch_owner(owner)
     timeout = registry().idle_timeout

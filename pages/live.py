@@ -20,6 +20,7 @@ from dashboard.live import (
     restart,
     restart_pending,
     restart_when_settled,
+    restore_live_run,
     resumable_runs,
     resume_run,
     run_is_resumable,
@@ -105,6 +106,7 @@ if watching:
 
 # ---------------------------------------------------------------- controls
 else:
+    restore_live_run()
     restart_when_settled()
     config = live_config()
     top = st.container(key="live_area_controls").columns(3)

@@ -46,6 +46,7 @@ class RunHandle:
             id exists (and can be listed as queued) before its worker starts.
         executor: where the run trains (default: a thread in this process).
         owner: an opaque session id; the registry stops a session's runs when it goes away.
+            The store keeps a hash of it with the run (`rdqn.runs.store.owner_hash`).
         name, group_id: stored with the run (group_id ties the runs of one comparison).
         snapshot_interval: seconds between snapshots the worker sends.
         speed: env steps per second, or None for full speed.
@@ -89,6 +90,8 @@ class RunHandle:
             if resume_from is not None:
                 raise ValueError("resume_from needs the run_id of the run it resumes")
             run_id = RecordedRun(config, store, name=name, group_id=group_id).create()
+        if store is not None and owner is not None:
+            store.set_owner_hash(run_id, owner)  # whose it is, after a server restart too
         self.id: str = run_id
         self._resume_from = resume_from
         self._speed = check_speed(speed)

@@ -9,8 +9,9 @@ resumes stopped runs under their own ids (`resume`), replaces a run by a new one
 registry's executor's workers (`rdqn.runs.executors`); a run nobody polls for `idle_timeout`
 seconds stops itself (a closed browser tab sends no signal).
 
-Ownership: a run belongs to the session (``owner``) that started or resumed it, while that
-session lasts (`stop_owner` ends it). Every control (`pause`, `step`, `unpause`, `stop`,
+Ownership: a run belongs to the owner (a browser: every session of it, its tabs and reloads)
+that started or resumed it, while a session of that owner lasts (`attach_session`,
+`release_session`; `stop_owner` ends it). Every control (`pause`, `step`, `unpause`, `stop`,
 `replace`, `delete`, `resume`) takes an ``owner``: a session's id is checked (`NotOwner` if
 the run is another session's), None means the caller may control any run (the command line,
 the server's admin). A run nobody owns (its session ended, a server restart, the command
@@ -91,6 +92,7 @@ class RunRegistry:
         self._paused_since: dict[str, float] = {}
         self._owners: dict[str, str] = {}  # run id -> the session it belongs to (not forgotten)
         self._live: dict[str, str] = {}  # owner -> the run on its live page
+        self._sessions: dict[str, int] = {}  # owner -> its sessions open now (browser tabs)
         self._classes: dict[str, str] = {}  # class code -> owner
         self._followed_at: dict[str, float] = {}  # class code -> when a student last looked
         atexit.register(self.shutdown)
@@ -335,6 +337,31 @@ class RunRegistry:
         """The run a session now shows on its live page (what its class follows)."""
         with self._lock:
             self._live[owner] = run_id
+
+    def live_run(self, owner: str) -> str | None:
+        """The run ``owner`` last showed on its live page (`set_live_run`), while it is known."""
+        with self._lock:
+            return self._live.get(owner)
+
+    def attach_session(self, owner: str) -> None:
+        """A session of ``owner`` opened (a tab, or the same tab reloaded): its runs stay while
+        any session of the owner is attached (`release_session`)."""
+        with self._lock:
+            self._sessions[owner] = self._sessions.get(owner, 0) + 1
+
+    def release_session(
+        self, owner: str, reason: str = "stopped: its browser tab was closed"
+    ) -> int:
+        """A session of ``owner`` went away: when it was the owner's last one, stop the owner's
+        runs (`stop_owner`); a reload attaches its new session first, so nothing stops. Returns
+        how many runs were stopped."""
+        with self._lock:  # held across the stop: a session attaching now waits, then starts anew
+            left = self._sessions.get(owner, 0) - 1
+            if left > 0:
+                self._sessions[owner] = left
+                return 0
+            self._sessions.pop(owner, None)
+            return self.stop_owner(owner, reason)
 
     def class_code(self, owner: str) -> str:
         """The session's class code (made on first use): students who open ``?follow=<code>``

@@ -116,6 +116,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 3: dead owners. The owner's start time (`rdqn.runs.owners`): with the pid, it tells a
     # process that died (its pid since reused) from a live one. NULL in rows written before.
     ("ALTER TABLE runs ADD COLUMN owner_start INTEGER",),
+    # 4: whose runs. A hash of the owner (a browser) that started or last resumed the run
+    # (`rdqn.runs.store.owner_hash`), so that only that browser is offered to resume it, even
+    # after a server restart. NULL for runs nobody owned (the command line) and older rows.
+    ("ALTER TABLE runs ADD COLUMN owner_hash TEXT",),
 )
 SCHEMA_VERSION: int = len(MIGRATIONS)
 
@@ -130,6 +134,9 @@ class RunRecord:
     (`RunStore.mark_interrupted`, and whenever runs are read).
     ``resume_env_steps`` is the env step the run's checkpoint can resume from (None: it holds no
     resume state); see `rdqn.runs.resume.resume_blocker`.
+    ``owner_hash`` is `rdqn.runs.store.owner_hash` of the owner that started or last resumed the
+    run (None: nobody's, e.g. the command line's, or a row of an older store); never the owner
+    itself.
     """
 
     id: str
@@ -152,6 +159,7 @@ class RunRecord:
     owner_pid: int | None
     resume_env_steps: int | None
     owner_start: int | None
+    owner_hash: str | None
 
 
 _JSON_FIELDS = {"config": "config_json", "manifest": "manifest_json"}

@@ -31,6 +31,7 @@ Layout (``default_home()`` is ``$RDQN_HOME`` or ``.rdqn``)::
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -71,7 +72,15 @@ from rdqn.runs.store_access import (
     read_only_error,
 )
 
-__all__ = ["ResumeError", "RunRecord", "RunRecords", "RunStore", "StoreError", "default_home"]
+__all__ = [
+    "ResumeError",
+    "RunRecord",
+    "RunRecords",
+    "RunStore",
+    "StoreError",
+    "default_home",
+    "owner_hash",
+]
 
 _BUSY_TIMEOUT_MS = 10_000
 _SWEEP_EVERY_S = 2.0
@@ -86,6 +95,12 @@ _ORPHAN_REASONS = {
 def default_home() -> Path:
     """The store's home directory: ``$RDQN_HOME`` if set, else ``.rdqn`` (relative to the cwd)."""
     return Path(os.environ.get("RDQN_HOME", ".rdqn"))
+
+
+def owner_hash(owner: str) -> str:
+    """What the store keeps of a run's owner: the first 16 hex digits of its SHA-256, enough to
+    tell one browser's runs from another's, never the owner (a secret a browser holds) itself."""
+    return hashlib.sha256(owner.encode()).hexdigest()[:16]
 
 
 class RunRecords(Protocol):
@@ -301,6 +316,13 @@ class RunStore:
             raise checkpoint_error(err, target, run_id) from err
         self.set_checkpoint(run_id, path, resume_env_steps=resume_env_steps)
         return path
+
+    def set_owner_hash(self, run_id: str, owner: str | None) -> None:
+        """Record whose run it is as `owner_hash` of ``owner`` (None: nobody's); the owner itself
+        is never stored."""
+        value = None if owner is None else owner_hash(owner)
+        with self._db.write() as conn:
+            self._update_run(conn, run_id, "owner_hash = ?", (value,))
 
     def checkpoint_path_for(self, run_id: str) -> Path:
         """Where a run's checkpoint belongs: ``checkpoint_dir / "<run_id>.pt"``."""

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from streamlit.runtime.caching.cache_resource_api import _resource_caches
 from streamlit.testing.v1 import AppTest
 
+from dashboard import state
 from dashboard.config_widgets import FORM_FIELDS, field_label
 from dashboard.live import SETTLE_SECONDS
 from dashboard.params import URL_ALIASES
-from dashboard.state import registry
+from dashboard.state import checked_token, owner_for, registry
 from dashboard.text import plain
 from rdqn.config import config_field
 from rdqn.presets import preset
@@ -403,3 +406,166 @@ def test_a_run_waiting_for_the_kernel_warm_up_shows_its_progress(
     monkeypatch.setattr(registry(), "warm_up_progress", lambda: WarmUp(done=6, total=6))
     at.run()
     assert not at.get("progress") and "preparing to train" in at.info[0].value
+
+
+# -- a reload keeps the browser's run (issue 11: nothing lost) ------------------------------------
+
+TOKEN = "Tok3n_of-a-browser_0123A"  # what the rdqn_owner cookie holds: 24 URL-safe characters
+
+
+class GraceTimers:
+    """Stands in for the release timer: the test says when the grace period ends."""
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[Any, tuple[Any, ...], dict[str, Any]]] = []
+
+    def __call__(self, _seconds: float, fn: Any, args: Any = (), kwargs: Any = None) -> Any:
+        pending = self.pending
+        entry = (fn, tuple(args), dict(kwargs or {}))
+
+        class Timer:
+            daemon = True
+
+            def start(self) -> None:
+                pending.append(entry)
+
+        return Timer()
+
+    def end_grace(self) -> None:
+        while self.pending:
+            fn, args, kwargs = self.pending.pop(0)
+            fn(*args, **kwargs)
+
+
+def close_session() -> None:
+    """The tab goes away (or reloads): Streamlit releases the session's resources."""
+    _resource_caches.clear_session("test session id")  # AppTest's one session id
+
+
+def browser(monkeypatch: pytest.MonkeyPatch, token: str | None) -> None:
+    """The next sessions come from a browser whose owner cookie is ``token`` (None: none)."""
+    monkeypatch.setattr(state, "_browser_token", lambda: checked_token(token))
+
+
+@pytest.fixture
+def timers(monkeypatch: pytest.MonkeyPatch) -> GraceTimers:
+    fake = GraceTimers()
+    monkeypatch.setattr(state.threading, "Timer", fake)
+    return fake
+
+
+def start_on_live_page() -> tuple[AppTest, str]:
+    at = open_app()
+    at.switch_page("pages/live.py").run()
+    at.button(key="live.start").click().run()
+    assert not at.exception
+    return at, at.session_state["live.run_id"]
+
+
+def test_a_reload_shows_the_browsers_run_again_and_does_not_stop_it(
+    monkeypatch: pytest.MonkeyPatch, timers: GraceTimers
+) -> None:
+    browser(monkeypatch, TOKEN)
+    at, run_id = start_on_live_page()
+    at.slider(key="live.alpha").set_value(0.3).run()  # a setting of the run, to come back
+    time.sleep(SETTLE_SECONDS)
+    at.run()
+    assert at.session_state["live.run_id"] != run_id  # restarted with α = 0.3
+    run_id = at.session_state["live.run_id"]
+    close_session()  # the reload: the old session goes, a new one of the same browser comes
+    again = open_app()
+    again.switch_page("pages/live.py").run()
+    timers.end_grace()
+    assert not again.exception
+    assert again.session_state["live.run_id"] == run_id
+    assert again.slider(key="live.alpha").value == 0.3
+    # Still the browser's, never asked to stop (a stop would have made it nobody's).
+    assert registry().owner_of(run_id) == owner_for(TOKEN)
+    assert registry().live_run(owner_for(TOKEN)) == run_id
+    assert registry().get(run_id).status in ("created", "running")
+    assert again.button(key="live.start").disabled and not again.button(key="live.pause").disabled
+
+
+def test_a_closed_tab_still_stops_its_runs_after_the_grace_period(
+    monkeypatch: pytest.MonkeyPatch, timers: GraceTimers
+) -> None:
+    browser(monkeypatch, TOKEN)
+    _, run_id = start_on_live_page()
+    close_session()
+    assert registry().get(run_id).status in ("created", "running")  # within the grace period
+    timers.end_grace()
+    handle = registry().get(run_id)
+    assert handle.join(15)
+    assert (handle.status, handle.error) == ("stopped", "stopped: its browser tab was closed")
+
+
+def test_without_a_cookie_each_session_is_a_new_owner(
+    monkeypatch: pytest.MonkeyPatch, timers: GraceTimers
+) -> None:
+    browser(monkeypatch, None)
+    _, run_id = start_on_live_page()
+    close_session()
+    again = open_app()
+    again.switch_page("pages/live.py").run()
+    timers.end_grace()
+    assert again.session_state["live.run_id"] is None  # another browser: not its run
+    assert registry().get(run_id).join(15)
+    assert registry().get(run_id).status == "stopped"
+
+
+def test_the_resume_list_offers_only_this_browsers_stopped_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    other = "another_browser_token_xyz"[:24]
+    config: dict[str, Any] = {}
+    ids = {}
+    run_store = state.store()
+    for who in ("mine", "theirs", "cli"):
+        run_id = run_store.create_run(config=config, env_id="CartPole-v1", scheme="rank", seed=0)
+        owner = {"mine": owner_for(TOKEN), "theirs": owner_for(other), "cli": None}[who]
+        run_store.set_owner_hash(run_id, owner)
+        run_store.set_status(run_id, "stopped", "stopped: the server shut down")
+        run_store.set_checkpoint(run_id, "x.pt", resume_env_steps=5)
+        ids[who] = run_id
+    for token, listed in ((TOKEN, {"mine"}), (other, {"theirs"}), (None, set())):
+        browser(monkeypatch, token)
+        _resource_caches.clear_session("test session id")
+        at = open_app()
+        at.switch_page("pages/live.py").run()
+        assert not at.exception
+        offered = {key.removeprefix("live.resume_") for key in button_keys(at)}
+        assert offered == {ids[who] for who in listed}, token
+
+
+def button_keys(at: AppTest) -> list[str]:
+    return [b.key for b in at.button if b.key and b.key.startswith("live.resume_")]
+
+
+@pytest.mark.parametrize(
+    "cookie",
+    [
+        None,
+        "",
+        "short",
+        TOKEN[:23],
+        TOKEN + "A",
+        TOKEN[:23] + ";",
+        TOKEN[:23] + "=",
+        TOKEN[:23] + " ",
+        TOKEN[:23] + "é",
+        TOKEN[:23] + "\n",
+        TOKEN + "\n",
+        "../../../../etc/passwd_xx",
+        "<script>alert(1)</script>",
+        b"Tok3n_of-a-browser_0123A",
+        24,
+    ],
+)
+def test_a_malformed_owner_cookie_is_never_used(cookie: object) -> None:
+    assert checked_token(cookie) is None
+
+
+def test_a_well_formed_owner_cookie_is_used_and_hashed() -> None:
+    assert checked_token(TOKEN) == TOKEN
+    assert TOKEN not in owner_for(TOKEN) and owner_for(TOKEN) == owner_for(TOKEN)
+    assert owner_for(TOKEN) != owner_for(TOKEN[::-1])

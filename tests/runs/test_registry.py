@@ -10,7 +10,7 @@ import pytest
 
 from rdqn.runs.registry import RunRegistry, ServerBusy
 from rdqn.runs.resume import resumable
-from rdqn.runs.store import RunStore
+from rdqn.runs.store import RunStore, owner_hash
 from tests.run_helpers import rdqn_threads, tiny, wait_for
 
 
@@ -154,5 +154,38 @@ def test_a_run_past_the_servers_limits_is_refused_before_anything_is_filed(
         registry.replace(first.id, too_big, owner="a")
     assert first.status == "running"  # a refused restart leaves the run as it was
     assert store.list_runs()["id"].tolist() == [first.id]
+    registry.shutdown()
+    store.close()
+
+
+def test_an_owner_s_runs_stop_only_when_its_last_session_is_released() -> None:
+    registry = RunRegistry(max_active=2)
+    registry.attach_session("browser")
+    mine = registry.start(tiny(total_steps=100_000), owner="browser")
+    registry.set_live_run("browser", mine.id)
+    registry.attach_session("browser")  # a reload (or a second tab) of the same browser
+    assert registry.release_session("browser") == 0  # the old session: one is still open
+    assert registry.owner_of(mine.id) == "browser" and registry.live_run("browser") == mine.id
+    assert mine.status in ("created", "running")
+    assert registry.release_session("browser", reason="stopped: gone") == 1  # the last one
+    assert mine.join(15) and (mine.status, mine.error) == ("stopped", "stopped: gone")
+    assert registry.owner_of(mine.id) is None and registry.live_run("browser") is None
+    assert registry.release_session("never attached") == 0  # nothing to stop, no error
+    registry.shutdown()
+
+
+def test_runs_started_or_resumed_with_an_owner_keep_its_hash_in_the_store(
+    tmp_path: Path,
+) -> None:
+    store = RunStore(tmp_path / "rdqn.db")
+    registry = RunRegistry(store, max_active=2)
+    mine = registry.start(tiny(total_steps=100_000), owner="browser")
+    cli = registry.start(tiny(total_steps=20))
+    assert store.get_run(mine.id).owner_hash == owner_hash("browser")
+    assert store.get_run(cli.id).owner_hash is None
+    registry.stop_owner("browser")  # its browser went away: the run is nobody's now
+    assert mine.join(15) and resumable(store, mine.id)
+    again = registry.resume(mine.id, owner="another browser", paused=True)
+    assert store.get_run(again.id).owner_hash == owner_hash("another browser")
     registry.shutdown()
     store.close()

@@ -6,6 +6,7 @@ import io
 import json
 import math
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -20,7 +21,7 @@ import pytest
 
 from rdqn.runs.owners import process_start
 from rdqn.runs.schema import MIGRATIONS, SCHEMA_VERSION, STATUSES
-from rdqn.runs.store import ResumeError, RunRecord, RunStore, default_home
+from rdqn.runs.store import ResumeError, RunRecord, RunStore, default_home, owner_hash
 from rdqn.runs.writer import RunWriter
 from tests.runs.store_helpers import CONFIG, episode_rows, new_run, step_rows
 
@@ -72,6 +73,45 @@ def test_a_version_1_store_gains_the_resume_column(tmp_path: Path) -> None:
     with RunStore(path) as s:
         record = s.get_run("old")
         assert (record.status, record.env_steps, record.resume_env_steps) == ("stopped", 40, None)
+
+
+def test_a_version_3_store_gains_the_owner_hash_column(tmp_path: Path) -> None:
+    path = tmp_path / "rdqn.db"
+    raw = sqlite3.connect(path)
+    for statements in MIGRATIONS[:3]:
+        for statement in statements:
+            raw.execute(statement)
+    raw.execute("PRAGMA user_version = 3")
+    raw.execute(
+        "INSERT INTO runs (id, created_at, updated_at, status, env_id, scheme, seed, config_json) "
+        "VALUES ('old', 0, 0, 'stopped', 'CartPole-v1', 'uniform', 0, '{}')"
+    )
+    raw.commit()
+    raw.close()
+    with RunStore(path) as s:
+        assert s.get_run("old").owner_hash is None  # nobody's
+        assert list(s.list_runs()["owner_hash"]) == [None]
+        s.set_owner_hash("old", "a browser")
+        assert s.get_run("old").owner_hash == owner_hash("a browser")
+    raw = sqlite3.connect(path)
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    raw.close()
+
+
+def test_the_store_keeps_a_hash_of_a_runs_owner_never_the_owner(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "rdqn.db") as s:
+        run_id = s.create_run(config={}, env_id="CartPole-v1", scheme="rank", seed=0)
+        assert s.get_run(run_id).owner_hash is None
+        s.set_owner_hash(run_id, "secret-owner")
+        digest = s.get_run(run_id).owner_hash
+        assert digest == owner_hash("secret-owner") and re.fullmatch(r"[0-9a-f]{16}", digest)
+        files = [f for f in tmp_path.iterdir() if f.is_file()]
+        assert not any(b"secret-owner" in f.read_bytes() for f in files)
+        assert owner_hash("secret-owner") != owner_hash("secret-owner2")
+        s.set_owner_hash(run_id, None)
+        assert s.get_run(run_id).owner_hash is None
+        with pytest.raises(KeyError, match="nope"):
+            s.set_owner_hash("nope", "x")
 
 
 def test_a_version_2_store_gains_the_owner_start_column(tmp_path: Path) -> None:
