@@ -41,18 +41,9 @@ from typing import Any
 from playwright.sync_api import Browser, Page, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
+from benchmarks.chromium import CHROMIUM, CHROMIUM_ARGS
+
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
 LIVE = "/live?steps=1000000"
 RUNNING = '[data-testid="stProgress"]'
 
@@ -142,9 +133,7 @@ def measure_executor(
     results: dict[str, Any] = {}
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS
-            )
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             # Warm the server (imports, compiled kernels, first run) before anything is timed.
             page, _, _ = open_and_start(browser, url, 180)
             pause(page)

@@ -34,7 +34,7 @@ Traffic stays on 127.0.0.1 (Chromium resolves no other host), everything is boun
 started: the server, the browser and the temporary home (kept with ``--keep``). Results go to
 ``--out`` (JSON) and a Markdown table beside it.
 
-Usage: python benchmarks/load_classroom.py [--sessions 30] [--seconds 60] [--max-runs K]
+Usage: python -m benchmarks.load_classroom [--sessions 30] [--seconds 60] [--max-runs K]
        [--stagger 0.5] [--timeout 300] [--out benchmarks/results/load_classroom.json] [--keep]
 """
 
@@ -64,20 +64,9 @@ import numpy as np
 from playwright.async_api import Browser, Locator, Page, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
+from benchmarks.chromium import CHROMIUM, CHROMIUM_ARGS
+
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [  # as benchmarks/bench_page_load.py; the last one keeps traffic on 127.0.0.1
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
-]
 LIVE = "/live?steps=1000000"  # a budget no run finishes while the class watches
 RELEASE_GRACE_S = 3.0  # dashboard.state.RELEASE_GRACE_SECONDS
 ACTIVE = ("created", "running", "paused")  # store statuses of runs not ended
@@ -828,7 +817,7 @@ def summarize(
             "release_grace_s": RELEASE_GRACE_S,
             "timeout_s": args.timeout,
             "url": LIVE,
-            "command": " ".join(["python", "benchmarks/load_classroom.py", *sys.argv[1:]]),
+            "command": " ".join(["python", "-m", "benchmarks.load_classroom", *sys.argv[1:]]),
         },
         "sessions": {
             "opened": len(records),

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, sync_playwright
 
-from tests.e2e.browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, streamlit_server
+from benchmarks.chromium import CHROMIUM, CHROMIUM_ARGS
+from tests.e2e.browser import ARTIFACTS, streamlit_server
 
 
 @pytest.fixture(scope="module")
