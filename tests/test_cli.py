@@ -399,7 +399,7 @@ def test_bad_env_kwargs_exit_2_without_leaving_a_run_behind(
 def test_compare_rejects_a_bad_window_before_training(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], window: str
 ) -> None:
-    # BUG (rdqn/cli.py _cmd_compare): --window is never validated; 0 prints an all-NaN table
+    # BUG (rdqn/cli/compare.py cmd_compare): --window is never validated; 0 prints an all-NaN table
     # with RuntimeWarnings and exits 0, -1 crashes with IndexError after training every run.
     code, out, err = cli(
         capsys,
@@ -712,7 +712,7 @@ def test_warm_up_fills_numbas_cache_and_says_where(
 def test_warm_up_fails_when_numba_keeps_nothing(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("rdqn.cli.kernels_cached", lambda: False)
+    monkeypatch.setattr("rdqn.cli.warm_up.kernels_cached", lambda: False)
     code, out, err = cli(capsys, tmp_path, "warm-up", "--quiet")
     assert code == 1
     assert out == ""

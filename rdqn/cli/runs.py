@@ -1,0 +1,70 @@
+"""``rdqn runs list | show ID | export ID | delete ID``: the stored runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rdqn.cli.options import check_writable
+from rdqn.cli.parser import UsageError
+from rdqn.compare import ROLLING_WINDOW
+from rdqn.runs.resume import resume_blocker
+from rdqn.runs.store import RunStore
+
+
+def cmd_runs(args: argparse.Namespace, store: RunStore) -> int:
+    """``rdqn runs ACTION``: the exit status (0; an unknown run id is a `UsageError`)."""
+    if args.action == "list":
+        frame = store.list_runs()
+        if frame.empty:
+            print("no runs stored yet")
+            return 0
+        columns = ["id", "status", "preset", "env_id", "scheme", "seed", "env_steps", "episodes"]
+        print(frame[[c for c in columns if c in frame]].to_string(index=False))
+        return 0
+    try:
+        record = store.get_run(args.run_id)
+    except KeyError as err:
+        raise UsageError(str(err).strip("'\"")) from err
+    if args.action == "show":
+        episodes = store.episodes(args.run_id)
+        blocker = resume_blocker(store, args.run_id)
+        summary = {
+            "id": record.id,
+            "status": record.status,
+            "error": record.error,
+            "env_steps": record.env_steps,
+            "updates": record.updates,
+            "episodes": record.episodes,
+            f"mean return (last {ROLLING_WINDOW})": float(
+                episodes["return"].tail(ROLLING_WINDOW).mean()
+            )
+            if len(episodes)
+            else None,
+            "checkpoint": record.checkpoint_path,
+            "resumable": blocker is None,
+            "not resumable because": blocker,
+            "config": record.config,
+            "manifest": record.manifest,
+        }
+        print(json.dumps(summary, indent=2, default=str))
+    elif args.action == "export":
+        if args.out:
+            check_writable(Path(args.out), "--out")
+        text = store.export_csv(args.run_id, args.kind)
+        if args.out:
+            try:
+                Path(args.out).write_text(text, encoding="utf-8")
+            except OSError as err:
+                raise UsageError(
+                    f"--out {args.out} cannot be written: {err.strerror or err}"
+                ) from None
+            print(f"wrote {args.out}")
+        else:
+            sys.stdout.write(text)
+    elif args.action == "delete":
+        store.delete_run(args.run_id)
+        print(f"deleted run {args.run_id}")
+    return 0

@@ -1,0 +1,93 @@
+"""``rdqn train`` and ``rdqn resume``: one run trained to its budget in this process, with a
+progress bar, and one line on how it ended."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from rdqn.cli.options import config_from_args
+from rdqn.cli.parser import UsageError
+from rdqn.cli.progress import Progress
+from rdqn.compare import ROLLING_WINDOW
+from rdqn.config import RunConfig
+from rdqn.runs.lifecycle import RecordedRun, run_to_end
+from rdqn.runs.resume import prepare_resume
+from rdqn.runs.store import RunStore
+from rdqn.validation import shown
+
+NAME_MAX = 200
+"""Characters in a run's ``--name``."""
+
+
+def train_one(
+    config: RunConfig,
+    store: RunStore,
+    *,
+    name: str | None = None,
+    group_id: str | None = None,
+    quiet: bool = False,
+    label: str = "train",
+) -> RecordedRun:
+    """Train one config to its budget through the run lifecycle, with a progress bar."""
+    return _train_to_end(RecordedRun(config, store, name=name, group_id=group_id), quiet, label)
+
+
+def _train_to_end(run: RecordedRun, quiet: bool, label: str) -> RecordedRun:
+    bar = Progress(run.config.train.total_steps, label, enabled=not quiet)
+    try:
+        run_to_end(run, progress=bar)
+        if run.trainer is not None:
+            bar(run.trainer)
+    finally:
+        bar.close()
+    if run.status == "failed":
+        print(f"run {run.id} failed: {run.error}", file=sys.stderr)
+    return run
+
+
+def _report(run: RecordedRun) -> int:
+    """Print how the run ended; the exit status (0: finished)."""
+    trainer = run.trainer
+    assert trainer is not None  # run_to_end raises when no trainer could be built
+    returns = trainer.recorder.episode_returns
+    final = np.mean(returns[-ROLLING_WINDOW:]) if returns else float("nan")
+    print(
+        f"run {run.id}: {run.status}, {trainer.env_steps:,} env steps, "
+        f"{trainer.updates:,} updates, {trainer.episodes:,} episodes, "
+        f"mean return of the last {ROLLING_WINDOW} episodes {final:.1f}"
+    )
+    return 0 if run.status == "finished" else 1
+
+
+def _check_name(name: str | None) -> None:
+    if name is not None and (len(name) > NAME_MAX or not name.isprintable()):
+        raise UsageError(
+            f"--name must be at most {NAME_MAX} printable characters (no newlines or control "
+            f"characters), got {shown(name)}"
+        )
+
+
+def train_config(args: argparse.Namespace) -> RunConfig:
+    """The config ``rdqn train`` would run, checked (``--name`` too) before the store opens."""
+    _check_name(args.name)
+    config = config_from_args(args)
+    if args.seed is not None:
+        config = config.with_overrides({"seed": args.seed})
+    return config
+
+
+def cmd_train(args: argparse.Namespace, store: RunStore, config: RunConfig) -> int:
+    """``rdqn train``: the exit status (0: the run finished)."""
+    return _report(train_one(config, store, name=args.name, quiet=args.quiet))
+
+
+def cmd_resume(args: argparse.Namespace, store: RunStore) -> int:
+    """``rdqn resume RUN_ID``: the exit status (0: the run finished)."""
+    # A run whose process died is still 'running' or 'paused' in the store: mark it stopped.
+    store.mark_interrupted()
+    point = prepare_resume(store, args.run_id)
+    run = RecordedRun(point.config, store, run_id=point.run_id, resume_from=point.checkpoint)
+    return _report(_train_to_end(run, args.quiet, "resume"))
