@@ -16,8 +16,8 @@ st.set_page_config(
     page_icon="assets/favicon.png",
     layout="wide",
 )
+init_state()  # first: a page the store stops (session() opens it) still finds its keys
 session()
-init_state()
 keep_session_runs_alive()
 st.session_state["app.frame"] = True
 

@@ -175,8 +175,8 @@ def test_run_states_the_idle_rule_closing_the_server_and_resuming_after_it(
 ) -> None:
     """A teacher pauses and resumes (the page says so), spends longer than the idle timeout on
     another page of the same tab (the run goes on), then the server closes: no worker is left.
-    A new server on the same store offers the stopped run, and Resume goes on where it stopped,
-    under the same id."""
+    A new server on the same store offers the stopped run to the same browser, and Resume goes
+    on where it stopped, under the same id."""
     browser = page.context.browser
     assert browser is not None
     with streamlit_server(tmp_path, "server-shutdown.log", RDQN_IDLE_TIMEOUT="4") as (url, server):
@@ -202,14 +202,15 @@ def test_run_states_the_idle_rule_closing_the_server_and_resuming_after_it(
         assert len(spawned) >= 2, spawned  # the zygote and the run's worker
         server.terminate()  # what Ctrl-C or a service manager's stop does
         server.wait(30)
-        tab.context.close()
+        context = tab.context  # the same browser (its rdqn_owner cookie) comes back
+        tab.close()
     deadline = time.monotonic() + 15
     while spawned & set(_processes()) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not spawned & set(_processes()), "worker processes outlived their server"
 
     with streamlit_server(tmp_path, "server-after-restart.log") as (url, _):
-        tab = browser.new_context().new_page()
+        tab = context.new_page()
         tab.set_default_timeout(120_000)
         tab.goto(f"{url}/live")
         stopped = tab.get_by_text(f"Run {before} (")

@@ -179,14 +179,14 @@ def test_another_sessions_comparison_link_is_read_only() -> None:
     assert all(h.status not in ("stopped", "finished", "failed") for h in handles)
 
 
-def test_the_live_page_offers_to_resume_only_runs_no_open_session_owns() -> None:
-    mine_later = registry().start(tiny(LONG), owner=OTHER, paused=True)
-    registry().stop(mine_later.id)  # stopped, still its session's: not offered
+def test_the_live_page_never_offers_another_browsers_stopped_run() -> None:
+    theirs = registry().start(tiny(LONG), owner=OTHER, paused=True)
+    registry().stop(theirs.id)  # stopped, still its browser's
     at = open_page("pages/live.py")
-    assert not [b for b in at.button if b.key == f"live.resume_{mine_later.id}"]
-    registry().stop_owner(OTHER)  # that session ended: now anyone may pick it up
+    assert not [b for b in at.button if b.key == f"live.resume_{theirs.id}"]
+    registry().stop_owner(OTHER)  # that browser's last session ended: still not this one's
     at.run()
-    assert [b for b in at.button if b.key == f"live.resume_{mine_later.id}"]
+    assert not [b for b in at.button if b.key == f"live.resume_{theirs.id}"]
 
 
 # ------------------------------------------------- restarting at the cap keeps your own slot
