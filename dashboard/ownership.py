@@ -1,15 +1,16 @@
-"""Who may control a run: the browser session that started it, or the server's admin.
+"""Who may control a run: the browser that started it, or the server's admin.
 
-The rules, for a classroom where thirty sessions share one server and its links:
+The rules, for a classroom where thirty browsers share one server and its links:
 
 - Anyone may watch any run (the live page's ``?run=`` and ``?follow=`` links, Saved runs,
   ``/compare?group=``): those views are read-only and say whose the run is.
-- Pausing, stepping, resuming, stopping, restarting or deleting a run is for the session that
-  started it (or resumed it), while that session lasts. A run whose session has ended (its tab
-  closed, the server restarted) or that the command line started is nobody's: any session may
-  resume a stopped one (it becomes that session's), but only the admin may stop or delete it
-  (``python -m rdqn runs delete ID`` on the server does too). So no student can wipe another's
-  runs, nor the class's saved runs.
+- Pausing, stepping, resuming, stopping, restarting or deleting a run is for the browser that
+  started it (or resumed it): its sessions share one owner (`dashboard.state.session`, an
+  ``rdqn_owner`` cookie), so a reload or a second tab keeps control, while any of them is open.
+  A run whose browser has gone (every tab closed, the server restarted) or that the command line
+  started is nobody's: only the admin may stop or delete it (``python -m rdqn runs delete ID``
+  on the server does too), and the live page offers a stopped run to resume only to the browser
+  that started it. So no student can wipe another's runs, nor the class's saved runs.
 - The admin: whoever runs the server sets ``RDQN_ADMIN_TOKEN``; a session that enters that
   token (the password box on Saved runs; never in a URL) may stop and delete any run, on every
   page, until it leaves admin mode. Without the variable there is no admin.
@@ -70,11 +71,11 @@ def not_yours_note(run_id: str) -> str:
     """Why a run's controls are off for this session: whose the run is."""
     if registry().owner_of(run_id) is not None:
         return (
-            "Another session started this run: you can watch it; only that session (or the "
-            "server's admin) can stop or delete it."
+            "Another session started this run: you can watch it; only the browser that started "
+            "it (or the server's admin) can stop or delete it."
         )
     return (
-        "No open session owns this run (its tab was closed, the server restarted, or the "
+        "No open session owns this run (its tabs were closed, the server restarted, or the "
         "command line started it): only the server's admin can stop or delete it."
     )
 
