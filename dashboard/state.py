@@ -158,10 +158,12 @@ OWNER_COOKIE_MAX_AGE = 2 * 24 * 3600
 """Seconds the browser keeps the cookie after its last session began (each session renews it)."""
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{24}")
 
-RELEASE_GRACE_SECONDS = 3.0
-"""A session's runs stop this long after it goes away, unless another session of the same
-browser (a reload) is open by then. When the server is shutting down (which releases every
-session first), the registry's exit stops them sooner, with the true reason."""
+RELEASE_GRACE_SECONDS = 10.0
+"""A session's runs stop this long after it goes away (``$RDQN_RELEASE_GRACE`` seconds, else
+this), unless another session of the same browser is open by then: a reload on a slow network
+or a loaded laptop can take several seconds to connect again. When the server is shutting down
+(which releases every session first), the registry's exit stops them sooner, with the true
+reason."""
 
 
 def _browser_token() -> str | None:
@@ -185,7 +187,7 @@ def _release(value: Session) -> None:
     """The session went away (its tab was closed or reloaded): after the grace period, stop the
     owner's runs if no other session of it is open (`RunRegistry.release_session`)."""
     timer = threading.Timer(
-        RELEASE_GRACE_SECONDS,
+        _env_number("RDQN_RELEASE_GRACE", RELEASE_GRACE_SECONDS, float),
         registry().release_session,
         args=(value.owner,),
         kwargs={"reason": "stopped: its browser tab was closed"},
