@@ -37,7 +37,7 @@ def test_the_first_screen_at_1280x720_holds_the_controls_and_the_reward_curve(
     tab = page.context.browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
     tab.set_default_timeout(60_000)
     start_a_run(tab, server)
-    tab.locator(".gtitle", has_text="Episode return").wait_for()
+    tab.locator(".gtitle:visible", has_text="Episode return").first.wait_for()
     for selector, text in (
         ('[data-testid="stSlider"]', "prioritization"),
         ('[data-testid="stButton"]', "Pause"),
