@@ -50,7 +50,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from rdqn.envs.options import observation_size
-from rdqn.envs.synthetic_market import CsvLimits
+from rdqn.envs.prices_csv import CsvLimits
 from rdqn.replay.buffer import replay_nbytes
 from rdqn.validation import is_integer, parse_count
 

@@ -21,14 +21,9 @@ import gymnasium as gym
 from rdqn.envs.blind_cliffwalk import BlindCliffwalkEnv
 from rdqn.envs.masked_cartpole import MaskedCartPoleEnv
 from rdqn.envs.options import check_env_kwargs, env_options, observation_size
+from rdqn.envs.prices_csv import CsvLimits, PriceSeries, load_prices_csv, read_prices_csv
 from rdqn.envs.sparse_chain import SparseChainEnv
-from rdqn.envs.synthetic_market import (
-    CsvLimits,
-    PriceSeries,
-    SyntheticMarketEnv,
-    load_prices_csv,
-    read_prices_csv,
-)
+from rdqn.envs.synthetic_market import SyntheticMarketEnv
 
 __all__ = [
     "ENV_IDS",
