@@ -1,6 +1,6 @@
 """The Saved runs page's actions: what a run has done so far, and deleting it.
 
-Deleting is for the session that started the run, or the server's admin
+Deleting is for the browser that started the run, or the server's admin
 (`dashboard.ownership`). Keys: ``runs.selected`` (the selected rows, by run id).
 """
 
@@ -20,8 +20,8 @@ from rdqn.training.telemetry import Telemetry
 __all__ = ["DELETE_RULE", "current_record", "current_statuses", "delete_run", "run_counters"]
 
 DELETE_RULE = (
-    "Only the session that started a run may delete it (or stop it), while that session "
-    "lasts; the server's admin (who knows its RDQN_ADMIN_TOKEN) may delete any run, and so "
+    "Only the browser that started a run may delete it (or stop it), while one of its tabs "
+    "is open; the server's admin (who knows its RDQN_ADMIN_TOKEN) may delete any run, and so "
     "does `python -m rdqn runs delete ID` on the server."
 )
 

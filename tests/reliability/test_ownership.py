@@ -1,4 +1,4 @@
-"""Only the session that started a run controls it; others watch (issue 11, "ownership").
+"""Only the browser that started a run controls it; others watch (issue 11, "ownership").
 
 Reproduced on the old main: on Saved runs any session could delete another's live run, and
 ``/compare?group=<someone else's group>`` stopped all of its runs (with "Stop comparison", and
@@ -114,7 +114,7 @@ def test_saved_runs_cannot_delete_another_sessions_live_run() -> None:
     assert at.checkbox(key=f"runs.sure.{theirs.id}").disabled
     captions = " ".join(c.value for c in at.caption)
     assert "Another session started this run" in captions
-    assert "Only the session that started a run may delete it" in captions  # the rule, shown
+    assert "Only the browser that started a run may delete it" in captions  # the rule, shown
     # A forged message ticking the box (it is off) only reaches the registry's refusal.
     at.session_state[f"runs.sure.{theirs.id}"] = True
     at.run()
