@@ -215,7 +215,7 @@ def _show_run(run_id: str, *, replacing: RunHandle | None = None) -> None:
         registry().stop(old.id, wait=False, owner=session().owner)
         st.session_state["live.previous_run_id"] = old.id
     st.session_state["live.run_id"] = run_id
-    registry().set_live_run(session().owner, run_id)
+    registry().live_pages.set_live_run(session().owner, run_id)
     if (now := current_lesson()) is not None:
         st.session_state["live.lesson_runs"][now[0].run_step(now[1])] = run_id
 
@@ -226,7 +226,7 @@ def restore_live_run() -> None:
     paused, or queued with its place). Once per session, before the page draws its controls."""
     if st.session_state["live.run_id"] is not None or not session().from_cookie:
         return
-    run_id = registry().live_run(session().owner)
+    run_id = registry().live_pages.live_run(session().owner)
     handle = registry().get(run_id) if run_id else None
     if handle is None or handle.status in FINAL_STATUSES or handle.owner != session().owner:
         return
@@ -422,7 +422,7 @@ def try_it_myself(follow: str | None, run_id: str | None) -> None:
     current run at the time of the click when following), subject to the cap, leaving the
     read-only view."""
     if follow is not None:
-        run_id = registry().followed_run(follow)
+        run_id = registry().live_pages.followed_run(follow)
         st.session_state["live.came_from_class"] = follow  # to watch again while queued
     if run_id is None:
         return

@@ -204,7 +204,7 @@ def _queued(run_id: str, place: int, waiting: int) -> None:
         icon=":material/hourglass_top:",
     )
     came_from = st.session_state.get("live.came_from_class")
-    codes = [came_from] if came_from else registry().classes(besides=session().owner)
+    codes = [came_from] if came_from else registry().live_pages.classes(besides=session().owner)
     for code in codes[:3]:
         st.link_button(
             "Watch the teacher instead" if len(codes) == 1 else f"Watch class {code} instead",
@@ -221,7 +221,7 @@ def share_panel(run_id: str | None) -> None:
         st.context.url or "http://localhost:8501/live",
         network_host=net_util.get_internal_ip() if listens_on_network else None,
     )
-    link = follow_link(address, registry().class_code(session().owner))
+    link = follow_link(address, registry().live_pages.class_code(session().owner))
     st.markdown("**Follow along**: students see the run on this page, whichever it is.")
     st.image(qr_png(link), width=240)
     st.code(link, language=None)

@@ -79,8 +79,8 @@ if in_lesson and step is not None:
 # ------------------------------- read-only: follow a class (?follow=) or watch one run (?run=)
 watching = parsed.follow is not None or parsed.run_id is not None
 if watching:
-    watched = registry().followed_run(parsed.follow) if parsed.follow else parsed.run_id
-    if parsed.follow and not registry().has_class(parsed.follow):
+    watched = registry().live_pages.followed_run(parsed.follow) if parsed.follow else parsed.run_id
+    if parsed.follow and not registry().live_pages.has_class(parsed.follow):
         st.warning(
             f"No class `{parsed.follow}` on this server: the teacher's session may have ended."
         )
@@ -230,7 +230,7 @@ def live_view() -> None:
     if not watching and restart_pending():
         st.caption("The run restarts with the new value once the slider settles…")
     if parsed.follow:  # the teacher's current run, whichever it is by now
-        run_id = registry().followed_run(parsed.follow)
+        run_id = registry().live_pages.followed_run(parsed.follow)
     else:
         run_id = parsed.run_id or ss["live.run_id"]
     run_view(

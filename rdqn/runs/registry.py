@@ -5,7 +5,8 @@ never hangs, or waits in the queue) and the runs held paused (a memory cap: a pa
 worker and replay memory; past the cap the longest-paused one is stopped, which saves it for
 `resume`), queues runs until a slot frees, finds runs by id for read-only watchers,
 resumes stopped runs under their own ids (`resume`), replaces a run by a new one in its slot
-(`replace`), and stops a session's runs when the session goes away. Runs train in the
+(`replace`), and stops a browser's runs when its last session goes away; `live_pages`
+(`rdqn.runs.live_pages`) knows the run each browser shows and the class codes following it. Runs train in the
 registry's executor's workers (`rdqn.runs.executors`); a run nobody polls for `idle_timeout`
 seconds stops itself (a closed browser tab sends no signal).
 
@@ -22,8 +23,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import math
-import secrets
 import threading
 import time
 from collections.abc import Iterable
@@ -33,14 +32,13 @@ from rdqn.config import RunConfig
 from rdqn.limits import check_limits
 from rdqn.runs.executors import Executor, ThreadExecutor, WarmUp
 from rdqn.runs.handle import RunHandle
+from rdqn.runs.live_pages import LivePages
 from rdqn.runs.resume import reopen, resume_point
 from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import ResumeError, RunStore
 from rdqn.validation import check_integer
 
 __all__ = ["NotOwner", "ResumeError", "RunRegistry", "ServerBusy"]
-
-_CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, no 1/I
 
 
 class ServerBusy(RuntimeError):
@@ -91,10 +89,8 @@ class RunRegistry:
         self._queue: list[tuple[RunHandle, bool]] = []
         self._paused_since: dict[str, float] = {}
         self._owners: dict[str, str] = {}  # run id -> the session it belongs to (not forgotten)
-        self._live: dict[str, str] = {}  # owner -> the run on its live page
         self._sessions: dict[str, int] = {}  # owner -> its sessions open now (browser tabs)
-        self._classes: dict[str, str] = {}  # class code -> owner
-        self._followed_at: dict[str, float] = {}  # class code -> when a student last looked
+        self.live_pages = LivePages()  # the run each browser shows, and the classes following
         atexit.register(self.shutdown)
 
     def warm_up_progress(self) -> WarmUp:
@@ -333,16 +329,6 @@ class RunRegistry:
         with self._lock:
             return self._runs.get(run_id)
 
-    def set_live_run(self, owner: str, run_id: str) -> None:
-        """The run a session now shows on its live page (what its class follows)."""
-        with self._lock:
-            self._live[owner] = run_id
-
-    def live_run(self, owner: str) -> str | None:
-        """The run ``owner`` last showed on its live page (`set_live_run`), while it is known."""
-        with self._lock:
-            return self._live.get(owner)
-
     def attach_session(self, owner: str) -> None:
         """A session of ``owner`` opened (a tab, or the same tab reloaded): its runs stay while
         any session of the owner is attached (`release_session`)."""
@@ -362,44 +348,6 @@ class RunRegistry:
                 return 0
             self._sessions.pop(owner, None)
             return self.stop_owner(owner, reason)
-
-    def class_code(self, owner: str) -> str:
-        """The session's class code (made on first use): students who open ``?follow=<code>``
-        see whatever run the session shows, switching when it restarts."""
-        with self._lock:
-            for code, who in self._classes.items():
-                if who == owner:
-                    return code
-            while True:
-                code = "".join(secrets.choice(_CODE_ALPHABET) for _ in range(4))
-                if code not in self._classes:
-                    self._classes[code] = owner
-                    return code
-
-    def classes(self, *, besides: str | None = None, within: float = 120.0) -> list[str]:
-        """The classes being followed: codes whose session shows a run and that a student has
-        followed in the last ``within`` seconds (what a waiting student can watch instead),
-        other than the class of the session ``besides``."""
-        recent = time.monotonic() - within
-        with self._lock:
-            return [
-                code
-                for code, owner in self._classes.items()
-                if owner in self._live
-                and owner != besides
-                and self._followed_at.get(code, -math.inf) >= recent
-            ]
-
-    def has_class(self, code: str) -> bool:
-        with self._lock:
-            return code in self._classes
-
-    def followed_run(self, code: str) -> str | None:
-        """The run the session behind a class code shows now (None: no class, or no run yet)."""
-        with self._lock:
-            self._followed_at[code] = time.monotonic()
-            owner = self._classes.get(code)
-            return None if owner is None else self._live.get(owner)
 
     def touch_owner(self, owner: str) -> None:
         """A page of this session is open: none of its runs is idle."""
@@ -481,8 +429,7 @@ class RunRegistry:
         """Stop every run of one session (its tab went away), without waiting for them, and end
         its class; returns how many runs were stopped."""
         with self._lock:
-            self._live.pop(owner, None)
-            self._classes = {code: who for code, who in self._classes.items() if who != owner}
+            self.live_pages.forget(owner)
             # Its runs become nobody's: any session may resume them, only the admin delete them.
             self._owners = {run_id: who for run_id, who in self._owners.items() if who != owner}
         handles = [h for h in self.runs(owner) if h.status not in FINAL_STATUSES]

@@ -311,7 +311,7 @@ def test_students_follow_the_teachers_current_run_and_can_fork_it() -> None:
     teacher.switch_page("pages/live.py").run()
     teacher.button(key="live.start").click().run()
     first = teacher.session_state["live.run_id"]
-    code = registry().class_code(registry().get(first).owner)
+    code = registry().live_pages.class_code(registry().get(first).owner)
 
     student = AppTest.from_file(APP, default_timeout=60)
     student.query_params["follow"] = code
@@ -481,7 +481,7 @@ def test_a_reload_shows_the_browsers_run_again_and_does_not_stop_it(
     assert again.slider(key="live.alpha").value == 0.3
     # Still the browser's, never asked to stop (a stop would have made it nobody's).
     assert registry().owner_of(run_id) == owner_for(TOKEN)
-    assert registry().live_run(owner_for(TOKEN)) == run_id
+    assert registry().live_pages.live_run(owner_for(TOKEN)) == run_id
     assert registry().get(run_id).status in ("created", "running")
     assert again.button(key="live.start").disabled and not again.button(key="live.pause").disabled
 

@@ -76,18 +76,19 @@ def test_registry_rejects_a_bad_cap() -> None:
 
 def test_a_class_code_follows_its_sessions_current_run() -> None:
     registry = RunRegistry(max_active=2)
-    code = registry.class_code("teacher")
-    assert registry.class_code("teacher") == code  # one code per session
+    code = registry.live_pages.class_code("teacher")
+    assert registry.live_pages.class_code("teacher") == code  # one code per session
     assert re.fullmatch(r"[A-HJ-NP-Z2-9]{4}", code)
-    assert registry.class_code("other") != code
-    assert registry.has_class(code) and registry.followed_run(code) is None  # no run yet
-    registry.set_live_run("teacher", "run-1")
-    assert registry.followed_run(code) == "run-1"
-    registry.set_live_run("teacher", "run-2")  # the teacher restarted
-    assert registry.followed_run(code) == "run-2"
+    assert registry.live_pages.class_code("other") != code
+    pages = registry.live_pages
+    assert pages.has_class(code) and pages.followed_run(code) is None  # no run yet
+    registry.live_pages.set_live_run("teacher", "run-1")
+    assert registry.live_pages.followed_run(code) == "run-1"
+    registry.live_pages.set_live_run("teacher", "run-2")  # the teacher restarted
+    assert registry.live_pages.followed_run(code) == "run-2"
     registry.stop_owner("teacher")  # the teacher's session ended
-    assert not registry.has_class(code) and registry.followed_run(code) is None
-    assert registry.followed_run("ZZZZ") is None
+    assert not pages.has_class(code) and pages.followed_run(code) is None
+    assert registry.live_pages.followed_run("ZZZZ") is None
     registry.shutdown()
 
 
@@ -126,16 +127,16 @@ def test_registry_rejects_a_bad_memory_cap() -> None:
 
 def test_the_classes_on_show_are_followed_and_show_a_run() -> None:
     registry = RunRegistry(max_active=1)
-    teacher = registry.class_code("teacher")
-    registry.class_code("other")
-    registry.set_live_run("teacher", "run1")
-    registry.set_live_run("other", "run2")
-    assert registry.classes() == []  # nobody follows either yet
-    assert registry.followed_run(teacher) == "run1"  # a student looks
-    assert registry.classes() == [teacher]
-    assert registry.classes(besides="teacher") == []
+    teacher = registry.live_pages.class_code("teacher")
+    registry.live_pages.class_code("other")
+    registry.live_pages.set_live_run("teacher", "run1")
+    registry.live_pages.set_live_run("other", "run2")
+    assert registry.live_pages.classes() == []  # nobody follows either yet
+    assert registry.live_pages.followed_run(teacher) == "run1"  # a student looks
+    assert registry.live_pages.classes() == [teacher]
+    assert registry.live_pages.classes(besides="teacher") == []
     time.sleep(0.01)
-    assert registry.classes(within=0.005) == []  # not followed lately
+    assert registry.live_pages.classes(within=0.005) == []  # not followed lately
 
 
 def test_a_run_past_the_servers_limits_is_refused_before_anything_is_filed(
@@ -162,14 +163,15 @@ def test_an_owner_s_runs_stop_only_when_its_last_session_is_released() -> None:
     registry = RunRegistry(max_active=2)
     registry.attach_session("browser")
     mine = registry.start(tiny(total_steps=100_000), owner="browser")
-    registry.set_live_run("browser", mine.id)
+    registry.live_pages.set_live_run("browser", mine.id)
     registry.attach_session("browser")  # a reload (or a second tab) of the same browser
     assert registry.release_session("browser") == 0  # the old session: one is still open
-    assert registry.owner_of(mine.id) == "browser" and registry.live_run("browser") == mine.id
+    assert registry.owner_of(mine.id) == "browser"
+    assert registry.live_pages.live_run("browser") == mine.id
     assert mine.status in ("created", "running")
     assert registry.release_session("browser", reason="stopped: gone") == 1  # the last one
     assert mine.join(15) and (mine.status, mine.error) == ("stopped", "stopped: gone")
-    assert registry.owner_of(mine.id) is None and registry.live_run("browser") is None
+    assert registry.owner_of(mine.id) is None and registry.live_pages.live_run("browser") is None
     assert registry.release_session("never attached") == 0  # nothing to stop, no error
     registry.shutdown()
 
