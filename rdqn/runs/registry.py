@@ -6,9 +6,9 @@ worker and replay memory; past the cap the longest-paused one is stopped, which 
 `resume`), queues runs until a slot frees, finds runs by id for read-only watchers,
 resumes stopped runs under their own ids (`resume`), replaces a run by a new one in its slot
 (`replace`), and stops a browser's runs when its last session goes away; `live_pages`
-(`rdqn.runs.live_pages`) knows the run each browser shows and the class codes following it. Runs train in the
-registry's executor's workers (`rdqn.runs.executors`); a run nobody polls for `idle_timeout`
-seconds stops itself (a closed browser tab sends no signal).
+(`rdqn.runs.live_pages`) knows the run each browser shows and the class codes following it.
+Runs train in the registry's executor's workers (`rdqn.runs.executors`); a run nobody polls
+for `idle_timeout` seconds stops itself (a closed browser tab sends no signal).
 
 Ownership: a run belongs to the owner (a browser: every session of it, its tabs and reloads)
 that started or resumed it, while a session of that owner lasts (`attach_session`,
