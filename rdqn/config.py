@@ -192,8 +192,12 @@ class TrainConfig:
 
     @property
     def planned_updates(self) -> int:
-        """Learner updates the budget allows: beta reaches beta_end after these."""
-        return max(0, (self.total_steps - self.learning_starts) // self.train_every)
+        """Learner updates the budget gives, exactly: one at each env step s with
+        learning_starts < s <= total_steps and s % train_every == 0, so
+        U = floor(total_steps / train_every) - floor(learning_starts / train_every).
+        beta is beta0 at the first of them and beta_end at the last."""
+        every = self.train_every
+        return max(0, self.total_steps // every - self.learning_starts // every)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,8 +13,9 @@ __all__ = ["LinearSchedule"]
 class LinearSchedule:
     """value(t) = start + (end - start) * min(1, t / steps), then constant at `end`.
 
-    For PER's beta: `LinearSchedule(0.4, 1.0, planned_updates)` anneals the importance-sampling
-    correction to full (beta = 1) by the end of training (Schaul et al. 2015, section 3.4).
+    For PER's beta over U updates numbered u = 0..U-1: `LinearSchedule(0.4, 1.0, U - 1)` gives
+    beta0 at the first and exactly 1 (full importance-sampling correction) at the last (Schaul et
+    al. 2015, section 3.4); with `steps = U` the last update would use 1 - 0.6 / U.
     `steps = 0` means the schedule is at `end` from the start.
     """
 

@@ -135,8 +135,9 @@ class Trainer:
                 train.epsilon_end,
                 int(train.epsilon_fraction * train.total_steps),
             )
+            # Update u (0-based) of U samples with beta(u): beta0 at u = 0, beta_end at u = U - 1.
             self.beta_schedule = LinearSchedule(
-                config.replay.beta0, config.replay.beta_end, train.planned_updates
+                config.replay.beta0, config.replay.beta_end, max(0, train.planned_updates - 1)
             )
             self.recorder = TelemetryRecorder(planned_updates=train.planned_updates)
             self._obs, _ = self.env.reset(seed=config.seed)

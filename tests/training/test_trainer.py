@@ -75,6 +75,38 @@ def test_schedules_anneal_beta_to_one_and_epsilon_to_its_floor() -> None:
     assert trainer.epsilon == pytest.approx(trainer.config.train.epsilon_end)
 
 
+@pytest.mark.parametrize(("learning_starts", "train_every"), [(64, 1), (65, 3), (64, 4)])
+def test_beta_is_beta0_at_the_first_update_and_beta_end_at_the_last(
+    learning_starts: int, train_every: int
+) -> None:
+    """Every update samples with beta(u) = beta0 + (beta_end - beta0) * u / (U - 1), u = 0..U-1,
+    where U = planned_updates is the exact number of updates the budget gives."""
+    config = tiny(
+        **{
+            "train.learning_starts": learning_starts,
+            "train.train_every": train_every,
+            "replay.beta0": 0.4,
+            "replay.beta_end": 1.0,
+        }
+    )
+    trainer = Trainer(config)
+    betas: list[float] = []
+    sample = trainer.buffer.sample
+
+    def recording_sample(batch_size: int, *, beta: float) -> object:
+        betas.append(beta)
+        return sample(batch_size, beta=beta)
+
+    trainer.buffer.sample = recording_sample  # type: ignore[method-assign]
+    trainer.run()
+    planned = config.train.planned_updates
+    assert trainer.updates == planned == len(betas)
+    assert betas[0] == 0.4 and betas[-1] == 1.0  # exactly, not 1 - 0.6 / U
+    expected = 0.4 + 0.6 * np.arange(planned) / (planned - 1)
+    np.testing.assert_allclose(betas, expected, rtol=0, atol=1e-12)
+    trainer.close()
+
+
 def test_same_seed_same_returns_and_losses() -> None:
     first, second = Trainer(tiny(seed=3)), Trainer(tiny(seed=3))
     first.run()
