@@ -9,7 +9,11 @@ arithmetic: position p of the window (0 = oldest) reads the frame `back = T - 1 
 the newest one, or zero when `back` exceeds the window's *lookback* (the number of earlier frames
 that belong to the same episode and are still stored). `fill_window` is the one routine that does
 this: the `WindowBuilder` used while acting and the replay buffer's batch gatherer both call it, so
-the window the agent acted on at step t is bit for bit the window replay returns for transition t.
+the window the agent acted on at step t is bit for bit the window replay returns for transition t,
+with one exception: a window never reads a slot the ring has overwritten (DESIGN item 3 wins over
+item 2). Replay's lookback for the occupant of generation g at episode step t is
+k = min(t, T - 1, g - oldest stored generation), so in the first T - 1 rows after an overwritten
+predecessor the positions p < T - 1 - k that the agent saw as real frames are zeros (mask False).
 """
 
 from __future__ import annotations

@@ -117,8 +117,9 @@ def test_same_seed_same_returns_and_losses() -> None:
     assert not np.array_equal(third.snapshot().losses, first.snapshot().losses)
 
 
-def test_the_window_acted_on_is_the_window_replayed() -> None:
-    trainer = Trainer(tiny("e14", **{"replay.window": 4, "train.total_steps": 150}))
+def _acted_and_replayed(**overrides: object) -> tuple[Trainer, dict[int, np.ndarray]]:
+    """A short e14 run (T = 4) that records each window the agent acted on, by generation."""
+    trainer = Trainer(tiny("e14", **{"replay.window": 4, **overrides}))
     acted: dict[int, np.ndarray] = {}
     act = trainer.agent.act
 
@@ -128,11 +129,42 @@ def test_the_window_acted_on_is_the_window_replayed() -> None:
 
     trainer.agent.act = recording_act  # type: ignore[method-assign]
     trainer.run()
+    return trainer, acted
+
+
+def test_the_window_acted_on_is_the_window_replayed() -> None:
+    trainer, acted = _acted_and_replayed(**{"train.total_steps": 150})
     slots = np.arange(len(trainer.buffer))
     windows, _, _, _ = trainer.buffer.storage.windows(slots, 4)
     generations = trainer.buffer.storage.generation[slots]
     for window, generation in zip(windows, generations, strict=True):
         np.testing.assert_array_equal(window, acted[int(generation)])
+
+
+def test_after_the_ring_wraps_only_overwritten_predecessors_are_zero_padded() -> None:
+    """The exact rule where DESIGN items 2 and 3 meet: the replayed W_t of the occupant of
+    generation g (episode step t) equals the acted W_t with positions p < T - 1 - k zeroed
+    (mask False), k = min(t, T - 1, g - oldest stored generation); those positions held frames
+    the ring has since overwritten. Every other window is bit for bit the acted one."""
+    window = 4
+    trainer, acted = _acted_and_replayed(
+        **{"train.total_steps": 300, "replay.capacity": 64, "replay.batch_size": 16}
+    )
+    storage = trainer.buffer.storage
+    assert storage.writes > storage.capacity  # the ring wrapped several times
+    slots = np.arange(len(trainer.buffer))
+    windows, _, masks, _ = storage.windows(slots, window)
+    padded = 0
+    for slot, replayed, mask in zip(slots, windows, masks, strict=True):
+        generation = int(storage.generation[slot])
+        stored_before = generation - storage.oldest_generation
+        lookback = min(int(storage.episode_step[slot]), window - 1, stored_before)
+        expected = acted[generation].copy()
+        expected[: window - 1 - lookback] = 0
+        np.testing.assert_array_equal(replayed, expected)
+        np.testing.assert_array_equal(mask, np.arange(window) >= window - 1 - lookback)
+        padded += int(not np.array_equal(replayed, acted[generation]))
+    assert padded > 0  # the oldest rows' acted windows did read overwritten frames
 
 
 def test_divergence_stops_the_run_and_keeps_what_was_recorded() -> None:
