@@ -288,7 +288,10 @@ def toggle_training() -> None:
         registry().unpause(handle.id, owner=session().owner)
     elif status == "stopped" and run_is_resumable(handle.id):
         resume_run(handle.id)
-    else:
+    elif status not in ("running", "created"):
+        # The button is disabled for a run that trains or waits; a click that still arrives is
+        # one Streamlit replayed into a rerun that interrupted the first: the run it started goes
+        # on, a second one would replace it.
         restart()
 
 

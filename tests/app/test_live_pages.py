@@ -93,6 +93,33 @@ def test_pause_step_and_reset_buttons() -> None:
     assert not at.exception
 
 
+def _start_twice() -> None:
+    import streamlit as st
+
+    from dashboard.live import toggle_training
+    from dashboard.state import init_state, session
+
+    init_state()
+    session()
+    toggle_training()
+    st.session_state["first"] = st.session_state["live.run_id"]
+    toggle_training()  # the same click once more, as a replayed trigger delivers it
+
+
+def test_a_start_click_replayed_into_a_later_rerun_starts_no_second_run() -> None:
+    """Streamlit keeps a button's trigger for the next rerun when a rerun interrupts the one
+    that took the click (the live view reruns every second); Start is disabled while the run
+    trains or waits, so a Start that arrives then must leave that run alone, not replace it."""
+    at = AppTest.from_function(_start_twice, default_timeout=60)
+    at.run()
+    assert not at.exception
+    first = at.session_state["first"]
+    assert at.session_state["live.run_id"] == first
+    handle = registry().get(first)
+    assert handle.status in ("created", "running")
+    registry().stop(first, owner=handle.owner)
+
+
 def test_url_parameters_set_up_the_page_and_bad_ones_are_noted() -> None:
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params.update({"alpha": "0.3", "beta": "7", "scheme": "rank", "seed": "x"})

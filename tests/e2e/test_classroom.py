@@ -13,6 +13,7 @@ from playwright.sync_api import Page
 from tests.e2e.browser import (
     ARTIFACTS,
     assert_no_exception,
+    progress_text,
     run_on_screen,
     start_a_run,
     streamlit_server,
@@ -162,7 +163,9 @@ def _wait_for_run(tab: Page, shown_is_right: Callable[[str], bool], timeout: flo
     """Until the run on the live page satisfies ``shown_is_right(run_id)``."""
     deadline = time.monotonic() + timeout
     while not shown_is_right(run_on_screen(tab)):
-        assert time.monotonic() < deadline, f"the page still shows run {run_on_screen(tab)}"
+        assert time.monotonic() < deadline, (
+            f"the page still shows run {run_on_screen(tab)} ({progress_text(tab)}) at {tab.url}"
+        )
         time.sleep(0.25)
 
 
