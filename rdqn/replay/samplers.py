@@ -22,6 +22,7 @@ IS-weight normalisation (`is_normalization`):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn, Protocol, runtime_checkable
 
@@ -309,9 +310,10 @@ class ProportionalSampler:
         update_tree_kernel(tree.sum_nodes, tree.min_nodes, tree.offset, self._slot, self._mass)
 
     def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
-        tree = self._tree()
+        tree = self.tree if self.tree is not None else self._tree()
         total = tree.sum_nodes[1]
-        if not (total > 0.0 and np.isfinite(total)):
+        # A plain comparison: np.isfinite on a scalar costs more than the rest of this check.
+        if not 0.0 < total < math.inf:
             raise ValueError(f"cannot sample: the total priority mass is {total}")
         indices = np.empty(batch_size, np.int64)
         probabilities = np.empty(batch_size, np.float64)
@@ -340,7 +342,7 @@ class ProportionalSampler:
         finite and >= 0, a mass or total that overflows, or an update that would leave no
         positive mass (eps = 0 and every stored |delta| = 0): sampling would then be impossible.
         """
-        tree = self._tree()
+        tree = self.tree if self.tree is not None else self._tree()
         # Fast path: well-typed arrays go straight to the kernel, which checks their values.
         if not (type(indices) is np.ndarray and indices.dtype is _INT64 and indices.ndim == 1):
             indices = check_slots("indices", indices, tree.capacity)
