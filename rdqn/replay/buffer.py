@@ -14,7 +14,7 @@ from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from rdqn.replay.checks import check_slots, check_update
 from rdqn.replay.samplers import Sampler, UniformSampler
-from rdqn.replay.storage import ACTION_MAX, RingStorage, count_samples
+from rdqn.replay.storage import ACTION_MAX, RingStorage, count_stale
 from rdqn.validation import check_integer, check_probability
 
 __all__ = ["Batch", "ReplayBuffer", "replay_nbytes"]
@@ -79,6 +79,14 @@ class Batch:
 
     def __len__(self) -> int:
         return int(self.indices.shape[0])
+
+    @classmethod
+    def of(cls, **fields: NDArray) -> Batch:
+        """A batch of exactly these fields, built without the frozen dataclass's per-field
+        ``object.__setattr__`` (a third of the buffer's own cost per sample)."""
+        batch = object.__new__(cls)
+        batch.__dict__.update(fields)
+        return batch
 
 
 class ReplayBuffer:
@@ -213,29 +221,28 @@ class ReplayBuffer:
     # ------------------------------------------------------------------ sampling
     def sample(self, batch_size: int, *, beta: float = 1.0) -> Batch:
         """Draw a batch of `batch_size` transitions with their windows and IS weights."""
-        size = len(self)
+        size = self.storage.size
         if size == 0:
             raise ValueError("cannot sample from an empty buffer: add transitions first")
-        batch_size = check_integer("batch_size", batch_size, minimum=1, maximum=size)
-        beta = check_probability("beta", beta)
-        draw = self.sampler.sample(size, int(batch_size), float(beta), self.rng)
-        indices = draw.indices
-        st = self.storage
-        obs, next_obs, mask, next_mask = st.windows(indices, self.window)
-        count_samples(st.sample_counts, indices)
-        return Batch(
-            obs=obs,
-            actions=st.actions[indices].astype(np.int64),
-            rewards=st.rewards[indices],
-            next_obs=next_obs,
-            terminated=st.terminated[indices],
-            truncated=st.truncated[indices],
-            indices=indices,
+        if not (type(batch_size) is int and 1 <= batch_size <= size):
+            batch_size = check_integer("batch_size", batch_size, minimum=1, maximum=size)
+        if not (type(beta) is float and 0.0 <= beta <= 1.0):
+            beta = float(check_probability("beta", beta))
+        draw = self.sampler.sample(size, int(batch_size), beta, self.rng)
+        got = self.storage.gather(draw.indices, self.window)
+        return Batch.of(
+            obs=got.obs,
+            actions=got.actions,
+            rewards=got.rewards,
+            next_obs=got.next_obs,
+            terminated=got.terminated,
+            truncated=got.truncated,
+            indices=draw.indices,
             probabilities=draw.probabilities,
             weights=draw.weights,
-            generations=st.generation[indices],
-            obs_mask=mask,
-            next_obs_mask=next_mask,
+            generations=got.generations,
+            obs_mask=got.obs_mask,
+            next_obs_mask=got.next_obs_mask,
         )
 
     def update_priorities(self, batch: Batch, td_errors: ArrayLike) -> int:
@@ -253,7 +260,7 @@ class ReplayBuffer:
         indices, magnitudes = check_update(
             batch.indices,
             td_errors,
-            len(self),
+            self.storage.size,
             ("batch.indices", "td_errors"),
             " (one |delta| per batch row: pass np.abs(delta); a non-finite value means training "
             "diverged)",
@@ -269,9 +276,11 @@ class ReplayBuffer:
                 f"{getattr(generations, 'dtype', type(generations).__name__)} "
                 f"{getattr(generations, 'shape', '')}".rstrip()
             )
-        live = self.storage.generation[indices] == generations
-        stale = int(live.size - np.count_nonzero(live))
+        stale = count_stale(
+            self.storage.generation, indices, generations.astype(np.int64, copy=False)
+        )
         if stale:
+            live = self.storage.generation[indices] == generations
             self.sampler.update_priorities(indices[live], magnitudes[live])
             self.stale_updates += stale
         else:

@@ -16,13 +16,15 @@ the window length T; windows are gathered at sample time (see `windows.py`).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
 from rdqn.replay.windows import fill_window
 
-__all__ = ["ACTION_MAX", "RingStorage"]
+__all__ = ["ACTION_MAX", "Gathered", "RingStorage"]
 
 ACTION_MAX = int(np.iinfo(np.int32).max)
 """Actions are stored as int32 (discrete action spaces are far smaller)."""
@@ -43,35 +45,76 @@ _ARRAYS = (
 
 
 @numba.njit(cache=True, nogil=True)
-def gather_transition_windows(
+def gather_transitions_kernel(
     obs: NDArray,
     next_obs: NDArray,
+    actions: NDArray[np.int32],
+    rewards: NDArray[np.float32],
+    terminated: NDArray[np.bool_],
+    truncated: NDArray[np.bool_],
     episode_step: NDArray[np.int32],
     generation: NDArray[np.int64],
+    sample_counts: NDArray[np.int32],
     oldest: int,
     slots: NDArray[np.int64],
-    out_obs: NDArray,
-    out_next: NDArray,
-    mask: NDArray[np.bool_],
-    next_mask: NDArray[np.bool_],
+    count: bool,
+    out_windows: NDArray,
+    out_masks: NDArray[np.bool_],
+    out_integers: NDArray[np.int64],
+    out_flags: NDArray[np.bool_],
+    out_rewards: NDArray[np.float32],
 ) -> None:
-    """W_t and W_{t+1} for each slot: W_{t+1} is W_t shifted by one with o_{t+1} at the end."""
-    window = out_obs.shape[1]
+    """Everything a batch holds about each slot b, in one pass: out_windows[0, b] = W_t and
+    out_windows[1, b] = W_{t+1} (W_t shifted by one with o_{t+1} at the end) with their masks,
+    out_integers[:, b] = (a_t, generation), out_flags[:, b] = (terminated, truncated) and r_t;
+    with ``count``, sample_counts[s] += 1 for every sampled slot (duplicates counted each
+    time). Outputs are stacked in pairs so that a batch costs few allocations and arguments."""
+    window = out_windows.shape[2]
+    this, after = out_windows[0], out_windows[1]
+    mask, next_mask = out_masks[0], out_masks[1]
     for b in range(slots.shape[0]):
         s = slots[b]
         lookback = min(episode_step[s], window - 1, generation[s] - oldest)
-        fill_window(obs, s, lookback, window, out_obs, mask, b)
-        fill_window(obs, s, lookback, window - 1, out_next, next_mask, b)
+        fill_window(obs, s, lookback, window, this, mask, b)
+        fill_window(obs, s, lookback, window - 1, after, next_mask, b)
         for d in range(next_obs.shape[1]):
-            out_next[b, window - 1, d] = next_obs[s, d]
+            after[b, window - 1, d] = next_obs[s, d]
         next_mask[b, window - 1] = True
+        out_integers[0, b] = actions[s]
+        out_integers[1, b] = generation[s]
+        out_flags[0, b] = terminated[s]
+        out_flags[1, b] = truncated[s]
+        out_rewards[b] = rewards[s]
+        if count:
+            sample_counts[s] += 1
 
 
 @numba.njit(cache=True, nogil=True)
-def count_samples(counts: NDArray[np.int32], slots: NDArray[np.int64]) -> None:
-    """counts[s] += 1 for every sampled slot (duplicates counted each time)."""
-    for b in range(slots.shape[0]):
-        counts[slots[b]] += 1
+def count_stale(
+    generation: NDArray[np.int64], slots: NDArray[np.int64], sampled: NDArray[np.int64]
+) -> int:
+    """How many `slots` hold another occupant than the one of generation `sampled` (valid
+    slots): the stale-update guard."""
+    stale = 0
+    for k in range(slots.shape[0]):
+        stale += generation[slots[k]] != sampled[k]
+    return stale
+
+
+class Gathered(NamedTuple):
+    """What `RingStorage.gather` reads for B slots (T = window length)."""
+
+    obs: NDArray
+    """(B, T, *obs_shape) W_t."""
+    next_obs: NDArray
+    """(B, T, *obs_shape) W_{t+1}."""
+    obs_mask: NDArray[np.bool_]
+    next_obs_mask: NDArray[np.bool_]
+    actions: NDArray[np.int64]
+    rewards: NDArray[np.float32]
+    terminated: NDArray[np.bool_]
+    truncated: NDArray[np.bool_]
+    generations: NDArray[np.int64]
 
 
 class RingStorage:
@@ -141,30 +184,55 @@ class RingStorage:
         )
         return slot
 
+    def gather(self, slots: NDArray[np.int64], window: int, *, count: bool = True) -> Gathered:
+        """The transitions in `slots` (valid int64 slots) with their windows, in one compiled
+        pass; with ``count``, each sampled slot's sample count goes up by one."""
+        n = slots.shape[0]
+        windows = np.empty((2, n, window, self.obs.shape[1]), dtype=self.obs_dtype)
+        masks = np.empty((2, n, window), dtype=np.bool_)
+        integers = np.empty((2, n), dtype=np.int64)
+        flags = np.empty((2, n), dtype=np.bool_)
+        rewards = np.empty(n, dtype=np.float32)
+        gather_transitions_kernel(
+            self.obs,
+            self.next_obs,
+            self.actions,
+            self.rewards,
+            self.terminated,
+            self.truncated,
+            self.episode_step,
+            self.generation,
+            self.sample_counts,
+            self.oldest_generation,
+            slots,
+            count,
+            windows,
+            masks,
+            integers,
+            flags,
+            rewards,
+        )
+        if len(self.obs_shape) > 1:
+            windows = windows.reshape((2, n, window, *self.obs_shape))
+        return Gathered(
+            windows[0],
+            windows[1],
+            masks[0],
+            masks[1],
+            integers[0],
+            rewards,
+            flags[0],
+            flags[1],
+            integers[1],
+        )
+
     def windows(
         self, slots: NDArray[np.int64], window: int
     ) -> tuple[NDArray, NDArray, NDArray[np.bool_], NDArray[np.bool_]]:
-        """(W_t, W_{t+1}, mask_t, mask_{t+1}) for the transitions in `slots`."""
-        n = slots.shape[0]
-        flat = self.obs.shape[1]
-        out_obs = np.empty((n, window, flat), dtype=self.obs_dtype)
-        out_next = np.empty((n, window, flat), dtype=self.obs_dtype)
-        mask = np.empty((n, window), dtype=np.bool_)
-        next_mask = np.empty((n, window), dtype=np.bool_)
-        gather_transition_windows(
-            self.obs,
-            self.next_obs,
-            self.episode_step,
-            self.generation,
-            self.oldest_generation,
-            slots,
-            out_obs,
-            out_next,
-            mask,
-            next_mask,
-        )
-        shape = (n, window, *self.obs_shape)
-        return out_obs.reshape(shape), out_next.reshape(shape), mask, next_mask
+        """(W_t, W_{t+1}, mask_t, mask_{t+1}) for the transitions in `slots` (not counted as
+        sampled)."""
+        out = self.gather(np.ascontiguousarray(slots, dtype=np.int64), window, count=False)
+        return out.obs, out.next_obs, out.obs_mask, out.next_obs_mask
 
     def state_dict(self) -> dict:
         state = {name: getattr(self, name).copy() for name in _ARRAYS}
