@@ -1,205 +1,115 @@
-"""Replay-engine benchmark: the PER cycle, buffer sampling with windows, and memory.
+"""Replay-engine benchmark: the PER cycle against peer libraries, window sampling, and memory.
 
-The standard measure is one *cycle*: a stratified sample of 128 from N leaves, their probabilities
-(and IS weights), then 128 new priorities written back. Every implementation runs in the same
-process, interleaved round by round, so the ratios are comparable even on a noisy shared machine.
+The PER cycle (`benchmarks.peers.protocol`): 128 sorted stratified masses, the leaf and P(i) of
+each, one write of 128 new priorities. rdqn's cycle is its public API,
+`ProportionalSampler.sample(N, 128, beta, rng)` (which also computes IS weights from a min tree)
+plus `update_priorities`. The peers perform the same cycle through their own libraries
+(`benchmarks/peers/adapters.py`): TorchRL's C++ segment trees, tianshou's numba SegmentTree and
+cpprb's PrioritizedReplayBuffer. They need torch 2.14.1, so they run in a separate venv
+(`bash benchmarks/peers/setup.sh` creates `.venv-peers`) in a long-lived worker process
+(`benchmarks/peers/driver.py`), while rdqn and the NumPy references run in this process.
+Rounds interleave every implementation of both processes at every size; the table reports the
+median over rounds of the mean time per cycle.
 
-References, measured beside rdqn in the same run:
-- seed-style: the E14 notebook's `np.random.choice(p=...)` sampler (seeds/000);
-- per-item Python sum tree: the PER notebook's pseudo-code (seeds/002), one descent per item;
-- batched NumPy sum tree: the same tree, all 128 descents vectorized level by level;
-- cpprb `PrioritizedReplayBuffer` and tianshou's numba `SegmentTree`, when installed
-  (`pip install -r benchmarks/requirements.txt`).
-
-Usage: python -m benchmarks.bench_replay [--quick] [--json OUT.json]
+Usage: python -m benchmarks.bench_replay [--quick] [--json OUT.json] [--peer-python PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import os
 import platform
 import statistics
+import subprocess
 import time
 import tracemalloc
 from collections.abc import Callable
+from pathlib import Path
 
+import numba
 import numpy as np
 
+from benchmarks.peers.driver import Worker
+from benchmarks.peers.numpy_references import REFERENCES
+from benchmarks.peers.protocol import ALPHA, BATCH, BETA, EPS, LOG2_SIZES, initial_magnitudes
 from rdqn.replay import ProportionalSampler, ReplayBuffer
 
-BATCH = 128
-ALPHA, BETA, EPS = 0.6, 0.4, 1e-6
+ROOT = Path(__file__).resolve().parent.parent
+PEER_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
+SETUP_HINT = (
+    "create it with `bash benchmarks/peers/setup.sh` (a separate venv at .venv-peers, about "
+    "6 GB: torch 2.14.1, torchrl 0.14.1, tianshou 2.0.1, cpprb 11.0.0), then rerun"
+)
+SUBJECT = "rdqn ProportionalSampler"
+SLOW_ROUNDS = 3  # slow references are timed in the first rounds only, with calls / 50
 
 
-# ---------------------------------------------------------------- reference implementations
-class SeedChoiceSampler:
-    """The E14 notebook: p^alpha normalised, np.random.choice, weights over the batch max."""
+# ---------------------------------------------------------------- rdqn in the main environment
+class _GivenUniforms:
+    """Stands in for a Generator so that a check can hand the sampler its u_k."""
 
-    def __init__(self, n: int, rng: np.random.Generator) -> None:
-        self.priorities = rng.random(n) + 0.1
-        self.rng = rng
+    def __init__(self, u: np.ndarray) -> None:
+        self.u = u
 
-    def cycle(self, new: np.ndarray) -> None:
-        probs = self.priorities**ALPHA
-        probs /= probs.sum()
-        idx = self.rng.choice(len(probs), BATCH, p=probs)
-        weights = (len(probs) * probs[idx]) ** (-BETA)
-        weights /= weights.max()
-        self.priorities[idx] = np.abs(new) + EPS
-
-
-class PythonSumTree:
-    """The PER notebook's sum tree (seeds/002): array of 2N-1 nodes, one Python descent per item."""
-
-    def __init__(self, n: int, rng: np.random.Generator) -> None:
-        self.n = n
-        self.tree = np.zeros(2 * n - 1)
-        self.tree[n - 1 :] = (rng.random(n) + 0.1) ** ALPHA
-        for i in range(n - 2, -1, -1):
-            self.tree[i] = self.tree[2 * i + 1] + self.tree[2 * i + 2]
-        self.rng = rng
-
-    def _update(self, idx: int, value: float) -> None:
-        tree = self.tree
-        tree[idx] = value
-        while idx != 0:
-            idx = (idx - 1) // 2
-            tree[idx] = tree[2 * idx + 1] + tree[2 * idx + 2]
-
-    def _get(self, value: float) -> int:
-        tree, idx = self.tree, 0
-        while idx < self.n - 1:
-            left = 2 * idx + 1
-            if value <= tree[left]:
-                idx = left
-            else:
-                value -= tree[left]
-                idx = left + 1
-        return idx
-
-    def cycle(self, new: np.ndarray) -> None:
-        total = self.tree[0]
-        segment = total / BATCH
-        leaves, probs = [], []
-        for k in range(BATCH):
-            leaf = self._get(self.rng.uniform(k * segment, (k + 1) * segment))
-            leaves.append(leaf)
-            probs.append(self.tree[leaf] / total)
-        weights = (self.n * np.array(probs)) ** (-BETA)
-        weights /= weights.max()
-        for leaf, value in zip(leaves, new, strict=True):
-            self._update(leaf, (abs(value) + EPS) ** ALPHA)
-
-
-class NumpySumTree:
-    """The same tree with all 128 descents and updates vectorized level by level in NumPy."""
-
-    def __init__(self, n: int, rng: np.random.Generator) -> None:
-        self.offset = n
-        self.tree = np.zeros(2 * n)
-        self.tree[n:] = (rng.random(n) + 0.1) ** ALPHA
-        for level_start in (n >> k for k in range(1, n.bit_length())):
-            nodes = np.arange(level_start, 2 * level_start)
-            self.tree[nodes] = self.tree[2 * nodes] + self.tree[2 * nodes + 1]
-        self.rng = rng
-
-    def cycle(self, new: np.ndarray) -> None:
-        tree = self.tree
-        total = tree[1]
-        masses = (np.arange(BATCH) + self.rng.random(BATCH)) * (total / BATCH)
-        nodes = np.ones(BATCH, np.int64)
-        while nodes[0] < self.offset:
-            left = tree[2 * nodes]
-            go_right = masses >= left
-            masses = np.where(go_right, masses - left, masses)
-            nodes = 2 * nodes + go_right
-        probs = tree[nodes] / total
-        weights = (self.offset * probs) ** (-BETA)
-        weights /= weights.max()
-        tree[nodes] = (np.abs(new) + EPS) ** ALPHA
-        nodes = np.unique(nodes // 2)
-        while nodes[0] >= 1:
-            tree[nodes] = tree[2 * nodes] + tree[2 * nodes + 1]
-            nodes = np.unique(nodes // 2)
+    def random(self, size: int) -> np.ndarray:
+        if size != len(self.u):
+            raise ValueError(f"size must be {len(self.u)}, got {size}")
+        return self.u
 
 
 class RdqnSampler:
-    """rdqn's ProportionalSampler alone (what a tree benchmark compares)."""
+    """rdqn's ProportionalSampler: sample (indices, P(i), IS weights) + update_priorities."""
 
-    def __init__(self, n: int, rng: np.random.Generator) -> None:
+    def __init__(self, n: int) -> None:
         self.sampler = ProportionalSampler(alpha=ALPHA, eps=EPS)
         self.sampler.attach(n)
-        self.sampler.update_priorities(np.arange(n), rng.random(n) + 0.1)
-        self.rng, self.n = rng, n
+        self.sampler.update_priorities(np.arange(n), initial_magnitudes(n))
+        self.rng, self.n = np.random.default_rng(2), n
 
-    def cycle(self, new: np.ndarray) -> None:
+    def draw(self, u: np.ndarray, deltas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        draw = self.sampler.sample(self.n, BATCH, BETA, _GivenUniforms(u))
+        self.sampler.update_priorities(draw.indices, np.abs(deltas))
+        return draw.indices, draw.probabilities
+
+    def cycle(self, deltas: np.ndarray) -> None:
         draw = self.sampler.sample(self.n, BATCH, BETA, self.rng)
-        self.sampler.update_priorities(draw.indices, np.abs(new))
+        self.sampler.update_priorities(draw.indices, np.abs(deltas))
 
 
 class RdqnBuffer:
-    """rdqn's whole ReplayBuffer (validation, stale-update guard, transition gather), T = 1."""
+    """rdqn's whole ReplayBuffer (validation, stale-update guard, transition gather), T = 1.
 
-    def __init__(self, n: int, rng: np.random.Generator) -> None:
-        self.buffer = _filled_buffer(n, 1, rng)
-        self.buffer.sampler.update_priorities(np.arange(n), rng.random(n) + 0.1)
+    More than the cycle, so it is shown for information and left out of the ratios. Filling it
+    takes one add() per transition (about 45 s for 2^20), so it is measured up to 2^17.
+    """
 
-    def cycle(self, new: np.ndarray) -> None:
+    max_log2n = 17
+
+    def __init__(self, n: int) -> None:
+        self.buffer = _filled_buffer(n, 1, np.random.default_rng(1))
+        self.buffer.sampler.update_priorities(np.arange(n), initial_magnitudes(n))
+
+    def cycle(self, deltas: np.ndarray) -> None:
         batch = self.buffer.sample(BATCH, beta=BETA)
-        self.buffer.update_priorities(batch, np.abs(new))
+        self.buffer.update_priorities(batch, np.abs(deltas))
 
 
-class Cpprb:
-    def __init__(self, n: int, rng: np.random.Generator) -> None:
-        import cpprb
-
-        self.buffer = cpprb.PrioritizedReplayBuffer(
-            n, {"obs": {"shape": 4}, "act": {}, "rew": {}, "done": {}}, alpha=ALPHA, eps=EPS
-        )
-        self.buffer.add(
-            obs=rng.random((n, 4)),
-            act=np.zeros(n),
-            rew=np.zeros(n),
-            done=np.zeros(n),
-            priorities=rng.random(n) + 0.1,
-        )
-
-    def cycle(self, new: np.ndarray) -> None:
-        sample = self.buffer.sample(BATCH, beta=BETA)
-        self.buffer.update_priorities(sample["indexes"], np.abs(new) + EPS)
-
-
-class TianshouTree:
-    """tianshou's numba SegmentTree driven the way its PrioritizedReplayBuffer drives it."""
-
-    def __init__(self, n: int, rng: np.random.Generator) -> None:
-        from tianshou.data import SegmentTree
-
-        self.tree = SegmentTree(n)
-        self.tree[np.arange(n)] = (rng.random(n) + 0.1) ** ALPHA
-        self.min_priority = 0.1**ALPHA
-        self.rng = rng
-
-    def cycle(self, new: np.ndarray) -> None:
-        scalar = self.rng.random(BATCH) * self.tree.reduce()
-        idx = self.tree.get_prefix_sum_idx(scalar)
-        probs = self.tree[idx] / self.tree.reduce()
-        weights = (self.tree[idx] / self.min_priority) ** (-BETA)
-        del probs, weights
-        self.tree[idx] = (np.abs(new) + EPS) ** ALPHA
-
-
-IMPLEMENTATIONS: dict[str, type] = {
-    "rdqn ProportionalSampler": RdqnSampler,
-    "rdqn ReplayBuffer (T=1)": RdqnBuffer,
-    "tianshou SegmentTree (numba)": TianshouTree,
-    "cpprb PrioritizedReplayBuffer": Cpprb,
-    "batched NumPy sum tree": NumpySumTree,
-    "per-item Python sum tree": PythonSumTree,
-    "seed np.random.choice(p=...)": SeedChoiceSampler,
+MAIN_IMPLEMENTATIONS: dict[str, Callable[[int], object]] = {
+    SUBJECT: RdqnSampler,
+    **REFERENCES,
+    "rdqn ReplayBuffer, whole (T=1)": RdqnBuffer,
 }
-SLOW = {"per-item Python sum tree", "seed np.random.choice(p=...)"}
+INFORMATIONAL = {"rdqn ReplayBuffer, whole (T=1)"}
+DESCRIPTIONS = {
+    SUBJECT: "numba; sample also computes IS weights from a min tree",
+    "rdqn ReplayBuffer, whole (T=1)": "validation, stale-update guard, transition gather",
+    "TorchRL SumSegmentTreeFp64 (C++), NumPy arrays": "sum tree only",
+    "TorchRL SumSegmentTreeFp32 (C++), NumPy arrays": "sum tree only",
+    "TorchRL sum + min trees as PrioritizedSampler (C++, fp32)": "torch tensors, IS weights",
+    "cpprb PrioritizedReplayBuffer (C++)": "sample + update_priorities, fp32, IS weights",
+}
 
 
 def _filled_buffer(n: int, window: int, rng: np.random.Generator) -> ReplayBuffer:
@@ -217,30 +127,164 @@ def _time_per_call(fn: Callable[[], None], calls: int) -> float:
     return (time.perf_counter() - start) / calls
 
 
-def bench_cycle(log2n: int, rounds: int, calls: int) -> dict[str, float]:
-    """Median µs per cycle of every available implementation, interleaved round by round."""
-    n = 1 << log2n
-    rng = np.random.default_rng(0)
-    impls = {}
-    for name, cls in IMPLEMENTATIONS.items():
-        try:
-            impls[name] = cls(n, np.random.default_rng(1))
-        except ImportError:
-            continue
-    news = [rng.standard_normal(BATCH) for _ in range(16)]
-    samples: dict[str, list[float]] = {name: [] for name in impls}
-    for impl in impls.values():  # warm-up (numba compilation, caches)
-        impl.cycle(news[0])
-    for r in range(rounds):
-        for name, impl in impls.items():
-            k = max(1, calls // 50) if name in SLOW else calls
-            it = iter(range(10**9))
-            samples[name].append(
-                _time_per_call(lambda impl=impl, it=it: impl.cycle(news[next(it) % 16]), k)
-            )
-            if name in SLOW and r >= 2:
-                break
-    return {name: statistics.median(v) * 1e6 for name, v in samples.items() if v}
+# ---------------------------------------------------------------- the peer venv's worker
+class PeerProcess:
+    """The peer driver in the peer venv, one JSON line per command each way."""
+
+    def __init__(self, python: Path) -> None:
+        self.process = subprocess.Popen(
+            [str(python), "-m", "benchmarks.peers.driver", "--serve"],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def ask(self, **command: object) -> dict:
+        self.process.stdin.write(json.dumps(command) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the peer driver exited (status {self.process.wait()})")
+        answer = json.loads(line)
+        if not answer.pop("ok"):
+            raise RuntimeError(f"the peer driver failed: {answer['error']}")
+        return answer
+
+    def setup(self, log2n: list[int]) -> dict:
+        return self.ask(cmd="setup", log2n=log2n)
+
+    def time(self, impl: str, log2n: int, calls: int) -> dict:
+        return self.ask(cmd="time", impl=impl, log2n=log2n, calls=calls)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
+            self.process.stdin.close()
+            self.process.wait(timeout=60)
+
+
+def start_peers(python: Path, log2n: list[int]) -> tuple[PeerProcess | None, dict]:
+    """The peer worker, set up, and its status; (None, status saying why) when it cannot run."""
+    if not Path(python).exists():
+        message = f"peers NOT measured: no peer venv ({python} is missing); {SETUP_HINT}"
+        return None, {"status": "missing", "message": message}
+    peer = PeerProcess(python)
+    try:
+        answer = peer.setup(log2n)
+    except RuntimeError as error:
+        peer.close()
+        return None, {"status": "failed", "message": f"peers NOT measured: {error}"}
+    status = {"status": "ok", "python": str(python), **answer}
+    if answer["unavailable"]:
+        lost = "; ".join(f"{k}: {v}" for k, v in answer["unavailable"].items())
+        status["message"] = f"some peers NOT measured: {lost}"
+    return peer, status
+
+
+# ---------------------------------------------------------------- the interleaved rounds
+def bench_cycle(log2n: list[int], rounds: int, calls: int, peer_python: Path) -> dict:
+    """µs per cycle of every implementation, both processes interleaved round by round."""
+    local = Worker(MAIN_IMPLEMENTATIONS)
+    main_setup = local.setup(log2n)
+    peer, peers = start_peers(peer_python, log2n)
+    lineup = [(local, impl, "main") for impl in main_setup["impls"]]
+    if peer is not None:
+        lineup += [(peer, impl, "peers") for impl in peers["impls"]]
+    lineup.sort(key=lambda entry: entry[1]["slow"])  # slow references last in each round
+    samples: dict[str, dict[str, list[float]]] = {
+        impl["name"]: {f"2^{k}": [] for k in impl["log2n"]} for _, impl, _ in lineup
+    }
+    try:
+        for r in range(rounds):
+            for worker, impl, _ in lineup:
+                if impl["slow"] and r >= SLOW_ROUNDS:
+                    continue
+                for k in impl["log2n"]:
+                    count = max(1, calls // 50) if impl["slow"] else calls
+                    seconds = worker.time(impl["name"], k, count)["seconds"]
+                    samples[impl["name"]][f"2^{k}"].append(seconds * 1e6)
+    finally:
+        if peer is not None:
+            peer.close()
+    medians = {
+        name: {size: statistics.median(v) for size, v in by_size.items()}
+        for name, by_size in samples.items()
+    }
+    return {
+        "log2n": log2n,
+        "rounds": rounds,
+        "calls": calls,
+        "environment": {impl["name"]: env for _, impl, env in lineup},
+        "unavailable": main_setup["unavailable"] | peers.get("unavailable", {}),
+        "peers": {k: v for k, v in peers.items() if k not in ("impls", "unavailable")},
+        "samples_us": samples,
+        "median_us": medians,
+        "fastest_peer": fastest_peer(medians, {impl["name"]: env for _, impl, env in lineup}),
+    }
+
+
+def fastest_peer(medians: dict, environment: dict) -> dict[str, dict]:
+    """At each size: the quickest peer library, its time and its time / rdqn's."""
+    out = {}
+    for size, rdqn_us in medians.get(SUBJECT, {}).items():
+        peer_times = {
+            name: by_size[size]
+            for name, by_size in medians.items()
+            if environment[name] == "peers" and size in by_size
+        }
+        if peer_times:
+            name = min(peer_times, key=peer_times.get)
+            out[size] = {"name": name, "us": peer_times[name], "ratio": peer_times[name] / rdqn_us}
+    return out
+
+
+def _faster_or_slower(ratio: float) -> str:
+    return f"{ratio:.1f}× faster" if ratio >= 1 else f"{1 / ratio:.1f}× slower"
+
+
+def cycle_table(cycle: dict) -> str:
+    """The Markdown table README.md shows, with its ratio line and any missing peers."""
+    medians, sizes = cycle["median_us"], [f"2^{k}" for k in cycle["log2n"]]
+    base = medians[SUBJECT]
+    env = cycle["environment"]
+
+    def order(name: str) -> tuple[int, float]:
+        """rdqn, then the peers, the NumPy references, the whole buffer; by time at the top N."""
+        if name == SUBJECT:
+            group = 0
+        elif name in INFORMATIONAL:
+            group = 3
+        else:
+            group = 1 if env[name] == "peers" else 2
+        return group, medians[name].get(sizes[-1], float("inf"))
+
+    header = "| µs per cycle | " + " | ".join(f"N = {s} | × rdqn" for s in sizes) + " |"
+    lines = [header, "|---|" + "---:|---:|" * len(sizes)]
+    for name in sorted(medians, key=order):
+        label = f"**{name}**" if name == SUBJECT else name
+        if name in DESCRIPTIONS:
+            label += f" ({DESCRIPTIONS[name]})"
+        cells = []
+        for size in sizes:
+            us = medians[name].get(size)
+            if us is None:
+                cells.append("— | —")
+            else:
+                text = f"{us:,.1f}" if us < 1000 else f"{us:,.0f}"
+                ratio = f"{us / base[size]:.1f}"
+                cells.append(f"**{text}** | {ratio}" if name == SUBJECT else f"{text} | {ratio}")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    fastest = cycle["fastest_peer"]
+    if fastest:
+        parts = [
+            f"N = {size}: {f['ratio']:.2f} ({f['name']}; rdqn {_faster_or_slower(f['ratio'])})"
+            for size, f in fastest.items()
+        ]
+        lines.append("\nFastest peer's time / rdqn's: " + "; ".join(parts) + ".")
+    for message in filter(None, [cycle["peers"].get("message")]):
+        lines.append(f"\n**{message}**")
+    return "\n".join(lines)
 
 
 def bench_window_sample(rounds: int, calls: int) -> dict[str, float]:
@@ -281,26 +325,55 @@ def bench_memory(n: int) -> dict[str, dict[str, float]]:
     return out
 
 
+def machine() -> dict[str, object]:
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in _lines("/proc/cpuinfo") if "model name" in line),
+        platform.processor(),
+    )
+    return {"machine": platform.machine(), "cpu": cpu, "cpus": os.cpu_count()}
+
+
+def _lines(path: str) -> list[str]:
+    try:
+        with open(path) as fh:
+            return fh.readlines()
+    except OSError:
+        return []
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds (for a smoke run)")
     parser.add_argument("--json", help="also write the results to this JSON file")
+    parser.add_argument(
+        "--peer-python", type=Path, default=PEER_PYTHON, help="the peer venv's python"
+    )
     args = parser.parse_args()
     rounds, calls = (3, 200) if args.quick else (9, 2000)
+    command = "python -m benchmarks.bench_replay" + (" --quick" if args.quick else "")
+    date = datetime.date.today().isoformat()
+    cycle = bench_cycle(list(LOG2_SIZES), rounds, calls, args.peer_python)
     results = {
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "machine": platform.machine(),
-        "cycle_us": {f"2^{k}": bench_cycle(k, rounds, calls) for k in (14, 20)},
+        "date": date,
+        "command": command,
+        "versions": {
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "numba": numba.__version__,
+            "peers": cycle["peers"].get("versions", {}),
+        },
+        "machine": machine(),
+        "cycle": cycle,
         "sample_us": bench_window_sample(rounds, calls),
         "memory": bench_memory(50_000),
     }
-    for size, table in results["cycle_us"].items():
-        base = table["rdqn ProportionalSampler"]
-        print(f"\nPER cycle at N = {size}: sample 128 + P(i) + IS weights + 128 priority writes")
-        print(f"{'implementation':34s} {'µs/cycle':>10s} {'x rdqn':>8s}")
-        for name, us in sorted(table.items(), key=lambda kv: kv[1]):
-            print(f"{name:34s} {us:10.1f} {us / base:8.1f}")
+    print(
+        f"\nPER cycle ({command}, {date}; {rounds} rounds x {calls} cycles, median; "
+        f"{results['machine']['cpu']}, {results['machine']['cpus']} CPUs)\n"
+    )
+    print(cycle_table(cycle))
+    for name, error in cycle["unavailable"].items():
+        print(f"NOT measured: {name}: {error}")
     print("\nBuffer sampling with windows")
     for name, us in results["sample_us"].items():
         print(f"{name:55s} {us:8.1f} µs")

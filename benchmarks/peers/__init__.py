@@ -1,0 +1,1 @@
+"""Replay peers: the cycle protocol, NumPy references, and the peer-venv driver."""
