@@ -135,8 +135,7 @@ def importance_weights_kernel(
 
 @numba.njit(cache=True, nogil=True)
 def stratified_sample_kernel(
-    sum_nodes: NDArray[np.float64],
-    min_nodes: NDArray[np.float64],
+    nodes: NDArray[np.float64],
     offset: int,
     uniforms: NDArray[np.float64],
     size: int,
@@ -152,18 +151,18 @@ def stratified_sample_kernel(
     Query k is m_k = (k + u_k) * total / B with u_k ~ U[0, 1): one uniform draw in each of B equal
     segments of the total mass (Schaul et al. 2015, appendix B.2.1).
     """
-    total = sum_nodes[1]
+    total = nodes[1, 0]
     n = uniforms.shape[0]
     segment = total / n
     queries = np.empty(n, np.float64)
     for k in range(n):
         queries[k] = (k + uniforms[k]) * segment
-    nodes = descend(sum_nodes, offset, queries)
+    found = descend(nodes, offset, queries)
     for k in range(n):
-        out_indices[k] = nodes[k] - offset
-        out_probabilities[k] = sum_nodes[nodes[k]] / total
+        out_indices[k] = found[k] - offset
+        out_probabilities[k] = nodes[found[k], 0] / total
     importance_weights_kernel(
-        out_probabilities, min_nodes[1] / total, size, beta, mode, max_weight, out_weights
+        out_probabilities, nodes[1, 1] / total, size, beta, mode, max_weight, out_weights
     )
 
 
@@ -176,8 +175,7 @@ ZERO_TOTAL = -4.0
 
 @numba.njit(cache=True, nogil=True)
 def priority_update_kernel(
-    sum_nodes: NDArray[np.float64],
-    min_nodes: NDArray[np.float64],
+    nodes: NDArray[np.float64],
     offset: int,
     capacity: int,
     indices: NDArray[np.int64],
@@ -204,11 +202,11 @@ def priority_update_kernel(
         if not np.isfinite(masses[k]):
             return OVERFLOW
         largest = max(largest, priority)
-        previous[k] = sum_nodes[indices[k] + offset]
-    update_tree_kernel(sum_nodes, min_nodes, offset, indices, masses)
-    total = sum_nodes[1]
+        previous[k] = nodes[indices[k] + offset, 0]
+    update_tree_kernel(nodes, offset, indices, masses)
+    total = nodes[1, 0]
     if not (np.isfinite(total) and total > 0.0):
-        update_tree_kernel(sum_nodes, min_nodes, offset, indices, previous)
+        update_tree_kernel(nodes, offset, indices, previous)
         return OVERFLOW if total > 0.0 else ZERO_TOTAL
     return largest
 
@@ -307,11 +305,11 @@ class ProportionalSampler:
         check_slot(slot, tree.capacity)
         self._slot[0] = slot
         self._mass[0] = self.max_priority**self.alpha
-        update_tree_kernel(tree.sum_nodes, tree.min_nodes, tree.offset, self._slot, self._mass)
+        update_tree_kernel(tree.nodes, tree.offset, self._slot, self._mass)
 
     def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
         tree = self.tree if self.tree is not None else self._tree()
-        total = tree.sum_nodes[1]
+        total = tree.nodes[1, 0]
         # A plain comparison: np.isfinite on a scalar costs more than the rest of this check.
         if not 0.0 < total < math.inf:
             raise ValueError(f"cannot sample: the total priority mass is {total}")
@@ -319,8 +317,7 @@ class ProportionalSampler:
         probabilities = np.empty(batch_size, np.float64)
         weights = np.empty(batch_size, np.float64)
         stratified_sample_kernel(
-            tree.sum_nodes,
-            tree.min_nodes,
+            tree.nodes,
             tree.offset,
             rng.random(batch_size),
             size,
@@ -355,8 +352,7 @@ class ProportionalSampler:
         if indices.shape[0] == 0:
             return
         largest = priority_update_kernel(
-            tree.sum_nodes,
-            tree.min_nodes,
+            tree.nodes,
             tree.offset,
             tree.capacity,
             indices,

@@ -5,7 +5,7 @@ node, so the root holds the total mass and a prefix-sum search ("which leaf owns
 O(log N). Schaul et al. 2015 (arXiv:1511.05952, appendix B.2.1) use it to sample
 P(i) = m_i / sum_k m_k.
 
-Layout: the tree is a flat float64 array of 2P nodes, P = the smallest power of two >= capacity.
+Layout: the sum tree is a float64 array of 2P nodes, P = the smallest power of two >= capacity.
 Node 1 is the root, node j has children 2j and 2j+1, leaf i lives at node P + i. Node 0 is unused.
 A capacity-4 tree with masses [1, 2, 3, 4]::
 
@@ -28,6 +28,13 @@ The optional min tree stores, per node, the minimum over its leaves of the *posi
 (+inf for empty or zero leaves); its root is the smallest sampleable mass, which gives the largest
 possible importance-sampling weight (global normalisation, as in the paper and OpenAI baselines).
 
+Memory: both trees live in one (2P, 2) array, `nodes[j] = (sum_j, min_j)`, aligned so that a
+pair of siblings (4 float64, 32 bytes) shares one 64-byte cache line. A descent reads the sums;
+the mins of the same siblings come into cache with them, so the update that follows a sample
+(the learner writes back the priorities it just drew) finds its min-tree nodes there too. With
+separate arrays, each updated level of a large tree costs a second cache miss. `sum_nodes` and
+`min_nodes` are views of the two columns.
+
 Complexity: `update` of B leaves and `find` of B queries are O(B log N), compiled with numba; both
 walk all B paths one tree level at a time, so the B independent memory loads of a level overlap.
 """
@@ -48,70 +55,79 @@ def _leaf_offset(capacity: int) -> int:
     return 1 << max(0, (capacity - 1).bit_length())
 
 
+def aligned_nodes(count: int, width: int, fill: float) -> NDArray[np.float64]:
+    """A C-contiguous (count, width) float64 array filled with `fill` whose first byte is on a
+    64-byte boundary (NumPy only promises 16), so that node pairs (2j, 2j + 1) never straddle two
+    cache lines."""
+    spare = 64 // 8
+    flat = np.full(count * width + spare, fill, dtype=np.float64)
+    start = (-flat.ctypes.data % 64) // 8
+    return flat[start : start + count * width].reshape(count, width)
+
+
 @numba.njit(cache=True, nogil=True)
 def update_tree_kernel(
-    sum_nodes: NDArray[np.float64],
-    min_nodes: NDArray[np.float64],
+    nodes: NDArray[np.float64],
     offset: int,
     indices: NDArray[np.int64],
     masses: NDArray[np.float64],
 ) -> None:
     """Write `masses` at leaves `indices` (last write wins), then recompute their ancestors.
 
-    `min_nodes` may be an empty array, in which case only the sum tree is maintained.
+    `nodes[:, 0]` is the sum tree; a second column, when there is one, the min tree.
     """
     n = indices.shape[0]
-    track_min = min_nodes.shape[0] > 0
-    nodes = np.empty(n, np.int64)
+    track_min = nodes.shape[1] == 2
+    ancestors = np.empty(n, np.int64)
     for k in range(n):
         leaf = indices[k] + offset
-        sum_nodes[leaf] = masses[k]
+        nodes[leaf, 0] = masses[k]
         if track_min:
-            min_nodes[leaf] = masses[k] if masses[k] > 0.0 else np.inf
-        nodes[k] = leaf >> 1
+            nodes[leaf, 1] = masses[k] if masses[k] > 0.0 else np.inf
+        ancestors[k] = leaf >> 1
     if n == 0:
         return
     # All leaves sit at the same depth, so all paths reach the root together. Paths of sorted
     # indices (a stratified batch) merge near the root: a node equal to the previous one is
     # recomputed only once.
-    while nodes[0] >= 1:
+    while ancestors[0] >= 1:
         previous = -1
         for k in range(n):
-            j = nodes[k]
+            j = ancestors[k]
             if j != previous:
-                sum_nodes[j] = sum_nodes[2 * j] + sum_nodes[2 * j + 1]
+                nodes[j, 0] = nodes[2 * j, 0] + nodes[2 * j + 1, 0]
                 if track_min:
-                    min_nodes[j] = min(min_nodes[2 * j], min_nodes[2 * j + 1])
+                    nodes[j, 1] = min(nodes[2 * j, 1], nodes[2 * j + 1, 1])
                 previous = j
-            nodes[k] = j >> 1
+            ancestors[k] = j >> 1
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def descend(sum_nodes: NDArray[np.float64], offset: int, masses: NDArray[np.float64]) -> NDArray:
+def descend(nodes: NDArray[np.float64], offset: int, masses: NDArray[np.float64]) -> NDArray:
     """Return the tree node of the leaf owning each prefix mass (cumsum[i-1] <= m < cumsum[i])."""
     n = masses.shape[0]
-    nodes = np.ones(n, np.int64)
+    found = np.ones(n, np.int64)
     remaining = masses.copy()
     level = 1
     while level < offset:
         for k in range(n):
-            j = nodes[k]
-            left = sum_nodes[2 * j]
-            right = sum_nodes[2 * j + 1]
+            j = found[k]
+            left = nodes[2 * j, 0]
+            right = nodes[2 * j + 1, 0]
             # Branch-free: go right when the mass lies past the left subtree (and the right
             # subtree has mass) or when the left subtree is empty.
             go_right = ((remaining[k] >= left) & (right > 0.0)) | (left <= 0.0)
             remaining[k] -= left * go_right
-            nodes[k] = 2 * j + go_right
+            found[k] = 2 * j + go_right
         level *= 2
-    return nodes
+    return found
 
 
 @numba.njit(cache=True, nogil=True)
 def find_kernel(
-    sum_nodes: NDArray[np.float64], offset: int, masses: NDArray[np.float64]
+    nodes: NDArray[np.float64], offset: int, masses: NDArray[np.float64]
 ) -> NDArray[np.int64]:
-    return descend(sum_nodes, offset, masses) - offset
+    return descend(nodes, offset, masses) - offset
 
 
 class SumTree:
@@ -125,28 +141,35 @@ class SumTree:
     def __init__(self, capacity: int, *, track_min: bool = True) -> None:
         self.capacity = check_integer("capacity", capacity, minimum=1)
         self.offset = _leaf_offset(self.capacity)
-        self.sum_nodes = np.zeros(2 * self.offset, dtype=np.float64)
-        self.min_nodes = (
-            np.full(2 * self.offset, np.inf, dtype=np.float64)
-            if track_min
-            else np.empty(0, dtype=np.float64)
-        )
+        self.nodes = aligned_nodes(2 * self.offset, 2 if track_min else 1, 0.0)
+        if track_min:
+            self.nodes[:, 1] = np.inf
+
+    @property
+    def sum_nodes(self) -> NDArray[np.float64]:
+        """The sum tree: node j's sum (a view)."""
+        return self.nodes[:, 0]
+
+    @property
+    def min_nodes(self) -> NDArray[np.float64]:
+        """The min tree: node j's smallest positive leaf mass (a view; empty without it)."""
+        return self.nodes[:, 1] if self.nodes.shape[1] == 2 else np.empty(0, dtype=np.float64)
 
     @property
     def total(self) -> float:
         """Sum of all leaf masses (the root)."""
-        return float(self.sum_nodes[1])
+        return float(self.nodes[1, 0])
 
     @property
     def min(self) -> float:
         """Smallest positive leaf mass; +inf when no leaf is positive."""
-        if self.min_nodes.shape[0] == 0:
+        if self.nodes.shape[1] != 2:
             raise RuntimeError("this SumTree was built with track_min=False")
-        return float(self.min_nodes[1])
+        return float(self.nodes[1, 1])
 
     @property
     def nbytes(self) -> int:
-        return int(self.sum_nodes.nbytes + self.min_nodes.nbytes)
+        return int(self.nodes.nbytes)
 
     def _check_indices(self, indices: ArrayLike) -> NDArray[np.int64]:
         return check_slots("indices", np.asarray(indices).reshape(-1), self.capacity)
@@ -159,7 +182,7 @@ class SumTree:
         except (TypeError, ValueError) as err:
             raise ValueError(f"values must be real numbers ({err})") from None
         vals = np.ascontiguousarray(check_magnitudes("values", flat, idx.size))
-        update_tree_kernel(self.sum_nodes, self.min_nodes, self.offset, idx, vals)
+        update_tree_kernel(self.nodes, self.offset, idx, vals)
 
     def find(self, masses: ArrayLike) -> NDArray[np.int64]:
         """Leaf index owning each prefix mass m in [0, total): cumsum[i-1] <= m < cumsum[i].
@@ -176,13 +199,13 @@ class SumTree:
         if m.size and not ((m >= 0).all() and (m <= total).all()):
             bad = m[~((m >= 0) & (m <= total))][0]
             raise ValueError(f"masses must be in [0, total={total}], got {bad}")
-        return find_kernel(self.sum_nodes, self.offset, m)
+        return find_kernel(self.nodes, self.offset, m)
 
     def __getitem__(self, indices: ArrayLike) -> NDArray[np.float64] | float:
         """Read leaf masses."""
         if np.isscalar(indices):
-            return float(self.sum_nodes[self._check_indices([indices])[0] + self.offset])
-        return self.sum_nodes[self._check_indices(indices) + self.offset]
+            return float(self.nodes[self._check_indices([indices])[0] + self.offset, 0])
+        return self.nodes[self._check_indices(indices) + self.offset, 0]
 
     def leaves(self, size: int | None = None) -> NDArray[np.float64]:
         """A copy of the first `size` (default: all) leaf masses."""
@@ -191,7 +214,7 @@ class SumTree:
             if size is None
             else check_integer("size", size, minimum=0, maximum=self.capacity)
         )
-        return self.sum_nodes[self.offset : self.offset + n].copy()
+        return self.nodes[self.offset : self.offset + n, 0].copy()
 
     def levels(self, depth: int) -> list[NDArray[np.float64]]:
         """The top `depth` levels of the tree, root first (for visualisation)."""
@@ -200,5 +223,5 @@ class SumTree:
             start = 1 << d
             if start >= 2 * self.offset:
                 break
-            out.append(self.sum_nodes[start : 2 * start].copy())
+            out.append(self.nodes[start : 2 * start, 0].copy())
         return out
