@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rdqn.replay.checks import check_magnitudes, check_slot, check_slots, check_update
-from rdqn.replay.sumtree import SumTree, descend, update_tree_kernel
+from rdqn.replay.sumtree import SumTree, descend_sorted, update_tree_kernel
 from rdqn.validation import Real, check_choice, check_real
 
 __all__ = [
@@ -157,7 +157,7 @@ def stratified_sample_kernel(
     queries = np.empty(n, np.float64)
     for k in range(n):
         queries[k] = (k + uniforms[k]) * segment
-    found = descend(nodes, offset, queries)
+    found = descend_sorted(nodes, offset, queries)
     for k in range(n):
         out_indices[k] = found[k] - offset
         out_probabilities[k] = nodes[found[k], 0] / total

@@ -89,8 +89,10 @@ def update_tree_kernel(
         return
     # All leaves sit at the same depth, so all paths reach the root together. Paths of sorted
     # indices (a stratified batch) merge near the root: a node equal to the previous one is
-    # recomputed only once.
-    while ancestors[0] >= 1:
+    # recomputed only once. From the level with no more nodes than paths up, every node is
+    # recomputed, children before parents (higher index first): fewer steps than n paths.
+    level = offset >> 1
+    while level > n:
         previous = -1
         for k in range(n):
             j = ancestors[k]
@@ -100,15 +102,24 @@ def update_tree_kernel(
                     nodes[j, 1] = min(nodes[2 * j, 1], nodes[2 * j + 1, 1])
                 previous = j
             ancestors[k] = j >> 1
+        level >>= 1
+    for j in range(2 * level - 1, 0, -1):
+        nodes[j, 0] = nodes[2 * j, 0] + nodes[2 * j + 1, 0]
+        if track_min:
+            nodes[j, 1] = min(nodes[2 * j, 1], nodes[2 * j + 1, 1])
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def descend(nodes: NDArray[np.float64], offset: int, masses: NDArray[np.float64]) -> NDArray:
-    """Return the tree node of the leaf owning each prefix mass (cumsum[i-1] <= m < cumsum[i])."""
-    n = masses.shape[0]
-    found = np.ones(n, np.int64)
-    remaining = masses.copy()
-    level = 1
+def descend_from(
+    nodes: NDArray[np.float64],
+    offset: int,
+    found: NDArray[np.int64],
+    remaining: NDArray[np.float64],
+    level: int,
+) -> NDArray[np.int64]:
+    """Carry on descents that stand at nodes `found` of the level whose first node is `level`,
+    with masses `remaining` left to skip inside them, down to the leaves (updated in place)."""
+    n = found.shape[0]
     while level < offset:
         for k in range(n):
             j = found[k]
@@ -121,6 +132,43 @@ def descend(nodes: NDArray[np.float64], offset: int, masses: NDArray[np.float64]
             found[k] = 2 * j + go_right
         level *= 2
     return found
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def descend(nodes: NDArray[np.float64], offset: int, masses: NDArray[np.float64]) -> NDArray:
+    """Return the tree node of the leaf owning each prefix mass (cumsum[i-1] <= m < cumsum[i])."""
+    return descend_from(nodes, offset, np.ones(masses.shape[0], np.int64), masses.copy(), 1)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def descend_sorted(
+    nodes: NDArray[np.float64], offset: int, masses: NDArray[np.float64]
+) -> NDArray[np.int64]:
+    """`descend` for ascending masses (a stratified batch), with the top of the tree replaced by
+    one merge: on the level of W >= B nodes (B = len(masses), W capped at the leaves), one
+    left-to-right walk with a running prefix sum finds every mass's node in O(W + B) instead of
+    B log2(W) steps down from the root. Empty nodes are skipped; a mass past the last positive
+    node (rounding at the top edge) stays in it. The descents then go on as in `descend`, so
+    the same rules hold: never a zero-mass leaf, never a padding leaf."""
+    n = masses.shape[0]
+    width = 1
+    while width < n and width < offset:
+        width *= 2
+    last = 2 * width - 1
+    while last > width and nodes[last, 0] <= 0.0:
+        last -= 1
+    found = np.empty(n, np.int64)
+    remaining = np.empty(n, np.float64)
+    node = width
+    before = 0.0
+    for k in range(n):
+        mass = masses[k]
+        while node < last and (nodes[node, 0] <= 0.0 or mass >= before + nodes[node, 0]):
+            before += nodes[node, 0]
+            node += 1
+        found[k] = node
+        remaining[k] = mass - before
+    return descend_from(nodes, offset, found, remaining, width)
 
 
 @numba.njit(cache=True, nogil=True)

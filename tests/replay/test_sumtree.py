@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rdqn.replay import SumTree
+from rdqn.replay.sumtree import descend_sorted
 
 
 @pytest.fixture
@@ -352,3 +354,35 @@ def test_find_with_arbitrary_floats_never_returns_zero_or_padding(
     tol = 1e-12 * total
     assert (cumsum[found] - naive[found] - tol <= queries).all()
     assert (queries <= cumsum[found] + tol).all()
+
+
+@numba.njit(cache=False)
+def _find_sorted(nodes: np.ndarray, offset: int, masses: np.ndarray) -> np.ndarray:
+    return descend_sorted(nodes, offset, masses) - offset
+
+
+@settings(deadline=None, max_examples=150, derandomize=True)
+@given(
+    capacity=st.integers(1, 300),
+    batches=st.lists(_updates, min_size=1, max_size=6),
+    fractions=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=200),
+)
+def test_the_sorted_merge_finds_what_the_descent_finds(
+    capacity: int, batches: list[list[tuple[int, int]]], fractions: list[float]
+) -> None:
+    """The sampler's `descend_sorted` (a merge over the level of about B nodes, then descents)
+    returns the same leaves as `find` for ascending masses: integer masses make every sum exact,
+    so edges (m = cumsum[j]), zero-mass runs, the total and batches wider or narrower than that
+    level are all compared without slack."""
+    tree = SumTree(capacity)
+    for batch in batches:
+        tree.update([i % capacity for i, _ in batch], [v for _, v in batch])
+    total = tree.total
+    if total == 0:
+        return
+    cumsum = np.cumsum(tree.leaves())
+    queries = np.sort(np.concatenate([np.array(fractions) * total, cumsum, [0.0, total]]))
+    queries = queries[queries <= total]
+    np.testing.assert_array_equal(
+        _find_sorted(tree.nodes, tree.offset, queries), tree.find(queries)
+    )
