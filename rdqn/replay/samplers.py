@@ -23,8 +23,7 @@ IS-weight normalisation (`is_normalization`):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Literal, NoReturn, Protocol, runtime_checkable
+from typing import Any, Literal, NamedTuple, NoReturn, Protocol, runtime_checkable
 
 import numba
 import numpy as np
@@ -46,9 +45,10 @@ _NORMALIZATION_CODES = {"global": 0, "batch": 1, "none": 2}
 _MAX_WEIGHT = Real(minimum=0.0, open_minimum=True, optional=True)
 
 
-@dataclass(frozen=True)
-class Draw:
-    """What a sampler returns: slots, their sampling probabilities P(i) and IS weights w_i."""
+class Draw(NamedTuple):
+    """What a sampler returns: slots, their sampling probabilities P(i) and IS weights w_i (a
+    named tuple: immutable, and three times cheaper to build than a frozen dataclass, which
+    counts at tens of draws per millisecond)."""
 
     indices: NDArray[np.int64]
     probabilities: NDArray[np.float64]
