@@ -32,6 +32,7 @@ from rdqn.validation import (
 
 __all__ = [
     "PRESET_NAMES",
+    "RETIRED_FIELDS",
     "SCHEMES",
     "AgentConfig",
     "EnvConfig",
@@ -131,12 +132,6 @@ class ReplayConfig:
         "Upper clip of the IS weights (None: no clip).",
         Real(minimum=0.0, open_minimum=True, optional=True),
         label="IS weight clip",
-    )
-    rank_sort_every: int = setting(
-        64,
-        "Rank-based: re-sort priorities every K updates/additions.",
-        _COUNT,
-        label="Rank re-sort period",
     )
 
     def __post_init__(self) -> None:
@@ -258,7 +253,8 @@ class RunConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunConfig:
-        """Build from `to_dict()` output; unknown keys and bad values raise `ValueError`."""
+        """Build from `to_dict()` output; unknown keys and bad values raise `ValueError`
+        (`RETIRED_FIELDS`, which earlier versions wrote, are dropped)."""
         return _from_dict(cls, data, "")
 
     def with_overrides(self, overrides: dict[str, Any]) -> RunConfig:
@@ -318,11 +314,18 @@ def _flatten(data: dict[str, Any], prefix: str) -> dict[str, Any]:
     return flat
 
 
+RETIRED_FIELDS: frozenset[str] = frozenset({"replay.rank_sort_every"})
+"""Fields that configs stored by earlier versions may hold and that no longer exist; `from_dict`
+drops them. ``replay.rank_sort_every``: the rank order was re-sorted every K changes; it is now
+exact at every draw, so there is nothing to set."""
+
+
 def _from_dict(cls: type, data: Any, prefix: str) -> Any:
     if not isinstance(data, dict):
         raise ValueError(f"{prefix.rstrip('.') or 'config'} must be a mapping, got {data!r}")
     hints = typing.get_type_hints(cls)
     known = {f.name for f in fields(cls)}
+    data = {name: value for name, value in data.items() if prefix + name not in RETIRED_FIELDS}
     unknown = sorted(set(data) - known)
     if unknown:
         where = f" in {prefix.rstrip('.')}" if prefix else ""

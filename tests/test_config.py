@@ -72,6 +72,16 @@ def test_from_dict_rejects_unknown_keys_with_their_path() -> None:
         RunConfig.from_dict({"colour": "red"})
 
 
+def test_a_stored_config_with_the_retired_rank_sort_period_loads() -> None:
+    """Runs stored before the rank order became exact hold replay.rank_sort_every; it is
+    dropped (RETIRED_FIELDS), and only there: at the top level it is still unknown."""
+    data = RunConfig().to_dict()
+    data["replay"]["rank_sort_every"] = 64
+    assert RunConfig.from_dict(data) == RunConfig()
+    with pytest.raises(ValueError, match=r"unknown config field\(s\): rank_sort_every"):
+        RunConfig.from_dict({**RunConfig().to_dict(), "rank_sort_every": 64})
+
+
 def test_from_dict_prefixes_nested_errors_with_the_section() -> None:
     data = RunConfig().to_dict()
     data["replay"]["alpha"] = -1

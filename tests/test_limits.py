@@ -246,9 +246,6 @@ def test_memory_estimate_covers_the_replay_memory_a_trainer_builds(
     config = configure(preset_name, overrides)
     trainer = Trainer(config)
     try:
-        sampler = trainer.buffer.sampler
-        if isinstance(sampler, RankBasedSampler):  # as large as the rank order gets
-            sampler.sort_every = 1
         buffer: ReplayBuffer = trainer.buffer
         shape = trainer.obs_shape
         for _ in range(config.replay.capacity):

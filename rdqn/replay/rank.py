@@ -4,10 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
+import numba
 import numpy as np
 from numpy.typing import NDArray
 
 from rdqn.replay.checks import check_slot, check_update
+from rdqn.replay.rank_order import (
+    COUNT_BLOCKS,
+    COUNT_C,
+    COUNT_STORED,
+    RankOrder,
+    rank_order_nbytes,
+    select_kernel,
+)
 from rdqn.replay.samplers import (
     Draw,
     Normalization,
@@ -15,28 +24,44 @@ from rdqn.replay.samplers import (
     check_normalization,
     importance_weights_kernel,
 )
-from rdqn.validation import check_integer, check_real
+from rdqn.validation import check_real
 
-__all__ = ["RankBasedSampler"]
+__all__ = ["RankBasedSampler", "rank_sampler_nbytes"]
+
+
+def grid_cells(capacity: int) -> int:
+    """Cells of the rank grid: one per 4 ranks (about 13 ranks per cell at the far end of the
+    CDF for alpha 0.7, so a query's search stays within a few cache lines)."""
+    return -(-capacity // 4)
+
+
+def rank_sampler_nbytes(capacity: int) -> int:
+    """`RankBasedSampler.nbytes` once attached to ``capacity`` slots, without allocating: the
+    rank order (`rank_order_nbytes`), the float64 prefix sums of the rank masses and the int32
+    rank grid over them."""
+    return rank_order_nbytes(capacity) + 8 * capacity + 4 * (grid_cells(capacity) + 1)
 
 
 class RankBasedSampler:
     """Rank-based prioritization (Schaul et al. 2015, section 3.3): P(i) ∝ (1 / rank(i))^alpha.
 
-    rank(i) is the position of transition i when sorted by priority |delta_i|, largest first
-    (ties: lower slot first). Sorting costs O(N log N), so, as in the paper, the order is refreshed
-    only after `sort_every` priority updates or additions (and on the first addition) and kept
-    between refreshes. Until the next sort, a transition stored beyond the last sort's size is not
-    drawn, and a slot keeps its rank: once the ring is full, a new transition inherits the rank of
-    the one it overwrote. Every reported P(i) is the exact probability under the order actually
-    used, so IS weights stay consistent. Sorting happens when priorities change, never inside
-    `sample`/`probabilities`, which are read-only. The rank masses r^-alpha and their prefix sums
-    (the segment boundaries) are computed once per capacity; a draw is a stratified inverse-CDF
-    search over ranks, O(B log N).
+    rank(i) is the position of stored transition i when sorted by priority p_i = |delta_i|
+    (raw, no eps: only the order matters), largest first. Ties are broken newest write first:
+    every addition and every priority update of a slot gives it the next value of a write stamp,
+    and the order key is (priority descending, stamp descending). A new transition gets the
+    largest priority seen so far (1.0 at the start) and the newest stamp, so it is rank 1 at once.
+
+    The order is exact at every `sample` and `probabilities`: it reflects every `on_add` and
+    `update_priorities` before it (`RankOrder`: sorted blocks and a Fenwick tree; O(log N) per
+    write and per drawn rank, O(sqrt N) for a block's shift). Over the n stored slots,
+    P(rank r) = r^-alpha / sum_{k<=n} k^-alpha > 0. A draw is stratified over the rank-mass CDF:
+    query k is (k + u_k) * total / B, u_k ~ U[0, 1), and the rank whose CDF segment holds it is
+    drawn (the prefix sums and a grid over them that narrows each search to a few cache lines
+    are computed once per capacity). IS weights as for
+    `ProportionalSampler`; the "global" normalisation uses the smallest probability, rank n's.
 
     Args:
         alpha: rank exponent (0 = uniform; the paper uses 0.7).
-        sort_every: re-sort after this many updates/additions (1 = always exact).
         is_normalization, max_weight: as for `ProportionalSampler`.
     """
 
@@ -45,12 +70,10 @@ class RankBasedSampler:
     def __init__(
         self,
         alpha: float = 0.7,
-        sort_every: int = 64,
         is_normalization: Normalization = "global",
         max_weight: float | None = None,
     ) -> None:
         self.alpha = check_real("alpha", alpha, minimum=0.0)
-        self.sort_every = check_integer("sort_every", sort_every, minimum=1)
         self.is_normalization = is_normalization
         self.max_weight = max_weight
         self._mode, self._max_weight = check_normalization(is_normalization, max_weight)
@@ -59,102 +82,227 @@ class RankBasedSampler:
 
     def attach(self, capacity: int) -> None:
         self._capacity = capacity
-        self.priorities = np.zeros(capacity, np.float64)
-        self._rank_mass = np.arange(1, capacity + 1, dtype=np.float64) ** -self.alpha
-        self._rank_cdf = np.cumsum(self._rank_mass)
-        self._order = np.empty(0, np.int64)
-        self._stored = 0
-        self._changes = 0
+        self._ranks = RankOrder(capacity)
+        self._rank_cdf = np.empty(capacity, np.float64)
+        rank_cdf_kernel(self.alpha, self._rank_cdf)
+        # grid[g] = how many prefix sums are <= g * cell: where the search for a query starts.
+        cells = grid_cells(capacity)
+        self._cell = self._rank_cdf[-1] / cells
+        edges = np.arange(cells + 1) * self._cell
+        self._rank_grid = np.searchsorted(self._rank_cdf, edges, side="right").astype(np.int32)
 
-    def _changed(self, count: int) -> None:
-        self._changes += count
-        if self._changes >= self.sort_every or self._order.shape[0] == 0:
-            self._order = np.argsort(-self.priorities[: self._stored], kind="stable")
-            self._changes = 0
+    def _order(self) -> RankOrder:
+        check_attached(self._capacity, "RankBasedSampler")
+        return self._ranks
+
+    @property
+    def priorities(self) -> NDArray[np.float64]:
+        """p_i of every slot, 0 where nothing is stored (a read-only copy, O(N))."""
+        priorities = self._order().priorities()
+        priorities.flags.writeable = False
+        return priorities
 
     def on_add(self, slot: int) -> None:
-        check_slot(slot, check_attached(self._capacity, "RankBasedSampler"))
-        self.priorities[slot] = self.max_priority
-        self._stored = max(self._stored, slot + 1)
-        self._changed(1)
+        ranks = self._order()
+        slot = check_slot(slot, ranks.capacity)
+        ranks.write_one(slot, self.max_priority)
 
     def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
-        check_attached(self._capacity, "RankBasedSampler")
-        n = self._order.shape[0]
-        total = self._rank_cdf[n - 1]
-        queries = (np.arange(batch_size) + rng.random(batch_size)) * (total / batch_size)
-        ranks = np.minimum(np.searchsorted(self._rank_cdf[:n], queries, side="right"), n - 1)
-        probabilities = self._rank_mass[ranks] / total
+        ranks = self._order()
+        if ranks.size == 0:
+            raise ValueError("cannot sample: no transition is stored")
+        indices = np.empty(batch_size, np.int64)
+        probabilities = np.empty(batch_size, np.float64)
         weights = np.empty(batch_size, np.float64)
-        importance_weights_kernel(
-            probabilities,
-            self._rank_mass[n - 1] / total,
-            n,
+        rank_sample_kernel(
+            self._rank_cdf,
+            self._rank_grid,
+            self._cell,
+            self.alpha,
+            rng.random(batch_size),
             beta,
             self._mode,
             self._max_weight,
+            ranks.items,
+            ranks.blocks,
+            ranks.fenwick,
+            ranks.counters,
+            indices,
+            probabilities,
             weights,
         )
-        return Draw(self._order[ranks], probabilities, weights)
+        return Draw(indices, probabilities, weights)
 
     @property
     def order(self) -> NDArray[np.int64]:
-        """The ranked slots as of the last sort, rank 1 first: `sample` lays the rank masses out
-        in this order and draws one query in each of B equal segments (a read-only view)."""
-        view = self._order.view()
-        view.flags.writeable = False
-        return view
+        """The stored slots, rank 1 first: `sample` lays the rank masses out in this order and
+        draws one query in each of B equal segments (a fresh read-only array, O(N))."""
+        slots = self._order().slots_in_order()
+        slots.flags.writeable = False
+        return slots
 
     def update_priorities(
         self, indices: NDArray[np.int64], magnitudes: NDArray[np.float64]
     ) -> None:
-        capacity = check_attached(self._capacity, "RankBasedSampler")
-        indices, magnitudes = check_update(indices, magnitudes, capacity)
+        """p_i = |delta_i|, each with the next write stamp; duplicates in one call: the last one
+        wins. A slot that holds no transition keeps none (its magnitude only counts towards the
+        largest priority seen). ``ValueError`` (state unchanged) as in `check_update`."""
+        ranks = self._order()
+        indices, magnitudes = check_update(indices, magnitudes, ranks.capacity)
         if indices.shape[0] == 0:
             return
-        self.priorities[indices] = magnitudes
-        self.max_priority = max(self.max_priority, float(magnitudes.max()))
-        self._changed(1)
+        largest = ranks.update(indices, magnitudes)
+        if largest > self.max_priority:
+            self.max_priority = largest
 
     def probabilities(self, size: int) -> NDArray[np.float64]:
-        check_attached(self._capacity, "RankBasedSampler")
+        """P(i) for every slot i < size (0 where nothing is stored), O(N)."""
+        ranks = self._order()
         out = np.zeros(size)
-        n = self._order.shape[0]
-        if n:
-            out[self._order] = self._rank_mass[:n] / self._rank_cdf[n - 1]
+        rank_probabilities_kernel(
+            self._rank_cdf, self.alpha, ranks.items, ranks.sizes, ranks.blocks, ranks.counters, out
+        )
         return out
 
     @property
     def nbytes(self) -> int:
         if self._capacity is None:
             return 0
-        return int(
-            self.priorities.nbytes
-            + self._rank_mass.nbytes
-            + self._rank_cdf.nbytes
-            + self._order.nbytes
-        )
+        return self._ranks.nbytes + self._rank_cdf.nbytes + self._rank_grid.nbytes
 
     def state_dict(self) -> dict[str, Any]:
-        check_attached(self._capacity, "RankBasedSampler")
+        """What continues the sampler identically: per-slot priorities and write stamps (-1: no
+        transition), the last stamp given, the largest priority seen, alpha."""
+        ranks = self._order()
         return {
             "name": self.name,
             "alpha": self.alpha,
             "max_priority": self.max_priority,
-            "priorities": self.priorities.copy(),
-            "order": self._order.copy(),
-            "stored": self._stored,
-            "changes": self._changes,
+            "priorities": ranks.priorities(),
+            "stamps": ranks.stamp.copy(),
+            "clock": ranks.clock,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        check_attached(self._capacity, "RankBasedSampler")
+        """Load a `state_dict`, rebuilding the rank order from the keys (O(N log N)).
+
+        A state saved before the order was exact (keys "order", "stored", "changes", no
+        "stamps") still loads: slots [0, stored) were the stored ones, and their stamps are set to
+        stored - slot, which keeps that sampler's tie rule (lower slot first); the next write
+        gets stamp stored + 1, newer than all of them.
+        """
+        ranks = self._order()
         if state.get("name") != self.name:
             raise ValueError(f"state_dict is for sampler {state.get('name')!r}, not {self.name!r}")
-        if state["priorities"].shape != self.priorities.shape or state["alpha"] != self.alpha:
-            raise ValueError("state_dict does not match this sampler's capacity or alpha")
-        self.priorities[...] = state["priorities"]
-        self._order = np.asarray(state["order"], np.int64).copy()
-        self._stored = int(state["stored"])
-        self._changes = int(state["changes"])
+        if state.get("alpha") != self.alpha:
+            raise ValueError(
+                f"state_dict was saved with alpha={state.get('alpha')}, this sampler has "
+                f"alpha={self.alpha}"
+            )
+        priorities = np.asarray(state["priorities"], np.float64)
+        if priorities.shape != (ranks.capacity,):
+            raise ValueError(
+                f"state_dict holds priorities of shape {priorities.shape}, this sampler has "
+                f"{ranks.capacity} slots"
+            )
+        if "stamps" in state:
+            stamps = np.asarray(state["stamps"], np.int64)
+            clock = int(state["clock"])
+        else:
+            stored = int(state["stored"])
+            slots = np.arange(ranks.capacity)
+            stamps = np.where(slots < stored, stored - slots, -1).astype(np.int64)
+            clock = stored
+        stamped = stamps[stamps >= 0]
+        if (
+            stamps.shape != priorities.shape
+            or np.unique(stamped).shape != stamped.shape
+            or (stamped > clock).any()
+        ):
+            raise ValueError("state_dict stamps must be unique, <= clock, one per slot")
+        ranks.load(priorities, stamps, clock)
         self.max_priority = float(state["max_priority"])
+
+
+# ---------------------------------------------------------------- kernels
+
+
+@numba.njit(cache=True, nogil=True)
+def rank_cdf_kernel(alpha: float, out: NDArray[np.float64]) -> None:
+    """out[j] = sum_{r <= j + 1} r^-alpha (the rank masses' prefix sums)."""
+    total = 0.0
+    for j in range(out.shape[0]):
+        total += (j + 1.0) ** -alpha
+        out[j] = total
+
+
+@numba.njit(cache=True, nogil=True)
+def rank_sample_kernel(
+    rank_cdf: NDArray[np.float64],
+    rank_grid: NDArray[np.int32],
+    cell: float,
+    alpha: float,
+    uniforms: NDArray[np.float64],
+    beta: float,
+    mode: int,
+    max_weight: float,
+    items: NDArray[np.int32],
+    blocks: NDArray[np.int32],
+    fenwick: NDArray[np.int64],
+    counters: NDArray[np.int64],
+    out_indices: NDArray[np.int64],
+    out_probabilities: NDArray[np.float64],
+    out_weights: NDArray[np.float64],
+) -> None:
+    """Stratified queries m_k = (k + u_k) * total / B over the rank-mass CDF of the n stored
+    slots; the rank drawn is the first whose prefix sum exceeds m_k (capped at rank n, for a
+    query rounded onto the total), P = r^-alpha / total; then the slots at those ranks and the IS
+    weights. The search for m_k covers only the grid cells g - 1 .. g + 1 around g = m_k / cell,
+    whose prefix-sum counts bound its answer (a cell either side absorbs rounding)."""
+    n = counters[COUNT_STORED]
+    total = rank_cdf[n - 1]
+    batch = uniforms.shape[0]
+    segment = total / batch
+    cells = rank_grid.shape[0] - 1
+    ranks = np.empty(batch, np.int64)
+    for k in range(batch):
+        query = (k + uniforms[k]) * segment
+        g = min(int(query / cell), cells)
+        base = rank_grid[max(g - 1, 0)]
+        length = rank_grid[min(g + 2, cells)] - base
+        if length > 0:  # branch-free halving (the answer stays in [base, base + length])
+            while length > 1:
+                half = length >> 1
+                base = base + half if rank_cdf[base + half] <= query else base
+                length -= half
+            base += rank_cdf[base] <= query
+        ranks[k] = min(base, n - 1)
+        out_probabilities[k] = (ranks[k] + 1.0) ** -alpha / total
+    select_kernel(items, blocks, fenwick, counters, ranks, out_indices)
+    importance_weights_kernel(
+        out_probabilities, (n * 1.0) ** -alpha / total, n, beta, mode, max_weight, out_weights
+    )
+
+
+@numba.njit(cache=True, nogil=True)
+def rank_probabilities_kernel(
+    rank_cdf: NDArray[np.float64],
+    alpha: float,
+    items: NDArray[np.int32],
+    sizes: NDArray[np.int32],
+    blocks: NDArray[np.int32],
+    counters: NDArray[np.int64],
+    out: NDArray[np.float64],
+) -> None:
+    """out[slot] = r^-alpha / total for every stored slot < out.shape[0], r its rank."""
+    nb, n, c = counters[COUNT_BLOCKS], counters[COUNT_STORED], counters[COUNT_C]
+    if n == 0:
+        return
+    total = rank_cdf[n - 1]
+    rank = 0
+    for q in range(nb):
+        block = blocks[q]
+        for j in range(block * c, block * c + sizes[block]):
+            rank += 1
+            if items[j] < out.shape[0]:
+                out[items[j]] = (rank * 1.0) ** -alpha / total

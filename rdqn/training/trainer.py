@@ -81,7 +81,6 @@ def build_sampler(config: RunConfig) -> Sampler:
     if replay.scheme == "rank":
         return RankBasedSampler(
             alpha=replay.alpha,
-            sort_every=replay.rank_sort_every,
             is_normalization=replay.is_normalization,  # type: ignore[arg-type]
             max_weight=replay.max_weight,
         )

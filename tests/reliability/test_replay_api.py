@@ -39,7 +39,7 @@ STORED = 5
 SAMPLERS: dict[str, Callable[[], Sampler]] = {
     "uniform": UniformSampler,
     "proportional": lambda: ProportionalSampler(alpha=0.6, eps=1e-3),
-    "rank": lambda: RankBasedSampler(alpha=0.7, sort_every=4),
+    "rank": lambda: RankBasedSampler(alpha=0.7),
 }
 
 BAD_INDICES: dict[str, Any] = {

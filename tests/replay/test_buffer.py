@@ -26,7 +26,7 @@ from rdqn.replay import (
 SAMPLERS: dict[str, Callable[[], Sampler]] = {
     "uniform": UniformSampler,
     "proportional": lambda: ProportionalSampler(alpha=0.6, eps=1e-3),
-    "rank": lambda: RankBasedSampler(alpha=0.7, sort_every=4),
+    "rank": lambda: RankBasedSampler(alpha=0.7),
 }
 
 
@@ -423,13 +423,12 @@ def test_nbytes_bound_at_worst_case_capacity(name: str) -> None:
 @pytest.mark.parametrize("capacity", [1, 7, 1024, 1025])
 def test_replay_nbytes_predicts_a_full_buffer_without_allocating(capacity: int, name: str) -> None:
     """`replay_nbytes` is what a server checks against its memory limit before building a run:
-    it must equal the nbytes of the buffer it describes, full (the rank order, re-sorted at
-    every addition here, at its largest)."""
-    sampler = RankBasedSampler(sort_every=1) if name == "rank" else SAMPLERS[name]()
+    it must equal the nbytes of the buffer it describes, full."""
+    sampler = RankBasedSampler() if name == "rank" else SAMPLERS[name]()
     buf = ReplayBuffer(capacity, (4,), sampler=sampler, seed=0)
     add_steps(buf, 0, capacity)
     assert replay_nbytes(capacity, 4, name) == buf.nbytes
-    sampler = RankBasedSampler(sort_every=1) if name == "rank" else SAMPLERS[name]()
+    sampler = RankBasedSampler() if name == "rank" else SAMPLERS[name]()
     wide = ReplayBuffer(capacity, (3, 5), sampler=sampler, obs_dtype=np.uint8, seed=0)
     for _ in range(capacity):
         wide.add(np.zeros((3, 5), np.uint8), 0, 0.0, np.zeros((3, 5), np.uint8), False, False)

@@ -1,13 +1,19 @@
-"""RankBasedSampler.order: the rank order `sample` stratifies over, exposed read-only."""
+"""RankOrder, the exact rank order behind rank-based replay, and RankBasedSampler.order, its
+read-only view. The structure is checked against a lexsort of (priority desc, stamp desc) and
+its own invariants (sorted keys, block sizes within [C/2, C), Fenwick sums, last keys)."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rdqn.replay import RankBasedSampler
+from rdqn.replay.rank import rank_sampler_nbytes
+from rdqn.replay.rank_order import RankOrder, block_capacity, rank_order_nbytes
 
 
 def test_order_is_the_ranked_slots_and_read_only() -> None:
-    sampler = RankBasedSampler(alpha=0.7, sort_every=1)
+    sampler = RankBasedSampler(alpha=0.7)
     sampler.attach(4)
     for slot in range(4):
         sampler.on_add(slot)
@@ -18,3 +24,98 @@ def test_order_is_the_ranked_slots_and_read_only() -> None:
     np.testing.assert_array_equal(np.argsort(-p, kind="stable"), sampler.order)
     with pytest.raises(ValueError, match="read-only"):
         sampler.order[0] = 0
+
+
+def reference(priority: np.ndarray, stamp: np.ndarray) -> np.ndarray:
+    stored = np.flatnonzero(stamp >= 0)
+    return stored[np.lexsort((-stamp[stored], -priority[stored]))]
+
+
+class Mirror:
+    """A RankOrder and the plain per-slot keys it should hold."""
+
+    def __init__(self, capacity: int) -> None:
+        self.order = RankOrder(capacity)
+        self.priority = np.zeros(capacity)
+        self.stamp = np.full(capacity, -1, np.int64)
+
+    def write(self, slots: np.ndarray, values: np.ndarray, stored_only: bool) -> None:
+        if stored_only:
+            self.order.update(slots, values)
+        else:
+            self.order.write(slots, values)
+        for slot, value in zip(slots, values, strict=True):
+            if not stored_only or self.stamp[slot] >= 0:
+                self.priority[slot] = value
+                self.stamp[slot] = self.stamp.max(initial=0) + 1
+
+    def check(self) -> None:
+        self.order.check_invariants()
+        expected = reference(self.priority, self.stamp)
+        np.testing.assert_array_equal(self.order.slots_in_order(), expected)
+        np.testing.assert_array_equal(self.order.select(np.arange(expected.shape[0])), expected)
+        np.testing.assert_array_equal(self.order.stamp, self.stamp)
+        np.testing.assert_array_equal(
+            self.order.priorities(), np.where(self.stamp >= 0, self.priority, 0.0)
+        )
+
+
+@pytest.mark.parametrize("capacity", [1, 5, 40, 700])
+def test_blocks_split_merge_and_borrow_under_drifting_priorities(capacity: int) -> None:
+    """Priorities drift upwards, so writes pile into the first blocks (splits) and drain the
+    last ones (borrows, merges, an emptied block); the order stays exact throughout."""
+    mirror = Mirror(capacity)
+    rng = np.random.default_rng(capacity)
+    for step in range(120):
+        slots = rng.integers(0, capacity, rng.integers(1, 30))
+        values = np.round(rng.random(slots.shape[0]) * (1 + step / 20), 1)  # ties too
+        mirror.write(slots, values, stored_only=bool(step % 3 == 2))
+        mirror.check()
+
+
+@settings(deadline=None, max_examples=100, derandomize=True)
+@given(
+    st.integers(1, 60),
+    st.lists(
+        st.tuples(
+            st.lists(st.tuples(st.integers(0, 59), st.sampled_from([0.0, 0.5, 1.0, 2.0, 9.0]))),
+            st.booleans(),
+        ),
+        max_size=25,
+    ),
+)
+def test_any_writes_keep_the_lexsort_order(capacity: int, batches: list) -> None:
+    """Duplicates in one batch: the last one wins (it gets the newest stamp)."""
+    mirror = Mirror(capacity)
+    for pairs, stored_only in batches:
+        slots = np.array([slot % capacity for slot, _ in pairs], np.int64)
+        values = np.array([value for _, value in pairs], np.float64)
+        mirror.write(slots, values, stored_only)
+        mirror.check()
+
+
+def test_load_rebuilds_the_same_order() -> None:
+    mirror = Mirror(300)
+    rng = np.random.default_rng(7)
+    mirror.write(rng.integers(0, 300, 400), rng.random(400), stored_only=False)
+    rebuilt = RankOrder(300)
+    rebuilt.load(mirror.priority, mirror.stamp, mirror.order.clock)
+    rebuilt.check_invariants()
+    np.testing.assert_array_equal(rebuilt.slots_in_order(), mirror.order.slots_in_order())
+    rebuilt.write(np.array([3]), np.array([0.5]))  # and it keeps working
+    rebuilt.check_invariants()
+
+
+@pytest.mark.parametrize("capacity", [1, 7, 1000, 1025, 1 << 17])
+def test_nbytes_is_predicted_without_allocating(capacity: int) -> None:
+    order = RankOrder(capacity)
+    assert order.nbytes == rank_order_nbytes(capacity)
+    sampler = RankBasedSampler()
+    sampler.attach(capacity)
+    assert sampler.nbytes == rank_sampler_nbytes(capacity)
+    assert 8 <= block_capacity(capacity) <= 128
+
+
+def test_memory_per_slot_stays_near_forty_five_bytes() -> None:
+    """Per slot: stamp 8 + home 4 + cdf 8 + grid 1 + at most 2N/C + 2 blocks of 12 C bytes."""
+    assert rank_sampler_nbytes(1 << 20) / (1 << 20) < 46

@@ -1,5 +1,5 @@
 """Samplers: sampling distributions (chi-square), stratification, IS weights, the new-item
-priority, rank re-sorting, and one contract shared by the three schemes."""
+priority, the exact rank order, and one contract shared by the three schemes."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def test_proportional_frequencies_match_p_alpha() -> None:
 def test_rank_frequencies_match_inverse_rank_alpha() -> None:
     """P(i) = rank(i)^-alpha / sum_r r^-alpha, rank 1 = largest |delta|, alpha = 0.7, 12 slots."""
     priorities = np.random.default_rng(5).permutation(12).astype(np.float64) + 0.5
-    sampler = filled(RankBasedSampler(alpha=0.7, sort_every=1), 12, 12)
+    sampler = filled(RankBasedSampler(alpha=0.7), 12, 12)
     sampler.update_priorities(np.arange(12), priorities)
     ranks = np.empty(12, np.int64)
     ranks[np.argsort(-priorities)] = np.arange(1, 13)
@@ -83,7 +83,7 @@ def test_uniform_frequencies_are_uniform() -> None:
 
 @pytest.mark.parametrize(
     "make",
-    [lambda: ProportionalSampler(alpha=0.0), lambda: RankBasedSampler(alpha=0.0, sort_every=1)],
+    [lambda: ProportionalSampler(alpha=0.0), lambda: RankBasedSampler(alpha=0.0)],
 )
 def test_alpha_zero_is_exactly_uniform(make: Callable[[], Sampler]) -> None:
     """alpha = 0: every mass is p^0 = 1 (rank^0 = 1), so P(i) = 1/N exactly, whatever |delta|."""
@@ -97,7 +97,7 @@ def test_alpha_zero_is_exactly_uniform(make: Callable[[], Sampler]) -> None:
 
 @pytest.mark.parametrize(
     "make",
-    [lambda: ProportionalSampler(alpha=0.6), lambda: RankBasedSampler(alpha=0.0, sort_every=1)],
+    [lambda: ProportionalSampler(alpha=0.6), lambda: RankBasedSampler(alpha=0.0)],
 )
 def test_stratified_batch_of_size_n_draws_each_equal_slot_once(
     make: Callable[[], Sampler],
@@ -184,7 +184,7 @@ def test_batch_mode_max_weight_is_exactly_one() -> None:
     "make",
     [
         lambda: ProportionalSampler(alpha=0.7, eps=0.01),
-        lambda: RankBasedSampler(alpha=0.7, sort_every=1),
+        lambda: RankBasedSampler(alpha=0.7),
     ],
 )
 def test_global_weights_use_the_smallest_stored_probability(make: Callable[[], Sampler]) -> None:
@@ -205,13 +205,13 @@ def test_rank_weights_closed_form(scripted: type) -> None:
     with rank masses [1, 1/2, 1/3, 1/4], total 25/12, cumulative [1, 1.5, 1.833, 2.083].
     B = 4, segment 25/48; u = [.5, .96, .9, .75] -> queries .26, 1.02, 1.51, 1.95 -> ranks 1..4.
     P = [12, 6, 4, 3] / 25; global weights with beta 1: P_min / P = [1/4, 1/2, 3/4, 1]."""
-    sampler = filled(RankBasedSampler(alpha=1.0, sort_every=1), 4, 4)
+    sampler = filled(RankBasedSampler(alpha=1.0), 4, 4)
     sampler.update_priorities(np.arange(4), np.array([0.1, 0.4, 0.3, 0.2]))
     draw = sampler.sample(4, 4, 1.0, scripted([0.5, 0.96, 0.9, 0.75]))
     assert draw.indices.tolist() == [1, 2, 3, 0]
     np.testing.assert_allclose(draw.probabilities, np.array([12, 6, 4, 3]) / 25, rtol=1e-12)
     np.testing.assert_allclose(draw.weights, [0.25, 0.5, 0.75, 1.0], rtol=1e-12)
-    none = filled(RankBasedSampler(alpha=1.0, sort_every=1, is_normalization="none"), 4, 4)
+    none = filled(RankBasedSampler(alpha=1.0, is_normalization="none"), 4, 4)
     none.update_priorities(np.arange(4), np.array([0.1, 0.4, 0.3, 0.2]))
     draw = none.sample(4, 4, 0.5, scripted([0.5, 0.96, 0.9, 0.75]))
     np.testing.assert_allclose(draw.weights, (4 * np.array([12, 6, 4, 3]) / 25) ** -0.5, rtol=1e-12)
@@ -324,46 +324,33 @@ def test_total_mass_overflow_is_an_error_and_leaves_tree_unchanged() -> None:
     assert sampler.max_priority == before["max_priority"]
 
 
-# ---------------------------------------------------------------- rank-based re-sorting
+# ---------------------------------------------------------------- rank-based order
 
 
-def test_rank_resort_semantics() -> None:
-    """sort_every = 3, alpha = 1. Adding slots 0..3 sorts at the first addition and again at the
-    third change since then, so all four are ranked, by slot (ties):
-    P = [1, 1/2, 1/3, 1/4] / (25/12).
-    Between sorts nothing moves: new |delta| [1, 4, 2, 3] (change 1) keeps these ranks, and slot 4
-    (change 2) is never drawn, P(4) = 0. Slot 5 is change 3: a re-sort of priorities
-    [1, 4, 2, 3, 4, 4] (new slots got the max priority 4; ties: lower slot first) gives the
-    order [1, 4, 5, 3, 2, 0] with masses 1/r over H_6 = 49/20."""
-    sampler = filled(RankBasedSampler(alpha=1.0, sort_every=3), 8, 4)
-    first = np.array([1.0, 1 / 2, 1 / 3, 1 / 4]) / (25 / 12)
-    np.testing.assert_allclose(sampler.probabilities(4), first, rtol=1e-12)
+def test_rank_order_is_exact_after_every_change() -> None:
+    """alpha = 1. Four additions at priority 1 rank newest first: slots [3, 2, 1, 0], masses
+    1/r over H_4 = 25/12. New |delta| [1, 4, 2, 3] orders them [1, 3, 2, 0] at once. Slot 4,
+    added with the largest priority seen (4), is rank 1 straight away, ahead of slot 1 (also
+    4, older): order [4, 1, 3, 2, 0] over H_5 = 137/60, and every slot is drawn."""
+    sampler = filled(RankBasedSampler(alpha=1.0), 8, 4)
+    expected = np.zeros(4)
+    expected[[3, 2, 1, 0]] = 1 / np.arange(1, 5)
+    np.testing.assert_allclose(sampler.probabilities(4), expected / (25 / 12), rtol=1e-12)
     sampler.update_priorities(np.arange(4), np.array([1.0, 4.0, 2.0, 3.0]))
-    np.testing.assert_allclose(sampler.probabilities(4), first, rtol=1e-12)
+    expected[[1, 3, 2, 0]] = 1 / np.arange(1, 5)
+    np.testing.assert_allclose(sampler.probabilities(4), expected / (25 / 12), rtol=1e-12)
 
     sampler.on_add(4)
+    expected = np.zeros(5)
+    expected[[4, 1, 3, 2, 0]] = 1 / np.arange(1, 6)
+    np.testing.assert_allclose(sampler.probabilities(5), expected / (137 / 60), rtol=1e-12)
     rng = np.random.default_rng(16)
+    counts = np.zeros(5, np.int64)
     for _ in range(100):
         draw = sampler.sample(5, 16, 1.0, rng)
-        assert 4 not in draw.indices
+        counts += np.bincount(draw.indices, minlength=5)
         np.testing.assert_allclose(
             draw.probabilities, sampler.probabilities(5)[draw.indices], rtol=1e-12
-        )
-    p5 = sampler.probabilities(5)
-    assert p5[4] == 0.0
-    np.testing.assert_allclose(p5[:4], first, rtol=1e-12)
-    assert p5.sum() == pytest.approx(1.0, abs=1e-12)
-
-    sampler.on_add(5)
-    expected = np.zeros(6)
-    expected[[1, 4, 5, 3, 2, 0]] = 1 / np.arange(1, 7)
-    np.testing.assert_allclose(sampler.probabilities(6), expected / (49 / 20), rtol=1e-12)
-    counts = np.zeros(6, np.int64)
-    for _ in range(100):
-        draw = sampler.sample(6, 16, 1.0, rng)
-        counts += np.bincount(draw.indices, minlength=6)
-        np.testing.assert_allclose(
-            draw.probabilities, sampler.probabilities(6)[draw.indices], rtol=1e-12
         )
     assert (counts > 0).all()
 
@@ -372,7 +359,7 @@ def test_rank_sample_and_probabilities_do_not_change_the_order(
     assert_same_state: Callable,
 ) -> None:
     """Reading is side-effect free: sampling and asking for P(i) leave the state untouched."""
-    sampler = filled(RankBasedSampler(alpha=0.7, sort_every=5), 16, 7)
+    sampler = filled(RankBasedSampler(alpha=0.7), 16, 7)
     sampler.update_priorities(np.arange(7), np.arange(7, dtype=np.float64))
     before = sampler.state_dict()
     sampler.probabilities(7)
@@ -380,12 +367,12 @@ def test_rank_sample_and_probabilities_do_not_change_the_order(
     assert_same_state(sampler.state_dict(), before)
 
 
-def test_rank_sort_every_one_draws_new_items_at_once() -> None:
-    sampler = filled(RankBasedSampler(alpha=1.0, sort_every=1), 8, 3)
+def test_rank_new_items_are_drawn_at_once_newest_first() -> None:
+    sampler = filled(RankBasedSampler(alpha=1.0), 8, 3)
     sampler.on_add(3)
     probabilities = sampler.probabilities(4)
-    # all priorities 1.0: ties by slot -> ranks 1..4 for slots 0..3
-    np.testing.assert_allclose(probabilities, (1 / np.arange(1, 5)) / (25 / 12), rtol=1e-12)
+    # all priorities 1.0: ties newest write first -> ranks 4..1 for slots 0..3
+    np.testing.assert_allclose(probabilities, (1 / np.arange(4, 0, -1)) / (25 / 12), rtol=1e-12)
 
 
 # ---------------------------------------------------------------- contract over the three schemes
@@ -393,7 +380,7 @@ def test_rank_sort_every_one_draws_new_items_at_once() -> None:
 FACTORIES: dict[str, Callable[[], Sampler]] = {
     "uniform": UniformSampler,
     "proportional": lambda: ProportionalSampler(alpha=0.6, eps=1e-3),
-    "rank": lambda: RankBasedSampler(alpha=0.7, sort_every=4),
+    "rank": lambda: RankBasedSampler(alpha=0.7),
 }
 
 
@@ -505,8 +492,6 @@ def test_uniform_update_priorities_is_a_no_op(assert_same_state: Callable) -> No
         (lambda: ProportionalSampler(eps=-1e-6), "eps"),
         (lambda: ProportionalSampler(is_normalization="max"), "is_normalization"),
         (lambda: RankBasedSampler(max_weight=0.0), "max_weight"),
-        (lambda: RankBasedSampler(sort_every=0), "sort_every"),
-        (lambda: RankBasedSampler(sort_every=2.5), "sort_every"),
     ],
 )
 def test_bad_sampler_arguments(make: Callable[[], Sampler], match: str) -> None:

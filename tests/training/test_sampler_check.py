@@ -47,7 +47,7 @@ def independent_draws(
 
 SAMPLERS = {
     "proportional": lambda: filled(ProportionalSampler(alpha=0.7), 500),
-    "rank": lambda: filled(RankBasedSampler(alpha=0.7, sort_every=1), 500),
+    "rank": lambda: filled(RankBasedSampler(alpha=0.7), 500),
     "uniform": lambda: filled(UniformSampler(), 500),
 }
 
@@ -152,7 +152,7 @@ def test_counts_add_up_and_stratified_ranges_are_tight() -> None:
 
 
 def test_rank_based_replay_is_checked_in_rank_order() -> None:
-    sampler = filled(RankBasedSampler(alpha=0.7, sort_every=1), 200)
+    sampler = filled(RankBasedSampler(alpha=0.7), 200)
     fit = check_sampler(sampler, 200, 32, batches=16, bins=8, rng=np.random.default_rng(7))
     assert fit.axis == "rank" and fit.stratified
     # Rank order: the first bin holds the top ranks, so it expects the most draws.
