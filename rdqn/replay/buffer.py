@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from rdqn.replay.checks import check_slots, check_update
+from rdqn.replay.rank import rank_sampler_nbytes
 from rdqn.replay.samplers import Sampler, UniformSampler
 from rdqn.replay.storage import ACTION_MAX, RingStorage, count_stale
 from rdqn.validation import check_integer, check_probability
@@ -32,15 +33,17 @@ def replay_nbytes(capacity: int, obs_size: int, scheme: str, obs_itemsize: int =
 
     Storage: o_t and o_{t+1} per slot plus the slot's bookkeeping. Proportional: a sum tree and
     a min tree of 2P float64 nodes each, P = the smallest power of two >= capacity. Rank-based:
-    priorities, rank masses, their prefix sums and the order, one float64/int64 each per slot
-    (the order grows to that at its first re-sort after the buffer is full).
+    the exact rank order (`rank_sampler_nbytes`): per slot an int64 write stamp, an int32 block
+    index, the float64 prefix sums of the rank masses and a quarter of an int32 grid entry, plus
+    at most 2N/C + 2 blocks of C int32 slots and C float64 priorities (C = `block_capacity(N)`)
+    with a few per-block fields; about 45 to 48 bytes per slot.
     """
     storage = capacity * (2 * obs_size * obs_itemsize + _SLOT_BYTES)
     if scheme == "proportional":
         leaves = 1 << max(0, (capacity - 1).bit_length())
         return storage + 2 * (2 * leaves) * 8
     if scheme == "rank":
-        return storage + 4 * capacity * 8
+        return storage + rank_sampler_nbytes(capacity)
     if scheme == "uniform":
         return storage
     raise ValueError(f"scheme must be one of ('uniform', 'proportional', 'rank'), got {scheme!r}")
