@@ -10,8 +10,8 @@ from numpy.typing import NDArray
 
 from rdqn.replay.checks import check_slot, check_update
 from rdqn.replay.rank_order import (
-    COUNT_BLOCKS,
     COUNT_C,
+    COUNT_LAST,
     COUNT_STORED,
     RankOrder,
     rank_order_nbytes,
@@ -295,13 +295,15 @@ def rank_probabilities_kernel(
     out: NDArray[np.float64],
 ) -> None:
     """out[slot] = r^-alpha / total for every stored slot < out.shape[0], r its rank."""
-    nb, n, c = counters[COUNT_BLOCKS], counters[COUNT_STORED], counters[COUNT_C]
+    n, c = counters[COUNT_STORED], counters[COUNT_C]
     if n == 0:
         return
     total = rank_cdf[n - 1]
     rank = 0
-    for q in range(nb):
+    for q in range(counters[COUNT_LAST] + 1):
         block = blocks[q]
+        if block < 0:  # a gap
+            continue
         for j in range(block * c, block * c + sizes[block]):
             rank += 1
             if items[j] < out.shape[0]:

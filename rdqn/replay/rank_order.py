@@ -1,74 +1,109 @@
-"""The rank order of rank-based replay, exact under every write: sorted blocks of slots with a
-Fenwick tree over the block sizes (an order-statistic structure in the style of a B-tree of
-height two, or of a "sorted list of sorted lists").
+"""The rank order of rank-based replay, exact under every write: sorted blocks of slots laid out
+in a gapped list of positions, with a Fenwick tree over the positions' sizes (an order-statistic
+structure in the style of a B-tree of height two, or of a "sorted list of sorted lists").
 
 Every stored slot i has a key (p_i, s_i): its priority p_i and a write stamp s_i that grows with
 every write of any slot. The order is p descending, ties by s descending, so among equal
 priorities the most recently written slot comes first; stamps are unique, so the order is total.
 Rank 0 (rank 1 of the paper) is the first slot in that order.
 
-Layout (blocks of capacity C, the blocks in use listed by logical position)::
+Layout (blocks of capacity C; P positions, each holding a physical block or a gap, -1)::
 
-    position               0                1             2
-    block (physical)       3                0             5
-    items (slots)          [7, 2, 9]        [4, 0]        [1, 8, 6, 3]
-    keys  (priorities)     [9., 7., 7.]     [5., 4.]      [3., 2., 2., 1.]
-    sizes                  3                2             4      -> Fenwick tree over [3, 2, 4]
-    last key by position   (7., s_9)        (4., s_0)     (1., s_3)
+    position               0             1      2             3               4 ...
+    block (physical)       3             -1     0             5               -1
+    items (slots)          [7, 2, 9]            [4, 0]        [1, 8, 6, 3]
+    keys  (priorities)     [9., 7., 7.]         [5., 4.]      [3., 2., 2., 1.]
+    sizes                  3             0      2             4               0
+    last key by position   (7., s_9)     copy   (4., s_0)     (1., s_3)       (not kept)
 
-    slot at rank 5: prefix sizes [3, 5, 9] -> position 2, offset 5 - 5 = 0 -> slot 1
+    Fenwick tree over [3, 0, 2, 4, 0, ...]; slot at rank 5: the last position whose prefix size
+    is <= 5 is 3 (prefix 5), offset 5 - 5 = 0 -> slot 1
 
-`blocks` lists the physical blocks in use in logical order, then the free ones; `position` is
-its inverse; `home[i]` is the block that holds slot i; `stamp[i]` is -1 when slot i holds nothing.
-The priorities live only in the blocks (`keys`), beside the slots, so a search inside a block
-reads contiguous memory; stamps are read only to break ties.
+`blocks[q]` is the physical block at position q (-1: a gap); `position` is its inverse (-1: a
+free block, kept on the stack `free`); `home[i]` is the block that holds slot i; `stamp[i]` is
+-1 when slot i holds nothing. Position 0 always holds a block (once one is used), `last` is the
+last position that does; a gap before `last` carries the last key of the block before it, so
+the last keys up to `last` never increase and a binary search over them lands on a block. The
+priorities live only in the blocks (`keys`), beside the slots, so a search inside a block reads
+contiguous memory; stamps are read only to break ties.
+
+The gaps make a split or a merge local: a full block splits into the nearest gap (the blocks in
+between move over by one position, at most `REACH`, each a Fenwick point update), and a merged
+block leaves a gap. Where no gap is within reach, or a run of gaps grew past it, the blocks are
+spread out again, one every min(4, P / blocks) positions, O(P), rarely.
 
 Invariants (`check_invariants`):
 - keys strictly decrease in the order above, within a block and from one block to the next;
 - every block in use holds fewer than C slots, and at least C/2 when more than one is in use
   (a full block splits into two halves; a block that falls under C/2 borrows a slot from a
-  neighbour that has more than C/2, else merges with it), so at most 2N/C + 1 blocks are used.
+  neighbour that has more than C/2, else merges with it), so at most 2N/C + 1 blocks are used;
+- P = 2 (2N/C + 2) positions, so a spread leaves at least one gap after every block.
 
-Costs (b <= 2N/C + 1 blocks in use): a write (remove the slot, then insert it with its new key)
-is a scan of its block O(C), a binary search over the blocks' last keys O(log b) and one inside a
-block O(log C), shifts of at most C entries and Fenwick updates O(log b); a split or merge also
-renumbers positions and rebuilds the Fenwick tree, O(C + b), at most once per C/2 writes into a
-block, so O(1 + N/C^2) amortized. Selecting the slots at B ranks is B Fenwick descents,
-O(B log b), done level by level so the B memory loads of a level overlap. Walking the whole order
-is O(N). All in numba.
+Costs (P = O(N/C) positions): a write (remove the slot, then insert it with its new key) is a
+scan of its block O(C), a binary search over the positions' last keys O(log P) and one inside a
+block O(log C), shifts of at most C entries and Fenwick updates O(log P); a split or merge moves
+O(C) entries and at most `REACH` positions, O(C + REACH log P), once per C/2 writes into a block
+at most. Selecting the slots at B ranks is B Fenwick descents, O(B log P), done level by level so
+the B memory loads of a level overlap. Walking the whole order is O(P + N). All in numba.
 """
 
 from __future__ import annotations
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 from numpy.typing import NDArray
 
 __all__ = ["RankOrder", "block_capacity", "rank_order_nbytes"]
 
-# Fields of `RankOrder.counters`: blocks in use, slots stored, last stamp given, C.
-COUNT_BLOCKS, COUNT_STORED, COUNT_CLOCK, COUNT_C = 0, 1, 2, 3
-_NB, _N, _CLOCK, _C = COUNT_BLOCKS, COUNT_STORED, COUNT_CLOCK, COUNT_C
+# Fields of `RankOrder.counters`: blocks in use, slots stored, last stamp given, C, free blocks
+# on the stack, the last position that holds a block (-1: none), spreads so far (a statistic).
+COUNT_BLOCKS, COUNT_STORED, COUNT_CLOCK, COUNT_C, COUNT_FREE, COUNT_LAST = 0, 1, 2, 3, 4, 5
+COUNT_SPREADS = 6
+_NB, _N, _CLOCK, _C, _FREE, _LAST = 0, 1, 2, 3, 4, 5
+
+# How far a split looks for a gap, and the longest run of gaps a merge leaves, before the blocks
+# are spread out again.
+REACH = 32
+
+# How many writes ahead `write_kernel` prefetches the slots' homes (and half as many ahead, the
+# blocks they leave).
+AHEAD = 8
 
 
 def block_capacity(capacity: int) -> int:
-    """C for ``capacity`` slots: the power of two nearest sqrt(capacity), clamped to [8, 128]
-    (balances the O(C) shifts and scans against the O(N/C^2) amortized splits and merges; past
-    128 the rows a write touches cost more than the rarer splits save, measured at N = 2^17)."""
-    return int(min(128, max(8, 1 << round(np.log2(max(1.0, np.sqrt(capacity)))))))
+    """C for ``capacity`` slots: the power of two nearest sqrt(capacity), clamped to [8, 64]
+    (a write shifts and scans O(C) entries; splits and merges, once per C/2 writes into a
+    block, cost O(C + REACH log P), so C is small: 64 measured fastest at N = 2^17 and 2^20)."""
+    return int(min(64, max(8, 1 << round(np.log2(max(1.0, np.sqrt(capacity)))))))
 
 
 def max_blocks(capacity: int) -> int:
-    """Blocks allocated: at most 2N/C + 1 are ever in use (module docstring)."""
+    """Physical blocks allocated: at most 2N/C + 1 are ever in use (module docstring)."""
     return 2 * capacity // block_capacity(capacity) + 2
+
+
+def positions(capacity: int) -> int:
+    """P: two positions per physical block, so a spread leaves a gap after every block."""
+    return 2 * max_blocks(capacity)
 
 
 def rank_order_nbytes(capacity: int) -> int:
     """`RankOrder(capacity).nbytes` without allocating: per slot an int64 stamp and an int32 home
-    block; per block C int32 slots and C float64 keys, an int32 size, list entry and position, a
-    float64 and an int64 last key, and an int64 Fenwick node (plus one); four int64 counters."""
+    block; per physical block C int32 slots and C float64 keys, an int32 size, position and
+    free-stack entry; per position an int32 block, a float64 and an int64 last key and an int64
+    Fenwick node (plus one); seven int64 counters."""
     c = block_capacity(capacity)
-    return capacity * (8 + 4) + max_blocks(capacity) * (12 * c + 3 * 4 + 3 * 8) + 8 + 4 * 8
+    return (
+        capacity * (8 + 4)
+        + max_blocks(capacity) * (12 * c + 3 * 4)
+        + positions(capacity) * (4 + 3 * 8)
+        + 8
+        + 7 * 8
+    )
 
 
 class RankOrder:
@@ -83,18 +118,19 @@ class RankOrder:
             raise ValueError(f"capacity must be an integer in [1, 2**31), got {capacity}")
         self.capacity = capacity
         self.block_capacity = block_capacity(capacity)
-        blocks = max_blocks(capacity)
+        blocks, slots = max_blocks(capacity), positions(capacity)
         self.stamp = np.full(capacity, -1, np.int64)
         self.home = np.full(capacity, -1, np.int32)
         self.items = np.zeros(blocks * self.block_capacity, np.int32)
         self.keys = np.zeros(blocks * self.block_capacity, np.float64)
         self.sizes = np.zeros(blocks, np.int32)
-        self.blocks = np.arange(blocks, dtype=np.int32)
         self.position = np.full(blocks, -1, np.int32)
-        self.last_key = np.zeros(blocks, np.float64)
-        self.last_stamp = np.zeros(blocks, np.int64)
-        self.fenwick = np.zeros(blocks + 1, np.int64)
-        self.counters = np.array([0, 0, 0, self.block_capacity], np.int64)
+        self.free = np.arange(blocks - 1, -1, -1, dtype=np.int32)  # pops 0, 1, 2, ...
+        self.blocks = np.full(slots, -1, np.int32)
+        self.last_key = np.zeros(slots, np.float64)
+        self.last_stamp = np.zeros(slots, np.int64)
+        self.fenwick = np.zeros(slots + 1, np.int64)
+        self.counters = np.array([0, 0, 0, self.block_capacity, blocks, -1, 0], np.int64)
         self._one_slot = np.zeros(1, np.int64)  # `write_one`'s arguments, kept to not allocate
         self._one_priority = np.zeros(1, np.float64)
 
@@ -105,8 +141,9 @@ class RankOrder:
             self.items,
             self.keys,
             self.sizes,
-            self.blocks,
             self.position,
+            self.free,
+            self.blocks,
             self.last_key,
             self.last_stamp,
             self.fenwick,
@@ -117,6 +154,11 @@ class RankOrder:
     def size(self) -> int:
         """Slots stored."""
         return int(self.counters[_N])
+
+    @property
+    def spreads(self) -> int:
+        """How often the blocks were spread out again (a statistic, for tests and profiling)."""
+        return int(self.counters[COUNT_SPREADS])
 
     @property
     def clock(self) -> int:
@@ -148,7 +190,7 @@ class RankOrder:
 
     def walk(self) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """(every stored slot, rank 0 first; the priority of every slot, 0 where nothing is
-        stored), O(N)."""
+        stored), O(P + N)."""
         order = np.empty(self.size, np.int64)
         priorities = np.zeros(self.capacity, np.float64)
         walk_kernel(
@@ -157,11 +199,11 @@ class RankOrder:
         return order, priorities
 
     def slots_in_order(self) -> NDArray[np.int64]:
-        """Every stored slot, rank 0 first (O(N))."""
+        """Every stored slot, rank 0 first (O(P + N))."""
         return self.walk()[0]
 
     def priorities(self) -> NDArray[np.float64]:
-        """The priority of every slot, 0 where nothing is stored (O(N))."""
+        """The priority of every slot, 0 where nothing is stored (O(P + N))."""
         return self.walk()[1]
 
     def load(self, priority: NDArray[np.float64], stamp: NDArray[np.int64], clock: int) -> None:
@@ -176,26 +218,36 @@ class RankOrder:
     def check_invariants(self) -> None:
         """AssertionError where the structure is inconsistent (for tests)."""
         nb, n, c = int(self.counters[_NB]), int(self.counters[_N]), self.block_capacity
-        used = self.blocks[:nb]
+        last, free = int(self.counters[_LAST]), int(self.counters[_FREE])
+        held = np.flatnonzero(self.blocks >= 0)
+        assert held.shape[0] == nb and (nb == 0 or (held[0] == 0 and held[-1] == last))
+        used = self.blocks[held]
         sizes = self.sizes[used]
         assert (sizes > 0).all() and (sizes < c).all() and sizes.sum() == n
         assert nb <= 1 or (sizes >= c // 2).all()
-        assert np.array_equal(self.position[used], np.arange(nb))
-        assert np.array_equal(np.sort(self.blocks), np.arange(self.blocks.shape[0]))
+        assert np.array_equal(self.position[used], held)
+        assert free + nb == self.sizes.shape[0]
+        assert np.array_equal(
+            np.sort(np.concatenate([used, self.free[:free]])), np.arange(free + nb)
+        )
+        assert (self.position[self.free[:free]] == -1).all()
         order = self.slots_in_order()
         assert np.array_equal(self.home[order], np.repeat(used, sizes))
         assert (self.home >= 0).sum() == n == (self.stamp >= 0).sum()
         assert (self.stamp[order] >= 0).all() and (self.stamp <= self.clock).all()
-        c = self.block_capacity
         keys = [self.keys[b * c : b * c + self.sizes[b]] for b in used]
         keys = np.concatenate(keys) if nb else np.empty(0)
         p, s = np.asarray(keys), self.stamp[order]
         assert ((p[:-1] > p[1:]) | ((p[:-1] == p[1:]) & (s[:-1] > s[1:]))).all()
-        lasts = np.cumsum(sizes) - 1
-        assert np.array_equal(self.last_key[:nb], p[lasts])
-        assert np.array_equal(self.last_stamp[:nb], s[lasts])
-        for i in range(1, nb + 1):  # Fenwick node i sums the sizes at positions [i - lowbit(i), i)
-            assert self.fenwick[i] == sizes[i - (i & -i) : i].sum()
+        if nb:  # each position up to `last` carries the last key of the block at or before it
+            lasts = np.cumsum(sizes) - 1
+            covering = np.searchsorted(held, np.arange(last + 1), side="right") - 1
+            assert np.array_equal(self.last_key[: last + 1], p[lasts][covering])
+            assert np.array_equal(self.last_stamp[: last + 1], s[lasts][covering])
+        along = np.zeros(self.blocks.shape[0], np.int64)
+        along[held] = sizes
+        for i in range(1, along.shape[0] + 1):  # node i sums positions [i - lowbit(i), i)
+            assert self.fenwick[i] == along[i - (i & -i) : i].sum()
 
     @property
     def nbytes(self) -> int:
@@ -215,10 +267,43 @@ _inlined = numba.njit(cache=True, nogil=True, _nrt=False, inline="always")
 _U = np.uint64
 
 
+@intrinsic
+def _prefetch(typingctx, array, index):  # noqa: ANN001, ANN202, ARG001 (numba's signature)
+    """Hint the CPU to load array[index] into the cache (LLVM's prefetch: read, keep in all
+    levels), so the loads of a later write overlap the work of this one."""
+
+    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202, ARG001
+        array_type = signature.args[0]
+        view = context.make_array(array_type)(context, builder, args[0])
+        pointer = builder.bitcast(
+            cgutils.get_item_pointer(context, builder, array_type, view, [args[1]], False),
+            ir.IntType(8).as_pointer(),
+        )
+        i32 = ir.IntType(32)
+        function = cgutils.get_or_insert_function(
+            builder.module,
+            ir.FunctionType(ir.VoidType(), [pointer.type, i32, i32, i32]),
+            "llvm.prefetch.p0",
+        )
+        builder.call(function, [pointer, i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return types.void(array, index), codegen
+
+
+@_inlined
+def _prefetch_block(items: NDArray[np.int32], keys: NDArray[np.float64], base: int, c: int) -> None:
+    """Prefetch the cache lines of a block's slots and keys (64-byte lines)."""
+    for k in range(0, c, 16):
+        _prefetch(items, base + k)
+    for k in range(0, c, 8):
+        _prefetch(keys, base + k)
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _before(p: float, s: int, q: float, t: int) -> bool:
     """Key (p, s) ranks before (q, t): larger priority, or equal priority and newer stamp."""
-    return p > q or (p == q and s > t)
+    return (p > q) | ((p == q) & (s > t))
 
 
 @_inlined
@@ -256,28 +341,32 @@ def _move(
 
 
 @_inlined
-def _fenwick_add(fenwick: NDArray[np.int64], nb: int, q: int, delta: int) -> None:
+def _fenwick_add(fenwick: NDArray[np.int64], q: int, delta: int) -> None:
+    """Add delta to the size at position q."""
     i = q + 1
-    while i <= nb:
+    end = fenwick.shape[0] - 1
+    while i <= end:
         fenwick[i] += delta
         i += i & -i
 
 
 @_no_refcounts
 def _fenwick_build(
-    fenwick: NDArray[np.int64], sizes: NDArray[np.int32], blocks: NDArray[np.int32], nb: int
+    fenwick: NDArray[np.int64], sizes: NDArray[np.int32], blocks: NDArray[np.int32]
 ) -> None:
-    """Node i sums the sizes at positions [i - lowbit(i), i): each node adds itself to its parent
-    once, O(nb)."""
-    for i in range(1, nb + 1):
-        fenwick[i] = sizes[blocks[i - 1]]
-    for i in range(1, nb + 1):
+    """Node i sums the sizes at positions [i - lowbit(i), i) (0 at a gap): each node adds itself
+    to its parent once, O(P)."""
+    end = blocks.shape[0]
+    for i in range(1, end + 1):
+        block = blocks[i - 1]
+        fenwick[i] = sizes[block] if block >= 0 else 0
+    for i in range(1, end + 1):
         parent = i + (i & -i)
-        if parent <= nb:
+        if parent <= end:
             fenwick[parent] += fenwick[i]
 
 
-@_inlined
+@_no_refcounts
 def _set_last(
     stamp: NDArray[np.int64],
     items: NDArray[np.int32],
@@ -286,57 +375,79 @@ def _set_last(
     blocks: NDArray[np.int32],
     last_key: NDArray[np.float64],
     last_stamp: NDArray[np.int64],
-    c: int,
+    counters: NDArray[np.int64],
     q: int,
 ) -> None:
-    """Record the last key of the block at position q (blocks of capacity c)."""
+    """Record the last key of the block at position q, and copy it into the gaps after q."""
+    c = counters[_C]
     block = blocks[q]
     at = block * c + sizes[block] - 1
-    last_key[q] = keys[at]
-    last_stamp[q] = stamp[items[at]]
+    key, key_stamp = keys[at], stamp[items[at]]
+    last_key[q] = key
+    last_stamp[q] = key_stamp
+    k = q + 1
+    while k <= counters[_LAST] and blocks[k] < 0:
+        last_key[k] = key
+        last_stamp[k] = key_stamp
+        k += 1
 
 
-@_no_refcounts
-def _open_position(
-    blocks: NDArray[np.int32],
-    position: NDArray[np.int32],
-    last_key: NDArray[np.float64],
-    last_stamp: NDArray[np.int64],
-    nb: int,
-    q: int,
-) -> int:
-    """Move positions q.. of nb up by one and put the first free block at q; returns it."""
-    fresh = blocks[nb]
-    for k in range(nb, q, -1):
-        blocks[k] = blocks[k - 1]
-        last_key[k] = last_key[k - 1]
-        last_stamp[k] = last_stamp[k - 1]
-        position[blocks[k]] = k
-    blocks[q] = fresh
-    position[fresh] = q
-    return fresh
-
-
-@_no_refcounts
-def _close_position(
+@_inlined
+def _place(
     sizes: NDArray[np.int32],
-    blocks: NDArray[np.int32],
     position: NDArray[np.int32],
+    blocks: NDArray[np.int32],
     last_key: NDArray[np.float64],
     last_stamp: NDArray[np.int64],
-    nb: int,
-    q: int,
+    fenwick: NDArray[np.int64],
+    src: int,
+    dst: int,
 ) -> None:
-    """Remove the empty block at position q of nb from the list; it becomes the first free one."""
-    gone = blocks[q]
-    for k in range(q, nb - 1):
-        blocks[k] = blocks[k + 1]
-        last_key[k] = last_key[k + 1]
-        last_stamp[k] = last_stamp[k + 1]
-        position[blocks[k]] = k
-    blocks[nb - 1] = gone
-    position[gone] = -1
-    sizes[gone] = 0
+    """Move the block at position src to the gap at position dst."""
+    block = blocks[src]
+    blocks[dst] = block
+    blocks[src] = -1
+    position[block] = dst
+    last_key[dst] = last_key[src]
+    last_stamp[dst] = last_stamp[src]
+    _fenwick_add(fenwick, src, -sizes[block])
+    _fenwick_add(fenwick, dst, sizes[block])
+
+
+@_no_refcounts
+def _spread(
+    stamp: NDArray[np.int64],
+    items: NDArray[np.int32],
+    keys: NDArray[np.float64],
+    sizes: NDArray[np.int32],
+    position: NDArray[np.int32],
+    blocks: NDArray[np.int32],
+    last_key: NDArray[np.float64],
+    last_stamp: NDArray[np.int64],
+    fenwick: NDArray[np.int64],
+    counters: NDArray[np.int64],
+) -> None:
+    """Lay the blocks out again, in order, one every min(4, P / blocks) positions, O(P)."""
+    nb = counters[_NB]
+    counters[COUNT_SPREADS] += 1
+    end = blocks.shape[0]
+    k = 0
+    for q in range(end):  # pack to the front, in order
+        if blocks[q] >= 0:
+            blocks[k] = blocks[q]
+            k += 1
+    for q in range(nb, end):
+        blocks[q] = -1
+    step = min(4, end // nb)
+    for k in range(nb - 1, -1, -1):  # then spread, from the back (k * step >= k)
+        block = blocks[k]
+        blocks[k] = -1
+        blocks[k * step] = block
+        position[block] = k * step
+    counters[_LAST] = (nb - 1) * step
+    for k in range(nb):
+        _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, k * step)
+    _fenwick_build(fenwick, sizes, blocks)
 
 
 @_no_refcounts
@@ -346,27 +457,59 @@ def _split(
     items: NDArray[np.int32],
     keys: NDArray[np.float64],
     sizes: NDArray[np.int32],
-    blocks: NDArray[np.int32],
     position: NDArray[np.int32],
+    free: NDArray[np.int32],
+    blocks: NDArray[np.int32],
     last_key: NDArray[np.float64],
     last_stamp: NDArray[np.int64],
     fenwick: NDArray[np.int64],
     counters: NDArray[np.int64],
     q: int,
 ) -> None:
-    """Move the upper half of the full block at position q to a new block at position q + 1."""
+    """Move the upper half of the full block at position q to a new block in the position after
+    it: the nearest gap within `REACH` on either side, the blocks in between moved over by one;
+    where there is none, after spreading the blocks out."""
     c = counters[_C]
-    nb = counters[_NB]
+    end = blocks.shape[0]
     full = blocks[q]
-    fresh = _open_position(blocks, position, last_key, last_stamp, nb, q + 1)
+    right = q + 1
+    while right < end and right - q <= REACH and blocks[right] >= 0:
+        right += 1
+    left = q - 1
+    while left >= 0 and q - left <= REACH and blocks[left] >= 0:
+        left -= 1
+    right_ok = right < end and right - q <= REACH
+    left_ok = left >= 0 and q - left <= REACH
+    if right_ok and (not left_ok or right - q <= q - left):
+        if right > counters[_LAST]:  # the last block moves over (or the new one is last)
+            counters[_LAST] += 1
+        for k in range(right, q + 1, -1):
+            _place(sizes, position, blocks, last_key, last_stamp, fenwick, k - 1, k)
+        at = q + 1
+    elif left_ok:
+        for k in range(left, q):
+            _place(sizes, position, blocks, last_key, last_stamp, fenwick, k + 1, k)
+        at = q
+    else:
+        _spread(
+            stamp, items, keys, sizes, position, blocks, last_key, last_stamp, fenwick, counters
+        )
+        at = position[full] + 1  # a gap: P >= 2 (blocks + 1)
+        if at > counters[_LAST]:
+            counters[_LAST] = at
+    counters[_FREE] -= 1
+    fresh = free[counters[_FREE]]
+    blocks[at] = fresh
+    position[fresh] = at
     half = c >> 1
     _move(home, items, keys, full * c + half, fresh * c, c - half, fresh)
     sizes[full] = half
     sizes[fresh] = c - half
-    counters[_NB] = nb + 1
-    _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, c, q)
-    _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, c, q + 1)
-    _fenwick_build(fenwick, sizes, blocks, nb + 1)
+    counters[_NB] += 1
+    _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, at - 1)
+    _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, at)
+    _fenwick_add(fenwick, at - 1, half - c)
+    _fenwick_add(fenwick, at, c - half)
 
 
 @_no_refcounts
@@ -376,8 +519,9 @@ def _refill(
     items: NDArray[np.int32],
     keys: NDArray[np.float64],
     sizes: NDArray[np.int32],
-    blocks: NDArray[np.int32],
     position: NDArray[np.int32],
+    free: NDArray[np.int32],
+    blocks: NDArray[np.int32],
     last_key: NDArray[np.float64],
     last_stamp: NDArray[np.int64],
     fenwick: NDArray[np.int64],
@@ -386,40 +530,59 @@ def _refill(
 ) -> None:
     """The block at position q fell to C/2 - 1 slots (and it has a neighbour): borrow the
     nearest slot of a neighbour that holds more than C/2, else merge with a neighbour (the two
-    then hold at most C - 1)."""
+    then hold at most C - 1; the later one's position becomes a gap)."""
     c = counters[_C]
-    nb = counters[_NB]
+    last = counters[_LAST]
     block = blocks[q]
     size = sizes[block]
-    if q > 0 and sizes[blocks[q - 1]] > (c >> 1):
-        left = blocks[q - 1]
+    before = q - 1
+    while before >= 0 and blocks[before] < 0:
+        before -= 1
+    after = q + 1
+    while after <= last and blocks[after] < 0:
+        after += 1
+    if before >= 0 and sizes[blocks[before]] > (c >> 1):
+        left = blocks[before]
         _shift_up(items, block * c, size)
         _shift_up(keys, block * c, size)
         _move(home, items, keys, left * c + sizes[left] - 1, block * c, 1, block)
         sizes[left] -= 1
         sizes[block] = size + 1
-        _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, c, q - 1)
-        _fenwick_add(fenwick, nb, q - 1, -1)
-        _fenwick_add(fenwick, nb, q, 1)
-    elif q + 1 < nb and sizes[blocks[q + 1]] > (c >> 1):
-        right = blocks[q + 1]
+        _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, before)
+        _fenwick_add(fenwick, before, -1)
+        _fenwick_add(fenwick, q, 1)
+    elif after <= last and sizes[blocks[after]] > (c >> 1):
+        right = blocks[after]
         _move(home, items, keys, right * c, block * c + size, 1, block)
         _shift_down(items, right * c, sizes[right] - 1)
         _shift_down(keys, right * c, sizes[right] - 1)
         sizes[right] -= 1
         sizes[block] = size + 1
-        _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, c, q)
-        _fenwick_add(fenwick, nb, q + 1, -1)
-        _fenwick_add(fenwick, nb, q, 1)
+        _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, q)
+        _fenwick_add(fenwick, after, -1)
+        _fenwick_add(fenwick, q, 1)
     else:
-        first = q - 1 if q > 0 else q  # merge positions first and first + 1 into the first
-        a, b = blocks[first], blocks[first + 1]
-        _move(home, items, keys, b * c, a * c + sizes[a], sizes[b], a)
-        sizes[a] += sizes[b]
-        _close_position(sizes, blocks, position, last_key, last_stamp, nb, first + 1)
-        counters[_NB] = nb - 1
-        _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, c, first)
-        _fenwick_build(fenwick, sizes, blocks, nb - 1)
+        first, second = (before, q) if before >= 0 else (q, after)
+        a, b = blocks[first], blocks[second]
+        moved = sizes[b]
+        _move(home, items, keys, b * c, a * c + sizes[a], moved, a)
+        sizes[a] += moved
+        sizes[b] = 0
+        blocks[second] = -1
+        position[b] = -1
+        free[counters[_FREE]] = b
+        counters[_FREE] += 1
+        counters[_NB] -= 1
+        if second == last:
+            counters[_LAST] = first
+        _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, first)
+        _fenwick_add(fenwick, second, -moved)
+        _fenwick_add(fenwick, first, moved)
+        if second - first > REACH or (after <= last and after - first > REACH):
+            _spread(
+                stamp, items, keys, sizes, position, blocks, last_key, last_stamp, fenwick,
+                counters,
+            )  # fmt: skip
 
 
 @_inlined
@@ -429,15 +592,17 @@ def _remove(
     items: NDArray[np.int32],
     keys: NDArray[np.float64],
     sizes: NDArray[np.int32],
-    blocks: NDArray[np.int32],
     position: NDArray[np.int32],
+    free: NDArray[np.int32],
+    blocks: NDArray[np.int32],
     last_key: NDArray[np.float64],
     last_stamp: NDArray[np.int64],
     fenwick: NDArray[np.int64],
     counters: NDArray[np.int64],
     slot: int,
 ) -> None:
-    """Take a stored slot out of its block."""
+    """Take a stored slot out of its block (the insert that always follows refills a block it
+    empties: the only one, at position 0)."""
     c = counters[_C]
     block = home[slot]
     q = position[block]
@@ -452,18 +617,15 @@ def _remove(
     sizes[block] = size - 1
     home[slot] = -1
     counters[_N] -= 1
-    nb = counters[_NB]
-    if size == 1:  # the only block (others hold >= C/2), now empty
-        _close_position(sizes, blocks, position, last_key, last_stamp, nb, q)
-        counters[_NB] = 0
+    _fenwick_add(fenwick, q, -1)
+    if size == 1:
         return
     if j == size - 1:
-        _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, c, q)
-    _fenwick_add(fenwick, nb, q, -1)
-    if nb > 1 and size - 1 < (c >> 1):
+        _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, q)
+    if counters[_NB] > 1 and size - 1 < (c >> 1):
         _refill(
-            stamp, home, items, keys, sizes, blocks, position, last_key, last_stamp, fenwick,
-            counters, q,
+            stamp, home, items, keys, sizes, position, free, blocks, last_key, last_stamp,
+            fenwick, counters, q,
         )  # fmt: skip
 
 
@@ -474,8 +636,9 @@ def _insert(
     items: NDArray[np.int32],
     keys: NDArray[np.float64],
     sizes: NDArray[np.int32],
-    blocks: NDArray[np.int32],
     position: NDArray[np.int32],
+    free: NDArray[np.int32],
+    blocks: NDArray[np.int32],
     last_key: NDArray[np.float64],
     last_stamp: NDArray[np.int64],
     fenwick: NDArray[np.int64],
@@ -486,16 +649,20 @@ def _insert(
     """Put the slot, its stamp already set, with priority p into its place."""
     c = counters[_C]
     s = stamp[slot]
-    nb = counters[_NB]
-    if nb == 0:
-        _open_position(blocks, position, last_key, last_stamp, 0, 0)
-        counters[_NB] = nb = 1
-        fenwick[1] = 0
-    # The first block whose last key does not rank before (p, s) takes it; else the last block.
-    lo, hi = 0, nb - 1
+    if counters[_NB] == 0:
+        counters[_FREE] -= 1
+        fresh = free[counters[_FREE]]
+        blocks[0] = fresh
+        position[fresh] = 0
+        sizes[fresh] = 0
+        counters[_NB] = 1
+        counters[_LAST] = 0
+    # The first position whose last key does not rank before (p, s) holds a block and takes it;
+    # else the last block. Branch-free halving: the answer stays in [lo, lo + length].
+    lo, hi = 0, counters[_LAST]
     while lo < hi:
         mid = (lo + hi) >> 1
-        if _before(last_key[mid], last_stamp[mid], p, s):
+        if last_key[mid] > p or (last_key[mid] == p and last_stamp[mid] > s):
             lo = mid + 1
         else:
             hi = mid
@@ -503,14 +670,14 @@ def _insert(
     block = blocks[q]
     size = sizes[block]
     base = block * c
-    lo, hi = 0, size
-    while lo < hi:
-        mid = (lo + hi) >> 1
+    lo, length = 0, size
+    while length > 0:
+        half = length >> 1
+        mid = lo + half
         key = keys[base + mid]  # the stamp is read only on a tie (a cache miss, mostly)
-        if key > p or (key == p and stamp[items[base + mid]] > s):
-            lo = mid + 1
-        else:
-            hi = mid
+        go = key > p or (key == p and stamp[items[base + mid]] > s)
+        lo = mid + 1 if go else lo
+        length = length - half - 1 if go else half
     _shift_up(items, base + lo, size - lo)
     _shift_up(keys, base + lo, size - lo)
     items[base + lo] = slot
@@ -518,14 +685,13 @@ def _insert(
     sizes[block] = size + 1
     home[slot] = block
     counters[_N] += 1
+    _fenwick_add(fenwick, q, 1)
     if lo == size:
-        last_key[q] = p
-        last_stamp[q] = s
-    _fenwick_add(fenwick, nb, q, 1)
+        _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, q)
     if size + 1 == c:
         _split(
-            stamp, home, items, keys, sizes, blocks, position, last_key, last_stamp, fenwick,
-            counters, q,
+            stamp, home, items, keys, sizes, position, free, blocks, last_key, last_stamp,
+            fenwick, counters, q,
         )  # fmt: skip
 
 
@@ -536,8 +702,9 @@ def write_kernel(
     items: NDArray[np.int32],
     keys: NDArray[np.float64],
     sizes: NDArray[np.int32],
-    blocks: NDArray[np.int32],
     position: NDArray[np.int32],
+    free: NDArray[np.int32],
+    blocks: NDArray[np.int32],
     last_key: NDArray[np.float64],
     last_stamp: NDArray[np.int64],
     fenwick: NDArray[np.int64],
@@ -550,21 +717,28 @@ def write_kernel(
     insert it (a slot that holds nothing is skipped when `stored_only`). Returns the largest of
     `priorities` (0 for none)."""
     largest = 0.0
-    for k in range(slots.shape[0]):
+    c = counters[_C]
+    count = slots.shape[0]
+    for k in range(count):
+        if k + AHEAD < count:  # the homes of later writes, then the blocks they leave
+            _prefetch(home, slots[k + AHEAD])
+            _prefetch(stamp, slots[k + AHEAD])
+        if k + AHEAD // 2 < count and home[slots[k + AHEAD // 2]] >= 0:
+            _prefetch_block(items, keys, home[slots[k + AHEAD // 2]] * c, c)
         slot = slots[k]
         largest = max(largest, priorities[k])
         if home[slot] >= 0:
             _remove(
-                stamp, home, items, keys, sizes, blocks, position, last_key, last_stamp, fenwick,
-                counters, slot,
+                stamp, home, items, keys, sizes, position, free, blocks, last_key, last_stamp,
+                fenwick, counters, slot,
             )  # fmt: skip
         elif stored_only:
             continue
         counters[_CLOCK] += 1
         stamp[slot] = counters[_CLOCK]
         _insert(
-            stamp, home, items, keys, sizes, blocks, position, last_key, last_stamp, fenwick,
-            counters, slot, priorities[k],
+            stamp, home, items, keys, sizes, position, free, blocks, last_key, last_stamp,
+            fenwick, counters, slot, priorities[k],
         )  # fmt: skip
     return largest
 
@@ -579,20 +753,21 @@ def select_kernel(
     out: NDArray[np.int64],
 ) -> None:
     """out[k] = the slot at 0-based rank ranks[k] (< the number stored): a Fenwick descent to
-    the last position whose prefix size is <= the rank, then the offset in that block. The B
-    descents advance together one level at a time, without branches, so their loads overlap."""
-    nb = counters[_NB]
+    the last position whose prefix size is <= the rank (it holds a block: a gap adds nothing),
+    then the offset in that block. The B descents advance together one level at a time, without
+    branches, so their loads overlap."""
+    end = fenwick.shape[0] - 1
     batch = ranks.shape[0]
     q = np.zeros(batch, np.int64)
     rest = ranks.copy()
     step = 1
-    while step * 2 <= nb:
+    while step * 2 <= end:
         step *= 2
     while step > 0:
         for k in range(batch):
             node = q[k] + step
-            count = fenwick[min(node, nb)]
-            take = node <= nb and count <= rest[k]
+            count = fenwick[min(node, end)]
+            take = node <= end and count <= rest[k]
             q[k] = node if take else q[k]
             rest[k] -= count if take else 0
         step >>= 1
@@ -614,8 +789,10 @@ def walk_kernel(
     """order = every stored slot, rank order; priorities[slot] = its priority."""
     c = counters[_C]
     k = 0
-    for q in range(counters[_NB]):
+    for q in range(counters[_LAST] + 1):
         block = blocks[q]
+        if block < 0:
+            continue
         for j in range(block * c, block * c + sizes[block]):
             order[k] = items[j]
             priorities[items[j]] = keys[j]
@@ -629,8 +806,9 @@ def build_kernel(
     items: NDArray[np.int32],
     keys: NDArray[np.float64],
     sizes: NDArray[np.int32],
-    blocks: NDArray[np.int32],
     position: NDArray[np.int32],
+    free: NDArray[np.int32],
+    blocks: NDArray[np.int32],
     last_key: NDArray[np.float64],
     last_stamp: NDArray[np.int64],
     fenwick: NDArray[np.int64],
@@ -640,17 +818,25 @@ def build_kernel(
 ) -> None:
     """Lay out `order` (the stored slots in rank order, with their priorities) in blocks about
     3/4 full: one block below C slots, else ceil(n / (3C/4)) blocks of sizes as equal as
-    possible, each within [C/2, 3C/4] (n >= C for two blocks; n / nb > C/2 for three or more)."""
+    possible, each within [C/2, 3C/4] (n >= C for two blocks; n / nb > C/2 for three or more),
+    at positions 0, 1, 2, ... before they are spread out."""
     c = counters[_C]
     n = order.shape[0]
     nb = 0 if n == 0 else 1 if n < c else -(-n // (3 * c // 4))
+    physical = sizes.shape[0]
     sizes[:] = 0
     home[:] = -1
     position[:] = -1
-    for q in range(blocks.shape[0]):
-        blocks[q] = q
+    blocks[:] = -1
+    for k in range(physical - nb):  # the free stack pops nb, nb + 1, ...
+        free[k] = physical - 1 - k
+    counters[_FREE] = physical - nb
+    counters[_NB] = nb
+    counters[_N] = n
+    counters[_LAST] = nb - 1
     k = 0
     for q in range(nb):
+        blocks[q] = q
         position[q] = q
         sizes[q] = n // nb + (1 if q < n % nb else 0)
         for j in range(q * c, q * c + sizes[q]):
@@ -658,7 +844,9 @@ def build_kernel(
             keys[j] = priorities[k]
             home[order[k]] = q
             k += 1
-        _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, c, q)
-    _fenwick_build(fenwick, sizes, blocks, nb)
-    counters[_NB] = nb
-    counters[_N] = n
+    if nb:
+        _spread(
+            stamp, items, keys, sizes, position, blocks, last_key, last_stamp, fenwick, counters
+        )
+    else:
+        fenwick[:] = 0
