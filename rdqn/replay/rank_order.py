@@ -69,6 +69,9 @@ _NB, _N, _CLOCK, _C, _FREE, _LAST = 0, 1, 2, 3, 4, 5
 # are spread out again.
 REACH = 32
 
+# Positions per segment of the search for a key's block (8 cache lines of last keys).
+SEGMENT = 64
+
 # How many writes ahead `write_kernel` prefetches the slots' homes (and half as many ahead, the
 # blocks they leave).
 AHEAD = 8
@@ -630,6 +633,32 @@ def _remove(
 
 
 @_inlined
+def _find_position(
+    last_key: NDArray[np.float64], last_stamp: NDArray[np.int64], last: int, p: float, s: int
+) -> int:
+    """The first position whose last key does not rank before (p, s): it holds a block, the one
+    that takes (p, s) (none: the last block, at `last`). A binary search over the last keys of
+    every SEGMENT-th position finds the segment; in it, a count of the keys above p (vectorized,
+    no branches to mispredict) and a step over the ties with newer stamps find the position."""
+    lo, hi = 0, last // SEGMENT
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        end = min(mid * SEGMENT + SEGMENT - 1, last)
+        if last_key[end] > p or (last_key[end] == p and last_stamp[end] > s):
+            lo = mid + 1
+        else:
+            hi = mid
+    start = lo * SEGMENT
+    stop = min(start + SEGMENT, last + 1)
+    q = start
+    for k in range(start, stop):
+        q += last_key[k] > p
+    while q < stop and last_key[q] == p and last_stamp[q] > s:
+        q += 1
+    return min(q, last)
+
+
+@_inlined
 def _insert(
     stamp: NDArray[np.int64],
     home: NDArray[np.int32],
@@ -645,8 +674,10 @@ def _insert(
     counters: NDArray[np.int64],
     slot: int,
     p: float,
+    hint: int,
 ) -> None:
-    """Put the slot, its stamp already set, with priority p into its place."""
+    """Put the slot, its stamp already set, with priority p into its place: the block at
+    position `hint` if that is the one (`_find_position`), else the one found."""
     c = counters[_C]
     s = stamp[slot]
     if counters[_NB] == 0:
@@ -657,16 +688,15 @@ def _insert(
         sizes[fresh] = 0
         counters[_NB] = 1
         counters[_LAST] = 0
-    # The first position whose last key does not rank before (p, s) holds a block and takes it;
-    # else the last block. Branch-free halving: the answer stays in [lo, lo + length].
-    lo, hi = 0, counters[_LAST]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if last_key[mid] > p or (last_key[mid] == p and last_stamp[mid] > s):
-            lo = mid + 1
-        else:
-            hi = mid
-    q = lo
+    last = counters[_LAST]
+    q = hint
+    if not (
+        0 <= q <= last
+        and blocks[q] >= 0
+        and (q == last or not _before(last_key[q], last_stamp[q], p, s))
+        and (q == 0 or _before(last_key[q - 1], last_stamp[q - 1], p, s))
+    ):
+        q = _find_position(last_key, last_stamp, last, p, s)
     block = blocks[q]
     size = sizes[block]
     base = block * c
@@ -715,10 +745,17 @@ def write_kernel(
 ) -> float:
     """For each k in turn: remove slots[k] if stored, give it priorities[k] and the next stamp,
     insert it (a slot that holds nothing is skipped when `stored_only`). Returns the largest of
-    `priorities` (0 for none)."""
+    `priorities` (0 for none).
+
+    Done in two passes with the same outcome: first every write's slot leaves its block and
+    takes its stamp (a slot written twice: the last stamp), then each slot goes in once, with
+    the priority of its last write. The passes let the loads overlap: the first prefetches the
+    homes and blocks of the writes ahead; the second finds the block of the next slot and
+    prefetches it while this one goes in."""
     largest = 0.0
     c = counters[_C]
     count = slots.shape[0]
+    clock = counters[_CLOCK]  # stamps above it were given in this call
     for k in range(count):
         if k + AHEAD < count:  # the homes of later writes, then the blocks they leave
             _prefetch(home, slots[k + AHEAD])
@@ -732,15 +769,51 @@ def write_kernel(
                 stamp, home, items, keys, sizes, position, free, blocks, last_key, last_stamp,
                 fenwick, counters, slot,
             )  # fmt: skip
-        elif stored_only:
+        elif stored_only and stamp[slot] <= clock:
             continue
         counters[_CLOCK] += 1
         stamp[slot] = counters[_CLOCK]
+    k = _next_last_write(stamp, slots, clock, stored_only, 0, clock)
+    hint = -1  # the position found for this slot before the previous one went in
+    while k < count:
+        after = _next_last_write(stamp, slots, clock, stored_only, k + 1, stamp[slots[k]])
+        ahead = -1
+        if after < count and counters[_NB] > 0:
+            ahead = _find_position(
+                last_key, last_stamp, counters[_LAST], priorities[after], stamp[slots[after]]
+            )
+            _prefetch_block(items, keys, blocks[ahead] * c, c)
         _insert(
             stamp, home, items, keys, sizes, position, free, blocks, last_key, last_stamp,
-            fenwick, counters, slot, priorities[k],
+            fenwick, counters, slots[k], priorities[k], hint,
         )  # fmt: skip
+        hint = ahead
+        k = after
     return largest
+
+
+@_inlined
+def _next_last_write(
+    stamp: NDArray[np.int64],
+    slots: NDArray[np.int64],
+    clock: int,
+    stored_only: bool,
+    k: int,
+    given: int,
+) -> int:
+    """The first write at or after k that is its slot's last in the call (count: none), given
+    that `given` stamps were handed out before k. A write got stamp `given` + 1 if its slot
+    was stored (or `stored_only` is off), so its slot's stamp is above `clock`; it is the last
+    write of its slot if the slot kept that stamp."""
+    count = slots.shape[0]
+    while k < count:
+        s = stamp[slots[k]]
+        if not stored_only or s > clock:
+            given += 1
+            if s == given:
+                return k
+        k += 1
+    return count
 
 
 @numba.njit(cache=True, nogil=True)
