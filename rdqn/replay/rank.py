@@ -17,13 +17,7 @@ from rdqn.replay.rank_order import (
     rank_order_nbytes,
     select_kernel,
 )
-from rdqn.replay.samplers import (
-    Draw,
-    Normalization,
-    check_attached,
-    check_normalization,
-    importance_weights_kernel,
-)
+from rdqn.replay.samplers import Draw, Normalization, check_attached, check_normalization
 from rdqn.validation import check_real
 
 __all__ = ["RankBasedSampler", "rank_sampler_nbytes"]
@@ -265,23 +259,42 @@ def rank_sample_kernel(
     segment = total / batch
     cells = rank_grid.shape[0] - 1
     ranks = np.empty(batch, np.int64)
+    lengths = np.empty(batch, np.int64)
+    queries = np.empty(batch, np.float64)
+    longest = 0
     for k in range(batch):
-        query = (k + uniforms[k]) * segment
-        g = min(int(query / cell), cells)
-        base = rank_grid[max(g - 1, 0)]
-        length = rank_grid[min(g + 2, cells)] - base
-        if length > 0:  # branch-free halving (the answer stays in [base, base + length])
-            while length > 1:
-                half = length >> 1
-                base = base + half if rank_cdf[base + half] <= query else base
-                length -= half
-            base += rank_cdf[base] <= query
-        ranks[k] = min(base, n - 1)
-        out_probabilities[k] = (ranks[k] + 1.0) ** -alpha / total
+        queries[k] = (k + uniforms[k]) * segment
+        g = min(int(queries[k] / cell), cells)
+        ranks[k] = rank_grid[max(g - 1, 0)]
+        lengths[k] = rank_grid[min(g + 2, cells)] - ranks[k]
+        longest = max(longest, lengths[k])
+    # Branch-free halving, all queries one step at a time (their loads overlap); the answer
+    # stays in [ranks[k], ranks[k] + lengths[k]].
+    while longest > 1:
+        for k in range(batch):
+            half = lengths[k] >> 1
+            ranks[k] += half if rank_cdf[ranks[k] + half] <= queries[k] else 0
+            lengths[k] -= half
+        longest -= longest >> 1
+    for k in range(batch):
+        if lengths[k] > 0:
+            ranks[k] += rank_cdf[ranks[k]] <= queries[k]
+        ranks[k] = min(ranks[k], n - 1)
     select_kernel(items, blocks, fenwick, counters, ranks, out_indices)
-    importance_weights_kernel(
-        out_probabilities, (n * 1.0) ** -alpha / total, n, beta, mode, max_weight, out_weights
-    )
+    # With L = log r: P = exp(-alpha L) / total and w = (P / P_min)^-beta = exp(alpha beta
+    # (L - L_min)), L_min the log of the last stored rank (global) or of the batch's last rank
+    # (the ranks do not decrease), or w = (n P)^-beta (none): a log and two exps instead of two
+    # powers.
+    log_n = np.log(n * 1.0)
+    top = np.log(ranks[batch - 1] + 1.0) if mode == 1 else log_n
+    for k in range(batch):
+        log_rank = np.log(ranks[k] + 1.0)
+        out_probabilities[k] = np.exp(-alpha * log_rank) / total
+        if mode == 2:
+            w = np.exp(-beta * (log_n + np.log(out_probabilities[k])))
+        else:
+            w = np.exp(alpha * beta * (log_rank - top))
+        out_weights[k] = min(w, max_weight) if max_weight > 0.0 else w
 
 
 @numba.njit(cache=True, nogil=True)
