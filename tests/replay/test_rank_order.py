@@ -53,7 +53,9 @@ class Mirror:
         self.order.check_invariants()
         expected = reference(self.priority, self.stamp)
         np.testing.assert_array_equal(self.order.slots_in_order(), expected)
-        np.testing.assert_array_equal(self.order.select(np.arange(expected.shape[0])), expected)
+        ranks = np.arange(expected.shape[0])
+        np.testing.assert_array_equal(self.order.select(ranks), expected)  # in order: merged
+        np.testing.assert_array_equal(self.order.select(ranks[::-1].copy()), expected[::-1])
         np.testing.assert_array_equal(self.order.stamp, self.stamp)
         np.testing.assert_array_equal(
             self.order.priorities(), np.where(self.stamp >= 0, self.priority, 0.0)
