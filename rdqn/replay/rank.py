@@ -47,7 +47,7 @@ class RankBasedSampler:
 
     The order is exact at every `sample` and `probabilities`: it reflects every `on_add` and
     `update_priorities` before it (`RankOrder`: sorted blocks and a Fenwick tree; O(log N) per
-    write and per drawn rank, O(sqrt N) for a block's shift). Over the n stored slots,
+    write and per drawn rank, O(C) for a block's shift, C <= 64). Over the n stored slots,
     P(rank r) = r^-alpha / sum_{k<=n} k^-alpha > 0. A draw is stratified over the rank-mass CDF:
     query k is (k + u_k) * total / B, u_k ~ U[0, 1), and the rank whose CDF segment holds it is
     drawn (the prefix sums and a grid over them that narrows each search to a few cache lines
