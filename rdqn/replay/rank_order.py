@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from llvmlite import binding as llvm_binding
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
@@ -270,6 +271,11 @@ _inlined = numba.njit(cache=True, nogil=True, _nrt=False, inline="always")
 _U = np.uint64
 
 
+# The intrinsic's name mangles its pointer type: `ptr` (p0) from LLVM 16 on, where pointers are
+# opaque; i8* (p0i8) before.
+_PREFETCH = "llvm.prefetch.p0" if llvm_binding.llvm_version_info[0] >= 16 else "llvm.prefetch.p0i8"
+
+
 @intrinsic
 def _prefetch(typingctx, array, index):  # noqa: ANN001, ANN202, ARG001 (numba's signature)
     """Hint the CPU to load array[index] into the cache (LLVM's prefetch: read, keep in all
@@ -286,7 +292,7 @@ def _prefetch(typingctx, array, index):  # noqa: ANN001, ANN202, ARG001 (numba's
         function = cgutils.get_or_insert_function(
             builder.module,
             ir.FunctionType(ir.VoidType(), [pointer.type, i32, i32, i32]),
-            "llvm.prefetch.p0",
+            _PREFETCH,
         )
         builder.call(function, [pointer, i32(0), i32(3), i32(1)])
         return context.get_dummy_value()
