@@ -137,6 +137,7 @@ class RankOrder:
         self.counters = np.array([0, 0, 0, self.block_capacity, blocks, -1, 0], np.int64)
         self._one_slot = np.zeros(1, np.int64)  # `write_one`'s arguments, kept to not allocate
         self._one_priority = np.zeros(1, np.float64)
+        self._state = self._arrays()  # the kernels' arguments (the arrays change only in place)
 
     def _arrays(self) -> tuple[NDArray, ...]:
         return (
@@ -173,18 +174,18 @@ class RankOrder:
         """Give each slot, in turn, its priority and the next stamp (so duplicates: last wins);
         returns the largest priority given. The caller checks the values: int64 slots in
         [0, capacity), float64 priorities finite and >= 0."""
-        return float(write_kernel(*self._arrays(), slots, priorities, False))
+        return float(write_kernel(*self._state, slots, priorities, False))
 
     def update(self, slots: NDArray[np.int64], priorities: NDArray[np.float64]) -> float:
         """As `write`, for stored slots only: a slot that holds nothing is left out (its
         priority still counts towards the largest returned)."""
-        return float(write_kernel(*self._arrays(), slots, priorities, True))
+        return float(write_kernel(*self._state, slots, priorities, True))
 
     def write_one(self, slot: int, priority: float) -> None:
         """`write` of one slot."""
         self._one_slot[0] = slot
         self._one_priority[0] = priority
-        write_kernel(*self._arrays(), self._one_slot, self._one_priority, False)
+        write_kernel(*self._state, self._one_slot, self._one_priority, False)
 
     def select(self, ranks: NDArray[np.int64]) -> NDArray[np.int64]:
         """The slot at each 0-based rank (each < `size`)."""
@@ -217,7 +218,7 @@ class RankOrder:
         order = stored[np.lexsort((-stamp[stored], -priority[stored]))].astype(np.int64)
         self.stamp[...] = stamp
         self.counters[_CLOCK] = clock
-        build_kernel(*self._arrays(), order, priority[order])
+        build_kernel(*self._state, order, priority[order])
 
     def check_invariants(self) -> None:
         """AssertionError where the structure is inconsistent (for tests)."""
