@@ -37,7 +37,7 @@ import torch
 from rdqn.config import SCHEMES, RunConfig
 from rdqn.learn import fused_mlp
 from rdqn.presets import preset
-from rdqn.replay import checks, samplers, storage, sumtree, windows
+from rdqn.replay import checks, rank, rank_order, samplers, storage, sumtree, windows
 from rdqn.replay.sumtree import SumTree
 from rdqn.runs.control import RunControls, drive
 from rdqn.runs.lifecycle import RecordedRun, ending
@@ -162,7 +162,8 @@ class WarmUp:
 
 
 def _tiny_run(name: str, scheme: str | None = None) -> None:
-    """Train a tiny run of preset ``name`` to its end: every kernel its path calls is loaded."""
+    """Train a tiny run of preset ``name`` to its end, and resume it: every kernel its path
+    calls is loaded (a resumed rank-based run rebuilds its order from the stored keys)."""
     overrides: dict[str, Any] = {
         "agent.device": "cpu",  # workers are forked from here: CUDA must stay untouched
         "replay.capacity": 64,
@@ -174,10 +175,14 @@ def _tiny_run(name: str, scheme: str | None = None) -> None:
     }
     if scheme is not None:
         overrides["replay.scheme"] = scheme
-    trainer = Trainer(preset(name).with_overrides(overrides))
+    config = preset(name).with_overrides(overrides)
+    trainer = Trainer(config)
     trainer.run()
     trainer.snapshot()
-    trainer.close()
+    resumed = Trainer(config)
+    resumed.restore(trainer.checkpoint_state(resumable=True))
+    for closing in (trainer, resumed):
+        closing.close()
 
 
 def _sum_tree() -> None:
@@ -197,7 +202,16 @@ WARM_UP_PARTS: tuple[tuple[str, Callable[[], None]], ...] = (
 )
 """The warm-up, in the parts it reports: each loads (or compiles) the kernels of one path."""
 
-KERNEL_MODULES: tuple[ModuleType, ...] = (fused_mlp, sumtree, samplers, storage, windows, checks)
+KERNEL_MODULES: tuple[ModuleType, ...] = (
+    fused_mlp,
+    sumtree,
+    samplers,
+    rank,
+    rank_order,
+    storage,
+    windows,
+    checks,
+)
 
 
 def _kernels() -> list[Any]:
