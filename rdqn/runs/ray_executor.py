@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rdqn.runs.executors import ExecutorUnavailable, QueueLink, Worker, drain
-from rdqn.runs.worker import WARM_UP_PARTS, RunSpec, WarmUp, run_worker
+from rdqn.runs.worker import WARM_UP_PARTS, RunSpec, WarmUp, lower_priority, run_worker
 
 __all__ = ["RAY_MISSING", "RayExecutor"]
 
@@ -50,6 +50,7 @@ class _RunActor:
         self._commands: queue.Queue[Any] = queue.Queue()
         self._events: queue.Queue[Any] = queue.Queue()
         link = QueueLink(self._commands, self._events)
+        lower_priority()  # the actor's process is the run's own
         self._thread = threading.Thread(target=run_worker, args=(spec, link), daemon=True)
         self._thread.start()
 

@@ -23,6 +23,7 @@ worker outlives its server.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ from rdqn.validation import check_choice
 __all__ = [
     "COMMANDS",
     "SERVER_GONE",
+    "TRAINING_NICENESS",
     "Link",
     "RecordRelay",
     "WARM_UP_PARTS",
@@ -56,6 +58,7 @@ __all__ = [
     "apply_record",
     "kernel_cache_dirs",
     "kernels_cached",
+    "lower_priority",
     "run_worker",
     "warm_up",
 ]
@@ -63,6 +66,8 @@ __all__ = [
 COMMANDS: tuple[str, ...] = ("pause", "resume", "step", "speed", "stop")
 RECORD_METHODS: tuple[str, ...] = ("set_status", "write_metrics", "set_manifest", "save_checkpoint")
 SERVER_GONE = "stopped: the server went away"
+TRAINING_NICENESS = 10
+"""How much a worker process lowers its CPU priority (`os.nice`): see `lower_priority`."""
 
 
 @dataclass(frozen=True)
@@ -262,6 +267,18 @@ def warm_up(on_progress: Callable[[WarmUp], None] | None = None) -> None:
         tell(WarmUp(done, total, compiling, name))
         part()
     tell(WarmUp(total, total, compiling))
+
+
+def lower_priority() -> None:
+    """Lower this process's CPU priority by `TRAINING_NICENESS`, for a process of its own.
+
+    On a shared server the pages come first: a run training flat out on every core must not
+    make thirty students' pages and buttons wait for it. Under contention a niced worker gets
+    about a tenth of the CPU of a page; alone on a core it trains at full speed. New threads
+    inherit the priority, so a process calls this before it starts its run's thread.
+    """
+    with contextlib.suppress(OSError):  # raising a niceness is always allowed; be safe anyway
+        os.nice(TRAINING_NICENESS)
 
 
 def run_worker(spec: RunSpec, link: Link) -> None:

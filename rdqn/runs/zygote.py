@@ -40,7 +40,14 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from rdqn.runs.worker import WARM_UP_PARTS, RunSpec, WarmUp, kernels_cached, run_worker
+from rdqn.runs.worker import (
+    WARM_UP_PARTS,
+    RunSpec,
+    WarmUp,
+    kernels_cached,
+    lower_priority,
+    run_worker,
+)
 
 __all__ = ["Zygote", "ZygoteWorker"]
 
@@ -256,6 +263,7 @@ class Zygote:
 # ------------------------------------------------------------------------------ the zygote
 def _worker_main(spec: RunSpec, fd: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    lower_priority()
     run_worker(spec, Connection(fd))
 
 

@@ -29,7 +29,7 @@ from rdqn.runs.executors import (
 from rdqn.runs.handle import RunHandle
 from rdqn.runs.registry import RunRegistry
 from rdqn.runs.store import RunStore
-from rdqn.runs.worker import WARM_UP_PARTS
+from rdqn.runs.worker import TRAINING_NICENESS, WARM_UP_PARTS
 from tests.run_helpers import tiny, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -211,6 +211,11 @@ def test_shutdown_stops_every_run_and_leaves_no_worker(store: RunStore) -> None:
     pids = [handle._worker.pid for handle in handles]
     zygote = executor._zygote._process.pid
     assert all(pid_alive(pid) for pid in [*pids, zygote])
+    # The workers yield the CPU to the server's pages; the zygote keeps the server's priority.
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    assert os.getpriority(os.PRIO_PROCESS, zygote) == ours
+    for pid in pids:
+        assert os.getpriority(os.PRIO_PROCESS, pid) == min(ours + TRAINING_NICENESS, 19)
     registry.shutdown()
     assert [h.status for h in handles] == ["stopped", "stopped"]
     assert {store.get_run(h.id).error for h in handles} == {"stopped: the server shut down"}
