@@ -9,6 +9,8 @@ import numpy as np
 import plotly.graph_objects as go
 from numpy.typing import ArrayLike, NDArray
 from plotly.colors import qualitative
+from scipy.signal import lfilter
+from tsdownsample import NaNMinMaxLTTBDownsampler
 
 EMPTY_MESSAGE = "no data yet"
 BASE_FONT_SIZE = 15
@@ -38,6 +40,9 @@ _MARGIN = {"l": 64, "r": 24, "t": 16, "b": 56}
 """Base margins; the title and the legend add their own height at the top (`_style`)."""
 TITLE_PAD = 12
 """Pixels between the top of the figure and its title."""
+CURVE_POINTS = 600
+"""Samples drawn per curve at most (`thin`): a few per pixel of a chart's width."""
+_MIN_MAX_LTTB = NaNMinMaxLTTBDownsampler()
 
 
 # --------------------------------------------------------------------------- shared helpers
@@ -51,22 +56,36 @@ def ema(values: ArrayLike, smoothing: float) -> NDArray[np.float64]:
     the pull towards 0 of the zero start. `smoothing = 0` returns the values unchanged.
     A non-finite value is passed through and leaves the average untouched.
 
-    [1, 2, 3] with smoothing 0.5 gives [1, 5/3, 17/7].
+    [1, 2, 3] with smoothing 0.5 gives [1, 5/3, 17/7]. One linear filter over the finite
+    values (`scipy.signal.lfilter`): a live page redraws it every second.
     """
     if not 0.0 <= smoothing < 1.0:
         raise ValueError(f"smoothing must be in [0, 1), got {smoothing}")
     v = np.asarray(values, dtype=np.float64).reshape(-1)
-    out = np.empty_like(v)
-    last = 0.0
-    count = 0
-    for i, value in enumerate(v):
-        if not math.isfinite(value):
-            out[i] = value
-            continue
-        last = last * smoothing + (1.0 - smoothing) * value
-        count += 1
-        out[i] = last / (1.0 - smoothing**count)
+    out = v.copy()
+    finite = np.isfinite(v)
+    count = int(finite.sum())
+    if count:
+        s = lfilter([1.0 - smoothing], [1.0, -smoothing], v[finite])
+        out[finite] = s / (1.0 - smoothing ** np.arange(1, count + 1))
     return out
+
+
+def thin(
+    x: NDArray[np.float64], y: NDArray[np.float64], points: int = CURVE_POINTS
+) -> NDArray[np.intp]:
+    """Indices of at most ``points`` samples of the curve (x, y) that draw like all of it.
+
+    MinMaxLTTB (`tsdownsample`): each of ``points`` buckets along x keeps the sample that best
+    preserves the curve's shape, with every bucket's minimum and maximum as candidates, so a
+    single spike still shows. A browser redraws a live chart every second: SVG cost grows
+    with the samples, not with the pixels. ``x`` must not decrease; fewer samples than
+    ``points`` (or a decreasing ``x``) come back whole.
+    """
+    n = y.size
+    if n <= points or np.any(np.diff(x) < 0):
+        return np.arange(n)
+    return _MIN_MAX_LTTB.downsample(x, y, n_out=points).astype(np.intp)
 
 
 def empty_figure(title: str = "", message: str = EMPTY_MESSAGE) -> go.Figure:

@@ -24,8 +24,13 @@ from dashboard.figures._base import (
     _threshold_line,
     ema,
     empty_figure,
+    thin,
 )
 from rdqn.compare import ROLLING_WINDOW, Curve, aggregate
+
+
+MAX_MARKERS = 150
+"""The raw returns are drawn with a marker per episode up to this many points (`reward_curve`)."""
 
 
 def reward_curve(
@@ -60,12 +65,13 @@ def reward_curve(
     color = _scheme_color(scheme)
     traces: list[dict[str, Any]] = []
     if has_overlay:
-        assert overlay_values is not None
+        assert overlay_steps is not None and overlay_values is not None
+        overlay_x, overlay_y = _thinned(overlay_steps, ema(overlay_values, smoothing))
         traces.append(
             {
                 "type": "scatter",
-                "x": overlay_steps,
-                "y": ema(overlay_values, smoothing),
+                "x": overlay_x,
+                "y": overlay_y,
                 "mode": "lines",
                 "name": overlay_label,
                 "line": {"color": FAINT, "width": 2.5, "dash": "dash"},
@@ -74,12 +80,16 @@ def reward_curve(
             }
         )
     if values.size:
+        raw_x, raw_y = _thinned(steps, values)
+        smooth_x, smooth_y = _thinned(steps, ema(values, smoothing))
         traces.append(
             {
                 "type": "scatter",
-                "x": steps,
-                "y": values,
-                "mode": "lines+markers",
+                "x": raw_x,
+                "y": raw_y,
+                # A marker per episode while they are few enough to tell apart; past that,
+                # a browser would restyle hundreds of markers at every redraw for a blur.
+                "mode": "lines+markers" if raw_y.size <= MAX_MARKERS else "lines",
                 "name": "return",
                 "line": {"color": _rgba(color, 0.3), "width": 1},
                 "marker": {"color": _rgba(color, 0.35), "size": 5},
@@ -89,8 +99,8 @@ def reward_curve(
         traces.append(
             {
                 "type": "scatter",
-                "x": steps,
-                "y": ema(values, smoothing),
+                "x": smooth_x,
+                "y": smooth_y,
                 "mode": "lines",
                 "name": f"smoothed (EMA {smoothing:g})",
                 "line": {"color": color, "width": 3},
@@ -125,11 +135,12 @@ def loss_curve(
     _same_length(updates=x, losses=y)
     if x.size == 0:
         return empty_figure(title)
+    loss_x, loss_y = _thinned(x, y)
     traces: list[dict[str, Any]] = [
         {
             "type": "scatter",
-            "x": x,
-            "y": y,
+            "x": loss_x,
+            "y": loss_y,
             "mode": "lines",
             "name": "loss",
             "line": {"color": _scheme_color(scheme), "width": 2},
@@ -140,11 +151,12 @@ def loss_curve(
     if td_abs_mean is not None:
         td = _as_1d(td_abs_mean)
         _same_length(updates=x, td_abs_mean=td)
+        td_x, td_y = _thinned(x, td)
         traces.append(
             {
                 "type": "scatter",
-                "x": x,
-                "y": td,
+                "x": td_x,
+                "y": td_y,
                 "mode": "lines",
                 "name": "mean |TD error|",
                 "yaxis": "y2",
@@ -271,11 +283,12 @@ def runs_overlay_figure(
         scheme = (schemes or {}).get(label, label)
         color = (colors or {}).get(label) or SCHEME_COLORS.get(scheme) or palette[k % len(palette)]
         nth = seen[color] = seen.get(color, -1) + 1
+        smooth_x, smooth_y = _thinned(steps, ema(values, smoothing))
         traces.append(
             {
                 "type": "scatter",
-                "x": steps,
-                "y": ema(values, smoothing),
+                "x": smooth_x,
+                "y": smooth_y,
                 "mode": "lines",
                 "name": label,
                 "line": {"color": color, "width": 3, "dash": _DASHES[nth % len(_DASHES)]},
@@ -292,6 +305,12 @@ def runs_overlay_figure(
         **(_threshold_line(threshold) if threshold is not None else {}),
     )
     return go.Figure(data=traces, layout=layout)
+
+
+def _thinned(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The samples of the curve (x, y) a chart draws (`thin`)."""
+    keep = thin(x, y)
+    return x[keep], y[keep]
 
 
 _DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")

@@ -34,6 +34,8 @@ from dashboard.figures import (
     tree_levels_figure,
     weights_scatter,
 )
+from dashboard.figures._base import CURVE_POINTS, thin
+from dashboard.figures.curves import MAX_MARKERS
 from dashboard.figures.projector import for_projector
 from dashboard.figures.tree import EMPTY, PADDING
 from rdqn.classroom.tree_demo import descent_path
@@ -189,6 +191,61 @@ def test_ema_of_nothing_is_empty_and_smoothing_is_checked() -> None:
         ema([1.0], 1.0)
     with pytest.raises(ValueError, match="smoothing must be in"):
         ema([1.0], -0.1)
+
+
+def test_ema_matches_the_recurrence_step_by_step_on_a_long_ragged_series() -> None:
+    rng = np.random.default_rng(3)
+    values = rng.normal(size=2_000)
+    values[rng.choice(values.size, 40, replace=False)] = np.nan
+    values[7] = np.inf
+    expected = np.empty_like(values)
+    last, count = 0.0, 0
+    for i, value in enumerate(values):  # the definition, one value at a time
+        if not np.isfinite(value):
+            expected[i] = value
+            continue
+        last = 0.9 * last + 0.1 * value
+        count += 1
+        expected[i] = last / (1.0 - 0.9**count)
+    np.testing.assert_allclose(ema(values, 0.9), expected, rtol=1e-12)
+
+
+# ------------------------------------------------------------------------- thinned curves
+
+
+def test_a_short_curve_is_drawn_whole() -> None:
+    x = np.arange(CURVE_POINTS, dtype=np.float64)
+    np.testing.assert_array_equal(thin(x, np.sin(x)), np.arange(CURVE_POINTS))
+
+
+def test_a_long_curve_keeps_its_ends_its_spike_and_at_most_the_budget() -> None:
+    x = np.arange(100_000, dtype=np.float64)
+    y = np.random.default_rng(0).normal(size=x.size)
+    y[61_234] = 50.0  # one spike
+    y[80_000] = np.nan  # one gap
+    keep = thin(x, y, points=500)
+    assert keep.size <= 500 and np.all(np.diff(keep) > 0)
+    assert {0, 99_999, 61_234, 80_000} <= set(keep.tolist())
+
+
+def test_a_curve_whose_x_goes_back_is_drawn_whole() -> None:
+    x = np.r_[np.arange(1_000.0), np.arange(1_000.0)]
+    assert thin(x, np.ones_like(x), points=100).size == x.size
+
+
+def test_live_curves_send_at_most_the_budget_per_trace_and_markers_only_when_few() -> None:
+    steps = np.arange(1, 50_001, dtype=np.float64)
+    returns = np.random.default_rng(1).normal(size=steps.size)
+    fig = reward_curve(steps, returns, overlay=(steps, returns))
+    assert all(len(trace.x) <= CURVE_POINTS for trace in fig.data)
+    raw = next(trace for trace in fig.data if trace.name == "return")
+    assert raw.mode == "lines"
+    assert reward_curve(steps[:MAX_MARKERS], returns[:MAX_MARKERS]).data[0].mode == "lines+markers"
+    # The smoothed line is thinned after smoothing: its last point is the EMA of every return.
+    smoothed = next(trace for trace in fig.data if trace.name.startswith("smoothed"))
+    assert smoothed.y[-1] == pytest.approx(ema(returns, 0.9)[-1])
+    losses = loss_curve(steps, returns**2, np.abs(returns))
+    assert [len(trace.x) for trace in losses.data] == [CURVE_POINTS, CURVE_POINTS]
 
 
 # ------------------------------------------------------------------------------- shared look
