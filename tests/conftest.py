@@ -5,8 +5,9 @@ machine several processes each spinning two threads slow everything down.
 
 The suite runs in two pytest-xdist workers (``-n 2 --dist loadgroup`` in pyproject.toml): most
 tests are CPU-bound in one process, so two workers use both cores. Tests that start servers,
-browsers or worker processes and time what they see keep to one worker each, in order: the
-browser flows (`tests/e2e`, whose servers are module fixtures) and the executor tests.
+browsers or worker processes and time what they see keep to one worker per group, in order:
+the executor tests, and the browser flows (`tests/e2e`, whose servers are module fixtures) in
+two groups of about equal length, one per worker, so that neither worker waits on the other.
 """
 
 from pathlib import Path
@@ -16,12 +17,19 @@ import torch
 
 torch.set_num_threads(1)
 
-_ONE_WORKER = {"e2e": "browser", "test_executors.py": "executors"}
+_ONE_WORKER = {
+    "test_browser.py": "browser-a",
+    "test_classroom.py": "browser-b",
+    "test_reload.py": "browser-b",
+    "test_reliability.py": "browser-b",
+    "test_executors.py": "executors",
+}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        parts = Path(str(item.path)).parts
-        for part, group in _ONE_WORKER.items():
-            if part in parts:
-                item.add_marker(pytest.mark.xdist_group(group))
+        group = _ONE_WORKER.get(Path(str(item.path)).name)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+        elif "e2e" in Path(str(item.path)).parts:
+            raise pytest.UsageError(f"{item.path.name}: give the browser flows a group")

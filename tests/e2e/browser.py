@@ -14,7 +14,8 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-from playwright.sync_api import Page
+from playwright.sync_api import Locator, Page
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -77,14 +78,17 @@ def metric(page: Page, label: str) -> int:
     return int(value.replace(",", ""))
 
 
-def reward_points(page: Page) -> int:
-    """Markers drawn in the episode-return chart (one per finished episode)."""
+def last_episode_drawn(page: Page) -> float:
+    """The env step of the last episode in the episode-return chart (0 while it has none),
+    read from the data Plotly draws (`_fullData`, its traces after defaults)."""
     return page.evaluate(
         """() => {
             const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
             const reward = charts.find(c => (c.querySelector('.gtitle')?.textContent || '')
                                               .includes('Episode return'));
-            return reward ? reward.querySelectorAll('.scatterlayer .point').length : 0;
+            const plot = reward?.querySelector('.js-plotly-plot');
+            const raw = (plot?._fullData || []).find(trace => trace.name === 'return');
+            return raw && raw.x.length ? raw.x[raw.x.length - 1] : 0;  // x grows
         }"""
     )
 
@@ -118,3 +122,24 @@ def steps_done(tab: Page) -> int:
     done = re.search(r"([\d,]+) of [\d,]+ steps", progress_text(tab))
     assert done, progress_text(tab)
     return int(done.group(1).replace(",", ""))
+
+
+def what_the_page_shows(page: Page) -> str:
+    """The URL, status line, notices and captions of a Streamlit page: for a failure message."""
+    parts = [f"url: {page.url}"]
+    for name, selector in (
+        ("status", '[data-testid="stProgress"]'),
+        ("notice", '[data-testid="stAlert"]'),
+        ("caption", '[data-testid="stCaptionContainer"]'),
+    ):
+        with contextlib.suppress(Exception):
+            parts += [f"{name}: {text}" for text in page.locator(selector).all_inner_texts()]
+    return "\n".join(parts)
+
+
+def wait_until_shown(page: Page, locator: Locator) -> None:
+    """Wait for ``locator`` (page's default timeout); fail saying what the page shows instead."""
+    try:
+        locator.wait_for()
+    except PlaywrightTimeout:
+        raise AssertionError(f"not shown: {locator}\n{what_the_page_shows(page)}") from None

@@ -20,9 +20,9 @@ from playwright.sync_api import Page
 from tests.e2e.browser import (
     ARTIFACTS,
     assert_no_exception,
+    last_episode_drawn,
     metric,
     progress_text,
-    reward_points,
     run_on_screen,
     start_a_run,
     steps_done,
@@ -36,14 +36,14 @@ def test_demo_trains_alpha_restarts_and_sum_tree_draws(server: str, page: Page) 
     page.wait_for_url(re.compile(r".*/live.*"))
     page.locator('[data-testid="stMetric"]', has_text="Env steps").first.wait_for()
     first_steps = metric(page, "Env steps")
-    # The chart is redrawn every second, and a reading taken while it is replaced counts no
-    # point: compare the readings, not one reading after a fixed wait.
+    # The chart is redrawn every second, and a reading taken while it is replaced reads no
+    # curve: compare the readings, not one reading after a fixed wait.
     deadline = time.monotonic() + 60
-    while (first_points := reward_points(page)) < 3:
+    while not (first_end := last_episode_drawn(page)):
         assert time.monotonic() < deadline, "no reward curve appeared"
         time.sleep(0.5)
     deadline = time.monotonic() + 60
-    while reward_points(page) <= first_points:
+    while last_episode_drawn(page) <= first_end:
         assert time.monotonic() < deadline, "the reward curve did not grow"
         time.sleep(0.5)
     assert metric(page, "Env steps") > first_steps
@@ -153,6 +153,9 @@ def test_a_new_session_is_served_while_runs_train_in_worker_processes(
         tab = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
         tab.set_default_timeout(60_000)
         start_a_run(tab, url)
+        # The run trains on while its tab shows another page: this machine's two cores then
+        # serve the newcomer, not two more browsers redrawing charts every second.
+        tab.get_by_role("link", name="One update by hand").first.click()
         sessions.append(tab)
     newcomer = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
     newcomer.set_default_timeout(60_000)
@@ -170,9 +173,9 @@ def test_a_new_session_is_served_while_runs_train_in_worker_processes(
     zygotes = [pid for pid, (_, command) in _processes().items() if "rdqn.runs.zygote" in command]
     workers = {pid for zygote in zygotes for pid in _descendants(zygote)}
     assert len(workers) >= 3, (zygotes, workers)
+    newcomer.get_by_role("button", name="Pause").click()
     for tab in [*sessions, newcomer]:
-        tab.get_by_role("button", name="Pause").click()
-        tab.context.close()
+        tab.context.close()  # the sessions' runs stop soon after (RDQN_RELEASE_GRACE)
 
 
 def test_run_states_the_idle_rule_closing_the_server_and_resuming_after_it(
@@ -184,7 +187,7 @@ def test_run_states_the_idle_rule_closing_the_server_and_resuming_after_it(
     on where it stopped, under the same id."""
     browser = page.context.browser
     assert browser is not None
-    with streamlit_server(tmp_path, "server-shutdown.log", RDQN_IDLE_TIMEOUT="4") as (url, server):
+    with streamlit_server(tmp_path, "server-shutdown.log", RDQN_IDLE_TIMEOUT="3") as (url, server):
         tab = browser.new_context().new_page()
         tab.set_default_timeout(120_000)
         start_a_run(tab, url)
@@ -197,7 +200,7 @@ def test_run_states_the_idle_rule_closing_the_server_and_resuming_after_it(
         tab.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()
         tab.get_by_role("link", name="One update by hand").first.click()
         tab.get_by_text("The arithmetic for one row").wait_for()
-        time.sleep(10)  # over twice the idle timeout, on a page that polls no run
+        time.sleep(7)  # over twice the idle timeout, on a page that polls no run
         tab.get_by_role("link", name="Live training").first.click()
         tab.locator('[data-testid="stProgress"]').first.wait_for()
         assert progress_text(tab).startswith("running"), progress_text(tab)

@@ -17,6 +17,7 @@ from tests.e2e.browser import (
     run_on_screen,
     start_a_run,
     streamlit_server,
+    wait_until_shown,
 )
 
 
@@ -124,10 +125,13 @@ def test_a_full_server_queues_a_student_shows_the_wait_and_starts_by_itself(
         student.set_default_timeout(120_000)
         student.goto(f"{url}/live?follow={code}")
         student.get_by_role("button", name="Try this setup myself").click()
-        # Place 1 of 1 once the teacher's earlier runs have ended (a run being stopped holds
-        # its slot until it does, so a restart just before may briefly queue ahead).
+        # The click leaves the read-only view (its callback drops ?follow=) ...
+        student.wait_for_function("() => !location.search.includes('follow=')")
+        # ... and the new run waits: place 1 of 1 once the teacher's earlier runs have ended (a
+        # run being stopped holds its slot until it does, so a restart just before may
+        # briefly queue ahead).
         queued = student.locator('[data-testid="stAlert"]', has_text="place 1 of 1")
-        queued.wait_for()
+        wait_until_shown(student, queued)
         assert "waits in the queue" in queued.inner_text()
         estimate = r"\((under|about) [^)]*, sooner if a run is stopped\)"
         assert re.search(estimate, queued.inner_text()), queued.inner_text()
