@@ -28,7 +28,6 @@ from dashboard.figures._base import (
 )
 from rdqn.compare import ROLLING_WINDOW, Curve, aggregate
 
-
 MAX_MARKERS = 150
 """The raw returns are drawn with a marker per episode up to this many points (`reward_curve`)."""
 
