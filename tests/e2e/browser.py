@@ -137,9 +137,16 @@ def what_the_page_shows(page: Page) -> str:
     return "\n".join(parts)
 
 
+@contextlib.contextmanager
+def saying_what_the_page_shows(page: Page) -> Iterator[None]:
+    """A Playwright timeout inside becomes a failure that says what the page shows instead."""
+    try:
+        yield
+    except PlaywrightTimeout as timeout:
+        raise AssertionError(f"{timeout.message}\n{what_the_page_shows(page)}") from None
+
+
 def wait_until_shown(page: Page, locator: Locator) -> None:
     """Wait for ``locator`` (page's default timeout); fail saying what the page shows instead."""
-    try:
+    with saying_what_the_page_shows(page):
         locator.wait_for()
-    except PlaywrightTimeout:
-        raise AssertionError(f"not shown: {locator}\n{what_the_page_shows(page)}") from None
