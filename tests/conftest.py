@@ -26,6 +26,7 @@ _ONE_WORKER = {
 }
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         group = _ONE_WORKER.get(Path(str(item.path)).name)

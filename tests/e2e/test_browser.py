@@ -19,6 +19,7 @@ from playwright.sync_api import Page
 
 from tests.e2e.browser import (
     ARTIFACTS,
+    act_until,
     assert_no_exception,
     last_episode_drawn,
     metric,
@@ -89,9 +90,12 @@ def test_settings_form_and_shared_url_reproduce_the_setup_in_another_session(
     teacher.goto(f"{server}/live?preset=paper&alpha=0.8")
     sidebar = teacher.locator('[data-testid="stSidebar"]')
     capacity = sidebar.get_by_role("spinbutton", name="Capacity")
-    capacity.fill("2000")
-    sidebar.get_by_role("button", name="Apply and restart").click()
-    teacher.wait_for_url(re.compile(r".*capacity=2000.*"))
+
+    def apply_capacity() -> None:
+        capacity.fill("2000")
+        sidebar.get_by_role("button", name="Apply and restart").click()
+
+    act_until(teacher, apply_capacity, "() => location.search.includes('capacity=2000')", "Apply")
     teacher.locator('[data-testid="stProgress"]').first.wait_for()
     assert "alpha=0.8" in teacher.url and "preset=paper" in teacher.url
     assert_no_exception(teacher)

@@ -5,23 +5,20 @@ from __future__ import annotations
 
 import re
 import time
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 from playwright.sync_api import Page
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.e2e.browser import (
     ARTIFACTS,
+    act_until,
     assert_no_exception,
     progress_text,
     run_on_screen,
-    saying_what_the_page_shows,
     start_a_run,
     streamlit_server,
     wait_until_shown,
-    what_the_page_shows,
 )
 
 
@@ -128,20 +125,13 @@ def test_a_full_server_queues_a_student_shows_the_wait_and_starts_by_itself(
         student = browser.new_context().new_page()
         student.set_default_timeout(120_000)
         student.goto(f"{url}/live?follow={code}")
-        fork = student.get_by_role("button", name="Try this setup myself")
-        fork.click()
         # The click leaves the read-only view (its callback drops ?follow=) ...
-        left = "() => !location.search.includes('follow=')"
-        try:
-            student.wait_for_function(left, timeout=20_000)
-        except PlaywrightTimeout:  # as a student would: click again, and say so in the log
-            warnings.warn(
-                f"a click on 'Try this setup myself' was lost\n{what_the_page_shows(student)}",
-                stacklevel=1,
-            )
-            fork.click()
-            with saying_what_the_page_shows(student):
-                student.wait_for_function(left)
+        act_until(
+            student,
+            student.get_by_role("button", name="Try this setup myself").click,
+            "() => !location.search.includes('follow=')",
+            "Try this setup myself",
+        )
         # ... and the new run waits: place 1 of 1 once the teacher's earlier runs have ended (a
         # run being stopped holds its slot until it does, so a restart just before may
         # briefly queue ahead).

@@ -1,0 +1,117 @@
+"""What the live page's two charts cost at every refresh (each open tab, every second).
+
+Builds the live page's reward and loss figures from a run's telemetry and serialises them as
+Streamlit does (`Figure.to_json`), for runs of growing length: E finished episodes and the loss
+log's 20,000 points (`TelemetryRecorder`'s cap). Two ways, interleaved, same data:
+
+  whole    every sample sent, a marker per episode, the EMA one value at a time (as before)
+  thinned  at most `CURVE_POINTS` samples per trace (`dashboard.figures.thin`), markers only
+           up to `MAX_MARKERS` episodes, the EMA as one linear filter (the dashboard now)
+
+The bytes are what each watching browser receives and Plotly redraws every second.
+
+Usage: python -m benchmarks.bench_live_curves [--rounds 5] [--json OUT.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import statistics
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+
+from dashboard import figures
+from dashboard.figures import _base, curves
+
+EPISODES = (500, 5_000, 50_000)
+LOSS_POINTS = 20_000
+
+
+def ema_one_at_a_time(values: np.ndarray, smoothing: float) -> np.ndarray:
+    """The EMA's definition (`dashboard.figures.ema`), one value at a time."""
+    out = np.empty(len(values))
+    last, count = 0.0, 0
+    for i, value in enumerate(values):
+        if not math.isfinite(value):
+            out[i] = value
+            continue
+        last = last * smoothing + (1.0 - smoothing) * value
+        count += 1
+        out[i] = last / (1.0 - smoothing**count)
+    return out
+
+
+@contextlib.contextmanager
+def whole() -> Iterator[None]:
+    """The figures as they were: no thinning, markers always, the per-value EMA."""
+    with (
+        mock.patch.object(curves, "thin", lambda x, y: np.arange(y.size)),
+        mock.patch.object(curves, "MAX_MARKERS", math.inf),
+        mock.patch.object(curves, "ema", ema_one_at_a_time),
+    ):
+        yield
+
+
+def live_charts(run: dict[str, np.ndarray]) -> int:
+    """Build and serialise the live page's two figures; the bytes sent."""
+    reward = figures.reward_curve(run["end_steps"], run["returns"], scheme="proportional")
+    loss = figures.loss_curve(run["updates"], run["losses"], run["td"], scheme="proportional")
+    return len(reward.to_json()) + len(loss.to_json())
+
+
+def synthetic_run(episodes: int, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(10, 200, size=episodes)
+    updates = np.arange(1, LOSS_POINTS + 1) * 10
+    return {
+        "end_steps": np.cumsum(lengths).astype(np.float64),
+        "returns": lengths.astype(np.float64),
+        "updates": updates,
+        "losses": rng.gamma(2.0, 0.05, size=updates.size),
+        "td": rng.gamma(2.0, 0.5, size=updates.size),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    rows = []
+    for episodes in EPISODES:
+        run = synthetic_run(episodes)
+        seconds: dict[str, list[float]] = {"whole": [], "thinned": []}
+        sent: dict[str, int] = {}
+        for _ in range(args.rounds):  # interleaved: drift hits both alike
+            for way in ("whole", "thinned"):
+                with whole() if way == "whole" else contextlib.nullcontext():
+                    start = time.perf_counter()
+                    sent[way] = live_charts(run)
+                    seconds[way].append(time.perf_counter() - start)
+        row = {
+            "episodes": episodes,
+            "loss_points": LOSS_POINTS,
+            **{f"{way}_ms": 1e3 * statistics.median(seconds[way]) for way in seconds},
+            **{f"{way}_kb": sent[way] / 1e3 for way in sent},
+        }
+        rows.append(row)
+        print(
+            f"{episodes:>7,} episodes: whole {row['whole_ms']:7.1f} ms {row['whole_kb']:8,.0f} kB"
+            f" | thinned {row['thinned_ms']:6.1f} ms {row['thinned_kb']:6,.0f} kB"
+            f" | x{row['whole_ms'] / row['thinned_ms']:.1f} time, "
+            f"x{row['whole_kb'] / row['thinned_kb']:.1f} bytes"
+        )
+    print(f"(at most {_base.CURVE_POINTS} samples per trace, markers up to {curves.MAX_MARKERS})")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
