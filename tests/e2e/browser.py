@@ -147,6 +147,17 @@ def saying_what_the_page_shows(page: Page) -> Iterator[None]:
         raise AssertionError(f"{timeout.message}\n{what_the_page_shows(page)}") from None
 
 
+def wait_for_address(page: Page, *, has: tuple[str, ...] = (), lacks: tuple[str, ...] = ()) -> None:
+    """Until the page's address holds every text of ``has`` and none of ``lacks``: Streamlit
+    writes a page's query parameters into the address after it draws the page."""
+    with saying_what_the_page_shows(page):
+        page.wait_for_function(
+            """([has, lacks]) => has.every(text => location.href.includes(text))
+                                 && !lacks.some(text => location.href.includes(text))""",
+            arg=[list(has), list(lacks)],
+        )
+
+
 def wait_until_shown(page: Page, locator: Locator) -> None:
     """Wait for ``locator`` (page's default timeout); fail saying what the page shows instead."""
     with saying_what_the_page_shows(page):

@@ -28,6 +28,7 @@ from tests.e2e.browser import (
     start_a_run,
     steps_done,
     streamlit_server,
+    wait_for_address,
 )
 
 
@@ -97,7 +98,7 @@ def test_settings_form_and_shared_url_reproduce_the_setup_in_another_session(
 
     act_until(teacher, apply_capacity, "() => location.search.includes('capacity=2000')", "Apply")
     teacher.locator('[data-testid="stProgress"]').first.wait_for()
-    assert "alpha=0.8" in teacher.url and "preset=paper" in teacher.url
+    wait_for_address(teacher, has=("alpha=0.8", "preset=paper"))
     assert_no_exception(teacher)
     teacher.screenshot(path=str(ARTIFACTS / "live-settings-teacher.png"))
 
@@ -289,7 +290,7 @@ def test_a_class_follows_the_teacher_and_a_student_forks_the_setup(page: Page, s
     student.get_by_role("button", name="Try this setup myself").click()
     student.wait_for_url(re.compile(r".*alpha=0\.65.*"))
     student.get_by_role("button", name="Pause").wait_for()
-    assert "follow=" not in student.url
+    wait_for_address(student, lacks=("follow=",))
     assert student.locator('[data-testid="stSlider"]', has_text="prioritization").count() == 1
     assert_no_exception(student)
     for tab in (teacher, student):

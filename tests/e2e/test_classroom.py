@@ -18,6 +18,7 @@ from tests.e2e.browser import (
     run_on_screen,
     start_a_run,
     streamlit_server,
+    wait_for_address,
     wait_until_shown,
 )
 
@@ -98,11 +99,11 @@ def test_a_lesson_lasts_the_session_across_pages(page: Page, server: str) -> Non
     tab.get_by_role("button", name="Draw a batch").first.wait_for()
     tab.get_by_role("link", name="Live training").first.click()
     tab.get_by_text("Lesson: How strongly to prioritize").wait_for()
-    assert "lesson=alpha" in tab.url
+    wait_for_address(tab, has=("lesson=alpha",))
     assert not tab.locator('[data-testid="stSlider"]', has_text="IS correction").count()
     tab.get_by_role("button", name="Leave the lesson").click()
     tab.locator('[data-testid="stSlider"]', has_text="IS correction").wait_for()
-    assert "lesson=" not in tab.url
+    wait_for_address(tab, lacks=("lesson=",))
     assert_no_exception(tab)
     tab.context.close()
 
@@ -226,7 +227,7 @@ def test_a_guided_lesson_from_start_to_end(page: Page, server: str) -> None:
     panel.get_by_text("step 4 of 5").wait_for()
     tab.get_by_role("button", name="Leave the lesson").click()
     tab.locator(".st-key-live_lesson").wait_for(state="detached")
-    assert "lesson=" not in tab.url
+    wait_for_address(tab, lacks=("lesson=",))
     pause = tab.get_by_role("button", name="Pause").first
     if pause.is_enabled():
         pause.click()
