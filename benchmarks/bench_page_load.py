@@ -28,13 +28,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -42,16 +39,13 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
 from benchmarks.chromium import CHROMIUM, CHROMIUM_ARGS
+from benchmarks.dashboard_server import start_dashboard
 
-ROOT = Path(__file__).resolve().parents[1]
 LIVE = "/live?steps=1000000"
 RUNNING = '[data-testid="stProgress"]'
 
 
 def start_server(executor: str) -> tuple[subprocess.Popen[bytes], str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
     env = {
         **os.environ,
         "RDQN_EXECUTOR": executor,
@@ -59,24 +53,7 @@ def start_server(executor: str) -> tuple[subprocess.Popen[bytes], str]:
         "RDQN_IDLE_TIMEOUT": "3600",  # the sessions that keep runs training do not watch them
         "RDQN_HOME": tempfile.mkdtemp(prefix="rdqn-page-load-"),
     }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
-        + ["--server.address", "127.0.0.1", "--server.headless", "true"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2):
-                return process, url
-        except OSError:
-            time.sleep(0.3)
-    process.kill()
-    raise RuntimeError("the server did not start")
+    return start_dashboard(env)
 
 
 def env_steps(page: Page) -> int | None:

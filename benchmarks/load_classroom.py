@@ -49,7 +49,6 @@ import platform
 import re
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -65,6 +64,7 @@ from playwright.async_api import Browser, Locator, Page, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
 from benchmarks.chromium import CHROMIUM, CHROMIUM_ARGS
+from benchmarks.dashboard_server import start_dashboard
 
 ROOT = Path(__file__).resolve().parents[1]
 LIVE = "/live?steps=1000000"  # a budget no run finishes while the class watches
@@ -327,12 +327,6 @@ def active_runs(statuses: dict[str, int]) -> int:
 
 
 # ----------------------------------------------------------------------------------- the server
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def start_server(
     home: Path,
     log_path: Path,
@@ -342,9 +336,8 @@ def start_server(
     idle_timeout: float | None,
     wait_s: float,
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """`streamlit run app.py` on a free port of 127.0.0.1, its output in ``log_path``; returns
-    once it answers its health check. Raises `RuntimeError` with the log's tail otherwise."""
-    port = free_port()
+    """The dashboard's server with these settings (the caller's other RDQN_ variables dropped),
+    its output in ``log_path``; returns once it answers its health check."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("RDQN_")}
     env.update({"RDQN_HOME": str(home), "RDQN_EXECUTOR": executor})
     for name, value in (
@@ -354,35 +347,7 @@ def start_server(
     ):
         if value is not None:
             env[name] = str(value)
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
-            + ["--server.address", "127.0.0.1", "--server.headless", "true"],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: a Ctrl-C here reaches us first
-        )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return process, url
-        except OSError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            why = (
-                f"exited with code {process.returncode}"
-                if process.poll() is not None
-                else f"did not answer {url}/_stcore/health within {wait_s:.0f} s"
-            )
-            stop_server(process)
-            tail = log_path.read_text(encoding="utf-8", errors="replace")[-4000:]
-            raise RuntimeError(f"the dashboard server {why}; its log ({log_path}):\n{tail}")
-        time.sleep(0.3)
+    return start_dashboard(env, log_path, wait_s)
 
 
 def stop_server(process: subprocess.Popen[bytes]) -> list[str]:

@@ -6,11 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,22 +14,17 @@ from pathlib import Path
 from playwright.sync_api import Locator, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from benchmarks.dashboard_server import start_dashboard
+
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @contextlib.contextmanager
 def streamlit_server(
     home: Path, log_name: str, **settings: str
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """`streamlit run app.py` on a free local port, its output in test-artifacts/<log_name>."""
-    port = free_port()
+    """The dashboard's server on a free local port, its output in test-artifacts/<log_name>."""
     # Several sessions train at once here: more than the default cap (the cores but one); a
     # closed tab's runs stop 3 s after it (not the default 10), so the flows wait less.
     env = {
@@ -44,33 +35,12 @@ def streamlit_server(
         **settings,
     }
     ARTIFACTS.mkdir(exist_ok=True)
-    log_path = ARTIFACTS / log_name
-    with log_path.open("w", encoding="utf-8") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
-            + ["--server.address", "127.0.0.1", "--server.headless", "true"],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                        if response.status == 200:
-                            break
-                except OSError:
-                    if process.poll() is not None or time.monotonic() > deadline:
-                        output = log_path.read_text(encoding="utf-8")
-                        raise RuntimeError(f"streamlit did not start:\n{output}") from None
-                    time.sleep(0.5)
-            yield url, process
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
+    process, url = start_dashboard(env, ARTIFACTS / log_name)
+    try:
+        yield url, process
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
 
 
 def metric(page: Page, label: str) -> int:
