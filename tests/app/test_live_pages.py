@@ -326,11 +326,13 @@ def test_a_lesson_lasts_the_session_until_left() -> None:
 
 
 def progress_text(at: AppTest) -> str:
+    """The live view's status line, in lower case: "running · run `…`", or while the kernels
+    load on a busy machine, "Preparing fast kernels: … Run `…` starts after."."""
     deadline = time.monotonic() + 30
     while not at.get("progress") and time.monotonic() < deadline:
         time.sleep(0.2)
         at.run()
-    return at.get("progress")[0].proto.text
+    return at.get("progress")[0].proto.text.lower()
 
 
 def test_students_follow_the_teachers_current_run_and_can_fork_it() -> None:
