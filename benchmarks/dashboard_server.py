@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from collections.abc import Mapping
+from contextlib import nullcontext
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +28,8 @@ def start_dashboard(
     nowhere); return it and its URL once it answers. A server that exits or does not answer
     within ``wait_s`` is killed and raises `RuntimeError` with the tail of its log."""
     port = free_port()
-    with log_path.open("wb") if log_path is not None else open(os.devnull, "wb") as log:
+    output = log_path.open("wb") if log_path is not None else nullcontext(subprocess.DEVNULL)
+    with output as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
             + ["--server.address", "127.0.0.1", "--server.headless", "true"],
