@@ -38,7 +38,16 @@ import torch
 from rdqn.config import SCHEMES, RunConfig
 from rdqn.learn import fused_mlp
 from rdqn.presets import preset
-from rdqn.replay import checks, rank, rank_order, samplers, storage, sumtree, windows
+from rdqn.replay import (
+    checks,
+    rank,
+    rank_order,
+    rank_order_writes,
+    samplers,
+    storage,
+    sumtree,
+    windows,
+)
 from rdqn.replay.sumtree import SumTree
 from rdqn.runs.control import RunControls, drive
 from rdqn.runs.lifecycle import RecordedRun, ending
@@ -213,6 +222,7 @@ KERNEL_MODULES: tuple[ModuleType, ...] = (
     samplers,
     rank,
     rank_order,
+    rank_order_writes,
     storage,
     windows,
     checks,

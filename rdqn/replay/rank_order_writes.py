@@ -1,0 +1,631 @@
+"""The writing kernels of `rdqn.replay.rank_order.RankOrder`: take a slot out of its sorted block
+and put it back in its place, split, borrow, merge and spread blocks, lay out a whole order.
+The layout they keep and its invariants are `rdqn.replay.rank_order`'s."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+
+from rdqn.replay.prefetch import prefetch
+
+__all__ = [
+    "AHEAD",
+    "COUNT_BLOCKS",
+    "COUNT_C",
+    "COUNT_CLOCK",
+    "COUNT_FREE",
+    "COUNT_LAST",
+    "COUNT_SPREADS",
+    "COUNT_STORED",
+    "REACH",
+    "SEGMENT",
+    "build_kernel",
+    "no_refcounts",
+    "write_kernel",
+]
+
+# Fields of `RankOrder.counters`: blocks in use, slots stored, last stamp given, C, free blocks
+# on the stack, the last position that holds a block (-1: none), spreads so far (a statistic).
+COUNT_BLOCKS, COUNT_STORED, COUNT_CLOCK, COUNT_C, COUNT_FREE, COUNT_LAST = 0, 1, 2, 3, 4, 5
+COUNT_SPREADS = 6
+_NB, _N, _CLOCK, _C, _FREE, _LAST = 0, 1, 2, 3, 4, 5
+
+# How far a split looks for a gap, and the longest run of gaps a merge leaves, before the blocks
+# are spread out again.
+REACH = 32
+
+# Positions per segment of the search for a key's block (8 cache lines of last keys).
+SEGMENT = 64
+
+# How many writes ahead `write_kernel` prefetches the slots' homes (and half as many ahead, the
+# blocks they leave).
+AHEAD = 8
+
+# ---------------------------------------------------------------- kernels
+# The writing kernels are compiled without numba's reference counting (`_nrt=False`; they
+# allocate nothing and only borrow the arrays their caller holds): numba increfs every array
+# argument on entry to a function whose control flow its pruner cannot follow, and those atomic
+# counts cost more than the work itself (measured: 128 writes 38 µs without, 59 µs with, at
+# N = 2^17). Offsets into a block are unsigned, so numba leaves out its negative-index
+# wrap-around and the compiler vectorizes the shifts and scans.
+
+no_refcounts = numba.njit(cache=True, nogil=True, _nrt=False)
+_inlined = numba.njit(cache=True, nogil=True, _nrt=False, inline="always")
+_U = np.uint64
+
+
+@_inlined
+def _prefetch_block(items: NDArray[np.int32], keys: NDArray[np.float64], base: int, c: int) -> None:
+    """Prefetch the cache lines of a block's slots and keys (64-byte lines)."""
+    for k in range(0, c, 16):
+        prefetch(items, base + k)
+    for k in range(0, c, 8):
+        prefetch(keys, base + k)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _before(p: float, s: int, q: float, t: int) -> bool:
+    """Key (p, s) ranks before (q, t): larger priority, or equal priority and newer stamp."""
+    return (p > q) | ((p == q) & (s > t))
+
+
+@_inlined
+def _shift_up(array: NDArray, start: int, count: int) -> None:
+    """array[start + 1 : start + 1 + count] = array[start : start + count]."""
+    base = _U(start)
+    for k in range(count - 1, -1, -1):
+        array[base + _U(k + 1)] = array[base + _U(k)]
+
+
+@_inlined
+def _shift_down(array: NDArray, start: int, count: int) -> None:
+    """array[start : start + count] = array[start + 1 : start + 1 + count]."""
+    base = _U(start)
+    for k in range(count):
+        array[base + _U(k)] = array[base + _U(k + 1)]
+
+
+@no_refcounts
+def _move(
+    home: NDArray[np.int32],
+    items: NDArray[np.int32],
+    keys: NDArray[np.float64],
+    src: int,
+    dst: int,
+    count: int,
+    block: int,
+) -> None:
+    """Move `count` entries from flat offset src to dst, into `block` (another one: the ranges do
+    not overlap), and make it the moved slots' home."""
+    for k in range(count):
+        items[dst + k] = items[src + k]
+        keys[dst + k] = keys[src + k]
+        home[items[dst + k]] = block
+
+
+@_inlined
+def _fenwick_add(fenwick: NDArray[np.int64], q: int, delta: int) -> None:
+    """Add delta to the size at position q."""
+    i = q + 1
+    end = fenwick.shape[0] - 1
+    while i <= end:
+        fenwick[i] += delta
+        i += i & -i
+
+
+@no_refcounts
+def _fenwick_build(
+    fenwick: NDArray[np.int64], sizes: NDArray[np.int32], blocks: NDArray[np.int32]
+) -> None:
+    """Node i sums the sizes at positions [i - lowbit(i), i) (0 at a gap): each node adds itself
+    to its parent once, O(P)."""
+    end = blocks.shape[0]
+    for i in range(1, end + 1):
+        block = blocks[i - 1]
+        fenwick[i] = sizes[block] if block >= 0 else 0
+    for i in range(1, end + 1):
+        parent = i + (i & -i)
+        if parent <= end:
+            fenwick[parent] += fenwick[i]
+
+
+@no_refcounts
+def _set_last(
+    stamp: NDArray[np.int64],
+    items: NDArray[np.int32],
+    keys: NDArray[np.float64],
+    sizes: NDArray[np.int32],
+    blocks: NDArray[np.int32],
+    last_key: NDArray[np.float64],
+    last_stamp: NDArray[np.int64],
+    counters: NDArray[np.int64],
+    q: int,
+) -> None:
+    """Record the last key of the block at position q, and copy it into the gaps after q."""
+    c = counters[_C]
+    block = blocks[q]
+    at = block * c + sizes[block] - 1
+    key, key_stamp = keys[at], stamp[items[at]]
+    last_key[q] = key
+    last_stamp[q] = key_stamp
+    k = q + 1
+    while k <= counters[_LAST] and blocks[k] < 0:
+        last_key[k] = key
+        last_stamp[k] = key_stamp
+        k += 1
+
+
+@_inlined
+def _place(
+    sizes: NDArray[np.int32],
+    position: NDArray[np.int32],
+    blocks: NDArray[np.int32],
+    last_key: NDArray[np.float64],
+    last_stamp: NDArray[np.int64],
+    fenwick: NDArray[np.int64],
+    src: int,
+    dst: int,
+) -> None:
+    """Move the block at position src to the gap at position dst."""
+    block = blocks[src]
+    blocks[dst] = block
+    blocks[src] = -1
+    position[block] = dst
+    last_key[dst] = last_key[src]
+    last_stamp[dst] = last_stamp[src]
+    _fenwick_add(fenwick, src, -sizes[block])
+    _fenwick_add(fenwick, dst, sizes[block])
+
+
+@no_refcounts
+def _spread(
+    stamp: NDArray[np.int64],
+    items: NDArray[np.int32],
+    keys: NDArray[np.float64],
+    sizes: NDArray[np.int32],
+    position: NDArray[np.int32],
+    blocks: NDArray[np.int32],
+    last_key: NDArray[np.float64],
+    last_stamp: NDArray[np.int64],
+    fenwick: NDArray[np.int64],
+    counters: NDArray[np.int64],
+) -> None:
+    """Lay the blocks out again, in order, one every min(4, P / blocks) positions, O(P)."""
+    nb = counters[_NB]
+    counters[COUNT_SPREADS] += 1
+    end = blocks.shape[0]
+    k = 0
+    for q in range(end):  # pack to the front, in order
+        if blocks[q] >= 0:
+            blocks[k] = blocks[q]
+            k += 1
+    for q in range(nb, end):
+        blocks[q] = -1
+    step = min(4, end // nb)
+    for k in range(nb - 1, -1, -1):  # then spread, from the back (k * step >= k)
+        block = blocks[k]
+        blocks[k] = -1
+        blocks[k * step] = block
+        position[block] = k * step
+    counters[_LAST] = (nb - 1) * step
+    for k in range(nb):
+        _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, k * step)
+    _fenwick_build(fenwick, sizes, blocks)
+
+
+@no_refcounts
+def _split(
+    stamp: NDArray[np.int64],
+    home: NDArray[np.int32],
+    items: NDArray[np.int32],
+    keys: NDArray[np.float64],
+    sizes: NDArray[np.int32],
+    position: NDArray[np.int32],
+    free: NDArray[np.int32],
+    blocks: NDArray[np.int32],
+    last_key: NDArray[np.float64],
+    last_stamp: NDArray[np.int64],
+    fenwick: NDArray[np.int64],
+    counters: NDArray[np.int64],
+    q: int,
+) -> None:
+    """Move the upper half of the full block at position q to a new block in the position after
+    it: the nearest gap within `REACH` on either side, the blocks in between moved over by one;
+    where there is none, after spreading the blocks out."""
+    c = counters[_C]
+    end = blocks.shape[0]
+    full = blocks[q]
+    right = q + 1
+    while right < end and right - q <= REACH and blocks[right] >= 0:
+        right += 1
+    left = q - 1
+    while left >= 0 and q - left <= REACH and blocks[left] >= 0:
+        left -= 1
+    right_ok = right < end and right - q <= REACH
+    left_ok = left >= 0 and q - left <= REACH
+    if right_ok and (not left_ok or right - q <= q - left):
+        if right > counters[_LAST]:  # the last block moves over (or the new one is last)
+            counters[_LAST] += 1
+        for k in range(right, q + 1, -1):
+            _place(sizes, position, blocks, last_key, last_stamp, fenwick, k - 1, k)
+        at = q + 1
+    elif left_ok:
+        for k in range(left, q):
+            _place(sizes, position, blocks, last_key, last_stamp, fenwick, k + 1, k)
+        at = q
+    else:
+        _spread(
+            stamp, items, keys, sizes, position, blocks, last_key, last_stamp, fenwick, counters
+        )
+        at = position[full] + 1  # a gap: P >= 2 (blocks + 1)
+        if at > counters[_LAST]:
+            counters[_LAST] = at
+    counters[_FREE] -= 1
+    fresh = free[counters[_FREE]]
+    blocks[at] = fresh
+    position[fresh] = at
+    half = c >> 1
+    _move(home, items, keys, full * c + half, fresh * c, c - half, fresh)
+    sizes[full] = half
+    sizes[fresh] = c - half
+    counters[_NB] += 1
+    _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, at - 1)
+    _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, at)
+    _fenwick_add(fenwick, at - 1, half - c)
+    _fenwick_add(fenwick, at, c - half)
+
+
+@no_refcounts
+def _refill(
+    stamp: NDArray[np.int64],
+    home: NDArray[np.int32],
+    items: NDArray[np.int32],
+    keys: NDArray[np.float64],
+    sizes: NDArray[np.int32],
+    position: NDArray[np.int32],
+    free: NDArray[np.int32],
+    blocks: NDArray[np.int32],
+    last_key: NDArray[np.float64],
+    last_stamp: NDArray[np.int64],
+    fenwick: NDArray[np.int64],
+    counters: NDArray[np.int64],
+    q: int,
+) -> None:
+    """The block at position q fell to C/2 - 1 slots (and it has a neighbour): borrow the
+    nearest slot of a neighbour that holds more than C/2, else merge with a neighbour (the two
+    then hold at most C - 1; the later one's position becomes a gap)."""
+    c = counters[_C]
+    last = counters[_LAST]
+    block = blocks[q]
+    size = sizes[block]
+    before = q - 1
+    while before >= 0 and blocks[before] < 0:
+        before -= 1
+    after = q + 1
+    while after <= last and blocks[after] < 0:
+        after += 1
+    if before >= 0 and sizes[blocks[before]] > (c >> 1):
+        left = blocks[before]
+        _shift_up(items, block * c, size)
+        _shift_up(keys, block * c, size)
+        _move(home, items, keys, left * c + sizes[left] - 1, block * c, 1, block)
+        sizes[left] -= 1
+        sizes[block] = size + 1
+        _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, before)
+        _fenwick_add(fenwick, before, -1)
+        _fenwick_add(fenwick, q, 1)
+    elif after <= last and sizes[blocks[after]] > (c >> 1):
+        right = blocks[after]
+        _move(home, items, keys, right * c, block * c + size, 1, block)
+        _shift_down(items, right * c, sizes[right] - 1)
+        _shift_down(keys, right * c, sizes[right] - 1)
+        sizes[right] -= 1
+        sizes[block] = size + 1
+        _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, q)
+        _fenwick_add(fenwick, after, -1)
+        _fenwick_add(fenwick, q, 1)
+    else:
+        first, second = (before, q) if before >= 0 else (q, after)
+        a, b = blocks[first], blocks[second]
+        moved = sizes[b]
+        _move(home, items, keys, b * c, a * c + sizes[a], moved, a)
+        sizes[a] += moved
+        sizes[b] = 0
+        blocks[second] = -1
+        position[b] = -1
+        free[counters[_FREE]] = b
+        counters[_FREE] += 1
+        counters[_NB] -= 1
+        if second == last:
+            counters[_LAST] = first
+        _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, first)
+        _fenwick_add(fenwick, second, -moved)
+        _fenwick_add(fenwick, first, moved)
+        if second - first > REACH or (after <= last and after - first > REACH):
+            _spread(
+                stamp, items, keys, sizes, position, blocks, last_key, last_stamp, fenwick,
+                counters,
+            )  # fmt: skip
+
+
+@_inlined
+def _remove(
+    stamp: NDArray[np.int64],
+    home: NDArray[np.int32],
+    items: NDArray[np.int32],
+    keys: NDArray[np.float64],
+    sizes: NDArray[np.int32],
+    position: NDArray[np.int32],
+    free: NDArray[np.int32],
+    blocks: NDArray[np.int32],
+    last_key: NDArray[np.float64],
+    last_stamp: NDArray[np.int64],
+    fenwick: NDArray[np.int64],
+    counters: NDArray[np.int64],
+    slot: int,
+) -> None:
+    """Take a stored slot out of its block (the insert that always follows refills a block it
+    empties: the only one, at position 0)."""
+    c = counters[_C]
+    block = home[slot]
+    q = position[block]
+    size = sizes[block]
+    base = _U(block * c)
+    j = 0
+    for k in range(size):  # no early exit: the compiler vectorizes the scan
+        if items[base + _U(k)] == slot:
+            j = k
+    _shift_down(items, block * c + j, size - 1 - j)
+    _shift_down(keys, block * c + j, size - 1 - j)
+    sizes[block] = size - 1
+    home[slot] = -1
+    counters[_N] -= 1
+    _fenwick_add(fenwick, q, -1)
+    if size == 1:
+        return
+    if j == size - 1:
+        _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, q)
+    if counters[_NB] > 1 and size - 1 < (c >> 1):
+        _refill(
+            stamp, home, items, keys, sizes, position, free, blocks, last_key, last_stamp,
+            fenwick, counters, q,
+        )  # fmt: skip
+
+
+@_inlined
+def _find_position(
+    last_key: NDArray[np.float64], last_stamp: NDArray[np.int64], last: int, p: float, s: int
+) -> int:
+    """The first position whose last key does not rank before (p, s): it holds a block, the one
+    that takes (p, s) (none: the last block, at `last`). A binary search over the last keys of
+    every SEGMENT-th position finds the segment; in it, a count of the keys above p (vectorized,
+    no branches to mispredict) and a step over the ties with newer stamps find the position."""
+    lo, hi = 0, last // SEGMENT
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        end = min(mid * SEGMENT + SEGMENT - 1, last)
+        if last_key[end] > p or (last_key[end] == p and last_stamp[end] > s):
+            lo = mid + 1
+        else:
+            hi = mid
+    start = lo * SEGMENT
+    stop = min(start + SEGMENT, last + 1)
+    q = start
+    for k in range(start, stop):
+        q += last_key[k] > p
+    while q < stop and last_key[q] == p and last_stamp[q] > s:
+        q += 1
+    return min(q, last)
+
+
+@_inlined
+def _insert(
+    stamp: NDArray[np.int64],
+    home: NDArray[np.int32],
+    items: NDArray[np.int32],
+    keys: NDArray[np.float64],
+    sizes: NDArray[np.int32],
+    position: NDArray[np.int32],
+    free: NDArray[np.int32],
+    blocks: NDArray[np.int32],
+    last_key: NDArray[np.float64],
+    last_stamp: NDArray[np.int64],
+    fenwick: NDArray[np.int64],
+    counters: NDArray[np.int64],
+    slot: int,
+    p: float,
+    hint: int,
+) -> None:
+    """Put the slot, its stamp already set, with priority p into its place: the block at
+    position `hint` if that is the one (`_find_position`), else the one found."""
+    c = counters[_C]
+    s = stamp[slot]
+    if counters[_NB] == 0:
+        counters[_FREE] -= 1
+        fresh = free[counters[_FREE]]
+        blocks[0] = fresh
+        position[fresh] = 0
+        sizes[fresh] = 0
+        counters[_NB] = 1
+        counters[_LAST] = 0
+    last = counters[_LAST]
+    q = hint
+    if not (
+        0 <= q <= last
+        and blocks[q] >= 0
+        and (q == last or not _before(last_key[q], last_stamp[q], p, s))
+        and (q == 0 or _before(last_key[q - 1], last_stamp[q - 1], p, s))
+    ):
+        q = _find_position(last_key, last_stamp, last, p, s)
+    block = blocks[q]
+    size = sizes[block]
+    base = block * c
+    lo, length = 0, size
+    while length > 0:
+        half = length >> 1
+        mid = lo + half
+        key = keys[base + mid]  # the stamp is read only on a tie (a cache miss, mostly)
+        go = key > p or (key == p and stamp[items[base + mid]] > s)
+        lo = mid + 1 if go else lo
+        length = length - half - 1 if go else half
+    _shift_up(items, base + lo, size - lo)
+    _shift_up(keys, base + lo, size - lo)
+    items[base + lo] = slot
+    keys[base + lo] = p
+    sizes[block] = size + 1
+    home[slot] = block
+    counters[_N] += 1
+    _fenwick_add(fenwick, q, 1)
+    if lo == size:
+        _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, q)
+    if size + 1 == c:
+        _split(
+            stamp, home, items, keys, sizes, position, free, blocks, last_key, last_stamp,
+            fenwick, counters, q,
+        )  # fmt: skip
+
+
+@no_refcounts
+def write_kernel(
+    stamp: NDArray[np.int64],
+    home: NDArray[np.int32],
+    items: NDArray[np.int32],
+    keys: NDArray[np.float64],
+    sizes: NDArray[np.int32],
+    position: NDArray[np.int32],
+    free: NDArray[np.int32],
+    blocks: NDArray[np.int32],
+    last_key: NDArray[np.float64],
+    last_stamp: NDArray[np.int64],
+    fenwick: NDArray[np.int64],
+    counters: NDArray[np.int64],
+    slots: NDArray[np.int64],
+    priorities: NDArray[np.float64],
+    stored_only: bool,
+) -> float:
+    """For each k in turn: remove slots[k] if stored, give it priorities[k] and the next stamp,
+    insert it (a slot that holds nothing is skipped when `stored_only`). Returns the largest of
+    `priorities` (0 for none).
+
+    Done in two passes with the same outcome: first every write's slot leaves its block and
+    takes its stamp (a slot written twice: the last stamp), then each slot goes in once, with
+    the priority of its last write. The passes let the loads overlap: the first prefetches the
+    homes and blocks of the writes ahead; the second finds the block of the next slot and
+    prefetches it while this one goes in."""
+    largest = 0.0
+    c = counters[_C]
+    count = slots.shape[0]
+    clock = counters[_CLOCK]  # stamps above it were given in this call
+    for k in range(count):
+        if k + AHEAD < count:  # the homes of later writes, then the blocks they leave
+            prefetch(home, slots[k + AHEAD])
+            prefetch(stamp, slots[k + AHEAD])
+        if k + AHEAD // 2 < count and home[slots[k + AHEAD // 2]] >= 0:
+            _prefetch_block(items, keys, home[slots[k + AHEAD // 2]] * c, c)
+        slot = slots[k]
+        largest = max(largest, priorities[k])
+        if home[slot] >= 0:
+            _remove(
+                stamp, home, items, keys, sizes, position, free, blocks, last_key, last_stamp,
+                fenwick, counters, slot,
+            )  # fmt: skip
+        elif stored_only and stamp[slot] <= clock:
+            continue
+        counters[_CLOCK] += 1
+        stamp[slot] = counters[_CLOCK]
+    k = _next_last_write(stamp, slots, clock, stored_only, 0, clock)
+    hint = -1  # the position found for this slot before the previous one went in
+    while k < count:
+        after = _next_last_write(stamp, slots, clock, stored_only, k + 1, stamp[slots[k]])
+        ahead = -1
+        if after < count and counters[_NB] > 0:
+            ahead = _find_position(
+                last_key, last_stamp, counters[_LAST], priorities[after], stamp[slots[after]]
+            )
+            _prefetch_block(items, keys, blocks[ahead] * c, c)
+        _insert(
+            stamp, home, items, keys, sizes, position, free, blocks, last_key, last_stamp,
+            fenwick, counters, slots[k], priorities[k], hint,
+        )  # fmt: skip
+        hint = ahead
+        k = after
+    return largest
+
+
+@_inlined
+def _next_last_write(
+    stamp: NDArray[np.int64],
+    slots: NDArray[np.int64],
+    clock: int,
+    stored_only: bool,
+    k: int,
+    given: int,
+) -> int:
+    """The first write at or after k that is its slot's last in the call (count: none), given
+    that `given` stamps were handed out before k. A write got stamp `given` + 1 if its slot
+    was stored (or `stored_only` is off), so its slot's stamp is above `clock`; it is the last
+    write of its slot if the slot kept that stamp."""
+    count = slots.shape[0]
+    while k < count:
+        s = stamp[slots[k]]
+        if not stored_only or s > clock:
+            given += 1
+            if s == given:
+                return k
+        k += 1
+    return count
+
+
+@no_refcounts
+def build_kernel(
+    stamp: NDArray[np.int64],
+    home: NDArray[np.int32],
+    items: NDArray[np.int32],
+    keys: NDArray[np.float64],
+    sizes: NDArray[np.int32],
+    position: NDArray[np.int32],
+    free: NDArray[np.int32],
+    blocks: NDArray[np.int32],
+    last_key: NDArray[np.float64],
+    last_stamp: NDArray[np.int64],
+    fenwick: NDArray[np.int64],
+    counters: NDArray[np.int64],
+    order: NDArray[np.int64],
+    priorities: NDArray[np.float64],
+) -> None:
+    """Lay out `order` (the stored slots in rank order, with their priorities) in blocks about
+    3/4 full: one block below C slots, else ceil(n / (3C/4)) blocks of sizes as equal as
+    possible, each within [C/2, 3C/4] (n >= C for two blocks; n / nb > C/2 for three or more),
+    at positions 0, 1, 2, ... before they are spread out."""
+    c = counters[_C]
+    n = order.shape[0]
+    nb = 0 if n == 0 else 1 if n < c else -(-n // (3 * c // 4))
+    physical = sizes.shape[0]
+    sizes[:] = 0
+    home[:] = -1
+    position[:] = -1
+    blocks[:] = -1
+    for k in range(physical - nb):  # the free stack pops nb, nb + 1, ...
+        free[k] = physical - 1 - k
+    counters[_FREE] = physical - nb
+    counters[_NB] = nb
+    counters[_N] = n
+    counters[_LAST] = nb - 1
+    k = 0
+    for q in range(nb):
+        blocks[q] = q
+        position[q] = q
+        sizes[q] = n // nb + (1 if q < n % nb else 0)
+        for j in range(q * c, q * c + sizes[q]):
+            items[j] = order[k]
+            keys[j] = priorities[k]
+            home[order[k]] = q
+            k += 1
+    if nb:
+        _spread(
+            stamp, items, keys, sizes, position, blocks, last_key, last_stamp, fenwick, counters
+        )
+    else:
+        fenwick[:] = 0
