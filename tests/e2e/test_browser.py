@@ -192,20 +192,31 @@ def test_run_states_the_idle_rule_closing_the_server_and_resuming_after_it(
     on where it stopped, under the same id."""
     browser = page.context.browser
     assert browser is not None
-    with streamlit_server(tmp_path, "server-shutdown.log", RDQN_IDLE_TIMEOUT="3") as (url, server):
+    # The idle timeout is short, but not so short that a loaded machine's slow page refreshes
+    # count as a closed page.
+    with streamlit_server(tmp_path, "server-shutdown.log", RDQN_IDLE_TIMEOUT="5") as (url, server):
         tab = browser.new_context().new_page()
         tab.set_default_timeout(120_000)
         start_a_run(tab, url)
-        tab.get_by_role("button", name="Pause").click()
-        tab.locator('[data-testid="stProgress"]', has_text="paused").first.wait_for()
+
+        def press(button: str, state: str) -> None:
+            control = tab.get_by_role("button", name=button)
+            act_until(
+                tab,
+                lambda: control.click() if control.is_enabled() else None,
+                f"""() => [...document.querySelectorAll('[data-testid="stProgress"]')]
+                         .some(status => status.innerText.startsWith('{state}'))""",
+                button,
+            )
+
+        press("Pause", "paused")
         assert tab.get_by_role("button", name="Resume").is_enabled()
         time.sleep(2)
         assert metric(tab, "Steps/s") == 0
-        tab.get_by_role("button", name="Resume").click()
-        tab.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()
+        press("Resume", "running")
         tab.get_by_role("link", name="One update by hand").first.click()
         tab.get_by_text("The arithmetic for one row").wait_for()
-        time.sleep(7)  # over twice the idle timeout, on a page that polls no run
+        time.sleep(11)  # over twice the idle timeout, on a page that polls no run
         tab.get_by_role("link", name="Live training").first.click()
         tab.locator('[data-testid="stProgress"]').first.wait_for()
         assert progress_text(tab).startswith("running"), progress_text(tab)
