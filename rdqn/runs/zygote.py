@@ -126,6 +126,9 @@ class Zygote:
         self._exits: dict[str, int] = {}
         self._lost: dict[str, str] = {}
         self._pending: dict[str, socket.socket] = {}  # worker ends, until the fork
+        # The zygote each run was sent to: when one ends, only its runs are affected, not those
+        # a zygote started after it already has (a launch can follow a zygote's death at once).
+        self._sent_to: dict[str, subprocess.Popen[bytes]] = {}
         self._warm_up = WarmUp(0, len(WARM_UP_PARTS))
 
     def warm_up_progress(self) -> WarmUp:
@@ -164,24 +167,26 @@ class Zygote:
         self._requests = requests
         self._spec_writer = Connection(os.dup(requests.fileno()))
         threading.Thread(
-            target=self._listen, args=(Connection(reports.detach()),), daemon=True
+            target=self._listen, args=(Connection(reports.detach()), self._process), daemon=True
         ).start()
 
     def launch(self, spec: RunSpec) -> ZygoteWorker:
         """Ask the zygote to fork a worker for ``spec``; returns at once (the worker's link
         carries its events as soon as it runs)."""
         server_end, worker_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        with self._changed:
-            self._pending[spec.run_id] = worker_end  # closed once it is forked
         try:
             with self._lock:
                 self._ensure_running()
                 assert self._requests is not None and self._spec_writer is not None
+                with self._changed:
+                    self._pending[spec.run_id] = worker_end  # closed once it is forked
+                    self._sent_to[spec.run_id] = self._process
                 socket.send_fds(self._requests, [b"R"], [worker_end.fileno()])
                 self._spec_writer.send_bytes(pickle.dumps(spec))
         except BaseException:
             with self._changed:
                 self._pending.pop(spec.run_id, None)
+                self._sent_to.pop(spec.run_id, None)
             server_end.close()
             worker_end.close()
             raise
@@ -209,26 +214,26 @@ class Zygote:
     def forget(self, run_id: str) -> None:
         """Drop what is known of a finished worker."""
         with self._changed:
-            for table in (self._pids, self._exits, self._lost):
+            for table in (self._pids, self._exits, self._lost, self._sent_to):
                 table.pop(run_id, None)
 
-    def _listen(self, reports: Connection) -> None:
+    def _listen(self, reports: Connection, zygote: subprocess.Popen[bytes]) -> None:
         while True:
             try:
                 kind, run_id, value = reports.recv()
             except (EOFError, OSError, pickle.UnpicklingError):
                 reports.close()
                 with self._changed:
+                    its = {run for run, sent_to in self._sent_to.items() if sent_to is zygote}
                     # Runs it never forked end now: their links read end-of-file.
-                    for run_id, worker_end in self._pending.items():
+                    for run_id in its & self._pending.keys():
                         self._lost[run_id] = _NEVER_STARTED
-                        worker_end.close()
-                    self._pending.clear()
+                        self._pending.pop(run_id).close()
                     # Its children live on (their links tell when they end), unreaped by it.
-                    for run_id in self._pids.keys() - self._exits.keys():
+                    for run_id in (its & self._pids.keys()) - self._exits.keys():
                         self._lost.setdefault(run_id, "the worker zygote ended; exit unknown")
-                    # Nothing is warm until the next launch starts another one.
-                    self._warm_up = WarmUp(0, len(WARM_UP_PARTS), self._warm_up.compiling)
+                    if self._process is zygote:  # nothing is warm until the next launch
+                        self._warm_up = WarmUp(0, len(WARM_UP_PARTS), self._warm_up.compiling)
                     self._changed.notify_all()
                 return
             with self._changed:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import pytest
@@ -314,6 +316,28 @@ def test_a_worker_of_a_replaced_zygote_is_still_watched(store: RunStore) -> None
     assert store.get_run(first.id).status == "failed"
     second.stop()
     assert second.status == "stopped"
+    executor.close()
+
+
+def test_a_dead_zygotes_end_of_file_leaves_its_successors_runs_alone(store: RunStore) -> None:
+    """The old zygote's listener may hear its end-of-file only after a launch has already
+    started the next zygote: it must fail none of the new zygote's runs."""
+    executor = ProcessExecutor()
+    zygote = executor._zygote
+    first = RunHandle(tiny(1_000_000), store=store, executor=executor).start()
+    running(first, 100)
+    old = zygote._process
+    old.kill()
+    old.wait(10)
+    second = RunHandle(tiny(1_000_000), store=store, executor=executor).start()
+    quiet, closed = socket.socketpair()
+    closed.close()
+    zygote._listen(Connection(quiet.detach()), old)  # the old zygote's end-of-file, late
+    assert zygote.lost_reason(second.id) is None
+    running(second, 100)
+    assert zygote.lost_reason(first.id) == "the worker zygote ended; exit unknown"
+    for handle in (first, second):
+        handle.stop()
     executor.close()
 
 
