@@ -231,21 +231,21 @@ class ReplayBuffer:
             batch_size = check_integer("batch_size", batch_size, minimum=1, maximum=size)
         if not (type(beta) is float and 0.0 <= beta <= 1.0):
             beta = float(check_probability("beta", beta))
-        draw = self.sampler.sample(size, int(batch_size), beta, self.rng)
-        got = self.storage.gather(draw.indices, self.window)
+        draw = self.sampler.sample(size, batch_size, beta, self.rng)
+        windows, masks, integers, flags, rewards = self.storage.gather(draw.indices, self.window)
         return Batch.of(
-            obs=got.obs,
-            actions=got.actions,
-            rewards=got.rewards,
-            next_obs=got.next_obs,
-            terminated=got.terminated,
-            truncated=got.truncated,
+            obs=windows[0],
+            actions=integers[0],
+            rewards=rewards,
+            next_obs=windows[1],
+            terminated=flags[0],
+            truncated=flags[1],
             indices=draw.indices,
             probabilities=draw.probabilities,
             weights=draw.weights,
-            generations=got.generations,
-            obs_mask=got.obs_mask,
-            next_obs_mask=got.next_obs_mask,
+            generations=integers[1],
+            obs_mask=masks[0],
+            next_obs_mask=masks[1],
         )
 
     def update_priorities(self, batch: Batch, td_errors: ArrayLike) -> int:

@@ -16,15 +16,13 @@ the window length T; windows are gathered at sample time (see `windows.py`).
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numba
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
 from rdqn.replay.windows import fill_window
 
-__all__ = ["ACTION_MAX", "Gathered", "RingStorage"]
+__all__ = ["ACTION_MAX", "RingStorage", "Stacked"]
 
 ACTION_MAX = int(np.iinfo(np.int32).max)
 """Actions are stored as int32 (discrete action spaces are far smaller)."""
@@ -101,20 +99,11 @@ def count_stale(
     return stale
 
 
-class Gathered(NamedTuple):
-    """What `RingStorage.gather` reads for B slots (T = window length)."""
-
-    obs: NDArray
-    """(B, T, *obs_shape) W_t."""
-    next_obs: NDArray
-    """(B, T, *obs_shape) W_{t+1}."""
-    obs_mask: NDArray[np.bool_]
-    next_obs_mask: NDArray[np.bool_]
-    actions: NDArray[np.int64]
-    rewards: NDArray[np.float32]
-    terminated: NDArray[np.bool_]
-    truncated: NDArray[np.bool_]
-    generations: NDArray[np.int64]
+Stacked = tuple[NDArray, NDArray[np.bool_], NDArray[np.int64], NDArray[np.bool_], NDArray]
+"""What `RingStorage.gather` returns for B slots (T = window length), each output stacked with
+its pair: windows (2, B, T, *obs_shape) = (W_t, W_{t+1}), masks (2, B, T) = (mask_t,
+mask_{t+1}), integers (2, B) = (a_t, generation), flags (2, B) = (terminated, truncated) and
+rewards (B,) float32."""
 
 
 class RingStorage:
@@ -184,13 +173,15 @@ class RingStorage:
         )
         return slot
 
-    def gather(self, slots: NDArray[np.int64], window: int, *, count: bool = True) -> Gathered:
+    def gather(self, slots: NDArray[np.int64], window: int, *, count: bool = True) -> Stacked:
         """The transitions in `slots` (valid int64 slots) with their windows, in one compiled
-        pass; with ``count``, each sampled slot's sample count goes up by one."""
+        pass; with ``count``, each sampled slot's sample count goes up by one. The outputs come
+        stacked (`Stacked`): the caller takes the views it needs, with no tuple of views built
+        in between."""
         n = slots.shape[0]
+        integers = np.empty((2, n), dtype=np.int64)
         windows = np.empty((2, n, window, self.obs.shape[1]), dtype=self.obs_dtype)
         masks = np.empty((2, n, window), dtype=np.bool_)
-        integers = np.empty((2, n), dtype=np.int64)
         flags = np.empty((2, n), dtype=np.bool_)
         rewards = np.empty(n, dtype=np.float32)
         gather_transitions_kernel(
@@ -214,25 +205,17 @@ class RingStorage:
         )
         if len(self.obs_shape) > 1:
             windows = windows.reshape((2, n, window, *self.obs_shape))
-        return Gathered(
-            windows[0],
-            windows[1],
-            masks[0],
-            masks[1],
-            integers[0],
-            rewards,
-            flags[0],
-            flags[1],
-            integers[1],
-        )
+        return windows, masks, integers, flags, rewards
 
     def windows(
         self, slots: NDArray[np.int64], window: int
     ) -> tuple[NDArray, NDArray, NDArray[np.bool_], NDArray[np.bool_]]:
         """(W_t, W_{t+1}, mask_t, mask_{t+1}) for the transitions in `slots` (not counted as
         sampled)."""
-        out = self.gather(np.ascontiguousarray(slots, dtype=np.int64), window, count=False)
-        return out.obs, out.next_obs, out.obs_mask, out.next_obs_mask
+        windows, masks, *_ = self.gather(
+            np.ascontiguousarray(slots, dtype=np.int64), window, count=False
+        )
+        return windows[0], windows[1], masks[0], masks[1]
 
     def state_dict(self) -> dict:
         state = {name: getattr(self, name).copy() for name in _ARRAYS}
