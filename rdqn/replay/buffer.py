@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
-from rdqn.replay.checks import check_slots, check_update
+from rdqn.replay.checks import all_finite, check_slots, check_update
 from rdqn.replay.rank import rank_sampler_nbytes
 from rdqn.replay.samplers import Sampler, UniformSampler
 from rdqn.replay.storage import ACTION_MAX, RingStorage, count_stale
@@ -47,6 +47,26 @@ def replay_nbytes(capacity: int, obs_size: int, scheme: str, obs_itemsize: int =
     if scheme == "uniform":
         return storage
     raise ValueError(f"scheme must be one of ('uniform', 'proportional', 'rank'), got {scheme!r}")
+
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _check_action(action: Any) -> None:
+    if (
+        isinstance(action, bool)
+        or not isinstance(action, (int, np.integer))
+        or not 0 <= action <= ACTION_MAX
+    ):
+        raise ValueError(f"action must be an integer in [0, {ACTION_MAX}], got {action!r}")
+
+
+def _check_reward(reward: Any) -> None:
+    if isinstance(reward, bool) or not isinstance(reward, (int, float, np.integer, np.floating)):
+        raise ValueError(f"reward must be a real number, got {reward!r}")
+    with np.errstate(over="ignore"):
+        if not np.isfinite(np.float32(reward)):
+            raise ValueError(f"reward must be finite as float32, got {reward}")
 
 
 @dataclass(frozen=True)
@@ -169,8 +189,13 @@ class ReplayBuffer:
 
     # ------------------------------------------------------------------ writing
     def _check_obs(self, name: str, obs: ArrayLike) -> NDArray:
-        arr = np.asarray(obs)
         target = self.storage.obs_dtype
+        if type(obs) is np.ndarray and obs.dtype is target and obs.shape == self.obs_shape:
+            # Fast path (an environment's own array): nothing to convert, one compiled check.
+            stored = obs if obs.ndim == 1 else obs.reshape(-1)
+            if target.kind != "f" or all_finite(stored):
+                return stored
+        arr = np.asarray(obs)
         if arr.dtype.kind not in "fiub" or not np.can_cast(arr.dtype, target, "same_kind"):
             raise ValueError(f"{name} has dtype {arr.dtype}, which cannot be stored as {target}")
         if arr.shape != self.obs_shape:
@@ -198,21 +223,16 @@ class ReplayBuffer:
         """
         o = self._check_obs("obs", obs)
         o_next = self._check_obs("next_obs", next_obs)
-        if (
-            isinstance(action, bool)
-            or not isinstance(action, (int, np.integer))
-            or not 0 <= action <= ACTION_MAX
-        ):
-            raise ValueError(f"action must be an integer in [0, {ACTION_MAX}], got {action!r}")
-        real = (int, float, np.integer, np.floating)
-        if isinstance(reward, bool) or not isinstance(reward, real):
-            raise ValueError(f"reward must be a real number, got {reward!r}")
-        with np.errstate(over="ignore"):
-            if not np.isfinite(np.float32(reward)):
-                raise ValueError(f"reward must be finite as float32, got {reward}")
-        for name, flag in (("terminated", terminated), ("truncated", truncated)):
-            if not isinstance(flag, (bool, np.bool_)):
-                raise ValueError(f"{name} must be a bool, got {flag!r}")
+        # Plain Python values (what an environment step gives) pass with a few comparisons; the
+        # checks below decide, and name the problem, for anything else.
+        if not (type(action) is int and 0 <= action <= ACTION_MAX):
+            _check_action(action)
+        if not (type(reward) is float and -_FLOAT32_MAX <= reward <= _FLOAT32_MAX):
+            _check_reward(reward)
+        if not (type(terminated) is bool and type(truncated) is bool):
+            for name, flag in (("terminated", terminated), ("truncated", truncated)):
+                if not isinstance(flag, (bool, np.bool_)):
+                    raise ValueError(f"{name} must be a bool, got {flag!r}")
         slot = self.storage.write(o, int(action), float(reward), o_next, terminated, truncated)
         self.sampler.on_add(slot)
         return slot

@@ -21,7 +21,14 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["check_magnitudes", "check_slot", "check_slots", "check_update"]
+__all__ = [
+    "all_finite",
+    "check_magnitudes",
+    "check_slot",
+    "check_slots",
+    "check_update",
+    "slots_in_range",
+]
 
 _INT64 = np.dtype(np.int64)
 _FLOAT64 = np.dtype(np.float64)
@@ -32,8 +39,34 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
 
 
+@numba.njit(cache=True, nogil=True)
+def slots_in_range(indices: NDArray[np.int64], size: int) -> bool:
+    """Whether every index is in [0, size)."""
+    k, n = 0, indices.shape[0]
+    while k < n and 0 <= indices[k] < size:
+        k += 1
+    return k == n
+
+
+@numba.njit(cache=True, nogil=True)
+def all_finite(values: NDArray) -> bool:
+    """Whether every value of a 1-D float array is finite."""
+    k, n = 0, values.shape[0]
+    while k < n and np.isfinite(values[k]):
+        k += 1
+    return k == n
+
+
 def check_slots(name: str, indices: Any, size: int) -> NDArray[np.int64]:
     """``indices`` as a contiguous 1-D int64 array, if every entry is an integer in [0, size)."""
+    if (
+        type(indices) is np.ndarray
+        and indices.dtype is _INT64
+        and indices.ndim == 1
+        and indices.flags.c_contiguous
+        and slots_in_range(indices, size)
+    ):
+        return indices  # the learner's case (slots a sampler drew): one compiled pass
     array = indices if isinstance(indices, np.ndarray) else np.asarray(indices)
     if array.dtype.kind not in "iu":
         raise ValueError(

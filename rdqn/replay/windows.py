@@ -109,6 +109,9 @@ class WindowBuilder:
         self.obs_shape = tuple(int(s) for s in obs_shape)
         self.dtype = np.dtype(dtype)
         self._frames = np.zeros((self.length, *self.obs_shape), dtype=self.dtype)
+        self._flat = self._frames.reshape(self.length, -1)  # a view: the kernel's frames
+        self._newest = np.zeros(1, np.int64)  # the kernel's arguments, kept to not allocate
+        self._lookback = np.zeros(1, np.int64)
         self._last = -1
         self._count = 0
 
@@ -135,9 +138,12 @@ class WindowBuilder:
     def window_and_mask(self) -> tuple[NDArray, NDArray[np.bool_]]:
         if self._count == 0:
             raise RuntimeError("call reset(obs) before asking for a window")
-        lookback = min(self._count - 1, self.length - 1)
-        windows, mask = gather_windows(self._frames, [self._last], [lookback], self.length)
-        return windows[0], mask[0]
+        self._newest[0] = self._last
+        self._lookback[0] = min(self._count - 1, self.length - 1)
+        window = np.empty((1, self.length, self._flat.shape[1]), dtype=self.dtype)
+        mask = np.empty((1, self.length), dtype=np.bool_)
+        gather_windows_kernel(self._flat, self._newest, self._lookback, window, mask)
+        return window[0].reshape(self._frames.shape), mask[0]
 
     def window(self) -> NDArray:
         """W_t, shape (T, *obs_shape), zero-padded on the left early in an episode."""

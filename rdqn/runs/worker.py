@@ -52,6 +52,7 @@ from rdqn.replay.sumtree import SumTree
 from rdqn.runs.control import RunControls, drive
 from rdqn.runs.lifecycle import RecordedRun, ending
 from rdqn.runs.store import RunRecords, RunStore
+from rdqn.training import telemetry
 from rdqn.training.trainer import Trainer
 from rdqn.validation import check_choice
 
@@ -226,6 +227,7 @@ KERNEL_MODULES: tuple[ModuleType, ...] = (
     storage,
     windows,
     checks,
+    telemetry,
 )
 
 

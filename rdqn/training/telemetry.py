@@ -26,6 +26,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+import numba
 import numpy as np
 from numpy.typing import NDArray
 
@@ -53,6 +54,30 @@ weights are often 0.01 or less, which a 0..1 axis would pile into its first bin.
 AGE_BINS = 20
 TD_STAGES = (0.1, 0.25, 0.5, 1.0)
 """Fractions of the planned updates at which the |TD error| distribution is kept."""
+_STAGE_KEYS = tuple((stage, f"{stage:.0%}") for stage in TD_STAGES)
+
+
+@numba.njit(cache=True, nogil=True)
+def count_batch_kernel(
+    weights: NDArray[np.float64],
+    ages: NDArray[np.int64],
+    buffer_size: int,
+    weight_edges: NDArray[np.float64],
+    low: float,
+    high: float,
+    weight_counts: NDArray[np.float64],
+    age_counts: NDArray[np.float64],
+) -> None:
+    """Count one batch into the running histograms: log10(clip(w, low, high)) on `weight_edges`
+    (bins [e_k, e_{k+1}), the last one closed), and each age a into bin
+    min(a * bins // max(buffer_size, 1), bins - 1) of `age_counts` (bins = its length)."""
+    last = weight_edges.shape[0] - 2
+    for k in range(weights.shape[0]):
+        log_weight = np.log10(min(max(weights[k], low), high))
+        weight_counts[min(np.searchsorted(weight_edges, log_weight, side="right") - 1, last)] += 1
+    bins = age_counts.shape[0]
+    for k in range(ages.shape[0]):
+        age_counts[min(ages[k] * bins // max(buffer_size, 1), bins - 1)] += 1
 
 
 def effective_sample_size(weights: NDArray[np.float64]) -> float:
@@ -286,13 +311,15 @@ class TelemetryRecorder:
             ess=effective_sample_size(weights),
         )
         self.last_batch = view
-        # np.histogram's binning (last bin closed) without its per-call overhead.
-        bins = len(WEIGHT_EDGES) - 1
-        log_weights = np.log10(np.clip(weights, *WEIGHT_RANGE))
-        weight_bins = np.searchsorted(WEIGHT_EDGES, log_weights, side="right") - 1
-        self._weight_counts += np.bincount(np.minimum(weight_bins, bins - 1), minlength=bins)
-        age_bins = np.minimum(ages * AGE_BINS // max(buffer_size, 1), AGE_BINS - 1)
-        self._age_counts += np.bincount(age_bins, minlength=AGE_BINS)
+        count_batch_kernel(
+            np.ascontiguousarray(weights, np.float64),
+            np.ascontiguousarray(ages, np.int64),
+            buffer_size,
+            WEIGHT_EDGES,
+            *WEIGHT_RANGE,
+            self._weight_counts,
+            self._age_counts,
+        )
         self._recent_td.append(td_abs)
         if log:
             self.log_updates.append(update)
@@ -300,8 +327,7 @@ class TelemetryRecorder:
             self.td_abs_mean.append(float(td_abs.mean()))
             self.q_mean.append(q_mean)
             self.ess.append(view.ess)
-        for stage in TD_STAGES:
-            key = f"{stage:.0%}"
+        for stage, key in _STAGE_KEYS:
             if key not in self.td_stages and update >= stage * self.planned_updates:
                 recent = np.concatenate(self._recent_td)
                 top = max(float(recent.max()), 1e-12)

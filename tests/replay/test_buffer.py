@@ -477,6 +477,7 @@ def test_negative_alpha(make: Callable[[], Sampler], match: str) -> None:
 
 
 Z2 = np.zeros(2)
+F2 = np.zeros(2, np.float32)  # the storage dtype: `add`'s fast path checks it
 
 BAD_CALLS: list[tuple[str, Callable[[ReplayBuffer, Batch], object], str]] = [
     ("obs shape", lambda b, _: b.add(np.zeros(3), 0, 0.0, Z2, False, False), "obs"),
@@ -486,6 +487,8 @@ BAD_CALLS: list[tuple[str, Callable[[ReplayBuffer, Batch], object], str]] = [
     ("obs strings", lambda b, _: b.add(np.array(["a", "b"]), 0, 0.0, Z2, False, False), "obs"),
     ("obs nan", lambda b, _: b.add(np.array([0.0, np.nan]), 0, 0.0, Z2, False, False), "obs"),
     ("next_obs inf", lambda b, _: b.add(Z2, 0, 0.0, Z2 + np.inf, False, False), "next_obs"),
+    ("obs float32 nan", lambda b, _: b.add(F2 + np.nan, 0, 0.0, F2, False, False), "obs"),
+    ("next_obs float32 inf", lambda b, _: b.add(F2, 0, 0.0, F2 - np.inf, False, False), "next"),
     ("action float", lambda b, _: b.add(Z2, 1.5, 0.0, Z2, False, False), "action"),
     ("action negative", lambda b, _: b.add(Z2, -1, 0.0, Z2, False, False), "action"),
     ("action bool", lambda b, _: b.add(Z2, True, 0.0, Z2, False, False), "action"),

@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from rdqn.training.telemetry import (
+    AGE_BINS,
     WEIGHT_EDGES,
     WEIGHT_RANGE,
     TelemetryRecorder,
+    count_batch_kernel,
     weight_histogram,
 )
 
@@ -71,3 +73,24 @@ def test_a_restored_recorder_shows_what_the_saved_one_showed() -> None:
         np.testing.assert_array_equal(stage["counts"], again["td_stages"][key]["counts"])
     assert restored.episode_returns == saved.episode_returns  # plain floats, as recorded
     assert restored.last_batch is None  # the last batch is not part of the saved state
+
+
+def test_ages_fall_in_twenty_equal_bins_of_the_buffer() -> None:
+    """Bin of age a in a buffer of 100: a * 20 // 100, so 0-4 -> 0, 5 -> 1, 99 -> 19; an age
+    past the end (not possible in a buffer, but not an index error either) counts in the last."""
+    weight_counts, age_counts = np.zeros(len(WEIGHT_EDGES) - 1), np.zeros(AGE_BINS)
+
+    def count(ages: np.ndarray, size: int) -> None:
+        ones = np.ones(ages.shape[0])
+        low, high = WEIGHT_RANGE
+        count_batch_kernel(ones, ages, size, WEIGHT_EDGES, low, high, weight_counts, age_counts)
+
+    count(np.array([0, 4, 5, 50, 99, 250]), 100)
+    expected = np.zeros(AGE_BINS)
+    expected[[0, 1, 10, 19]] = [2, 1, 1, 2]
+    np.testing.assert_array_equal(age_counts, expected)
+    assert weight_counts[20] == 6  # log10(1) = 0 opens bin 20
+    many = np.random.default_rng(1).integers(0, 997, 5000)
+    age_counts[:] = 0
+    count(many, 997)
+    np.testing.assert_array_equal(age_counts, np.bincount(many * AGE_BINS // 997, minlength=20))
