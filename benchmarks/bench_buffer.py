@@ -6,10 +6,13 @@
    - `ReplayBuffer.sample(32)` alone (validation, the draw, the transition gather);
    - the buffer cycle: `ReplayBuffer.sample(32)` + `ReplayBuffer.update_priorities` (with its
      stale-update guard);
+   - `ReplayBuffer.add` of one transition as an environment gives it (float32 arrays, a Python
+     int, float and bools), which the training loop pays once per env step;
    reported as medians and as ratios to the sampler cycle.
 2. With ``--before REV``: the per-notebook training loop (CartPole, one fused update per env
    step) in env steps/s, this checkout against REV (a `git worktree` in a temporary folder), each
-   in its own process, alternating round by round; medians and their ratio.
+   in its own process, alternating round by round. A process reports the median rate of 10
+   chunks of 400 steps; the ratio is the median over rounds of (now / REV).
 
 Usage: python -m benchmarks.bench_buffer [--quick] [--before REV] [--json OUT.json]
 """
@@ -32,20 +35,24 @@ from rdqn.replay import ProportionalSampler, ReplayBuffer
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPACITY, BATCH, ALPHA, BETA = 10_000, 32, 0.6, 0.4
-LOOP_STEPS = 3_000
-"""Env steps timed per loop measurement, after the warm-up (learning_starts) is done."""
+LOOP_CHUNKS, LOOP_CHUNK_STEPS = 10, 400
+"""Env steps timed per loop measurement, after the warm-up (learning_starts) is done: the
+median rate over chunks, so that a moment of load on the machine moves one chunk, not all."""
 LOOP_SCRIPT = f"""
-import json, time
+import json, statistics, time
 from rdqn.presets import preset
 from rdqn.training.trainer import Trainer
 config = preset("per-notebook").with_overrides({{"train.total_steps": 1_000_000}})
 trainer = Trainer(config)
 while trainer.env_steps <= config.train.learning_starts + 200:
     trainer.step()
-start = time.perf_counter()
-for _ in range({LOOP_STEPS}):
-    trainer.step()
-print(json.dumps({{"steps_per_second": {LOOP_STEPS} / (time.perf_counter() - start)}}))
+rates = []
+for _ in range({LOOP_CHUNKS}):
+    start = time.perf_counter()
+    for _ in range({LOOP_CHUNK_STEPS}):
+        trainer.step()
+    rates.append({LOOP_CHUNK_STEPS} / (time.perf_counter() - start))
+print(json.dumps({{"steps_per_second": statistics.median(rates)}}))
 """
 
 
@@ -85,10 +92,16 @@ def bench_buffer(rounds: int, calls: int) -> dict[str, dict[str, float]]:
         batch = buffer.sample(BATCH, beta=BETA)
         buffer.update_priorities(batch, deltas[next(turn) & 15])
 
+    obs = np.random.default_rng(2).random((2, 4), dtype=np.float32)
+
+    def buffer_add() -> None:
+        buffer.add(obs[0], 1, 1.0, obs[1], False, False)
+
     variants = {
         "sampler cycle (sample + update_priorities)": sampler_cycle,
         "ReplayBuffer.sample(32)": buffer_sample,
         "ReplayBuffer cycle (sample + update_priorities)": buffer_cycle,
+        "ReplayBuffer.add (one env step's transition)": buffer_add,
     }
     for fn in variants.values():
         _time_per_call(fn, calls // 10)
@@ -131,9 +144,9 @@ def bench_loop(before: str, rounds: int) -> dict[str, object]:
             _loop_steps_per_second(old)  # compiles the old kernels once, outside the timing
             _loop_steps_per_second(ROOT)
             now, then = [], []
-            for _ in range(rounds):
-                now.append(_loop_steps_per_second(ROOT))
-                then.append(_loop_steps_per_second(old))
+            for round_ in range(rounds):  # which goes first alternates too
+                for checkout in (ROOT, old) if round_ % 2 == 0 else (old, ROOT):
+                    (now if checkout == ROOT else then).append(_loop_steps_per_second(checkout))
         finally:
             subprocess.run(
                 ["git", "worktree", "remove", "--force", str(old)], cwd=ROOT, capture_output=True
@@ -142,7 +155,7 @@ def bench_loop(before: str, rounds: int) -> dict[str, object]:
         "before": before,
         "steps_per_second_before": statistics.median(then),
         "steps_per_second_now": statistics.median(now),
-        "ratio": statistics.median(now) / statistics.median(then),
+        "ratio": statistics.median(n / t for n, t in zip(now, then, strict=True)),
         "rounds": rounds,
     }
 
@@ -160,12 +173,12 @@ def main() -> None:
     for name, row in results["buffer"].items():
         print(f"| {name} | {row['us']:.1f} | {row['x_sampler_cycle']:.2f} |")
     if args.before:
-        loop = bench_loop(args.before, 3 if args.quick else 7)
+        loop = bench_loop(args.before, 3 if args.quick else 9)
         results["loop"] = loop
         print(
             f"\nper-notebook loop: {loop['steps_per_second_now']:,.0f} env steps/s now, "
             f"{loop['steps_per_second_before']:,.0f} at {args.before} "
-            f"(×{loop['ratio']:.2f}, medians of {loop['rounds']} alternating rounds)"
+            f"(×{loop['ratio']:.2f}: the median of {loop['rounds']} alternating rounds' ratios)"
         )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
