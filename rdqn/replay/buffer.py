@@ -190,10 +190,16 @@ class ReplayBuffer:
     # ------------------------------------------------------------------ writing
     def _check_obs(self, name: str, obs: ArrayLike) -> NDArray:
         target = self.storage.obs_dtype
-        if type(obs) is np.ndarray and obs.dtype is target and obs.shape == self.obs_shape:
-            # Fast path (an environment's own array): nothing to convert, one compiled check.
+        if (
+            type(obs) is np.ndarray
+            and obs.dtype is target
+            and obs.shape == self.obs_shape
+            and obs.flags.c_contiguous
+        ):
+            # Fast path (an environment's own array): nothing to convert, and for float32 or
+            # float64 one compiled finiteness check (numba has no float16).
             stored = obs if obs.ndim == 1 else obs.reshape(-1)
-            if target.kind != "f" or all_finite(stored):
+            if target.kind != "f" or (target.itemsize in (4, 8) and all_finite(stored)):
                 return stored
         arr = np.asarray(obs)
         if arr.dtype.kind not in "fiub" or not np.can_cast(arr.dtype, target, "same_kind"):

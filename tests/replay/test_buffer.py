@@ -590,3 +590,25 @@ def test_action_too_large_for_int64_is_rejected(assert_same_state: Callable) -> 
     with pytest.raises(ValueError, match="action"):
         buf.add(np.ones(2), 2**63, 0.0, np.ones(2), False, False)
     assert_same_state(buf.state_dict(), before)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float16, np.float32, np.float64])
+def test_observations_in_the_storage_dtype_are_stored_exactly_and_checked(
+    dtype: type, assert_same_state: Callable
+) -> None:
+    """An environment's own array (the storage dtype, contiguous or not) goes in unchanged; a
+    non-finite float is refused whatever its width (float16 has no compiled check)."""
+    buf = ReplayBuffer(4, (2, 3), obs_dtype=dtype, seed=0)
+    frames = np.arange(12, dtype=dtype).reshape(2, 2, 3)
+    strided = np.arange(24, dtype=dtype).reshape(2, 4, 3)[:, ::2]  # not contiguous
+    buf.add(frames[0], 0, 1.0, frames[1], False, False)
+    buf.add(strided[0], 1, 2.0, strided[1], False, False)
+    np.testing.assert_array_equal(buf.storage.obs[:2], [frames[0].ravel(), strided[0].ravel()])
+    np.testing.assert_array_equal(buf.storage.next_obs[:2], [frames[1].ravel(), strided[1].ravel()])
+    if np.dtype(dtype).kind == "f":
+        before = buf.state_dict()
+        bad = frames[0].copy()
+        bad[1, 2] = np.nan
+        with pytest.raises(ValueError, match="next_obs must be finite"):
+            buf.add(frames[0], 0, 1.0, bad, False, False)
+        assert_same_state(buf.state_dict(), before)
