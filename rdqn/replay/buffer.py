@@ -145,8 +145,11 @@ class ReplayBuffer:
             raise ValueError("obs_shape must be a non-empty tuple of positive ints, got ()")
         self.obs_shape = tuple(check_integer("obs_shape entries", s, minimum=1) for s in shape)
         dtype = np.dtype(obs_dtype)
-        if dtype.kind not in "fiub":
-            raise ValueError(f"obs_dtype must be a numeric dtype, got {dtype}")
+        # What the compiled kernels read: native-order integers, bools, float32 and float64.
+        if dtype.kind not in "fiub" or (dtype.kind == "f" and dtype.itemsize not in (4, 8)):
+            raise ValueError(f"obs_dtype must be float32, float64, an integer or bool, got {dtype}")
+        if not dtype.isnative:
+            raise ValueError(f"obs_dtype must be in native byte order, got {dtype.str}")
         self.storage = RingStorage(capacity, self.obs_shape, dtype)
         self.sampler: Sampler = UniformSampler() if sampler is None else sampler
         if not isinstance(self.sampler, Sampler):
@@ -196,10 +199,9 @@ class ReplayBuffer:
             and obs.shape == self.obs_shape
             and obs.flags.c_contiguous
         ):
-            # Fast path (an environment's own array): nothing to convert, and for float32 or
-            # float64 one compiled finiteness check (numba has no float16).
+            # Fast path (an environment's own array): nothing to convert, one compiled check.
             stored = obs if obs.ndim == 1 else obs.reshape(-1)
-            if target.kind != "f" or (target.itemsize in (4, 8) and all_finite(stored)):
+            if target.kind != "f" or all_finite(stored):
                 return stored
         arr = np.asarray(obs)
         if arr.dtype.kind not in "fiub" or not np.can_cast(arr.dtype, target, "same_kind"):

@@ -455,6 +455,8 @@ def test_replay_nbytes_rejects_an_unknown_scheme() -> None:
         ({"obs_shape": (0,)}, "obs_shape"),
         ({"obs_shape": ()}, "obs_shape"),
         ({"obs_dtype": np.complex64}, "obs_dtype"),
+        ({"obs_dtype": np.float16}, "obs_dtype must be float32"),  # the kernels cannot read it
+        ({"obs_dtype": ">f4"}, "native byte order"),
         ({"sampler": object()}, "sampler"),
     ],
 )
@@ -592,19 +594,21 @@ def test_action_too_large_for_int64_is_rejected(assert_same_state: Callable) -> 
     assert_same_state(buf.state_dict(), before)
 
 
-@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.bool_, np.uint8, np.int16, np.float32, np.float64])
 def test_observations_in_the_storage_dtype_are_stored_exactly_and_checked(
     dtype: type, assert_same_state: Callable
 ) -> None:
-    """An environment's own array (the storage dtype, contiguous or not) goes in unchanged; a
-    non-finite float is refused whatever its width (float16 has no compiled check)."""
+    """An environment's own array (the storage dtype, contiguous or not) goes in unchanged and
+    comes back in a batch; a non-finite float is refused."""
     buf = ReplayBuffer(4, (2, 3), obs_dtype=dtype, seed=0)
-    frames = np.arange(12, dtype=dtype).reshape(2, 2, 3)
-    strided = np.arange(24, dtype=dtype).reshape(2, 4, 3)[:, ::2]  # not contiguous
+    frames = (np.arange(12) % 7).astype(dtype).reshape(2, 2, 3)
+    strided = (np.arange(24) % 5).astype(dtype).reshape(2, 4, 3)[:, ::2]  # not contiguous
     buf.add(frames[0], 0, 1.0, frames[1], False, False)
     buf.add(strided[0], 1, 2.0, strided[1], False, False)
     np.testing.assert_array_equal(buf.storage.obs[:2], [frames[0].ravel(), strided[0].ravel()])
     np.testing.assert_array_equal(buf.storage.next_obs[:2], [frames[1].ravel(), strided[1].ravel()])
+    batch, stored = buf.sample(2), np.stack([frames[0], strided[0]])
+    np.testing.assert_array_equal(batch.obs[:, -1], stored[batch.indices])
     if np.dtype(dtype).kind == "f":
         before = buf.state_dict()
         bad = frames[0].copy()
