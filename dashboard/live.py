@@ -436,7 +436,15 @@ def try_it_myself(follow: str | None, run_id: str | None) -> None:
     _use_settings_of(config)
     for key in ("run", "follow"):
         st.query_params.pop(key, None)
-    restart()
+
+    def fork() -> str | None:
+        shown = st.session_state["live.run_id"]
+        restart()
+        return None if st.session_state["live.run_id"] == shown else st.session_state["live.run_id"]
+
+    mine = registry().live_pages.fork_once(session().owner, run_id, fork)
+    if mine is not None and mine != st.session_state["live.run_id"]:
+        _show_run(mine)  # this browser's fork of the same run, a moment ago
 
 
 def use_defaults() -> None:

@@ -3,7 +3,8 @@
 A teacher's browser gets a four-character class code on first use (`class_code`); students who
 open ``?follow=<code>`` see whatever run that browser's live page shows now (`followed_run`),
 switching when the teacher restarts. `classes` lists the codes students followed lately (what a
-queued student may watch instead). Thread-safe; owned by the run registry
+queued student may watch instead), and `fork_once` makes a browser's "try this setup myself" of
+one run start one run, however often it arrives. Thread-safe; owned by the run registry
 (`RunRegistry.live_pages`), which forgets a browser here when it goes away (`forget`).
 """
 
@@ -13,10 +14,13 @@ import math
 import secrets
 import threading
 import time
+from collections.abc import Callable
 
 __all__ = ["LivePages"]
 
 _CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, no 1/I
+FORK_WINDOW = 5.0
+"""Seconds during which a browser's second fork of the same run gets the first one's run."""
 
 
 class LivePages:
@@ -27,6 +31,8 @@ class LivePages:
         self._live: dict[str, str] = {}  # owner -> the run on its live page
         self._classes: dict[str, str] = {}  # class code -> owner
         self._followed_at: dict[str, float] = {}  # class code -> when a student last looked
+        self._forking = threading.Lock()  # held while a fork starts its run
+        self._forks: dict[tuple[str, str], tuple[float, str]] = {}  # (owner, source) -> run
 
     def set_live_run(self, owner: str, run_id: str) -> None:
         """The run a browser now shows on its live page (what its class follows)."""
@@ -75,6 +81,25 @@ class LivePages:
             self._followed_at[code] = time.monotonic()
             owner = self._classes.get(code)
             return None if owner is None else self._live.get(owner)
+
+    def fork_once(self, owner: str, source: str, fork: Callable[[], str | None]) -> str | None:
+        """The run of ``owner``'s fork of run ``source``: ``fork()`` starts it (returning its id,
+        or None when it could not start), unless this browser forked ``source`` in the last
+        `FORK_WINDOW` seconds, whose run is returned instead. One click can reach the server
+        twice (seen under load: two runs 8 ms apart for one browser), and a second run would
+        wait in the queue with nobody to show it. Forks start one at a time."""
+        with self._forking:
+            now = time.monotonic()
+            self._forks = {
+                key: made for key, made in self._forks.items() if now - made[0] < FORK_WINDOW
+            }
+            made = self._forks.get((owner, source))
+            if made is not None:
+                return made[1]
+            run_id = fork()
+            if run_id is not None:
+                self._forks[owner, source] = (time.monotonic(), run_id)
+            return run_id
 
     def forget(self, owner: str) -> None:
         """The browser went away: its live run and its class end."""

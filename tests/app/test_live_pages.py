@@ -602,3 +602,27 @@ def test_a_well_formed_owner_cookie_is_used_and_hashed() -> None:
     assert checked_token(TOKEN) == TOKEN
     assert TOKEN not in owner_for(TOKEN) and owner_for(TOKEN) == owner_for(TOKEN)
     assert owner_for(TOKEN) != owner_for(TOKEN[::-1])
+
+
+def test_a_second_session_of_the_browser_forking_the_same_run_shows_the_first_fork() -> None:
+    """One click can reach the server twice (two runs 8 ms apart were seen under load): the
+    second fork of the same run by the same browser shows the first one's run, not a second
+    run waiting in the queue with nobody to show it."""
+    teacher = open_app()
+    teacher.switch_page("pages/live.py").run()
+    teacher.button(key="live.start").click().run()
+    watched = teacher.session_state["live.run_id"]
+    sessions = []
+    for _ in range(2):  # AppTest instances in one process are sessions of one browser
+        student = AppTest.from_file(APP, default_timeout=60)
+        student.query_params["run"] = watched  # (following the class would follow the fork:
+        student.run()  # the teacher's session is of the same browser here)
+        student.switch_page("pages/live.py").run()
+        sessions.append(student)
+    before = {handle.id for handle in registry().runs()}
+    for student in sessions:
+        student.button(key="live.fork").click().run()
+        assert not student.exception
+    new = {handle.id for handle in registry().runs()} - before
+    assert len(new) == 1, new
+    assert [s.session_state["live.run_id"] for s in sessions] == [new.pop()] * 2

@@ -1,0 +1,76 @@
+"""Tests for rdqn.runs.live_pages: a browser's fork of one run starts one run."""
+
+from __future__ import annotations
+
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from rdqn.runs import live_pages
+from rdqn.runs.live_pages import FORK_WINDOW, LivePages
+
+
+def forks(*run_ids: str) -> tuple[list[str], object]:
+    """A fork that starts the given runs in turn, and the list of those it started."""
+    started: list[str] = []
+    pending = iter(run_ids)
+
+    def fork() -> str:
+        started.append(next(pending))
+        return started[-1]
+
+    return started, fork
+
+
+def test_a_second_fork_of_the_same_run_by_the_same_browser_gets_the_first_ones_run() -> None:
+    pages = LivePages()
+    started, fork = forks("a", "b", "c")
+    assert pages.fork_once("student", "teacher-run", fork) == "a"
+    assert pages.fork_once("student", "teacher-run", fork) == "a"  # the same click, again
+    assert pages.fork_once("student", "other-run", fork) == "b"  # another run: another fork
+    assert pages.fork_once("classmate", "teacher-run", fork) == "c"  # another browser
+    assert started == ["a", "b", "c"]
+
+
+def test_a_fork_that_did_not_start_is_not_remembered() -> None:
+    pages = LivePages()
+    assert pages.fork_once("student", "teacher-run", lambda: None) is None
+    assert pages.fork_once("student", "teacher-run", lambda: "a") == "a"
+
+
+def test_after_the_window_the_same_fork_starts_a_new_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [100.0]
+    monkeypatch.setattr(live_pages, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    pages = LivePages()
+    started, fork = forks("a", "b")
+    assert pages.fork_once("student", "teacher-run", fork) == "a"
+    clock[0] += FORK_WINDOW - 0.1
+    assert pages.fork_once("student", "teacher-run", fork) == "a"
+    clock[0] += 0.2
+    assert pages.fork_once("student", "teacher-run", fork) == "b"
+    assert started == ["a", "b"]
+
+
+def test_two_sessions_forking_at_once_start_one_run() -> None:
+    """Two threads (two sessions of one browser, or one click handled twice) 8 ms apart."""
+    pages = LivePages()
+    started: list[str] = []
+
+    def slow_fork() -> str:
+        started.append(f"run-{len(started) + 1}")
+        time.sleep(0.2)  # registering and admitting a run takes a moment
+        return started[-1]
+
+    shown: list[str | None] = []
+    sessions = [
+        threading.Thread(target=lambda: shown.append(pages.fork_once("s", "r", slow_fork)))
+        for _ in range(2)
+    ]
+    for session in sessions:
+        session.start()
+        time.sleep(0.008)
+    for session in sessions:
+        session.join()
+    assert started == ["run-1"] and shown == ["run-1", "run-1"]
