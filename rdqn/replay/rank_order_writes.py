@@ -32,6 +32,14 @@ COUNT_BLOCKS, COUNT_STORED, COUNT_CLOCK, COUNT_C, COUNT_FREE, COUNT_LAST = 0, 1,
 COUNT_SPREADS = 6
 _NB, _N, _CLOCK, _C, _FREE, _LAST = 0, 1, 2, 3, 4, 5
 
+# The order's arrays travel between the kernels as one tuple, `State`, in `RankOrder._arrays()`
+# order; these are their places in it (compile-time constants: reading one costs nothing). The
+# entry kernels take them one by one and pack them: from Python, a tuple costs about 0.25 µs
+# more to pass than twelve arrays.
+STAMP, HOME, ITEMS, KEYS, SIZES, POSITION, FREE, BLOCKS = 0, 1, 2, 3, 4, 5, 6, 7
+LAST_KEY, LAST_STAMP, FENWICK, COUNTERS = 8, 9, 10, 11
+State = tuple[NDArray, ...]
+
 # How far a split looks for a gap, and the longest run of gaps a merge leaves, before the blocks
 # are spread out again.
 REACH = 32
@@ -132,18 +140,11 @@ def _fenwick_build(
 
 
 @no_refcounts
-def _set_last(
-    stamp: NDArray[np.int64],
-    items: NDArray[np.int32],
-    keys: NDArray[np.float64],
-    sizes: NDArray[np.int32],
-    blocks: NDArray[np.int32],
-    last_key: NDArray[np.float64],
-    last_stamp: NDArray[np.int64],
-    counters: NDArray[np.int64],
-    q: int,
-) -> None:
+def _set_last(state: State, q: int) -> None:
     """Record the last key of the block at position q, and copy it into the gaps after q."""
+    stamp, items, keys = state[STAMP], state[ITEMS], state[KEYS]
+    sizes, blocks, last_key = state[SIZES], state[BLOCKS], state[LAST_KEY]
+    last_stamp, counters = state[LAST_STAMP], state[COUNTERS]
     c = counters[_C]
     block = blocks[q]
     at = block * c + sizes[block] - 1
@@ -158,17 +159,10 @@ def _set_last(
 
 
 @_inlined
-def _place(
-    sizes: NDArray[np.int32],
-    position: NDArray[np.int32],
-    blocks: NDArray[np.int32],
-    last_key: NDArray[np.float64],
-    last_stamp: NDArray[np.int64],
-    fenwick: NDArray[np.int64],
-    src: int,
-    dst: int,
-) -> None:
+def _place(state: State, src: int, dst: int) -> None:
     """Move the block at position src to the gap at position dst."""
+    sizes, position, blocks = state[SIZES], state[POSITION], state[BLOCKS]
+    last_key, last_stamp, fenwick = state[LAST_KEY], state[LAST_STAMP], state[FENWICK]
     block = blocks[src]
     blocks[dst] = block
     blocks[src] = -1
@@ -180,19 +174,10 @@ def _place(
 
 
 @no_refcounts
-def _spread(
-    stamp: NDArray[np.int64],
-    items: NDArray[np.int32],
-    keys: NDArray[np.float64],
-    sizes: NDArray[np.int32],
-    position: NDArray[np.int32],
-    blocks: NDArray[np.int32],
-    last_key: NDArray[np.float64],
-    last_stamp: NDArray[np.int64],
-    fenwick: NDArray[np.int64],
-    counters: NDArray[np.int64],
-) -> None:
+def _spread(state: State) -> None:
     """Lay the blocks out again, in order, one every min(4, P / blocks) positions, O(P)."""
+    sizes, position, blocks = state[SIZES], state[POSITION], state[BLOCKS]
+    fenwick, counters = state[FENWICK], state[COUNTERS]
     nb = counters[_NB]
     counters[COUNT_SPREADS] += 1
     end = blocks.shape[0]
@@ -211,29 +196,18 @@ def _spread(
         position[block] = k * step
     counters[_LAST] = (nb - 1) * step
     for k in range(nb):
-        _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, k * step)
+        _set_last(state, k * step)
     _fenwick_build(fenwick, sizes, blocks)
 
 
 @no_refcounts
-def _split(
-    stamp: NDArray[np.int64],
-    home: NDArray[np.int32],
-    items: NDArray[np.int32],
-    keys: NDArray[np.float64],
-    sizes: NDArray[np.int32],
-    position: NDArray[np.int32],
-    free: NDArray[np.int32],
-    blocks: NDArray[np.int32],
-    last_key: NDArray[np.float64],
-    last_stamp: NDArray[np.int64],
-    fenwick: NDArray[np.int64],
-    counters: NDArray[np.int64],
-    q: int,
-) -> None:
+def _split(state: State, q: int) -> None:
     """Move the upper half of the full block at position q to a new block in the position after
     it: the nearest gap within `REACH` on either side, the blocks in between moved over by one;
     where there is none, after spreading the blocks out."""
+    home, items, keys = state[HOME], state[ITEMS], state[KEYS]
+    sizes, position, free = state[SIZES], state[POSITION], state[FREE]
+    blocks, fenwick, counters = state[BLOCKS], state[FENWICK], state[COUNTERS]
     c = counters[_C]
     end = blocks.shape[0]
     full = blocks[q]
@@ -249,16 +223,14 @@ def _split(
         if right > counters[_LAST]:  # the last block moves over (or the new one is last)
             counters[_LAST] += 1
         for k in range(right, q + 1, -1):
-            _place(sizes, position, blocks, last_key, last_stamp, fenwick, k - 1, k)
+            _place(state, k - 1, k)
         at = q + 1
     elif left_ok:
         for k in range(left, q):
-            _place(sizes, position, blocks, last_key, last_stamp, fenwick, k + 1, k)
+            _place(state, k + 1, k)
         at = q
     else:
-        _spread(
-            stamp, items, keys, sizes, position, blocks, last_key, last_stamp, fenwick, counters
-        )
+        _spread(state)
         at = position[full] + 1  # a gap: P >= 2 (blocks + 1)
         if at > counters[_LAST]:
             counters[_LAST] = at
@@ -271,31 +243,20 @@ def _split(
     sizes[full] = half
     sizes[fresh] = c - half
     counters[_NB] += 1
-    _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, at - 1)
-    _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, at)
+    _set_last(state, at - 1)
+    _set_last(state, at)
     _fenwick_add(fenwick, at - 1, half - c)
     _fenwick_add(fenwick, at, c - half)
 
 
 @no_refcounts
-def _refill(
-    stamp: NDArray[np.int64],
-    home: NDArray[np.int32],
-    items: NDArray[np.int32],
-    keys: NDArray[np.float64],
-    sizes: NDArray[np.int32],
-    position: NDArray[np.int32],
-    free: NDArray[np.int32],
-    blocks: NDArray[np.int32],
-    last_key: NDArray[np.float64],
-    last_stamp: NDArray[np.int64],
-    fenwick: NDArray[np.int64],
-    counters: NDArray[np.int64],
-    q: int,
-) -> None:
+def _refill(state: State, q: int) -> None:
     """The block at position q fell to C/2 - 1 slots (and it has a neighbour): borrow the
     nearest slot of a neighbour that holds more than C/2, else merge with a neighbour (the two
     then hold at most C - 1; the later one's position becomes a gap)."""
+    home, items, keys = state[HOME], state[ITEMS], state[KEYS]
+    sizes, position, free = state[SIZES], state[POSITION], state[FREE]
+    blocks, fenwick, counters = state[BLOCKS], state[FENWICK], state[COUNTERS]
     c = counters[_C]
     last = counters[_LAST]
     block = blocks[q]
@@ -313,7 +274,7 @@ def _refill(
         _move(home, items, keys, left * c + sizes[left] - 1, block * c, 1, block)
         sizes[left] -= 1
         sizes[block] = size + 1
-        _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, before)
+        _set_last(state, before)
         _fenwick_add(fenwick, before, -1)
         _fenwick_add(fenwick, q, 1)
     elif after <= last and sizes[blocks[after]] > (c >> 1):
@@ -323,7 +284,7 @@ def _refill(
         _shift_down(keys, right * c, sizes[right] - 1)
         sizes[right] -= 1
         sizes[block] = size + 1
-        _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, q)
+        _set_last(state, q)
         _fenwick_add(fenwick, after, -1)
         _fenwick_add(fenwick, q, 1)
     else:
@@ -340,34 +301,20 @@ def _refill(
         counters[_NB] -= 1
         if second == last:
             counters[_LAST] = first
-        _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, first)
+        _set_last(state, first)
         _fenwick_add(fenwick, second, -moved)
         _fenwick_add(fenwick, first, moved)
         if second - first > REACH or (after <= last and after - first > REACH):
-            _spread(
-                stamp, items, keys, sizes, position, blocks, last_key, last_stamp, fenwick,
-                counters,
-            )  # fmt: skip
+            _spread(state)
 
 
 @_inlined
-def _remove(
-    stamp: NDArray[np.int64],
-    home: NDArray[np.int32],
-    items: NDArray[np.int32],
-    keys: NDArray[np.float64],
-    sizes: NDArray[np.int32],
-    position: NDArray[np.int32],
-    free: NDArray[np.int32],
-    blocks: NDArray[np.int32],
-    last_key: NDArray[np.float64],
-    last_stamp: NDArray[np.int64],
-    fenwick: NDArray[np.int64],
-    counters: NDArray[np.int64],
-    slot: int,
-) -> None:
+def _remove(state: State, slot: int) -> None:
     """Take a stored slot out of its block (the insert that always follows refills a block it
     empties: the only one, at position 0)."""
+    home, items, keys = state[HOME], state[ITEMS], state[KEYS]
+    sizes, position, fenwick = state[SIZES], state[POSITION], state[FENWICK]
+    counters = state[COUNTERS]
     c = counters[_C]
     block = home[slot]
     q = position[block]
@@ -386,12 +333,9 @@ def _remove(
     if size == 1:
         return
     if j == size - 1:
-        _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, q)
+        _set_last(state, q)
     if counters[_NB] > 1 and size - 1 < (c >> 1):
-        _refill(
-            stamp, home, items, keys, sizes, position, free, blocks, last_key, last_stamp,
-            fenwick, counters, q,
-        )  # fmt: skip
+        _refill(state, q)
 
 
 @_inlined
@@ -421,25 +365,13 @@ def _find_position(
 
 
 @_inlined
-def _insert(
-    stamp: NDArray[np.int64],
-    home: NDArray[np.int32],
-    items: NDArray[np.int32],
-    keys: NDArray[np.float64],
-    sizes: NDArray[np.int32],
-    position: NDArray[np.int32],
-    free: NDArray[np.int32],
-    blocks: NDArray[np.int32],
-    last_key: NDArray[np.float64],
-    last_stamp: NDArray[np.int64],
-    fenwick: NDArray[np.int64],
-    counters: NDArray[np.int64],
-    slot: int,
-    p: float,
-    hint: int,
-) -> None:
+def _insert(state: State, slot: int, p: float, hint: int) -> None:
     """Put the slot, its stamp already set, with priority p into its place: the block at
     position `hint` if that is the one (`_find_position`), else the one found."""
+    stamp, home, items = state[STAMP], state[HOME], state[ITEMS]
+    keys, sizes, position = state[KEYS], state[SIZES], state[POSITION]
+    free, blocks, last_key = state[FREE], state[BLOCKS], state[LAST_KEY]
+    last_stamp, fenwick, counters = state[LAST_STAMP], state[FENWICK], state[COUNTERS]
     c = counters[_C]
     s = stamp[slot]
     if counters[_NB] == 0:
@@ -479,12 +411,9 @@ def _insert(
     counters[_N] += 1
     _fenwick_add(fenwick, q, 1)
     if lo == size:
-        _set_last(stamp, items, keys, sizes, blocks, last_key, last_stamp, counters, q)
+        _set_last(state, q)
     if size + 1 == c:
-        _split(
-            stamp, home, items, keys, sizes, position, free, blocks, last_key, last_stamp,
-            fenwick, counters, q,
-        )  # fmt: skip
+        _split(state, q)
 
 
 @no_refcounts
@@ -514,6 +443,8 @@ def write_kernel(
     the priority of its last write. The passes let the loads overlap: the first prefetches the
     homes and blocks of the writes ahead; the second finds the block of the next slot and
     prefetches it while this one goes in."""
+    state = (stamp, home, items, keys, sizes, position, free, blocks, last_key, last_stamp,
+             fenwick, counters)  # fmt: skip
     largest = 0.0
     c = counters[_C]
     count = slots.shape[0]
@@ -527,10 +458,7 @@ def write_kernel(
         slot = slots[k]
         largest = max(largest, priorities[k])
         if home[slot] >= 0:
-            _remove(
-                stamp, home, items, keys, sizes, position, free, blocks, last_key, last_stamp,
-                fenwick, counters, slot,
-            )  # fmt: skip
+            _remove(state, slot)
         elif stored_only and stamp[slot] <= clock:
             continue
         counters[_CLOCK] += 1
@@ -545,10 +473,7 @@ def write_kernel(
                 last_key, last_stamp, counters[_LAST], priorities[after], stamp[slots[after]]
             )
             _prefetch_block(items, keys, blocks[ahead] * c, c)
-        _insert(
-            stamp, home, items, keys, sizes, position, free, blocks, last_key, last_stamp,
-            fenwick, counters, slots[k], priorities[k], hint,
-        )  # fmt: skip
+        _insert(state, slots[k], priorities[k], hint)
         hint = ahead
         k = after
     return largest
@@ -599,6 +524,8 @@ def build_kernel(
     3/4 full: one block below C slots, else ceil(n / (3C/4)) blocks of sizes as equal as
     possible, each within [C/2, 3C/4] (n >= C for two blocks; n / nb > C/2 for three or more),
     at positions 0, 1, 2, ... before they are spread out."""
+    state = (stamp, home, items, keys, sizes, position, free, blocks, last_key, last_stamp,
+             fenwick, counters)  # fmt: skip
     c = counters[_C]
     n = order.shape[0]
     nb = 0 if n == 0 else 1 if n < c else -(-n // (3 * c // 4))
@@ -624,8 +551,6 @@ def build_kernel(
             home[order[k]] = q
             k += 1
     if nb:
-        _spread(
-            stamp, items, keys, sizes, position, blocks, last_key, last_stamp, fenwick, counters
-        )
+        _spread(state)
     else:
         fenwick[:] = 0
