@@ -118,8 +118,9 @@ class RankBasedSampler:
             self._mode,
             self._max_weight,
             ranks.items,
+            ranks.sizes,
             ranks.blocks,
-            ranks.fenwick,
+            ranks.group_fenwick,
             ranks.counters,
             indices,
             probabilities,
@@ -241,8 +242,9 @@ def rank_sample_kernel(
     mode: int,
     max_weight: float,
     items: NDArray[np.int32],
+    sizes: NDArray[np.int32],
     blocks: NDArray[np.int32],
-    fenwick: NDArray[np.int64],
+    group_fenwick: NDArray[np.int64],
     counters: NDArray[np.int64],
     out_indices: NDArray[np.int64],
     out_probabilities: NDArray[np.float64],
@@ -280,7 +282,7 @@ def rank_sample_kernel(
         if lengths[k] > 0:
             ranks[k] += rank_cdf[ranks[k]] <= queries[k]
         ranks[k] = min(ranks[k], n - 1)
-    select_kernel(items, blocks, fenwick, counters, ranks, out_indices)
+    select_kernel(items, sizes, blocks, group_fenwick, counters, ranks, out_indices)
     # With L = log r: P = exp(-alpha L) / total and w = (P / P_min)^-beta = exp(alpha beta
     # (L - L_min)), L_min the log of the last stored rank (global) or of the batch's last rank
     # (the ranks do not decrease), or w = (n P)^-beta (none): a log and two exps instead of two

@@ -1,6 +1,7 @@
 """The rank order of rank-based replay, exact under every write: sorted blocks of slots laid out
-in a gapped list of positions, with a Fenwick tree over the positions' sizes (an order-statistic
-structure in the style of a B-tree of height two, or of a "sorted list of sorted lists").
+in a gapped list of positions, with a Fenwick tree over the sizes of groups of positions (an
+order-statistic structure in the style of a B-tree of height two, or of a "sorted list of
+sorted lists").
 
 Every stored slot i has a key (p_i, s_i): its priority p_i and a write stamp s_i that grows with
 every write of any slot. The order is p descending, ties by s descending, so among equal
@@ -16,19 +17,23 @@ Layout (blocks of capacity C; P positions, each holding a physical block or a ga
     sizes                  3             0      2             4               0
     last key by position   (7., s_9)     copy   (4., s_0)     (1., s_3)       (not kept)
 
-    Fenwick tree over [3, 0, 2, 4, 0, ...]; slot at rank 5: the last position whose prefix size
-    is <= 5 is 3 (prefix 5), offset 5 - 5 = 0 -> slot 1
+    groups of GROUP positions (here 2): sizes [3, 6, ...], a Fenwick tree over them; slot at
+    rank 5: the last group whose prefix size is <= 5 is group 0 (prefix 0); in it, positions
+    0 (3 slots) and 1 (a gap) end before rank 5, position 2 holds ranks 3..4, position 3
+    ranks 5..8: offset 5 - 5 = 0 -> slot 1
 
 `blocks[q]` is the physical block at position q (-1: a gap); `position` is its inverse (-1: a
 free block, kept on the stack `free`); `home[i]` is the block that holds slot i; `stamp[i]` is
 -1 when slot i holds nothing. Position 0 always holds a block (once one is used), `last` is the
 last position that does; a gap before `last` carries the last key of the block before it, so
-the last keys up to `last` never increase and a binary search over them lands on a block. The
-priorities live only in the blocks (`keys`), beside the slots, so a search inside a block reads
-contiguous memory; stamps are read only to break ties.
+the last keys up to `last` never increase and a search over them lands on a block. The last
+key of every SEGMENT-th position is kept in a small array of its own (`segment_key`), so the
+search first finds the segment in a few cache lines, then counts inside it. The priorities live
+only in the blocks (`keys`), beside the slots, so a search inside a block reads contiguous
+memory; stamps are read only to break ties.
 
 The gaps make a split or a merge local: a full block splits into the nearest gap (the blocks in
-between move over by one position, at most `REACH`, each a Fenwick point update), and a merged
+between move over by one position, at most `REACH`, each two Fenwick point updates), and a merged
 block leaves a gap. Where no gap is within reach, or a run of gaps grew past it, the blocks are
 spread out again, one every min(4, P / blocks) positions, O(P), rarely.
 
@@ -40,11 +45,14 @@ Invariants (`check_invariants`):
 - P = 2 (2N/C + 2) positions, so a spread leaves at least one gap after every block.
 
 Costs (P = O(N/C) positions): a write (remove the slot, then insert it with its new key) is a
-scan of its block O(C), a binary search over the positions' last keys O(log P) and one inside a
-block O(log C), shifts of at most C entries and Fenwick updates O(log P); a split or merge moves
+scan of its block O(C), a binary search over the segments' last keys O(log P), counts inside a
+segment O(SEGMENT) and inside a block O(C), shifts of at most C entries and a Fenwick update
+O(log(P / GROUP)) on a tree small enough to stay in the nearest caches; a split or merge moves
 O(C) entries and at most `REACH` positions, O(C + REACH log P), once per C/2 writes into a block
-at most. Selecting the slots at B ranks is B Fenwick descents, O(B log P), done level by level so
-the B memory loads of a level overlap. Walking the whole order is O(P + N). All in numba.
+at most. A batch of writes searches all its blocks at once, the binary searches advancing level
+by level so that their loads overlap. Selecting the slots at B ranks is B Fenwick descents,
+O(B log(P / GROUP)), also level by level, then a step through at most GROUP positions each.
+Walking the whole order is O(P + N). All in numba.
 """
 
 from __future__ import annotations
@@ -61,6 +69,8 @@ from rdqn.replay.rank_order_writes import (
     COUNT_LAST,
     COUNT_SPREADS,
     COUNT_STORED,
+    GROUP,
+    SEGMENT,
     build_kernel,
     no_refcounts,
     write_kernel,
@@ -100,14 +110,17 @@ def positions(capacity: int) -> int:
 def rank_order_nbytes(capacity: int) -> int:
     """`RankOrder(capacity).nbytes` without allocating: per slot an int64 stamp and an int32 home
     block; per physical block C int32 slots and C float64 keys, an int32 size, position and
-    free-stack entry; per position an int32 block, a float64 and an int64 last key and an int64
-    Fenwick node (plus one); seven int64 counters."""
+    free-stack entry; per position an int32 block and a float64 and an int64 last key; per
+    segment of positions (plus one) a float64 and an int64 last key; per group of positions
+    (plus two) an int64 Fenwick node; seven int64 counters."""
     c = block_capacity(capacity)
+    p = positions(capacity)
     return (
         capacity * (8 + 4)
         + max_blocks(capacity) * (12 * c + 3 * 4)
-        + positions(capacity) * (4 + 3 * 8)
-        + 8
+        + p * (4 + 2 * 8)
+        + (p // SEGMENT + 1) * 2 * 8
+        + (p // GROUP + 2) * 8
         + 7 * 8
     )
 
@@ -135,11 +148,18 @@ class RankOrder:
         self.blocks = np.full(slots, -1, np.int32)
         self.last_key = np.zeros(slots, np.float64)
         self.last_stamp = np.zeros(slots, np.int64)
-        self.fenwick = np.zeros(slots + 1, np.int64)
+        self.group_fenwick = np.zeros(slots // GROUP + 2, np.int64)
         self.counters = np.array([0, 0, 0, self.block_capacity, blocks, -1, 0], np.int64)
-        self._one_slot = np.zeros(1, np.int64)  # `write_one`'s arguments, kept to not allocate
-        self._one_priority = np.zeros(1, np.float64)
+        self.segment_key = np.zeros(slots // SEGMENT + 1, np.float64)
+        self.segment_stamp = np.zeros(slots // SEGMENT + 1, np.int64)
+        self._scratch = np.zeros(3 * 128, np.int64)  # `write_kernel`'s, grown when needed
+        self._scratch_keys = np.zeros(128, np.float64)
         self._state = self._arrays()  # the kernels' arguments (the arrays change only in place)
+        # `write_one`'s arguments, kept to not allocate: one slot, one priority, the scratch.
+        self._one_slot = np.zeros(1, np.int64)
+        self._one_priority = np.zeros(1, np.float64)
+        self._one_write = (*self._state, self._one_slot, self._one_priority, False)
+        self._one_write += (self._scratch, self._scratch_keys)
 
     def _arrays(self) -> tuple[NDArray, ...]:
         return (
@@ -153,8 +173,10 @@ class RankOrder:
             self.blocks,
             self.last_key,
             self.last_stamp,
-            self.fenwick,
+            self.group_fenwick,
             self.counters,
+            self.segment_key,
+            self.segment_stamp,
         )
 
     @property
@@ -176,23 +198,34 @@ class RankOrder:
         """Give each slot, in turn, its priority and the next stamp (so duplicates: last wins);
         returns the largest priority given. The caller checks the values: int64 slots in
         [0, capacity), float64 priorities finite and >= 0."""
-        return float(write_kernel(*self._state, slots, priorities, False))
+        return float(
+            write_kernel(*self._state, slots, priorities, False, *self._scratch_for(slots))
+        )
 
     def update(self, slots: NDArray[np.int64], priorities: NDArray[np.float64]) -> float:
         """As `write`, for stored slots only: a slot that holds nothing is left out (its
         priority still counts towards the largest returned)."""
-        return float(write_kernel(*self._state, slots, priorities, True))
+        return float(write_kernel(*self._state, slots, priorities, True, *self._scratch_for(slots)))
 
     def write_one(self, slot: int, priority: float) -> None:
         """`write` of one slot."""
         self._one_slot[0] = slot
         self._one_priority[0] = priority
-        write_kernel(*self._state, self._one_slot, self._one_priority, False)
+        write_kernel(*self._one_write)
+
+    def _scratch_for(self, slots: NDArray[np.int64]) -> tuple[NDArray, NDArray]:
+        """`write_kernel`'s scratch arrays for len(slots) writes."""
+        if slots.shape[0] > self._scratch_keys.shape[0]:
+            self._scratch = np.zeros(3 * slots.shape[0], np.int64)
+            self._scratch_keys = np.zeros(slots.shape[0], np.float64)
+        return self._scratch, self._scratch_keys
 
     def select(self, ranks: NDArray[np.int64]) -> NDArray[np.int64]:
         """The slot at each 0-based rank (each < `size`)."""
         out = np.empty(ranks.shape[0], np.int64)
-        select_kernel(self.items, self.blocks, self.fenwick, self.counters, ranks, out)
+        select_kernel(
+            self.items, self.sizes, self.blocks, self.group_fenwick, self.counters, ranks, out
+        )
         return out
 
     def walk(self) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
@@ -251,10 +284,14 @@ class RankOrder:
             covering = np.searchsorted(held, np.arange(last + 1), side="right") - 1
             assert np.array_equal(self.last_key[: last + 1], p[lasts][covering])
             assert np.array_equal(self.last_stamp[: last + 1], s[lasts][covering])
-        along = np.zeros(self.blocks.shape[0], np.int64)
+            ends = np.arange(SEGMENT - 1, last + 1, SEGMENT)  # segments wholly up to `last`
+            assert np.array_equal(self.segment_key[: ends.shape[0]], self.last_key[ends])
+            assert np.array_equal(self.segment_stamp[: ends.shape[0]], self.last_stamp[ends])
+        along = np.zeros((self.group_fenwick.shape[0] - 1) * GROUP, np.int64)
         along[held] = sizes
-        for i in range(1, along.shape[0] + 1):  # node i sums positions [i - lowbit(i), i)
-            assert self.fenwick[i] == along[i - (i & -i) : i].sum()
+        groups = along.reshape(-1, GROUP).sum(axis=1)
+        for i in range(1, groups.shape[0] + 1):  # node i sums groups [i - lowbit(i), i)
+            assert self.group_fenwick[i] == groups[i - (i & -i) : i].sum()
 
     @property
     def nbytes(self) -> int:
@@ -265,34 +302,46 @@ class RankOrder:
 @numba.njit(cache=True, nogil=True)
 def select_kernel(
     items: NDArray[np.int32],
+    sizes: NDArray[np.int32],
     blocks: NDArray[np.int32],
-    fenwick: NDArray[np.int64],
+    group_fenwick: NDArray[np.int64],
     counters: NDArray[np.int64],
     ranks: NDArray[np.int64],
     out: NDArray[np.int64],
 ) -> None:
-    """out[k] = the slot at 0-based rank ranks[k] (< the number stored): a Fenwick descent to
-    the last position whose prefix size is <= the rank (it holds a block: a gap adds nothing),
-    then the offset in that block. The B descents advance together one level at a time, without
-    branches, so their loads overlap."""
-    end = fenwick.shape[0] - 1
+    """out[k] = the slot at 0-based rank ranks[k] (< the number stored): a descent of the groups'
+    Fenwick tree to the last group whose prefix count is <= the rank, a step through its
+    positions to the block, then the offset in the block. The B descents advance together one
+    level at a time, without branches, and the B loads of the slots come last, so that loads
+    overlap."""
+    end = group_fenwick.shape[0] - 1
     batch = ranks.shape[0]
-    q = np.zeros(batch, np.int64)
+    group = np.zeros(batch, np.int64)
     rest = ranks.copy()
     step = 1
     while step * 2 <= end:
         step *= 2
     while step > 0:
         for k in range(batch):
-            node = q[k] + step
-            count = fenwick[min(node, end)]
+            node = group[k] + step
+            count = group_fenwick[min(node, end)]
             take = node <= end and count <= rest[k]
-            q[k] = node if take else q[k]
+            group[k] = node if take else group[k]
             rest[k] -= count if take else 0
         step >>= 1
     c = counters[_C]
     for k in range(batch):
-        out[k] = items[blocks[q[k]] * c + rest[k]]
+        q = group[k] * GROUP
+        while True:
+            block = blocks[q]
+            size = sizes[block] if block >= 0 else 0
+            if rest[k] < size:
+                break
+            rest[k] -= size
+            q += 1
+        out[k] = block * c + rest[k]
+    for k in range(batch):
+        out[k] = items[out[k]]
 
 
 @no_refcounts

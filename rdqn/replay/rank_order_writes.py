@@ -19,6 +19,7 @@ __all__ = [
     "COUNT_LAST",
     "COUNT_SPREADS",
     "COUNT_STORED",
+    "GROUP",
     "REACH",
     "SEGMENT",
     "build_kernel",
@@ -37,15 +38,24 @@ _NB, _N, _CLOCK, _C, _FREE, _LAST = 0, 1, 2, 3, 4, 5
 # entry kernels take them one by one and pack them: from Python, a tuple costs about 0.25 µs
 # more to pass than twelve arrays.
 STAMP, HOME, ITEMS, KEYS, SIZES, POSITION, FREE, BLOCKS = 0, 1, 2, 3, 4, 5, 6, 7
-LAST_KEY, LAST_STAMP, FENWICK, COUNTERS = 8, 9, 10, 11
+LAST_KEY, LAST_STAMP, GROUP_FENWICK, COUNTERS, SEGMENT_KEY, SEGMENT_STAMP = 8, 9, 10, 11, 12, 13
 State = tuple[NDArray, ...]
 
 # How far a split looks for a gap, and the longest run of gaps a merge leaves, before the blocks
 # are spread out again.
 REACH = 32
 
-# Positions per segment of the search for a key's block (8 cache lines of last keys).
+# Positions per segment of the search for a key's block (8 cache lines of last keys); the last
+# key of every segment's last position is kept apart too (`segment_key`, `segment_stamp`), so
+# that the search for the segment reads a few contiguous cache lines.
 SEGMENT = 64
+
+# Positions per group: a Fenwick tree counts the slots of each group of positions (small enough
+# to stay in the nearest caches); the slot at a rank is found by a descent of the tree, then a
+# step through the positions of one group. `rank_order.select_kernel` reads it too, and numba's
+# on-disk cache does not notice a change of a constant in another module: after changing it,
+# delete rdqn/replay/__pycache__.
+GROUP = 8
 
 # How many writes ahead `write_kernel` prefetches the slots' homes (and half as many ahead, the
 # blocks they leave).
@@ -114,47 +124,55 @@ def _move(
 
 
 @_inlined
-def _fenwick_add(fenwick: NDArray[np.int64], q: int, delta: int) -> None:
-    """Add delta to the size at position q."""
-    i = q + 1
-    end = fenwick.shape[0] - 1
+def _add_size(group_fenwick: NDArray[np.int64], q: int, delta: int) -> None:
+    """The block at position q gained delta slots: a Fenwick point update of its group."""
+    i = q // GROUP + 1
+    end = group_fenwick.shape[0] - 1
     while i <= end:
-        fenwick[i] += delta
+        group_fenwick[i] += delta
         i += i & -i
 
 
 @no_refcounts
-def _fenwick_build(
-    fenwick: NDArray[np.int64], sizes: NDArray[np.int32], blocks: NDArray[np.int32]
+def _count_groups(
+    group_fenwick: NDArray[np.int64], sizes: NDArray[np.int32], blocks: NDArray[np.int32]
 ) -> None:
-    """Node i sums the sizes at positions [i - lowbit(i), i) (0 at a gap): each node adds itself
-    to its parent once, O(P)."""
-    end = blocks.shape[0]
-    for i in range(1, end + 1):
-        block = blocks[i - 1]
-        fenwick[i] = sizes[block] if block >= 0 else 0
+    """Node i sums the slots of groups [i - lowbit(i), i), group g being the blocks at positions
+    [g GROUP, (g + 1) GROUP): each group's count, then each node added to its parent, O(P)."""
+    end = group_fenwick.shape[0] - 1
+    group_fenwick[:] = 0
+    for q in range(blocks.shape[0]):
+        if blocks[q] >= 0:
+            group_fenwick[q // GROUP + 1] += sizes[blocks[q]]
     for i in range(1, end + 1):
         parent = i + (i & -i)
         if parent <= end:
-            fenwick[parent] += fenwick[i]
+            group_fenwick[parent] += group_fenwick[i]
+
+
+@_inlined
+def _write_last(state: State, q: int, key: float, key_stamp: int) -> None:
+    """The last key of position q is (key, key_stamp); a segment's last position's, its too."""
+    state[LAST_KEY][q] = key
+    state[LAST_STAMP][q] = key_stamp
+    if q % SEGMENT == SEGMENT - 1:
+        state[SEGMENT_KEY][q // SEGMENT] = key
+        state[SEGMENT_STAMP][q // SEGMENT] = key_stamp
 
 
 @no_refcounts
 def _set_last(state: State, q: int) -> None:
     """Record the last key of the block at position q, and copy it into the gaps after q."""
     stamp, items, keys = state[STAMP], state[ITEMS], state[KEYS]
-    sizes, blocks, last_key = state[SIZES], state[BLOCKS], state[LAST_KEY]
-    last_stamp, counters = state[LAST_STAMP], state[COUNTERS]
+    sizes, blocks, counters = state[SIZES], state[BLOCKS], state[COUNTERS]
     c = counters[_C]
     block = blocks[q]
     at = block * c + sizes[block] - 1
     key, key_stamp = keys[at], stamp[items[at]]
-    last_key[q] = key
-    last_stamp[q] = key_stamp
+    _write_last(state, q, key, key_stamp)
     k = q + 1
     while k <= counters[_LAST] and blocks[k] < 0:
-        last_key[k] = key
-        last_stamp[k] = key_stamp
+        _write_last(state, k, key, key_stamp)
         k += 1
 
 
@@ -162,22 +180,21 @@ def _set_last(state: State, q: int) -> None:
 def _place(state: State, src: int, dst: int) -> None:
     """Move the block at position src to the gap at position dst."""
     sizes, position, blocks = state[SIZES], state[POSITION], state[BLOCKS]
-    last_key, last_stamp, fenwick = state[LAST_KEY], state[LAST_STAMP], state[FENWICK]
+    last_key, last_stamp, group_fenwick = state[LAST_KEY], state[LAST_STAMP], state[GROUP_FENWICK]
     block = blocks[src]
     blocks[dst] = block
     blocks[src] = -1
     position[block] = dst
-    last_key[dst] = last_key[src]
-    last_stamp[dst] = last_stamp[src]
-    _fenwick_add(fenwick, src, -sizes[block])
-    _fenwick_add(fenwick, dst, sizes[block])
+    _write_last(state, dst, last_key[src], last_stamp[src])
+    _add_size(group_fenwick, src, -sizes[block])
+    _add_size(group_fenwick, dst, sizes[block])
 
 
 @no_refcounts
 def _spread(state: State) -> None:
     """Lay the blocks out again, in order, one every min(4, P / blocks) positions, O(P)."""
     sizes, position, blocks = state[SIZES], state[POSITION], state[BLOCKS]
-    fenwick, counters = state[FENWICK], state[COUNTERS]
+    group_fenwick, counters = state[GROUP_FENWICK], state[COUNTERS]
     nb = counters[_NB]
     counters[COUNT_SPREADS] += 1
     end = blocks.shape[0]
@@ -197,7 +214,7 @@ def _spread(state: State) -> None:
     counters[_LAST] = (nb - 1) * step
     for k in range(nb):
         _set_last(state, k * step)
-    _fenwick_build(fenwick, sizes, blocks)
+    _count_groups(group_fenwick, sizes, blocks)
 
 
 @no_refcounts
@@ -207,7 +224,7 @@ def _split(state: State, q: int) -> None:
     where there is none, after spreading the blocks out."""
     home, items, keys = state[HOME], state[ITEMS], state[KEYS]
     sizes, position, free = state[SIZES], state[POSITION], state[FREE]
-    blocks, fenwick, counters = state[BLOCKS], state[FENWICK], state[COUNTERS]
+    blocks, group_fenwick, counters = state[BLOCKS], state[GROUP_FENWICK], state[COUNTERS]
     c = counters[_C]
     end = blocks.shape[0]
     full = blocks[q]
@@ -245,8 +262,8 @@ def _split(state: State, q: int) -> None:
     counters[_NB] += 1
     _set_last(state, at - 1)
     _set_last(state, at)
-    _fenwick_add(fenwick, at - 1, half - c)
-    _fenwick_add(fenwick, at, c - half)
+    _add_size(group_fenwick, at - 1, half - c)
+    _add_size(group_fenwick, at, c - half)
 
 
 @no_refcounts
@@ -256,7 +273,7 @@ def _refill(state: State, q: int) -> None:
     then hold at most C - 1; the later one's position becomes a gap)."""
     home, items, keys = state[HOME], state[ITEMS], state[KEYS]
     sizes, position, free = state[SIZES], state[POSITION], state[FREE]
-    blocks, fenwick, counters = state[BLOCKS], state[FENWICK], state[COUNTERS]
+    blocks, group_fenwick, counters = state[BLOCKS], state[GROUP_FENWICK], state[COUNTERS]
     c = counters[_C]
     last = counters[_LAST]
     block = blocks[q]
@@ -275,8 +292,8 @@ def _refill(state: State, q: int) -> None:
         sizes[left] -= 1
         sizes[block] = size + 1
         _set_last(state, before)
-        _fenwick_add(fenwick, before, -1)
-        _fenwick_add(fenwick, q, 1)
+        _add_size(group_fenwick, before, -1)
+        _add_size(group_fenwick, q, 1)
     elif after <= last and sizes[blocks[after]] > (c >> 1):
         right = blocks[after]
         _move(home, items, keys, right * c, block * c + size, 1, block)
@@ -285,8 +302,8 @@ def _refill(state: State, q: int) -> None:
         sizes[right] -= 1
         sizes[block] = size + 1
         _set_last(state, q)
-        _fenwick_add(fenwick, after, -1)
-        _fenwick_add(fenwick, q, 1)
+        _add_size(group_fenwick, after, -1)
+        _add_size(group_fenwick, q, 1)
     else:
         first, second = (before, q) if before >= 0 else (q, after)
         a, b = blocks[first], blocks[second]
@@ -302,8 +319,8 @@ def _refill(state: State, q: int) -> None:
         if second == last:
             counters[_LAST] = first
         _set_last(state, first)
-        _fenwick_add(fenwick, second, -moved)
-        _fenwick_add(fenwick, first, moved)
+        _add_size(group_fenwick, second, -moved)
+        _add_size(group_fenwick, first, moved)
         if second - first > REACH or (after <= last and after - first > REACH):
             _spread(state)
 
@@ -313,7 +330,7 @@ def _remove(state: State, slot: int) -> None:
     """Take a stored slot out of its block (the insert that always follows refills a block it
     empties: the only one, at position 0)."""
     home, items, keys = state[HOME], state[ITEMS], state[KEYS]
-    sizes, position, fenwick = state[SIZES], state[POSITION], state[FENWICK]
+    sizes, position, group_fenwick = state[SIZES], state[POSITION], state[GROUP_FENWICK]
     counters = state[COUNTERS]
     c = counters[_C]
     block = home[slot]
@@ -329,7 +346,7 @@ def _remove(state: State, slot: int) -> None:
     sizes[block] = size - 1
     home[slot] = -1
     counters[_N] -= 1
-    _fenwick_add(fenwick, q, -1)
+    _add_size(group_fenwick, q, -1)
     if size == 1:
         return
     if j == size - 1:
@@ -339,22 +356,19 @@ def _remove(state: State, slot: int) -> None:
 
 
 @_inlined
-def _find_position(
-    last_key: NDArray[np.float64], last_stamp: NDArray[np.int64], last: int, p: float, s: int
-) -> int:
-    """The first position whose last key does not rank before (p, s): it holds a block, the one
-    that takes (p, s) (none: the last block, at `last`). A binary search over the last keys of
-    every SEGMENT-th position finds the segment; in it, a count of the keys above p (vectorized,
-    no branches to mispredict) and a step over the ties with newer stamps find the position."""
-    lo, hi = 0, last // SEGMENT
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        end = min(mid * SEGMENT + SEGMENT - 1, last)
-        if last_key[end] > p or (last_key[end] == p and last_stamp[end] > s):
-            lo = mid + 1
-        else:
-            hi = mid
-    start = lo * SEGMENT
+def _segment_step(state: State, lo: int, half: int, p: float, s: int) -> int:
+    """One step of the branch-free search for (p, s)'s segment: lo + half if the segment
+    lo + half - 1 ends with a key that ranks before (p, s), else lo (a multiply: no branch)."""
+    at = lo + half - 1
+    return lo + half * _before(state[SEGMENT_KEY][at], state[SEGMENT_STAMP][at], p, s)
+
+
+@_inlined
+def _position_in_segment(state: State, last: int, segment: int, p: float, s: int) -> int:
+    """`_find_position` once its segment is known: a count of the last keys above p in it
+    (vectorized), then a step over the ties with newer stamps."""
+    last_key, last_stamp = state[LAST_KEY], state[LAST_STAMP]
+    start = segment * SEGMENT
     stop = min(start + SEGMENT, last + 1)
     q = start
     for k in range(start, stop):
@@ -365,13 +379,49 @@ def _find_position(
 
 
 @_inlined
+def _find_position(state: State, last: int, p: float, s: int) -> int:
+    """The first position whose last key does not rank before (p, s): it holds a block, the one
+    that takes (p, s) (none: the last block, at `last`). A branch-free binary search over the
+    last keys of the segments wholly up to `last` finds the segment, then
+    `_position_in_segment` the position."""
+    lo, length = 0, last // SEGMENT  # the segment is in [lo, lo + length]
+    while length > 1:
+        half = length >> 1
+        lo = _segment_step(state, lo, half, p, s)
+        length -= half
+    if length == 1:
+        lo = _segment_step(state, lo, 1, p, s)
+    return _position_in_segment(state, last, lo, p, s)
+
+
+@_inlined
+def _find_positions(
+    state: State, p: NDArray[np.float64], s: NDArray[np.int64], found: NDArray[np.int64]
+) -> None:
+    """found[j] = `_find_position` of key (p[j], s[j]) for every j: the binary searches advance
+    together, one step at a time, so that their loads overlap."""
+    last = state[COUNTERS][_LAST]
+    count = found.shape[0]
+    for j in range(count):
+        found[j] = 0
+    length = last // SEGMENT
+    while length > 0:
+        half = max(length >> 1, 1)
+        for j in range(count):
+            found[j] = _segment_step(state, found[j], half, p[j], s[j])
+        length -= half
+    for j in range(count):
+        found[j] = _position_in_segment(state, last, found[j], p[j], s[j])
+
+
+@_inlined
 def _insert(state: State, slot: int, p: float, hint: int) -> None:
     """Put the slot, its stamp already set, with priority p into its place: the block at
     position `hint` if that is the one (`_find_position`), else the one found."""
     stamp, home, items = state[STAMP], state[HOME], state[ITEMS]
     keys, sizes, position = state[KEYS], state[SIZES], state[POSITION]
     free, blocks, last_key = state[FREE], state[BLOCKS], state[LAST_KEY]
-    last_stamp, fenwick, counters = state[LAST_STAMP], state[FENWICK], state[COUNTERS]
+    last_stamp, group_fenwick, counters = state[LAST_STAMP], state[GROUP_FENWICK], state[COUNTERS]
     c = counters[_C]
     s = stamp[slot]
     if counters[_NB] == 0:
@@ -390,18 +440,15 @@ def _insert(state: State, slot: int, p: float, hint: int) -> None:
         and (q == last or not _before(last_key[q], last_stamp[q], p, s))
         and (q == 0 or _before(last_key[q - 1], last_stamp[q - 1], p, s))
     ):
-        q = _find_position(last_key, last_stamp, last, p, s)
+        q = _find_position(state, last, p, s)
     block = blocks[q]
     size = sizes[block]
     base = block * c
-    lo, length = 0, size
-    while length > 0:
-        half = length >> 1
-        mid = lo + half
-        key = keys[base + mid]  # the stamp is read only on a tie (a cache miss, mostly)
-        go = key > p or (key == p and stamp[items[base + mid]] > s)
-        lo = mid + 1 if go else lo
-        length = length - half - 1 if go else half
+    lo = 0
+    for k in range(size):  # the keys above p (vectorized), then the ties with newer stamps
+        lo += keys[_U(base) + _U(k)] > p
+    while lo < size and keys[base + lo] == p and stamp[items[base + lo]] > s:
+        lo += 1
     _shift_up(items, base + lo, size - lo)
     _shift_up(keys, base + lo, size - lo)
     items[base + lo] = slot
@@ -409,7 +456,7 @@ def _insert(state: State, slot: int, p: float, hint: int) -> None:
     sizes[block] = size + 1
     home[slot] = block
     counters[_N] += 1
-    _fenwick_add(fenwick, q, 1)
+    _add_size(group_fenwick, q, 1)
     if lo == size:
         _set_last(state, q)
     if size + 1 == c:
@@ -428,11 +475,15 @@ def write_kernel(
     blocks: NDArray[np.int32],
     last_key: NDArray[np.float64],
     last_stamp: NDArray[np.int64],
-    fenwick: NDArray[np.int64],
+    group_fenwick: NDArray[np.int64],
     counters: NDArray[np.int64],
+    segment_key: NDArray[np.float64],
+    segment_stamp: NDArray[np.int64],
     slots: NDArray[np.int64],
     priorities: NDArray[np.float64],
     stored_only: bool,
+    scratch: NDArray[np.int64],
+    scratch_keys: NDArray[np.float64],
 ) -> float:
     """For each k in turn: remove slots[k] if stored, give it priorities[k] and the next stamp,
     insert it (a slot that holds nothing is skipped when `stored_only`). Returns the largest of
@@ -441,10 +492,11 @@ def write_kernel(
     Done in two passes with the same outcome: first every write's slot leaves its block and
     takes its stamp (a slot written twice: the last stamp), then each slot goes in once, with
     the priority of its last write. The passes let the loads overlap: the first prefetches the
-    homes and blocks of the writes ahead; the second finds the block of the next slot and
-    prefetches it while this one goes in."""
+    homes and blocks of the writes ahead; the second finds every slot's block at once (where an
+    insert before it moved blocks, `_insert` finds it again) and prefetches the blocks ahead.
+    `scratch` holds at least 3 len(slots) entries, `scratch_keys` len(slots)."""
     state = (stamp, home, items, keys, sizes, position, free, blocks, last_key, last_stamp,
-             fenwick, counters)  # fmt: skip
+             group_fenwick, counters, segment_key, segment_stamp)  # fmt: skip
     largest = 0.0
     c = counters[_C]
     count = slots.shape[0]
@@ -463,19 +515,27 @@ def write_kernel(
             continue
         counters[_CLOCK] += 1
         stamp[slot] = counters[_CLOCK]
+    # The inserts: each write that is its slot's last, with its key.
+    todo, new_stamp, p = scratch[:count], scratch[count : 2 * count], scratch_keys
+    inserts = 0
     k = _next_last_write(stamp, slots, clock, stored_only, 0, clock)
-    hint = -1  # the position found for this slot before the previous one went in
     while k < count:
-        after = _next_last_write(stamp, slots, clock, stored_only, k + 1, stamp[slots[k]])
-        ahead = -1
-        if after < count and counters[_NB] > 0:
-            ahead = _find_position(
-                last_key, last_stamp, counters[_LAST], priorities[after], stamp[slots[after]]
-            )
-            _prefetch_block(items, keys, blocks[ahead] * c, c)
-        _insert(state, slots[k], priorities[k], hint)
-        hint = ahead
-        k = after
+        todo[inserts] = slots[k]
+        new_stamp[inserts] = stamp[slots[k]]
+        p[inserts] = priorities[k]
+        inserts += 1
+        k = _next_last_write(stamp, slots, clock, stored_only, k + 1, new_stamp[inserts - 1])
+    found = scratch[2 * count : 2 * count + inserts]
+    if counters[_NB] > 0:
+        _find_positions(state, p[:inserts], new_stamp[:inserts], found)
+    else:  # the order is empty: the first insert makes a block, the others search
+        found[:] = -1
+    for j in range(inserts):
+        if j + AHEAD < inserts and 0 <= found[j + AHEAD] <= counters[_LAST]:
+            ahead = blocks[found[j + AHEAD]]
+            if ahead >= 0:
+                _prefetch_block(items, keys, ahead * c, c)
+        _insert(state, todo[j], p[j], found[j])
     return largest
 
 
@@ -515,8 +575,10 @@ def build_kernel(
     blocks: NDArray[np.int32],
     last_key: NDArray[np.float64],
     last_stamp: NDArray[np.int64],
-    fenwick: NDArray[np.int64],
+    group_fenwick: NDArray[np.int64],
     counters: NDArray[np.int64],
+    segment_key: NDArray[np.float64],
+    segment_stamp: NDArray[np.int64],
     order: NDArray[np.int64],
     priorities: NDArray[np.float64],
 ) -> None:
@@ -525,7 +587,7 @@ def build_kernel(
     possible, each within [C/2, 3C/4] (n >= C for two blocks; n / nb > C/2 for three or more),
     at positions 0, 1, 2, ... before they are spread out."""
     state = (stamp, home, items, keys, sizes, position, free, blocks, last_key, last_stamp,
-             fenwick, counters)  # fmt: skip
+             group_fenwick, counters, segment_key, segment_stamp)  # fmt: skip
     c = counters[_C]
     n = order.shape[0]
     nb = 0 if n == 0 else 1 if n < c else -(-n // (3 * c // 4))
@@ -553,4 +615,4 @@ def build_kernel(
     if nb:
         _spread(state)
     else:
-        fenwick[:] = 0
+        group_fenwick[:] = 0
