@@ -142,11 +142,13 @@ class RunHandle:
                 raise
             self._status = "paused" if paused else "running"
             self.last_polled = time.monotonic()
-            self._relay = threading.Thread(target=self._relay_events, name=f"rdqn-relay-{self.id}")
-            self._relay.daemon = True
+            relay = threading.Thread(target=self._relay_events, name=f"rdqn-relay-{self.id}")
+            relay.daemon = True
             if self._stop_at_exit:  # stopped and recorded before the interpreter goes
                 atexit.register(self.stop)
-            self._relay.start()
+            # Published once started: `join` reads it without the lock, from other threads.
+            relay.start()
+            self._relay = relay
         return self
 
     def _resume_source(self, *, shared: bool) -> str | bytes | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -17,6 +18,25 @@ def test_a_run_finishes_and_publishes_its_last_snapshot() -> None:
     assert handle.status == "finished"
     snap = handle.snapshot()
     assert snap is not None and snap.env_steps == 400 and snap.status == "finished"
+
+
+def test_join_from_another_thread_while_the_run_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`join` reads the relay thread without the lock: while `start` is starting it, a join
+    from another thread (the CLI's compare watches its runs so) must not see it unstarted
+    (a clean-clone CI run once raised "cannot join thread before it is started")."""
+    handle = RunHandle(tiny())
+    joins: list[bool] = []
+    start = threading.Thread.start
+
+    def start_and_join(thread: threading.Thread) -> None:
+        if thread.name.startswith("rdqn-relay-"):
+            joins.append(handle.join(0))  # the moment a watcher could look
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start_and_join)
+    handle.start()
+    assert joins == [False]
+    assert handle.join(60) and handle.status == "finished"
 
 
 def test_paused_start_then_step_once_advances_exactly_one_step() -> None:
