@@ -18,9 +18,8 @@ Layout (blocks of capacity C; P positions, each holding a physical block or a ga
     last key by position   (7., s_9)     copy   (4., s_0)     (1., s_3)       (not kept)
 
     groups of GROUP positions (here 2): sizes [3, 6, ...], a Fenwick tree over them; slot at
-    rank 5: the last group whose prefix size is <= 5 is group 0 (prefix 0); in it, positions
-    0 (3 slots) and 1 (a gap) end before rank 5, position 2 holds ranks 3..4, position 3
-    ranks 5..8: offset 5 - 5 = 0 -> slot 1
+    rank 5: the last group whose prefix size is <= 5 is group 1 (prefix 3); in it, position 2
+    holds ranks 3..4 and position 3 ranks 5..8: offset 5 - 5 = 0 -> slot 1
 
 `blocks[q]` is the physical block at position q (-1: a gap); `position` is its inverse (-1: a
 free block, kept on the stack `free`); `home[i]` is the block that holds slot i; `stamp[i]` is
