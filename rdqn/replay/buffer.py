@@ -103,13 +103,10 @@ class Batch:
     def __len__(self) -> int:
         return int(self.indices.shape[0])
 
-    @classmethod
-    def of(cls, **fields: NDArray) -> Batch:
-        """A batch of exactly these fields, built without the frozen dataclass's per-field
-        ``object.__setattr__`` (a third of the buffer's own cost per sample)."""
-        batch = object.__new__(cls)
-        batch.__dict__.update(fields)
-        return batch
+
+_new_batch = object.__new__
+"""Builds a `Batch` without the frozen dataclass's per-field ``object.__setattr__`` (a third of
+the buffer's own cost per sample); `ReplayBuffer.sample` then fills its ``__dict__``."""
 
 
 class ReplayBuffer:
@@ -259,22 +256,27 @@ class ReplayBuffer:
             batch_size = check_integer("batch_size", batch_size, minimum=1, maximum=size)
         if not (type(beta) is float and 0.0 <= beta <= 1.0):
             beta = float(check_probability("beta", beta))
-        draw = self.sampler.sample(size, batch_size, beta, self.rng)
-        windows, masks, integers, flags, rewards = self.storage.gather(draw.indices, self.window)
-        return Batch.of(
-            obs=windows[0],
-            actions=integers[0],
-            rewards=rewards,
-            next_obs=windows[1],
-            terminated=flags[0],
-            truncated=flags[1],
-            indices=draw.indices,
-            probabilities=draw.probabilities,
-            weights=draw.weights,
-            generations=integers[1],
-            obs_mask=masks[0],
-            next_obs_mask=masks[1],
+        indices, probabilities, weights = self.sampler.sample(size, batch_size, beta, self.rng)
+        windows, masks, integers, flags, rewards = self.storage.gather(indices, self.window)
+        batch = _new_batch(Batch)
+        # A dict literal, not keyword arguments: the batch is built at every training step.
+        batch.__dict__.update(
+            {
+                "obs": windows[0],
+                "actions": integers[0],
+                "rewards": rewards,
+                "next_obs": windows[1],
+                "terminated": flags[0],
+                "truncated": flags[1],
+                "indices": indices,
+                "probabilities": probabilities,
+                "weights": weights,
+                "generations": integers[1],
+                "obs_mask": masks[0],
+                "next_obs_mask": masks[1],
+            }
         )
+        return batch
 
     def update_priorities(self, batch: Batch, td_errors: ArrayLike) -> int:
         """Record |delta_i| for the batch's transitions; returns how many were stale (skipped).

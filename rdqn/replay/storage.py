@@ -28,6 +28,19 @@ ACTION_MAX = int(np.iinfo(np.int32).max)
 """Actions are stored as int32 (discrete action spaces are far smaller)."""
 EPISODE_STEP_MAX = int(np.iinfo(np.int32).max)
 """`episode_step` saturates here; windows only ever look T - 1 steps back."""
+_INT64, _BOOL, _FLOAT32 = np.dtype(np.int64), np.dtype(np.bool_), np.dtype(np.float32)
+_ACTIONS, _EPISODE_STEP, _COUNTS = 0, 1, 2
+"""Rows of `RingStorage`'s stacked int32 columns."""
+_ROWS = (
+    "obs",
+    "next_obs",
+    "actions",
+    "episode_step",
+    "sample_counts",
+    "terminated",
+    "truncated",
+)
+"""The columns that are rows (views) of a stack."""
 
 _ARRAYS = (
     "obs",
@@ -44,15 +57,11 @@ _ARRAYS = (
 
 @numba.njit(cache=True, nogil=True)
 def gather_transitions_kernel(
-    obs: NDArray,
-    next_obs: NDArray,
-    actions: NDArray[np.int32],
+    frames: NDArray,
+    small: NDArray[np.int32],
+    stored_flags: NDArray[np.bool_],
     rewards: NDArray[np.float32],
-    terminated: NDArray[np.bool_],
-    truncated: NDArray[np.bool_],
-    episode_step: NDArray[np.int32],
     generation: NDArray[np.int64],
-    sample_counts: NDArray[np.int32],
     oldest: int,
     slots: NDArray[np.int64],
     count: bool,
@@ -66,8 +75,12 @@ def gather_transitions_kernel(
     out_windows[1, b] = W_{t+1} (W_t shifted by one with o_{t+1} at the end) with their masks,
     out_integers[:, b] = (a_t, generation), out_flags[:, b] = (terminated, truncated) and r_t;
     with ``count``, sample_counts[s] += 1 for every sampled slot (duplicates counted each
-    time). Outputs are stacked in pairs so that a batch costs few allocations and arguments."""
+    time). The storage comes stacked by dtype (`RingStorage`: frames = (obs, next_obs), small =
+    (actions, episode_step, sample_counts), stored_flags = (terminated, truncated)) and the
+    outputs stacked in pairs, so that a batch costs few allocations and arguments."""
     window = out_windows.shape[2]
+    obs, next_obs = frames[0], frames[1]
+    actions, episode_step, sample_counts = small[_ACTIONS], small[_EPISODE_STEP], small[_COUNTS]
     this, after = out_windows[0], out_windows[1]
     mask, next_mask = out_masks[0], out_masks[1]
     for b in range(slots.shape[0]):
@@ -80,8 +93,8 @@ def gather_transitions_kernel(
         next_mask[b, window - 1] = True
         out_integers[0, b] = actions[s]
         out_integers[1, b] = generation[s]
-        out_flags[0, b] = terminated[s]
-        out_flags[1, b] = truncated[s]
+        out_flags[0, b] = stored_flags[0, s]
+        out_flags[1, b] = stored_flags[1, s]
         out_rewards[b] = rewards[s]
         if count:
             sample_counts[s] += 1
@@ -114,17 +127,37 @@ class RingStorage:
         self.obs_shape = obs_shape
         self.obs_dtype = np.dtype(obs_dtype)
         flat = int(np.prod(obs_shape, dtype=np.int64))
-        self.obs = np.zeros((capacity, flat), dtype=self.obs_dtype)
-        self.next_obs = np.zeros((capacity, flat), dtype=self.obs_dtype)
-        self.actions = np.zeros(capacity, dtype=np.int32)
+        # The columns are stacked by dtype and each named column is a (contiguous) row of its
+        # stack: the gather kernel takes five arrays instead of nine, which counts at one batch
+        # per training step (a compiled call pays about 0.06 µs per array argument).
+        self._frames = np.zeros((2, capacity, flat), dtype=self.obs_dtype)
+        self._small = np.zeros((3, capacity), dtype=np.int32)
+        self._flags = np.zeros((2, capacity), dtype=np.bool_)
+        self._name_rows()
         self.rewards = np.zeros(capacity, dtype=np.float32)
-        self.terminated = np.zeros(capacity, dtype=np.bool_)
-        self.truncated = np.zeros(capacity, dtype=np.bool_)
-        self.episode_step = np.zeros(capacity, dtype=np.int32)
         self.generation = np.full(capacity, -1, dtype=np.int64)
-        self.sample_counts = np.zeros(capacity, dtype=np.int32)
+        self._width = flat
+        self._reshape = len(obs_shape) > 1
         self.writes = 0
         self._next_episode_step = 0
+
+    def _name_rows(self) -> None:
+        self.obs, self.next_obs = self._frames
+        self.actions = self._small[_ACTIONS]
+        self.episode_step = self._small[_EPISODE_STEP]
+        self.sample_counts = self._small[_COUNTS]
+        self.terminated, self.truncated = self._flags
+
+    def __getstate__(self) -> dict:
+        # A pickled view is a copy of its own: the rows are named again from the stacks instead.
+        state = self.__dict__.copy()
+        for name in _ROWS:
+            del state[name]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._name_rows()
 
     @property
     def size(self) -> int:
@@ -179,22 +212,20 @@ class RingStorage:
         stacked (`Stacked`): the caller takes the views it needs, with no tuple of views built
         in between."""
         n = slots.shape[0]
-        integers = np.empty((2, n), dtype=np.int64)
-        windows = np.empty((2, n, window, self.obs.shape[1]), dtype=self.obs_dtype)
-        masks = np.empty((2, n, window), dtype=np.bool_)
-        flags = np.empty((2, n), dtype=np.bool_)
-        rewards = np.empty(n, dtype=np.float32)
+        # dtype objects, not types, and positional: NumPy then skips converting them per call.
+        integers = np.empty((2, n), _INT64)
+        windows = np.empty((2, n, window, self._width), self.obs_dtype)
+        masks = np.empty((2, n, window), _BOOL)
+        flags = np.empty((2, n), _BOOL)
+        rewards = np.empty(n, _FLOAT32)
+        overwritten = self.writes - self.capacity
         gather_transitions_kernel(
-            self.obs,
-            self.next_obs,
-            self.actions,
+            self._frames,
+            self._small,
+            self._flags,
             self.rewards,
-            self.terminated,
-            self.truncated,
-            self.episode_step,
             self.generation,
-            self.sample_counts,
-            self.oldest_generation,
+            overwritten if overwritten > 0 else 0,  # the oldest stored generation
             slots,
             count,
             windows,
@@ -203,7 +234,7 @@ class RingStorage:
             flags,
             rewards,
         )
-        if len(self.obs_shape) > 1:
+        if self._reshape:
             windows = windows.reshape((2, n, window, *self.obs_shape))
         return windows, masks, integers, flags, rewards
 

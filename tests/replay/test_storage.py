@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 from collections.abc import Callable
 
 import numpy as np
@@ -125,3 +127,18 @@ def test_load_state_dict_of_other_shape_is_rejected(assert_same_state: Callable)
     with pytest.raises(ValueError, match="dtype"):
         storage.load_state_dict(RingStorage(4, (2,), np.uint8).state_dict())
     assert_same_state(storage.state_dict(), before)
+
+
+@pytest.mark.parametrize("clone", [copy.deepcopy, lambda s: pickle.loads(pickle.dumps(s))])
+def test_a_copy_gathers_what_it_stores(clone: Callable) -> None:
+    """The named columns are rows of stacked arrays that the gather reads; a copy must keep them
+    rows of its own stacks, not independent copies that writes would go to unseen."""
+    storage = RingStorage(4, (2,), np.float32)
+    write_episode(storage, 0, 2)
+    twin = clone(storage)
+    twin.write(o(7), 3, 7.0, o(8), True, False)
+    windows, masks, integers, flags, rewards = twin.gather(np.array([2], np.int64), 1)
+    np.testing.assert_array_equal(windows[:, 0, 0], [o(7), o(8)])
+    assert integers[:, 0].tolist() == [3, 2] and flags[:, 0].tolist() == [True, False]
+    assert rewards[0] == 7.0 and twin.sample_counts[2] == 1
+    assert storage.size == 2 and storage.sample_counts[2] == 0  # the original is untouched
