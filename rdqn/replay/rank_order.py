@@ -29,7 +29,8 @@ the last keys up to `last` never increase and a search over them lands on a bloc
 key of every SEGMENT-th position is kept in a small array of its own (`segment_key`), so the
 search first finds the segment in a few cache lines, then counts inside it. The priorities live
 only in the blocks (`keys`), beside the slots, so a search inside a block reads contiguous
-memory; stamps are read only to break ties.
+memory. A search never reads a stored stamp: every write carries the newest stamp, so it goes
+before all stored keys of its priority.
 
 The gaps make a split or a merge local: a full block splits into the nearest gap (the blocks in
 between move over by one position, at most `REACH`, each two Fenwick point updates), and a merged

@@ -364,17 +364,15 @@ def _segment_step(state: State, lo: int, half: int, p: float, s: int) -> int:
 
 
 @_inlined
-def _position_in_segment(state: State, last: int, segment: int, p: float, s: int) -> int:
+def _position_in_segment(state: State, last: int, segment: int, p: float) -> int:
     """`_find_position` once its segment is known: a count of the last keys above p in it
-    (vectorized), then a step over the ties with newer stamps."""
-    last_key, last_stamp = state[LAST_KEY], state[LAST_STAMP]
+    (vectorized; (p, s) goes before its ties, see `_insert`)."""
+    last_key = state[LAST_KEY]
     start = segment * SEGMENT
     stop = min(start + SEGMENT, last + 1)
     q = start
-    for k in range(start, stop):
-        q += last_key[k] > p
-    while q < stop and last_key[q] == p and last_stamp[q] > s:
-        q += 1
+    for k in range(stop - start):  # unsigned offsets: plain vector loads, not gathers
+        q += last_key[_U(start) + _U(k)] > p
     return min(q, last)
 
 
@@ -391,7 +389,7 @@ def _find_position(state: State, last: int, p: float, s: int) -> int:
         length -= half
     if length == 1:
         lo = _segment_step(state, lo, 1, p, s)
-    return _position_in_segment(state, last, lo, p, s)
+    return _position_in_segment(state, last, lo, p)
 
 
 @_inlined
@@ -411,13 +409,18 @@ def _find_positions(
             found[j] = _segment_step(state, found[j], half, p[j], s[j])
         length -= half
     for j in range(count):
-        found[j] = _position_in_segment(state, last, found[j], p[j], s[j])
+        found[j] = _position_in_segment(state, last, found[j], p[j])
 
 
 @_inlined
 def _insert(state: State, slot: int, p: float, hint: int) -> None:
     """Put the slot, its stamp already set, with priority p into its place: the block at
-    position `hint` if that is the one (`_find_position`), else the one found."""
+    position `hint` if that is the one (`_find_position`), else the one found.
+
+    The slot's stamp s is newer than every stored one (`write_kernel` takes a batch's slots out
+    first and puts them back in stamp order), so (p, s) ranks before every stored key of equal
+    priority: its place is after the keys above p, and no stored stamp is read (each would be a
+    cache miss)."""
     stamp, home, items = state[STAMP], state[HOME], state[ITEMS]
     keys, sizes, position = state[KEYS], state[SIZES], state[POSITION]
     free, blocks, last_key = state[FREE], state[BLOCKS], state[LAST_KEY]
@@ -445,10 +448,8 @@ def _insert(state: State, slot: int, p: float, hint: int) -> None:
     size = sizes[block]
     base = block * c
     lo = 0
-    for k in range(size):  # the keys above p (vectorized), then the ties with newer stamps
+    for k in range(size):  # the keys above p (vectorized): (p, s) goes before its ties
         lo += keys[_U(base) + _U(k)] > p
-    while lo < size and keys[base + lo] == p and stamp[items[base + lo]] > s:
-        lo += 1
     _shift_up(items, base + lo, size - lo)
     _shift_up(keys, base + lo, size - lo)
     items[base + lo] = slot
