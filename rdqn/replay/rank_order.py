@@ -61,7 +61,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from rdqn.replay.rank_order_writes import (
+from rdqn.replay.rank_order_layout import (
     COUNT_BLOCKS,
     COUNT_C,
     COUNT_CLOCK,
@@ -71,10 +71,9 @@ from rdqn.replay.rank_order_writes import (
     COUNT_STORED,
     GROUP,
     SEGMENT,
-    build_kernel,
     no_refcounts,
-    write_kernel,
 )
+from rdqn.replay.rank_order_writes import build_kernel, write_kernel
 
 __all__ = [
     "COUNT_C",

@@ -1,80 +1,62 @@
 """The writing kernels of `rdqn.replay.rank_order.RankOrder`: take a slot out of its sorted block
 and put it back in its place, split, borrow, merge and spread blocks, lay out a whole order.
-The layout they keep and its invariants are `rdqn.replay.rank_order`'s."""
+The layout they keep and its invariants are `rdqn.replay.rank_order`'s; the constants they share
+are in `rank_order_layout`, the search for a key's block in `rank_order_search`."""
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
 
 from rdqn.replay.prefetch import prefetch
+from rdqn.replay.rank_order_layout import (
+    AHEAD,
+    BLOCKS,
+    COUNT_BLOCKS,
+    COUNT_C,
+    COUNT_CLOCK,
+    COUNT_FREE,
+    COUNT_LAST,
+    COUNT_SPREADS,
+    COUNT_STORED,
+    COUNTERS,
+    FREE,
+    GROUP,
+    GROUP_FENWICK,
+    HOME,
+    ITEMS,
+    KEYS,
+    LAST_KEY,
+    LAST_STAMP,
+    POSITION,
+    REACH,
+    SEGMENT,
+    SEGMENT_KEY,
+    SEGMENT_STAMP,
+    SIZES,
+    STAMP,
+    State,
+    inlined,
+    no_refcounts,
+    ranks_before,
+    unsigned,
+)
+from rdqn.replay.rank_order_search import find_position, find_positions
 
-__all__ = [
-    "AHEAD",
-    "COUNT_BLOCKS",
-    "COUNT_C",
-    "COUNT_CLOCK",
-    "COUNT_FREE",
-    "COUNT_LAST",
-    "COUNT_SPREADS",
-    "COUNT_STORED",
-    "GROUP",
-    "REACH",
-    "SEGMENT",
-    "build_kernel",
-    "no_refcounts",
-    "write_kernel",
-]
+__all__ = ["build_kernel", "write_kernel"]
 
-# Fields of `RankOrder.counters`: blocks in use, slots stored, last stamp given, C, free blocks
-# on the stack, the last position that holds a block (-1: none), spreads so far (a statistic).
-COUNT_BLOCKS, COUNT_STORED, COUNT_CLOCK, COUNT_C, COUNT_FREE, COUNT_LAST = 0, 1, 2, 3, 4, 5
-COUNT_SPREADS = 6
-_NB, _N, _CLOCK, _C, _FREE, _LAST = 0, 1, 2, 3, 4, 5
-
-# The order's arrays travel between the kernels as one tuple, `State`, in `RankOrder._arrays()`
-# order; these are their places in it (compile-time constants: reading one costs nothing). The
-# entry kernels take them one by one and pack them: from Python, a tuple costs about 0.25 µs
-# more to pass than twelve arrays.
-STAMP, HOME, ITEMS, KEYS, SIZES, POSITION, FREE, BLOCKS = 0, 1, 2, 3, 4, 5, 6, 7
-LAST_KEY, LAST_STAMP, GROUP_FENWICK, COUNTERS, SEGMENT_KEY, SEGMENT_STAMP = 8, 9, 10, 11, 12, 13
-State = tuple[NDArray, ...]
-
-# How far a split looks for a gap, and the longest run of gaps a merge leaves, before the blocks
-# are spread out again.
-REACH = 32
-
-# Positions per segment of the search for a key's block (8 cache lines of last keys); the last
-# key of every segment's last position is kept apart too (`segment_key`, `segment_stamp`), so
-# that the search for the segment reads a few contiguous cache lines.
-SEGMENT = 64
-
-# Positions per group: a Fenwick tree counts the slots of each group of positions (small enough
-# to stay in the nearest caches); the slot at a rank is found by a descent of the tree, then a
-# step through the positions of one group. `rank_order.select_kernel` reads it too, and numba's
-# on-disk cache does not notice a change of a constant in another module: after changing it,
-# delete rdqn/replay/__pycache__.
-GROUP = 8
-
-# How many writes ahead `write_kernel` prefetches the slots' homes (and half as many ahead, the
-# blocks they leave).
-AHEAD = 8
-
-# ---------------------------------------------------------------- kernels
-# The writing kernels are compiled without numba's reference counting (`_nrt=False`; they
-# allocate nothing and only borrow the arrays their caller holds): numba increfs every array
-# argument on entry to a function whose control flow its pruner cannot follow, and those atomic
-# counts cost more than the work itself (measured: 128 writes 38 µs without, 59 µs with, at
-# N = 2^17). Offsets into a block are unsigned, so numba leaves out its negative-index
-# wrap-around and the compiler vectorizes the shifts and scans.
-
-no_refcounts = numba.njit(cache=True, nogil=True, _nrt=False)
-_inlined = numba.njit(cache=True, nogil=True, _nrt=False, inline="always")
-_U = np.uint64
+_NB, _N, _CLOCK, _C, _FREE, _LAST = (
+    COUNT_BLOCKS,
+    COUNT_STORED,
+    COUNT_CLOCK,
+    COUNT_C,
+    COUNT_FREE,
+    COUNT_LAST,
+)
+_U = unsigned
 
 
-@_inlined
+@inlined
 def _prefetch_block(items: NDArray[np.int32], keys: NDArray[np.float64], base: int, c: int) -> None:
     """Prefetch the cache lines of a block's slots and keys (64-byte lines)."""
     for k in range(0, c, 16):
@@ -83,13 +65,7 @@ def _prefetch_block(items: NDArray[np.int32], keys: NDArray[np.float64], base: i
         prefetch(keys, base + k)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _before(p: float, s: int, q: float, t: int) -> bool:
-    """Key (p, s) ranks before (q, t): larger priority, or equal priority and newer stamp."""
-    return (p > q) | ((p == q) & (s > t))
-
-
-@_inlined
+@inlined
 def _shift_up(array: NDArray, start: int, count: int) -> None:
     """array[start + 1 : start + 1 + count] = array[start : start + count]."""
     base = _U(start)
@@ -97,7 +73,7 @@ def _shift_up(array: NDArray, start: int, count: int) -> None:
         array[base + _U(k + 1)] = array[base + _U(k)]
 
 
-@_inlined
+@inlined
 def _shift_down(array: NDArray, start: int, count: int) -> None:
     """array[start : start + count] = array[start + 1 : start + 1 + count]."""
     base = _U(start)
@@ -123,7 +99,7 @@ def _move(
         home[items[dst + k]] = block
 
 
-@_inlined
+@inlined
 def _add_size(group_fenwick: NDArray[np.int64], q: int, delta: int) -> None:
     """The block at position q gained delta slots: a Fenwick point update of its group."""
     i = q // GROUP + 1
@@ -150,7 +126,7 @@ def _count_groups(
             group_fenwick[parent] += group_fenwick[i]
 
 
-@_inlined
+@inlined
 def _write_last(state: State, q: int, key: float, key_stamp: int) -> None:
     """The last key of position q is (key, key_stamp); a segment's last position's, its too."""
     state[LAST_KEY][q] = key
@@ -176,7 +152,7 @@ def _set_last(state: State, q: int) -> None:
         k += 1
 
 
-@_inlined
+@inlined
 def _place(state: State, src: int, dst: int) -> None:
     """Move the block at position src to the gap at position dst."""
     sizes, position, blocks = state[SIZES], state[POSITION], state[BLOCKS]
@@ -325,7 +301,7 @@ def _refill(state: State, q: int) -> None:
             _spread(state)
 
 
-@_inlined
+@inlined
 def _remove(state: State, slot: int) -> None:
     """Take a stored slot out of its block (the insert that always follows refills a block it
     empties: the only one, at position 0)."""
@@ -355,67 +331,10 @@ def _remove(state: State, slot: int) -> None:
         _refill(state, q)
 
 
-@_inlined
-def _segment_step(state: State, lo: int, half: int, p: float, s: int) -> int:
-    """One step of the branch-free search for (p, s)'s segment: lo + half if the segment
-    lo + half - 1 ends with a key that ranks before (p, s), else lo (a multiply: no branch)."""
-    at = lo + half - 1
-    return lo + half * _before(state[SEGMENT_KEY][at], state[SEGMENT_STAMP][at], p, s)
-
-
-@_inlined
-def _position_in_segment(state: State, last: int, segment: int, p: float) -> int:
-    """`_find_position` once its segment is known: a count of the last keys above p in it
-    (vectorized; (p, s) goes before its ties, see `_insert`)."""
-    last_key = state[LAST_KEY]
-    start = segment * SEGMENT
-    stop = min(start + SEGMENT, last + 1)
-    q = start
-    for k in range(stop - start):  # unsigned offsets: plain vector loads, not gathers
-        q += last_key[_U(start) + _U(k)] > p
-    return min(q, last)
-
-
-@_inlined
-def _find_position(state: State, last: int, p: float, s: int) -> int:
-    """The first position whose last key does not rank before (p, s): it holds a block, the one
-    that takes (p, s) (none: the last block, at `last`). A branch-free binary search over the
-    last keys of the segments wholly up to `last` finds the segment, then
-    `_position_in_segment` the position."""
-    lo, length = 0, last // SEGMENT  # the segment is in [lo, lo + length]
-    while length > 1:
-        half = length >> 1
-        lo = _segment_step(state, lo, half, p, s)
-        length -= half
-    if length == 1:
-        lo = _segment_step(state, lo, 1, p, s)
-    return _position_in_segment(state, last, lo, p)
-
-
-@_inlined
-def _find_positions(
-    state: State, p: NDArray[np.float64], s: NDArray[np.int64], found: NDArray[np.int64]
-) -> None:
-    """found[j] = `_find_position` of key (p[j], s[j]) for every j: the binary searches advance
-    together, one step at a time, so that their loads overlap."""
-    last = state[COUNTERS][_LAST]
-    count = found.shape[0]
-    for j in range(count):
-        found[j] = 0
-    length = last // SEGMENT
-    while length > 0:
-        half = max(length >> 1, 1)
-        for j in range(count):
-            found[j] = _segment_step(state, found[j], half, p[j], s[j])
-        length -= half
-    for j in range(count):
-        found[j] = _position_in_segment(state, last, found[j], p[j])
-
-
-@_inlined
+@inlined
 def _insert(state: State, slot: int, p: float, hint: int) -> None:
     """Put the slot, its stamp already set, with priority p into its place: the block at
-    position `hint` if that is the one (`_find_position`), else the one found.
+    position `hint` if that is the one (`find_position`), else the one found.
 
     The slot's stamp s is newer than every stored one (`write_kernel` takes a batch's slots out
     first and puts them back in stamp order), so (p, s) ranks before every stored key of equal
@@ -440,10 +359,10 @@ def _insert(state: State, slot: int, p: float, hint: int) -> None:
     if not (
         0 <= q <= last
         and blocks[q] >= 0
-        and (q == last or not _before(last_key[q], last_stamp[q], p, s))
-        and (q == 0 or _before(last_key[q - 1], last_stamp[q - 1], p, s))
+        and (q == last or not ranks_before(last_key[q], last_stamp[q], p, s))
+        and (q == 0 or ranks_before(last_key[q - 1], last_stamp[q - 1], p, s))
     ):
-        q = _find_position(state, last, p, s)
+        q = find_position(state, last, p, s)
     block = blocks[q]
     size = sizes[block]
     base = block * c
@@ -528,7 +447,7 @@ def write_kernel(
         k = _next_last_write(stamp, slots, clock, stored_only, k + 1, new_stamp[inserts - 1])
     found = scratch[2 * count : 2 * count + inserts]
     if counters[_NB] > 0:
-        _find_positions(state, p[:inserts], new_stamp[:inserts], found)
+        find_positions(state, p[:inserts], new_stamp[:inserts], found)
     else:  # the order is empty: the first insert makes a block, the others search
         found[:] = -1
     for j in range(inserts):
@@ -540,7 +459,7 @@ def write_kernel(
     return largest
 
 
-@_inlined
+@inlined
 def _next_last_write(
     stamp: NDArray[np.int64],
     slots: NDArray[np.int64],

@@ -1,0 +1,92 @@
+"""The layout of `rdqn.replay.rank_order.RankOrder` that its kernels share: where each array
+sits in the `State` tuple, the fields of its counters, its tuning constants, how the kernels are
+compiled, and the order of two keys. The layout itself and its invariants are described in
+`rdqn.replay.rank_order`; the kernels are in `rank_order_search` and `rank_order_writes`."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "AHEAD",
+    "BLOCKS",
+    "COUNTERS",
+    "COUNT_BLOCKS",
+    "COUNT_C",
+    "COUNT_CLOCK",
+    "COUNT_FREE",
+    "COUNT_LAST",
+    "COUNT_SPREADS",
+    "COUNT_STORED",
+    "FREE",
+    "GROUP",
+    "GROUP_FENWICK",
+    "HOME",
+    "ITEMS",
+    "KEYS",
+    "LAST_KEY",
+    "LAST_STAMP",
+    "POSITION",
+    "REACH",
+    "SEGMENT",
+    "SEGMENT_KEY",
+    "SEGMENT_STAMP",
+    "SIZES",
+    "STAMP",
+    "State",
+    "inlined",
+    "no_refcounts",
+    "ranks_before",
+    "unsigned",
+]
+
+# Fields of `RankOrder.counters`: blocks in use, slots stored, last stamp given, C, free blocks
+# on the stack, the last position that holds a block (-1: none), spreads so far (a statistic).
+COUNT_BLOCKS, COUNT_STORED, COUNT_CLOCK, COUNT_C, COUNT_FREE, COUNT_LAST = 0, 1, 2, 3, 4, 5
+COUNT_SPREADS = 6
+
+# The order's arrays travel between the kernels as one tuple, `State`, in `RankOrder._arrays()`
+# order; these are their places in it (compile-time constants: reading one costs nothing). The
+# entry kernels take them one by one and pack them: from Python, a tuple costs about 0.25 µs
+# more to pass than twelve arrays.
+STAMP, HOME, ITEMS, KEYS, SIZES, POSITION, FREE, BLOCKS = 0, 1, 2, 3, 4, 5, 6, 7
+LAST_KEY, LAST_STAMP, GROUP_FENWICK, COUNTERS, SEGMENT_KEY, SEGMENT_STAMP = 8, 9, 10, 11, 12, 13
+State = tuple[NDArray, ...]
+
+# How far a split looks for a gap, and the longest run of gaps a merge leaves, before the blocks
+# are spread out again.
+REACH = 32
+
+# Positions per segment of the search for a key's block (8 cache lines of last keys); the last
+# key of every segment's last position is kept apart too (`segment_key`, `segment_stamp`), so
+# that the search for the segment reads a few contiguous cache lines.
+SEGMENT = 64
+
+# Positions per group: a Fenwick tree counts the slots of each group of positions (small enough
+# to stay in the nearest caches); the slot at a rank is found by a descent of the tree, then a
+# step through the positions of one group. Numba's on-disk cache does not notice a change of a
+# constant imported from another module: after changing one here, delete rdqn/replay/__pycache__.
+GROUP = 8
+
+# How many writes ahead `rank_order_writes.write_kernel` prefetches the slots' homes (and half as
+# many ahead, the blocks they leave).
+AHEAD = 8
+
+# How the kernels are compiled. The writing kernels go without numba's reference counting
+# (`_nrt=False`; they allocate nothing and only borrow the arrays their caller holds): numba
+# increfs every array argument on entry to a function whose control flow its pruner cannot
+# follow, and those atomic counts cost more than the work itself (measured: 128 writes 38 µs
+# without, 59 µs with, at N = 2^17). Offsets into a block are unsigned, so numba leaves out its
+# negative-index wrap-around and the compiler vectorizes the shifts and scans with plain loads.
+
+no_refcounts = numba.njit(cache=True, nogil=True, _nrt=False)
+inlined = numba.njit(cache=True, nogil=True, _nrt=False, inline="always")
+unsigned = np.uint64
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def ranks_before(p: float, s: int, q: float, t: int) -> bool:
+    """Key (p, s) ranks before (q, t): larger priority, or equal priority and newer stamp."""
+    return (p > q) | ((p == q) & (s > t))
