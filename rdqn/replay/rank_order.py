@@ -15,7 +15,7 @@ Layout (blocks of capacity C; P positions, each holding a physical block or a ga
     items (slots)          [7, 2, 9]            [4, 0]        [1, 8, 6, 3]
     keys  (priorities)     [9., 7., 7.]         [5., 4.]      [3., 2., 2., 1.]
     sizes                  3             0      2             4               0
-    last key by position   (7., s_9)     copy   (4., s_0)     (1., s_3)       (not kept)
+    last key by position   7.            copy   4.            1.              (not kept)
 
     groups of GROUP positions (here 2): sizes [3, 6, ...], a Fenwick tree over them; slot at
     rank 5: the last group whose prefix size is <= 5 is group 1 (prefix 3); in it, position 2
@@ -29,8 +29,8 @@ the last keys up to `last` never increase and a search over them lands on a bloc
 key of every SEGMENT-th position is kept in a small array of its own (`segment_key`), so the
 search first finds the segment in a few cache lines, then counts inside it. The priorities live
 only in the blocks (`keys`), beside the slots, so a search inside a block reads contiguous
-memory. A search never reads a stored stamp: every write carries the newest stamp, so it goes
-before all stored keys of its priority.
+memory. Stamps never enter a search: a write carries the newest stamp, so it goes before all
+stored keys of its priority, at the first position whose last key is not above it.
 
 The gaps make a split or a merge local: a full block splits into the nearest gap (the blocks in
 between move over by one position, at most `REACH`, each two Fenwick point updates), and a merged
@@ -109,16 +109,16 @@ def positions(capacity: int) -> int:
 def rank_order_nbytes(capacity: int) -> int:
     """`RankOrder(capacity).nbytes` without allocating: per slot an int64 stamp and an int32 home
     block; per physical block C int32 slots and C float64 keys, an int32 size, position and
-    free-stack entry; per position an int32 block and a float64 and an int64 last key; per
-    segment of positions (plus one) a float64 and an int64 last key; per group of positions
+    free-stack entry; per position an int32 block and a float64 last key; per segment of
+    positions (plus one) a float64 last key; per group of positions
     (plus two) an int64 Fenwick node; seven int64 counters."""
     c = block_capacity(capacity)
     p = positions(capacity)
     return (
         capacity * (8 + 4)
         + max_blocks(capacity) * (12 * c + 3 * 4)
-        + p * (4 + 2 * 8)
-        + (p // SEGMENT + 1) * 2 * 8
+        + p * (4 + 8)
+        + (p // SEGMENT + 1) * 8
         + (p // GROUP + 2) * 8
         + 7 * 8
     )
@@ -146,12 +146,10 @@ class RankOrder:
         self.free = np.arange(blocks - 1, -1, -1, dtype=np.int32)  # pops 0, 1, 2, ...
         self.blocks = np.full(slots, -1, np.int32)
         self.last_key = np.zeros(slots, np.float64)
-        self.last_stamp = np.zeros(slots, np.int64)
         self.group_fenwick = np.zeros(slots // GROUP + 2, np.int64)
         self.counters = np.array([0, 0, 0, self.block_capacity, blocks, -1, 0], np.int64)
         self.segment_key = np.zeros(slots // SEGMENT + 1, np.float64)
-        self.segment_stamp = np.zeros(slots // SEGMENT + 1, np.int64)
-        self._scratch = np.zeros(3 * 128, np.int64)  # `write_kernel`'s, grown when needed
+        self._scratch = np.zeros(2 * 128, np.int64)  # `write_kernel`'s, grown when needed
         self._scratch_keys = np.zeros(128, np.float64)
         self._state = self._arrays()  # the kernels' arguments (the arrays change only in place)
         # `write_one`'s arguments, kept to not allocate: one slot, one priority, the scratch.
@@ -171,11 +169,9 @@ class RankOrder:
             self.free,
             self.blocks,
             self.last_key,
-            self.last_stamp,
             self.group_fenwick,
             self.counters,
             self.segment_key,
-            self.segment_stamp,
         )
 
     @property
@@ -215,7 +211,7 @@ class RankOrder:
     def _scratch_for(self, slots: NDArray[np.int64]) -> tuple[NDArray, NDArray]:
         """`write_kernel`'s scratch arrays for len(slots) writes."""
         if slots.shape[0] > self._scratch_keys.shape[0]:
-            self._scratch = np.zeros(3 * slots.shape[0], np.int64)
+            self._scratch = np.zeros(2 * slots.shape[0], np.int64)
             self._scratch_keys = np.zeros(slots.shape[0], np.float64)
         return self._scratch, self._scratch_keys
 
@@ -282,10 +278,8 @@ class RankOrder:
             lasts = np.cumsum(sizes) - 1
             covering = np.searchsorted(held, np.arange(last + 1), side="right") - 1
             assert np.array_equal(self.last_key[: last + 1], p[lasts][covering])
-            assert np.array_equal(self.last_stamp[: last + 1], s[lasts][covering])
             ends = np.arange(SEGMENT - 1, last + 1, SEGMENT)  # segments wholly up to `last`
             assert np.array_equal(self.segment_key[: ends.shape[0]], self.last_key[ends])
-            assert np.array_equal(self.segment_stamp[: ends.shape[0]], self.last_stamp[ends])
         along = np.zeros((self.group_fenwick.shape[0] - 1) * GROUP, np.int64)
         along[held] = sizes
         groups = along.reshape(-1, GROUP).sum(axis=1)

@@ -1,7 +1,7 @@
 """The layout of `rdqn.replay.rank_order.RankOrder` that its kernels share: where each array
-sits in the `State` tuple, the fields of its counters, its tuning constants, how the kernels are
-compiled, and the order of two keys. The layout itself and its invariants are described in
-`rdqn.replay.rank_order`; the kernels are in `rank_order_search` and `rank_order_writes`."""
+sits in the `State` tuple, the fields of its counters, its tuning constants and how the kernels
+are compiled. The layout itself and its invariants are described in `rdqn.replay.rank_order`;
+the kernels are in `rank_order_search` and `rank_order_writes`."""
 
 from __future__ import annotations
 
@@ -27,18 +27,15 @@ __all__ = [
     "ITEMS",
     "KEYS",
     "LAST_KEY",
-    "LAST_STAMP",
     "POSITION",
     "REACH",
     "SEGMENT",
     "SEGMENT_KEY",
-    "SEGMENT_STAMP",
     "SIZES",
     "STAMP",
     "State",
     "inlined",
     "no_refcounts",
-    "ranks_before",
     "unsigned",
 ]
 
@@ -49,10 +46,10 @@ COUNT_SPREADS = 6
 
 # The order's arrays travel between the kernels as one tuple, `State`, in `RankOrder._arrays()`
 # order; these are their places in it (compile-time constants: reading one costs nothing). The
-# entry kernels take them one by one and pack them: from Python, a tuple costs about 0.25 µs
-# more to pass than twelve arrays.
+# entry kernels take them one by one and pack them: from Python, a tuple cost about 0.25 µs
+# more to pass than the same twelve arrays one by one.
 STAMP, HOME, ITEMS, KEYS, SIZES, POSITION, FREE, BLOCKS = 0, 1, 2, 3, 4, 5, 6, 7
-LAST_KEY, LAST_STAMP, GROUP_FENWICK, COUNTERS, SEGMENT_KEY, SEGMENT_STAMP = 8, 9, 10, 11, 12, 13
+LAST_KEY, GROUP_FENWICK, COUNTERS, SEGMENT_KEY = 8, 9, 10, 11
 State = tuple[NDArray, ...]
 
 # How far a split looks for a gap, and the longest run of gaps a merge leaves, before the blocks
@@ -60,8 +57,8 @@ State = tuple[NDArray, ...]
 REACH = 32
 
 # Positions per segment of the search for a key's block (8 cache lines of last keys); the last
-# key of every segment's last position is kept apart too (`segment_key`, `segment_stamp`), so
-# that the search for the segment reads a few contiguous cache lines.
+# key of every segment's last position is kept apart too (`segment_key`), so that the search
+# for the segment reads a few contiguous cache lines.
 SEGMENT = 64
 
 # Positions per group: a Fenwick tree counts the slots of each group of positions (small enough
@@ -84,9 +81,3 @@ AHEAD = 8
 no_refcounts = numba.njit(cache=True, nogil=True, _nrt=False)
 inlined = numba.njit(cache=True, nogil=True, _nrt=False, inline="always")
 unsigned = np.uint64
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def ranks_before(p: float, s: int, q: float, t: int) -> bool:
-    """Key (p, s) ranks before (q, t): larger priority, or equal priority and newer stamp."""
-    return (p > q) | ((p == q) & (s > t))

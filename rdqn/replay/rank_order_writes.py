@@ -27,18 +27,14 @@ from rdqn.replay.rank_order_layout import (
     ITEMS,
     KEYS,
     LAST_KEY,
-    LAST_STAMP,
     POSITION,
     REACH,
     SEGMENT,
     SEGMENT_KEY,
-    SEGMENT_STAMP,
     SIZES,
-    STAMP,
     State,
     inlined,
     no_refcounts,
-    ranks_before,
     unsigned,
 )
 from rdqn.replay.rank_order_search import find_position, find_positions
@@ -127,28 +123,23 @@ def _count_groups(
 
 
 @inlined
-def _write_last(state: State, q: int, key: float, key_stamp: int) -> None:
-    """The last key of position q is (key, key_stamp); a segment's last position's, its too."""
+def _write_last(state: State, q: int, key: float) -> None:
+    """The last key of position q is `key`; a segment's last position's, its too."""
     state[LAST_KEY][q] = key
-    state[LAST_STAMP][q] = key_stamp
     if q % SEGMENT == SEGMENT - 1:
         state[SEGMENT_KEY][q // SEGMENT] = key
-        state[SEGMENT_STAMP][q // SEGMENT] = key_stamp
 
 
 @no_refcounts
 def _set_last(state: State, q: int) -> None:
     """Record the last key of the block at position q, and copy it into the gaps after q."""
-    stamp, items, keys = state[STAMP], state[ITEMS], state[KEYS]
-    sizes, blocks, counters = state[SIZES], state[BLOCKS], state[COUNTERS]
-    c = counters[_C]
+    keys, sizes, blocks, counters = state[KEYS], state[SIZES], state[BLOCKS], state[COUNTERS]
     block = blocks[q]
-    at = block * c + sizes[block] - 1
-    key, key_stamp = keys[at], stamp[items[at]]
-    _write_last(state, q, key, key_stamp)
+    key = keys[block * counters[_C] + sizes[block] - 1]
+    _write_last(state, q, key)
     k = q + 1
     while k <= counters[_LAST] and blocks[k] < 0:
-        _write_last(state, k, key, key_stamp)
+        _write_last(state, k, key)
         k += 1
 
 
@@ -156,12 +147,12 @@ def _set_last(state: State, q: int) -> None:
 def _place(state: State, src: int, dst: int) -> None:
     """Move the block at position src to the gap at position dst."""
     sizes, position, blocks = state[SIZES], state[POSITION], state[BLOCKS]
-    last_key, last_stamp, group_fenwick = state[LAST_KEY], state[LAST_STAMP], state[GROUP_FENWICK]
+    last_key, group_fenwick = state[LAST_KEY], state[GROUP_FENWICK]
     block = blocks[src]
     blocks[dst] = block
     blocks[src] = -1
     position[block] = dst
-    _write_last(state, dst, last_key[src], last_stamp[src])
+    _write_last(state, dst, last_key[src])
     _add_size(group_fenwick, src, -sizes[block])
     _add_size(group_fenwick, dst, sizes[block])
 
@@ -336,16 +327,14 @@ def _insert(state: State, slot: int, p: float, hint: int) -> None:
     """Put the slot, its stamp already set, with priority p into its place: the block at
     position `hint` if that is the one (`find_position`), else the one found.
 
-    The slot's stamp s is newer than every stored one (`write_kernel` takes a batch's slots out
-    first and puts them back in stamp order), so (p, s) ranks before every stored key of equal
-    priority: its place is after the keys above p, and no stored stamp is read (each would be a
-    cache miss)."""
-    stamp, home, items = state[STAMP], state[HOME], state[ITEMS]
-    keys, sizes, position = state[KEYS], state[SIZES], state[POSITION]
-    free, blocks, last_key = state[FREE], state[BLOCKS], state[LAST_KEY]
-    last_stamp, group_fenwick, counters = state[LAST_STAMP], state[GROUP_FENWICK], state[COUNTERS]
+    The slot's stamp is newer than every stored one (`write_kernel` takes a batch's slots out
+    first and puts them back in stamp order), so it ranks before every stored key of equal
+    priority: its place is after the keys above p, and no stamp is compared."""
+    home, items, keys = state[HOME], state[ITEMS], state[KEYS]
+    sizes, position, free = state[SIZES], state[POSITION], state[FREE]
+    blocks, last_key = state[BLOCKS], state[LAST_KEY]
+    group_fenwick, counters = state[GROUP_FENWICK], state[COUNTERS]
     c = counters[_C]
-    s = stamp[slot]
     if counters[_NB] == 0:
         counters[_FREE] -= 1
         fresh = free[counters[_FREE]]
@@ -359,10 +348,10 @@ def _insert(state: State, slot: int, p: float, hint: int) -> None:
     if not (
         0 <= q <= last
         and blocks[q] >= 0
-        and (q == last or not ranks_before(last_key[q], last_stamp[q], p, s))
-        and (q == 0 or ranks_before(last_key[q - 1], last_stamp[q - 1], p, s))
+        and (q == last or last_key[q] <= p)
+        and (q == 0 or last_key[q - 1] > p)
     ):
-        q = find_position(state, last, p, s)
+        q = find_position(state, last, p)
     block = blocks[q]
     size = sizes[block]
     base = block * c
@@ -394,11 +383,9 @@ def write_kernel(
     free: NDArray[np.int32],
     blocks: NDArray[np.int32],
     last_key: NDArray[np.float64],
-    last_stamp: NDArray[np.int64],
     group_fenwick: NDArray[np.int64],
     counters: NDArray[np.int64],
     segment_key: NDArray[np.float64],
-    segment_stamp: NDArray[np.int64],
     slots: NDArray[np.int64],
     priorities: NDArray[np.float64],
     stored_only: bool,
@@ -414,9 +401,9 @@ def write_kernel(
     the priority of its last write. The passes let the loads overlap: the first prefetches the
     homes and blocks of the writes ahead; the second finds every slot's block at once (where an
     insert before it moved blocks, `_insert` finds it again) and prefetches the blocks ahead.
-    `scratch` holds at least 3 len(slots) entries, `scratch_keys` len(slots)."""
-    state = (stamp, home, items, keys, sizes, position, free, blocks, last_key, last_stamp,
-             group_fenwick, counters, segment_key, segment_stamp)  # fmt: skip
+    `scratch` holds at least 2 len(slots) entries, `scratch_keys` len(slots)."""
+    state = (stamp, home, items, keys, sizes, position, free, blocks, last_key, group_fenwick,
+             counters, segment_key)  # fmt: skip
     largest = 0.0
     c = counters[_C]
     count = slots.shape[0]
@@ -436,18 +423,17 @@ def write_kernel(
         counters[_CLOCK] += 1
         stamp[slot] = counters[_CLOCK]
     # The inserts: each write that is its slot's last, with its key.
-    todo, new_stamp, p = scratch[:count], scratch[count : 2 * count], scratch_keys
+    todo, p = scratch[:count], scratch_keys
     inserts = 0
     k = _next_last_write(stamp, slots, clock, stored_only, 0, clock)
     while k < count:
         todo[inserts] = slots[k]
-        new_stamp[inserts] = stamp[slots[k]]
         p[inserts] = priorities[k]
         inserts += 1
-        k = _next_last_write(stamp, slots, clock, stored_only, k + 1, new_stamp[inserts - 1])
-    found = scratch[2 * count : 2 * count + inserts]
+        k = _next_last_write(stamp, slots, clock, stored_only, k + 1, stamp[slots[k]])
+    found = scratch[count : count + inserts]
     if counters[_NB] > 0:
-        find_positions(state, p[:inserts], new_stamp[:inserts], found)
+        find_positions(state, p[:inserts], found)
     else:  # the order is empty: the first insert makes a block, the others search
         found[:] = -1
     for j in range(inserts):
@@ -494,11 +480,9 @@ def build_kernel(
     free: NDArray[np.int32],
     blocks: NDArray[np.int32],
     last_key: NDArray[np.float64],
-    last_stamp: NDArray[np.int64],
     group_fenwick: NDArray[np.int64],
     counters: NDArray[np.int64],
     segment_key: NDArray[np.float64],
-    segment_stamp: NDArray[np.int64],
     order: NDArray[np.int64],
     priorities: NDArray[np.float64],
 ) -> None:
@@ -506,8 +490,8 @@ def build_kernel(
     3/4 full: one block below C slots, else ceil(n / (3C/4)) blocks of sizes as equal as
     possible, each within [C/2, 3C/4] (n >= C for two blocks; n / nb > C/2 for three or more),
     at positions 0, 1, 2, ... before they are spread out."""
-    state = (stamp, home, items, keys, sizes, position, free, blocks, last_key, last_stamp,
-             group_fenwick, counters, segment_key, segment_stamp)  # fmt: skip
+    state = (stamp, home, items, keys, sizes, position, free, blocks, last_key, group_fenwick,
+             counters, segment_key)  # fmt: skip
     c = counters[_C]
     n = order.shape[0]
     nb = 0 if n == 0 else 1 if n < c else -(-n // (3 * c // 4))

@@ -218,14 +218,13 @@ class RingStorage:
         masks = np.empty((2, n, window), _BOOL)
         flags = np.empty((2, n), _BOOL)
         rewards = np.empty(n, _FLOAT32)
-        overwritten = self.writes - self.capacity
         gather_transitions_kernel(
             self._frames,
             self._small,
             self._flags,
             self.rewards,
             self.generation,
-            overwritten if overwritten > 0 else 0,  # the oldest stored generation
+            self.oldest_generation,
             slots,
             count,
             windows,

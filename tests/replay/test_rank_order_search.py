@@ -1,5 +1,5 @@
-"""The search for a write's block: the first position whose last key does not rank before the
-key, found alone and in a batch, against a count over the last keys."""
+"""The search for a write's block: the first position whose last key is not above the write's
+priority, found alone and in a batch, against a count over the last keys."""
 
 import numba
 import numpy as np
@@ -9,17 +9,17 @@ from rdqn.replay.rank_order_search import find_position, find_positions
 
 
 @numba.njit
-def _alone(state: tuple, last: int, p: np.ndarray, s: np.ndarray) -> np.ndarray:
+def _alone(state: tuple, last: int, p: np.ndarray) -> np.ndarray:
     found = np.empty(p.shape[0], np.int64)
     for j in range(p.shape[0]):
-        found[j] = find_position(state, last, p[j], s[j])
+        found[j] = find_position(state, last, p[j])
     return found
 
 
 @numba.njit
-def _together(state: tuple, p: np.ndarray, s: np.ndarray) -> np.ndarray:
+def _together(state: tuple, p: np.ndarray) -> np.ndarray:
     found = np.empty(p.shape[0], np.int64)
-    find_positions(state, p, s, found)
+    find_positions(state, p, found)
     return found
 
 
@@ -33,8 +33,7 @@ def test_a_write_lands_before_the_first_block_that_ends_at_or_below_its_priority
     assert last > 4 * 64
     state = order._state
     queries = np.concatenate([rng.choice(priorities, 300), rng.random(300) * 52 - 1, [0.0, 50.0]])
-    stamps = np.full(queries.shape[0], order.clock + 1, np.int64)  # a write's: the newest
     expected = np.minimum((order.last_key[: last + 1][None, :] > queries[:, None]).sum(1), last)
-    np.testing.assert_array_equal(_alone(state, last, queries, stamps), expected)
-    np.testing.assert_array_equal(_together(state, queries, stamps), expected)
+    np.testing.assert_array_equal(_alone(state, last, queries), expected)
+    np.testing.assert_array_equal(_together(state, queries), expected)
     assert (order.blocks[expected] >= 0).all()  # a position that holds a block
