@@ -1,0 +1,276 @@
+"""Keeping the blocks of `rdqn.replay.rank_order.RankOrder` in shape: shifts inside a block,
+the Fenwick tree over the groups' slot counts, the positions' last keys, and the splits,
+borrows, merges and spreads that keep every block between C/2 and C slots with gaps near it.
+The kernels that write slots (`rank_order_writes`) call these."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rdqn.replay.rank_order_layout import (
+    BLOCKS,
+    COUNT_BLOCKS,
+    COUNT_C,
+    COUNT_FREE,
+    COUNT_LAST,
+    COUNT_SPREADS,
+    COUNTERS,
+    FREE,
+    GROUP,
+    GROUP_FENWICK,
+    HOME,
+    ITEMS,
+    KEYS,
+    LAST_KEY,
+    POSITION,
+    REACH,
+    SEGMENT,
+    SEGMENT_KEY,
+    SIZES,
+    State,
+    inlined,
+    no_refcounts,
+    unsigned,
+)
+
+__all__ = [
+    "add_size",
+    "refill",
+    "set_last",
+    "shift_down",
+    "shift_up",
+    "split",
+    "spread",
+]
+
+
+@inlined
+def shift_up(array: NDArray, start: int, count: int) -> None:
+    """array[start + 1 : start + 1 + count] = array[start : start + count]."""
+    base = unsigned(start)
+    for k in range(count - 1, -1, -1):
+        array[base + unsigned(k + 1)] = array[base + unsigned(k)]
+
+
+@inlined
+def shift_down(array: NDArray, start: int, count: int) -> None:
+    """array[start : start + count] = array[start + 1 : start + 1 + count]."""
+    base = unsigned(start)
+    for k in range(count):
+        array[base + unsigned(k)] = array[base + unsigned(k + 1)]
+
+
+@no_refcounts
+def _move(
+    home: NDArray[np.int32],
+    items: NDArray[np.int32],
+    keys: NDArray[np.float64],
+    src: int,
+    dst: int,
+    count: int,
+    block: int,
+) -> None:
+    """Move `count` entries from flat offset src to dst, into `block` (another one: the ranges do
+    not overlap), and make it the moved slots' home."""
+    for k in range(count):
+        items[dst + k] = items[src + k]
+        keys[dst + k] = keys[src + k]
+        home[items[dst + k]] = block
+
+
+@inlined
+def add_size(group_fenwick: NDArray[np.int64], q: int, delta: int) -> None:
+    """The block at position q gained delta slots: a Fenwick point update of its group."""
+    i = q // GROUP + 1
+    end = group_fenwick.shape[0] - 1
+    while i <= end:
+        group_fenwick[i] += delta
+        i += i & -i
+
+
+@no_refcounts
+def _count_groups(
+    group_fenwick: NDArray[np.int64], sizes: NDArray[np.int32], blocks: NDArray[np.int32]
+) -> None:
+    """Node i sums the slots of groups [i - lowbit(i), i), group g being the blocks at positions
+    [g GROUP, (g + 1) GROUP): each group's count, then each node added to its parent, O(P)."""
+    end = group_fenwick.shape[0] - 1
+    group_fenwick[:] = 0
+    for q in range(blocks.shape[0]):
+        if blocks[q] >= 0:
+            group_fenwick[q // GROUP + 1] += sizes[blocks[q]]
+    for i in range(1, end + 1):
+        parent = i + (i & -i)
+        if parent <= end:
+            group_fenwick[parent] += group_fenwick[i]
+
+
+@inlined
+def _write_last(state: State, q: int, key: float) -> None:
+    """The last key of position q is `key`; a segment's last position's, its too."""
+    state[LAST_KEY][q] = key
+    if q % SEGMENT == SEGMENT - 1:
+        state[SEGMENT_KEY][q // SEGMENT] = key
+
+
+@no_refcounts
+def set_last(state: State, q: int) -> None:
+    """Record the last key of the block at position q, and copy it into the gaps after q."""
+    keys, sizes, blocks, counters = state[KEYS], state[SIZES], state[BLOCKS], state[COUNTERS]
+    block = blocks[q]
+    key = keys[block * counters[COUNT_C] + sizes[block] - 1]
+    _write_last(state, q, key)
+    k = q + 1
+    while k <= counters[COUNT_LAST] and blocks[k] < 0:
+        _write_last(state, k, key)
+        k += 1
+
+
+@inlined
+def _place(state: State, src: int, dst: int) -> None:
+    """Move the block at position src to the gap at position dst."""
+    sizes, position, blocks = state[SIZES], state[POSITION], state[BLOCKS]
+    last_key, group_fenwick = state[LAST_KEY], state[GROUP_FENWICK]
+    block = blocks[src]
+    blocks[dst] = block
+    blocks[src] = -1
+    position[block] = dst
+    _write_last(state, dst, last_key[src])
+    add_size(group_fenwick, src, -sizes[block])
+    add_size(group_fenwick, dst, sizes[block])
+
+
+@no_refcounts
+def spread(state: State) -> None:
+    """Lay the blocks out again, in order, one every min(4, P / blocks) positions, O(P)."""
+    sizes, position, blocks = state[SIZES], state[POSITION], state[BLOCKS]
+    group_fenwick, counters = state[GROUP_FENWICK], state[COUNTERS]
+    nb = counters[COUNT_BLOCKS]
+    counters[COUNT_SPREADS] += 1
+    end = blocks.shape[0]
+    k = 0
+    for q in range(end):  # pack to the front, in order
+        if blocks[q] >= 0:
+            blocks[k] = blocks[q]
+            k += 1
+    for q in range(nb, end):
+        blocks[q] = -1
+    step = min(4, end // nb)
+    for k in range(nb - 1, -1, -1):  # then spread, from the back (k * step >= k)
+        block = blocks[k]
+        blocks[k] = -1
+        blocks[k * step] = block
+        position[block] = k * step
+    counters[COUNT_LAST] = (nb - 1) * step
+    for k in range(nb):
+        set_last(state, k * step)
+    _count_groups(group_fenwick, sizes, blocks)
+
+
+@no_refcounts
+def split(state: State, q: int) -> None:
+    """Move the upper half of the full block at position q to a new block in the position after
+    it: the nearest gap within `REACH` on either side, the blocks in between moved over by one;
+    where there is none, after spreading the blocks out."""
+    home, items, keys = state[HOME], state[ITEMS], state[KEYS]
+    sizes, position, free = state[SIZES], state[POSITION], state[FREE]
+    blocks, group_fenwick, counters = state[BLOCKS], state[GROUP_FENWICK], state[COUNTERS]
+    c = counters[COUNT_C]
+    end = blocks.shape[0]
+    full = blocks[q]
+    right = q + 1
+    while right < end and right - q <= REACH and blocks[right] >= 0:
+        right += 1
+    left = q - 1
+    while left >= 0 and q - left <= REACH and blocks[left] >= 0:
+        left -= 1
+    right_ok = right < end and right - q <= REACH
+    left_ok = left >= 0 and q - left <= REACH
+    if right_ok and (not left_ok or right - q <= q - left):
+        if right > counters[COUNT_LAST]:  # the last block moves over (or the new one is last)
+            counters[COUNT_LAST] += 1
+        for k in range(right, q + 1, -1):
+            _place(state, k - 1, k)
+        at = q + 1
+    elif left_ok:
+        for k in range(left, q):
+            _place(state, k + 1, k)
+        at = q
+    else:
+        spread(state)
+        at = position[full] + 1  # a gap: P >= 2 (blocks + 1)
+        if at > counters[COUNT_LAST]:
+            counters[COUNT_LAST] = at
+    counters[COUNT_FREE] -= 1
+    fresh = free[counters[COUNT_FREE]]
+    blocks[at] = fresh
+    position[fresh] = at
+    half = c >> 1
+    _move(home, items, keys, full * c + half, fresh * c, c - half, fresh)
+    sizes[full] = half
+    sizes[fresh] = c - half
+    counters[COUNT_BLOCKS] += 1
+    set_last(state, at - 1)
+    set_last(state, at)
+    add_size(group_fenwick, at - 1, half - c)
+    add_size(group_fenwick, at, c - half)
+
+
+@no_refcounts
+def refill(state: State, q: int) -> None:
+    """The block at position q fell to C/2 - 1 slots (and it has a neighbour): borrow the
+    nearest slot of a neighbour that holds more than C/2, else merge with a neighbour (the two
+    then hold at most C - 1; the later one's position becomes a gap)."""
+    home, items, keys = state[HOME], state[ITEMS], state[KEYS]
+    sizes, position, free = state[SIZES], state[POSITION], state[FREE]
+    blocks, group_fenwick, counters = state[BLOCKS], state[GROUP_FENWICK], state[COUNTERS]
+    c = counters[COUNT_C]
+    last = counters[COUNT_LAST]
+    block = blocks[q]
+    size = sizes[block]
+    before = q - 1
+    while before >= 0 and blocks[before] < 0:
+        before -= 1
+    after = q + 1
+    while after <= last and blocks[after] < 0:
+        after += 1
+    if before >= 0 and sizes[blocks[before]] > (c >> 1):
+        left = blocks[before]
+        shift_up(items, block * c, size)
+        shift_up(keys, block * c, size)
+        _move(home, items, keys, left * c + sizes[left] - 1, block * c, 1, block)
+        sizes[left] -= 1
+        sizes[block] = size + 1
+        set_last(state, before)
+        add_size(group_fenwick, before, -1)
+        add_size(group_fenwick, q, 1)
+    elif after <= last and sizes[blocks[after]] > (c >> 1):
+        right = blocks[after]
+        _move(home, items, keys, right * c, block * c + size, 1, block)
+        shift_down(items, right * c, sizes[right] - 1)
+        shift_down(keys, right * c, sizes[right] - 1)
+        sizes[right] -= 1
+        sizes[block] = size + 1
+        set_last(state, q)
+        add_size(group_fenwick, after, -1)
+        add_size(group_fenwick, q, 1)
+    else:
+        first, second = (before, q) if before >= 0 else (q, after)
+        a, b = blocks[first], blocks[second]
+        moved = sizes[b]
+        _move(home, items, keys, b * c, a * c + sizes[a], moved, a)
+        sizes[a] += moved
+        sizes[b] = 0
+        blocks[second] = -1
+        position[b] = -1
+        free[counters[COUNT_FREE]] = b
+        counters[COUNT_FREE] += 1
+        counters[COUNT_BLOCKS] -= 1
+        if second == last:
+            counters[COUNT_LAST] = first
+        set_last(state, first)
+        add_size(group_fenwick, second, -moved)
+        add_size(group_fenwick, first, moved)
+        if second - first > REACH or (after <= last and after - first > REACH):
+            spread(state)
