@@ -170,7 +170,8 @@ class RingStorage:
 
     @property
     def oldest_generation(self) -> int:
-        return max(0, self.writes - self.capacity)
+        overwritten = self.writes - self.capacity  # read at every batch: no call to max()
+        return overwritten if overwritten > 0 else 0
 
     @property
     def nbytes(self) -> int:
