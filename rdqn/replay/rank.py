@@ -317,9 +317,7 @@ def rank_probabilities_kernel(
     rank = 0
     for q in range(counters[COUNT_LAST] + 1):
         block = blocks[q]
-        if block < 0:  # a gap
-            continue
-        for j in range(block * c, block * c + sizes[block]):
+        for j in range(block * c, block * c + sizes[q]):  # none at a gap
             rank += 1
             if items[j] < out.shape[0]:
                 out[items[j]] = (rank * 1.0) ** -alpha / total

@@ -14,23 +14,25 @@ Layout (blocks of capacity C; P positions, each holding a physical block or a ga
     block (physical)       3             -1     0             5               -1
     items (slots)          [7, 2, 9]            [4, 0]        [1, 8, 6, 3]
     keys  (priorities)     [9., 7., 7.]         [5., 4.]      [3., 2., 2., 1.]
-    sizes                  3             0      2             4               0
+    sizes (by position)    3             0      2             4               0
     last key by position   7.            copy   4.            1.              (not kept)
 
     groups of GROUP positions (here 2): sizes [3, 6, ...], a Fenwick tree over them; slot at
     rank 5: the last group whose prefix size is <= 5 is group 1 (prefix 3); in it, position 2
     holds ranks 3..4 and position 3 ranks 5..8: offset 5 - 5 = 0 -> slot 1
 
-`blocks[q]` is the physical block at position q (-1: a gap); `position` is its inverse (-1: a
-free block, kept on the stack `free`); `home[i]` is the block that holds slot i; `stamp[i]` is
--1 when slot i holds nothing. Position 0 always holds a block (once one is used), `last` is the
-last position that does; a gap before `last` carries the last key of the block before it, so
-the last keys up to `last` never increase and a search over them lands on a block. The last
-key of every SEGMENT-th position is kept in a small array of its own (`segment_key`), so the
-search first finds the segment in a few cache lines, then counts inside it. The priorities live
-only in the blocks (`keys`), beside the slots, so a search inside a block reads contiguous
-memory. Stamps never enter a search: a write carries the newest stamp, so it goes before all
-stored keys of its priority, at the first position whose last key is not above it.
+`blocks[q]` is the physical block at position q (-1: a gap) and `sizes[q]` the slots it holds (0
+at a gap: a step through a group's positions reads one cache line of sizes); `position` is the
+inverse of `blocks` (-1: a free block, kept on the stack `free`); `home[i]` is the block that
+holds slot i; `stamp[i]` is -1 when slot i holds nothing. Position 0 always holds a block (once
+one is used), `last` is the last position that does; a gap before `last` carries the last key of
+the block before it, so the last keys up to `last` never increase and a search over them lands
+on a block. The last key of every SEGMENT-th position is kept in a small array of its own
+(`segment_key`), so the search first finds the segment in a few cache lines, then counts inside
+it. The priorities live only in the blocks (`keys`), beside the slots, so a search inside a
+block reads contiguous memory. Stamps never enter a search: a write carries the newest stamp, so
+it goes before all stored keys of its priority, at the first position whose last key is not
+above it.
 
 The gaps make a split or a merge local: a full block splits into the nearest gap (the blocks in
 between move over by one position, at most `REACH`, each two Fenwick point updates), and a merged
@@ -42,7 +44,9 @@ Invariants (`check_invariants`):
 - every block in use holds fewer than C slots, and at least C/2 when more than one is in use
   (a full block splits into two halves; a block that falls under C/2 borrows a slot from a
   neighbour that has more than C/2, else merges with it), so at most 2N/C + 1 blocks are used;
-- P = 2 (2N/C + 2) positions, so a spread leaves at least one gap after every block.
+- P >= 2 (2N/C + 2) positions, a multiple of GROUP, so a spread leaves at least one gap after
+  every block; the Fenwick tree has a power of two of groups (the ones past P count 0), so its
+  descent needs no bound check.
 
 Costs (P = O(N/C) positions): a write (remove the slot, then insert it with its new key) is a
 scan of its block O(C), a binary search over the segments' last keys O(log P), counts inside a
@@ -72,6 +76,7 @@ from rdqn.replay.rank_order_layout import (
     GROUP,
     SEGMENT,
     no_refcounts,
+    unsigned,
 )
 from rdqn.replay.rank_order_writes import build_kernel, write_kernel
 
@@ -102,24 +107,30 @@ def max_blocks(capacity: int) -> int:
 
 
 def positions(capacity: int) -> int:
-    """P: two positions per physical block, so a spread leaves a gap after every block."""
-    return 2 * max_blocks(capacity)
+    """P: two positions per physical block, so a spread leaves a gap after every block, rounded
+    up to whole groups."""
+    return -(-2 * max_blocks(capacity) // GROUP) * GROUP
+
+
+def fenwick_groups(capacity: int) -> int:
+    """Groups the Fenwick tree counts: the power of two at or above P / GROUP."""
+    return 1 << (positions(capacity) // GROUP - 1).bit_length()
 
 
 def rank_order_nbytes(capacity: int) -> int:
     """`RankOrder(capacity).nbytes` without allocating: per slot an int64 stamp and an int32 home
-    block; per physical block C int32 slots and C float64 keys, an int32 size, position and
-    free-stack entry; per position an int32 block and a float64 last key; per segment of
-    positions (plus one) a float64 last key; per group of positions
-    (plus two) an int64 Fenwick node; seven int64 counters."""
+    block; per physical block C int32 slots and C float64 keys, an int32 position and
+    free-stack entry; per position an int32 block and size and a float64 last key; per segment
+    of positions (plus one) a float64 last key; per Fenwick group (plus one) an int64 node;
+    seven int64 counters."""
     c = block_capacity(capacity)
     p = positions(capacity)
     return (
         capacity * (8 + 4)
-        + max_blocks(capacity) * (12 * c + 3 * 4)
-        + p * (4 + 8)
+        + max_blocks(capacity) * (12 * c + 2 * 4)
+        + p * (4 + 4 + 8)
         + (p // SEGMENT + 1) * 8
-        + (p // GROUP + 2) * 8
+        + (fenwick_groups(capacity) + 1) * 8
         + 7 * 8
     )
 
@@ -141,12 +152,12 @@ class RankOrder:
         self.home = np.full(capacity, -1, np.int32)
         self.items = np.zeros(blocks * self.block_capacity, np.int32)
         self.keys = np.zeros(blocks * self.block_capacity, np.float64)
-        self.sizes = np.zeros(blocks, np.int32)
         self.position = np.full(blocks, -1, np.int32)
         self.free = np.arange(blocks - 1, -1, -1, dtype=np.int32)  # pops 0, 1, 2, ...
         self.blocks = np.full(slots, -1, np.int32)
+        self.sizes = np.zeros(slots, np.int32)
         self.last_key = np.zeros(slots, np.float64)
-        self.group_fenwick = np.zeros(slots // GROUP + 2, np.int64)
+        self.group_fenwick = np.zeros(fenwick_groups(capacity) + 1, np.int64)
         self.counters = np.array([0, 0, 0, self.block_capacity, blocks, -1, 0], np.int64)
         self.segment_key = np.zeros(slots // SEGMENT + 1, np.float64)
         self._scratch = np.zeros(2 * 128, np.int64)  # `write_kernel`'s, grown when needed
@@ -257,11 +268,12 @@ class RankOrder:
         held = np.flatnonzero(self.blocks >= 0)
         assert held.shape[0] == nb and (nb == 0 or (held[0] == 0 and held[-1] == last))
         used = self.blocks[held]
-        sizes = self.sizes[used]
+        sizes = self.sizes[held]
         assert (sizes > 0).all() and (sizes < c).all() and sizes.sum() == n
         assert nb <= 1 or (sizes >= c // 2).all()
+        assert (self.sizes[self.blocks < 0] == 0).all()
         assert np.array_equal(self.position[used], held)
-        assert free + nb == self.sizes.shape[0]
+        assert free + nb == self.position.shape[0]
         assert np.array_equal(
             np.sort(np.concatenate([used, self.free[:free]])), np.arange(free + nb)
         )
@@ -270,7 +282,7 @@ class RankOrder:
         assert np.array_equal(self.home[order], np.repeat(used, sizes))
         assert (self.home >= 0).sum() == n == (self.stamp >= 0).sum()
         assert (self.stamp[order] >= 0).all() and (self.stamp <= self.clock).all()
-        keys = [self.keys[b * c : b * c + self.sizes[b]] for b in used]
+        keys = [self.keys[b * c : b * c + size] for b, size in zip(used, sizes, strict=True)]
         keys = np.concatenate(keys) if nb else np.empty(0)
         p, s = np.asarray(keys), self.stamp[order]
         assert ((p[:-1] > p[1:]) | ((p[:-1] == p[1:]) & (s[:-1] > s[1:]))).all()
@@ -303,36 +315,39 @@ def select_kernel(
     out: NDArray[np.int64],
 ) -> None:
     """out[k] = the slot at 0-based rank ranks[k] (< the number stored): a descent of the groups'
-    Fenwick tree to the last group whose prefix count is <= the rank, a step through its
-    positions to the block, then the offset in the block. The B descents advance together one
-    level at a time, without branches, and the B loads of the slots come last, so that loads
-    overlap."""
-    end = group_fenwick.shape[0] - 1
+    Fenwick tree to the last group whose prefix count is <= the rank, a count of the group's
+    positions whose sizes end at or before it, then the offset in the block there. All without
+    branches; the B descents advance together one level at a time, and the B loads of the slots
+    come last, so that loads overlap. `out` holds the groups and what is left of the ranks on
+    the way."""
+    end = group_fenwick.shape[0] - 1  # a power of two: every node visited is <= end
     batch = ranks.shape[0]
-    group = np.zeros(batch, np.int64)
-    rest = ranks.copy()
-    step = 1
-    while step * 2 <= end:
-        step *= 2
+    group = out
+    rest = np.empty(batch, np.int64)
+    for k in range(batch):
+        group[k] = 0
+        rest[k] = ranks[k]
+    step = end
     while step > 0:
         for k in range(batch):
             node = group[k] + step
-            count = group_fenwick[min(node, end)]
-            take = node <= end and count <= rest[k]
+            count = group_fenwick[node]
+            take = count <= rest[k]
             group[k] = node if take else group[k]
             rest[k] -= count if take else 0
         step >>= 1
     c = counters[_C]
     for k in range(batch):
-        q = group[k] * GROUP
-        while True:
-            block = blocks[q]
-            size = sizes[block] if block >= 0 else 0
-            if rest[k] < size:
-                break
-            rest[k] -= size
-            q += 1
-        out[k] = block * c + rest[k]
+        q = unsigned(group[k] * GROUP)
+        ends = 0  # slots in the group's positions up to j
+        before = 0  # those before the position that holds the rank
+        passed = 0  # the positions before it
+        for j in range(GROUP):
+            ends += sizes[q + unsigned(j)]
+            behind = ends <= rest[k]
+            passed += behind
+            before = ends if behind else before
+        out[k] = blocks[q + unsigned(passed)] * c + rest[k] - before
     for k in range(batch):
         out[k] = items[out[k]]
 
@@ -352,9 +367,7 @@ def walk_kernel(
     k = 0
     for q in range(counters[_LAST] + 1):
         block = blocks[q]
-        if block < 0:
-            continue
-        for j in range(block * c, block * c + sizes[block]):
+        for j in range(block * c, block * c + sizes[q]):  # none at a gap
             order[k] = items[j]
             priorities[items[j]] = keys[j]
             k += 1

@@ -90,16 +90,13 @@ def add_size(group_fenwick: NDArray[np.int64], q: int, delta: int) -> None:
 
 
 @no_refcounts
-def _count_groups(
-    group_fenwick: NDArray[np.int64], sizes: NDArray[np.int32], blocks: NDArray[np.int32]
-) -> None:
+def _count_groups(group_fenwick: NDArray[np.int64], sizes: NDArray[np.int32]) -> None:
     """Node i sums the slots of groups [i - lowbit(i), i), group g being the blocks at positions
     [g GROUP, (g + 1) GROUP): each group's count, then each node added to its parent, O(P)."""
     end = group_fenwick.shape[0] - 1
     group_fenwick[:] = 0
-    for q in range(blocks.shape[0]):
-        if blocks[q] >= 0:
-            group_fenwick[q // GROUP + 1] += sizes[blocks[q]]
+    for q in range(sizes.shape[0]):
+        group_fenwick[q // GROUP + 1] += sizes[q]
     for i in range(1, end + 1):
         parent = i + (i & -i)
         if parent <= end:
@@ -118,8 +115,7 @@ def _write_last(state: State, q: int, key: float) -> None:
 def set_last(state: State, q: int) -> None:
     """Record the last key of the block at position q, and copy it into the gaps after q."""
     keys, sizes, blocks, counters = state[KEYS], state[SIZES], state[BLOCKS], state[COUNTERS]
-    block = blocks[q]
-    key = keys[block * counters[COUNT_C] + sizes[block] - 1]
+    key = keys[blocks[q] * counters[COUNT_C] + sizes[q] - 1]
     _write_last(state, q, key)
     k = q + 1
     while k <= counters[COUNT_LAST] and blocks[k] < 0:
@@ -132,13 +128,13 @@ def _place(state: State, src: int, dst: int) -> None:
     """Move the block at position src to the gap at position dst."""
     sizes, position, blocks = state[SIZES], state[POSITION], state[BLOCKS]
     last_key, group_fenwick = state[LAST_KEY], state[GROUP_FENWICK]
-    block = blocks[src]
-    blocks[dst] = block
-    blocks[src] = -1
+    block, size = blocks[src], sizes[src]
+    blocks[dst], sizes[dst] = block, size
+    blocks[src], sizes[src] = -1, 0
     position[block] = dst
     _write_last(state, dst, last_key[src])
-    add_size(group_fenwick, src, -sizes[block])
-    add_size(group_fenwick, dst, sizes[block])
+    add_size(group_fenwick, src, -size)
+    add_size(group_fenwick, dst, size)
 
 
 @no_refcounts
@@ -152,20 +148,20 @@ def spread(state: State) -> None:
     k = 0
     for q in range(end):  # pack to the front, in order
         if blocks[q] >= 0:
-            blocks[k] = blocks[q]
+            blocks[k], sizes[k] = blocks[q], sizes[q]
             k += 1
     for q in range(nb, end):
-        blocks[q] = -1
+        blocks[q], sizes[q] = -1, 0
     step = min(4, end // nb)
     for k in range(nb - 1, -1, -1):  # then spread, from the back (k * step >= k)
-        block = blocks[k]
-        blocks[k] = -1
-        blocks[k * step] = block
+        block, size = blocks[k], sizes[k]
+        blocks[k], sizes[k] = -1, 0
+        blocks[k * step], sizes[k * step] = block, size
         position[block] = k * step
     counters[COUNT_LAST] = (nb - 1) * step
     for k in range(nb):
         set_last(state, k * step)
-    _count_groups(group_fenwick, sizes, blocks)
+    _count_groups(group_fenwick, sizes)
 
 
 @no_refcounts
@@ -208,8 +204,8 @@ def split(state: State, q: int) -> None:
     position[fresh] = at
     half = c >> 1
     _move(home, items, keys, full * c + half, fresh * c, c - half, fresh)
-    sizes[full] = half
-    sizes[fresh] = c - half
+    sizes[at - 1] = half  # the full block's position, after the moves
+    sizes[at] = c - half
     counters[COUNT_BLOCKS] += 1
     set_last(state, at - 1)
     set_last(state, at)
@@ -228,40 +224,40 @@ def refill(state: State, q: int) -> None:
     c = counters[COUNT_C]
     last = counters[COUNT_LAST]
     block = blocks[q]
-    size = sizes[block]
+    size = sizes[q]
     before = q - 1
     while before >= 0 and blocks[before] < 0:
         before -= 1
     after = q + 1
     while after <= last and blocks[after] < 0:
         after += 1
-    if before >= 0 and sizes[blocks[before]] > (c >> 1):
+    if before >= 0 and sizes[before] > (c >> 1):
         left = blocks[before]
         shift_up(items, block * c, size)
         shift_up(keys, block * c, size)
-        _move(home, items, keys, left * c + sizes[left] - 1, block * c, 1, block)
-        sizes[left] -= 1
-        sizes[block] = size + 1
+        _move(home, items, keys, left * c + sizes[before] - 1, block * c, 1, block)
+        sizes[before] -= 1
+        sizes[q] = size + 1
         set_last(state, before)
         add_size(group_fenwick, before, -1)
         add_size(group_fenwick, q, 1)
-    elif after <= last and sizes[blocks[after]] > (c >> 1):
+    elif after <= last and sizes[after] > (c >> 1):
         right = blocks[after]
         _move(home, items, keys, right * c, block * c + size, 1, block)
-        shift_down(items, right * c, sizes[right] - 1)
-        shift_down(keys, right * c, sizes[right] - 1)
-        sizes[right] -= 1
-        sizes[block] = size + 1
+        shift_down(items, right * c, sizes[after] - 1)
+        shift_down(keys, right * c, sizes[after] - 1)
+        sizes[after] -= 1
+        sizes[q] = size + 1
         set_last(state, q)
         add_size(group_fenwick, after, -1)
         add_size(group_fenwick, q, 1)
     else:
         first, second = (before, q) if before >= 0 else (q, after)
         a, b = blocks[first], blocks[second]
-        moved = sizes[b]
-        _move(home, items, keys, b * c, a * c + sizes[a], moved, a)
-        sizes[a] += moved
-        sizes[b] = 0
+        moved = sizes[second]
+        _move(home, items, keys, b * c, a * c + sizes[first], moved, a)
+        sizes[first] += moved
+        sizes[second] = 0
         blocks[second] = -1
         position[b] = -1
         free[counters[COUNT_FREE]] = b

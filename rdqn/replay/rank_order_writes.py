@@ -66,7 +66,7 @@ def _remove(state: State, slot: int) -> None:
     c = counters[COUNT_C]
     block = home[slot]
     q = position[block]
-    size = sizes[block]
+    size = sizes[q]
     base = unsigned(block * c)
     j = 0
     for k in range(size):  # no early exit: the compiler vectorizes the scan
@@ -74,7 +74,7 @@ def _remove(state: State, slot: int) -> None:
             j = k
     shift_down(items, block * c + j, size - 1 - j)
     shift_down(keys, block * c + j, size - 1 - j)
-    sizes[block] = size - 1
+    sizes[q] = size - 1
     home[slot] = -1
     counters[COUNT_STORED] -= 1
     add_size(group_fenwick, q, -1)
@@ -104,7 +104,6 @@ def _insert(state: State, slot: int, p: float, hint: int) -> None:
         fresh = free[counters[COUNT_FREE]]
         blocks[0] = fresh
         position[fresh] = 0
-        sizes[fresh] = 0
         counters[COUNT_BLOCKS] = 1
         counters[COUNT_LAST] = 0
     last = counters[COUNT_LAST]
@@ -117,7 +116,7 @@ def _insert(state: State, slot: int, p: float, hint: int) -> None:
     ):
         q = find_position(state, last, p)
     block = blocks[q]
-    size = sizes[block]
+    size = sizes[q]
     base = block * c
     lo = 0
     for k in range(size):  # the keys above p (vectorized): (p, s) goes before its ties
@@ -126,7 +125,7 @@ def _insert(state: State, slot: int, p: float, hint: int) -> None:
     shift_up(keys, base + lo, size - lo)
     items[base + lo] = slot
     keys[base + lo] = p
-    sizes[block] = size + 1
+    sizes[q] = size + 1
     home[slot] = block
     counters[COUNT_STORED] += 1
     add_size(group_fenwick, q, 1)
@@ -259,7 +258,7 @@ def build_kernel(
     c = counters[COUNT_C]
     n = order.shape[0]
     nb = 0 if n == 0 else 1 if n < c else -(-n // (3 * c // 4))
-    physical = sizes.shape[0]
+    physical = position.shape[0]
     sizes[:] = 0
     home[:] = -1
     position[:] = -1
