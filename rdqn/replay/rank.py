@@ -46,8 +46,9 @@ class RankBasedSampler:
     largest priority seen so far (1.0 at the start) and the newest stamp, so it is rank 1 at once.
 
     The order is exact at every `sample` and `probabilities`: it reflects every `on_add` and
-    `update_priorities` before it (`RankOrder`: sorted blocks and a Fenwick tree; O(log N) per
-    write and per drawn rank, O(C) for a block's shift, C <= 64). Over the n stored slots,
+    `update_priorities` before it (`RankOrder`: sorted blocks with counts of groups of them;
+    O(log N + C) per write, C <= 64, and per drawn rank, plus a pass over the counts, about
+    N / 128 additions, per sample). Over the n stored slots,
     P(rank r) = r^-alpha / sum_{k<=n} k^-alpha > 0. A draw is stratified over the rank-mass CDF:
     query k is (k + u_k) * total / B, u_k ~ U[0, 1), and the rank whose CDF segment holds it is
     drawn (the prefix sums and a grid over them that narrows each search to a few cache lines
@@ -120,7 +121,7 @@ class RankBasedSampler:
             ranks.items,
             ranks.sizes,
             ranks.blocks,
-            ranks.group_fenwick,
+            ranks.group_count,
             ranks.counters,
             indices,
             probabilities,
@@ -244,7 +245,7 @@ def rank_sample_kernel(
     items: NDArray[np.int32],
     sizes: NDArray[np.int32],
     blocks: NDArray[np.int32],
-    group_fenwick: NDArray[np.int64],
+    group_count: NDArray[np.int32],
     counters: NDArray[np.int64],
     out_indices: NDArray[np.int64],
     out_probabilities: NDArray[np.float64],
@@ -282,7 +283,7 @@ def rank_sample_kernel(
         if lengths[k] > 0:
             ranks[k] += rank_cdf[ranks[k]] <= queries[k]
         ranks[k] = min(ranks[k], n - 1)
-    select_kernel(items, sizes, blocks, group_fenwick, counters, ranks, out_indices)
+    select_kernel(items, sizes, blocks, group_count, counters, ranks, out_indices)
     # With L = log r: P = exp(-alpha L) / total and w = (P / P_min)^-beta = exp(alpha beta
     # (L - L_min)), L_min the log of the last stored rank (global) or of the batch's last rank
     # (the ranks do not decrease), or w = (n P)^-beta (none): a log and two exps instead of two

@@ -1,7 +1,6 @@
 """The rank order of rank-based replay, exact under every write: sorted blocks of slots laid out
-in a gapped list of positions, with a Fenwick tree over the sizes of groups of positions (an
-order-statistic structure in the style of a B-tree of height two, or of a "sorted list of
-sorted lists").
+in a gapped list of positions, with the slot counts of groups of positions (an order-statistic
+structure in the style of a B-tree of height two, or of a "sorted list of sorted lists").
 
 Every stored slot i has a key (p_i, s_i): its priority p_i and a write stamp s_i that grows with
 every write of any slot. The order is p descending, ties by s descending, so among equal
@@ -17,8 +16,8 @@ Layout (blocks of capacity C; P positions, each holding a physical block or a ga
     sizes (by position)    3             0      2             4               0
     last key by position   7.            copy   4.            1.              (not kept)
 
-    groups of GROUP positions (here 2): sizes [3, 6, ...], a Fenwick tree over them; slot at
-    rank 5: the last group whose prefix size is <= 5 is group 1 (prefix 3); in it, position 2
+    groups of GROUP positions (here 2): counts [3, 6, ...], prefix ends [3, 9, ...]; slot at
+    rank 5: the first group whose end is above 5 is group 1 (ranks 3..8); in it, position 2
     holds ranks 3..4 and position 3 ranks 5..8: offset 5 - 5 = 0 -> slot 1
 
 `blocks[q]` is the physical block at position q (-1: a gap) and `sizes[q]` the slots it holds (0
@@ -35,7 +34,7 @@ it goes before all stored keys of its priority, at the first position whose last
 above it.
 
 The gaps make a split or a merge local: a full block splits into the nearest gap (the blocks in
-between move over by one position, at most `REACH`, each two Fenwick point updates), and a merged
+between move over by one position, at most `REACH`, each two group count updates), and a merged
 block leaves a gap. Where no gap is within reach, or a run of gaps grew past it, the blocks are
 spread out again, one every min(4, P / blocks) positions, O(P), rarely.
 
@@ -45,18 +44,21 @@ Invariants (`check_invariants`):
   (a full block splits into two halves; a block that falls under C/2 borrows a slot from a
   neighbour that has more than C/2, else merges with it), so at most 2N/C + 1 blocks are used;
 - P >= 2 (2N/C + 2) positions, a multiple of GROUP, so a spread leaves at least one gap after
-  every block; the Fenwick tree has a power of two of groups (the ones past P count 0), so its
-  descent needs no bound check.
+  every block;
+- `group_count[g]` is the sum of `sizes` over the positions of group g.
 
 Costs (P = O(N/C) positions): a write (remove the slot, then insert it with its new key) is a
 scan of its block O(C), a binary search over the segments' last keys O(log P), counts inside a
-segment O(SEGMENT) and inside a block O(C), shifts of at most C entries and a Fenwick update
-O(log(P / GROUP)) on a tree small enough to stay in the nearest caches; a split or merge moves
-O(C) entries and at most `REACH` positions, O(C + REACH log P), once per C/2 writes into a block
-at most. A batch of writes searches all its blocks at once, the binary searches advancing level
-by level so that their loads overlap. Selecting the slots at B ranks is B Fenwick descents,
-O(B log(P / GROUP)), also level by level, then a step through at most GROUP positions each.
-Walking the whole order is O(P + N). All in numba.
+segment O(SEGMENT) and inside a block O(C), shifts of at most C entries and two group counts
+changed, O(1); a split or merge moves O(C) entries and at most `REACH` positions, O(C + REACH),
+once per C/2 writes into a block at most. A batch of writes searches all its blocks at once,
+the binary searches advancing level by level so that their loads overlap. Selecting the slots
+at B ranks is one pass over the group counts for their prefix ends, O(P / GROUP) (about N / 128
+additions, C = 64: 1,000 at N = 2^17), then B binary searches of them, O(B log(P / GROUP)),
+also level by level, and a step through GROUP positions each. A Fenwick tree over the groups
+(O(log P) per write and per rank) was measured slower: its two point updates per write cost
+more than the pass over the counts at each sample, up to N = 2^20 at least. Walking the whole
+order is O(P + N). All in numba.
 """
 
 from __future__ import annotations
@@ -112,17 +114,12 @@ def positions(capacity: int) -> int:
     return -(-2 * max_blocks(capacity) // GROUP) * GROUP
 
 
-def fenwick_groups(capacity: int) -> int:
-    """Groups the Fenwick tree counts: the power of two at or above P / GROUP."""
-    return 1 << (positions(capacity) // GROUP - 1).bit_length()
-
-
 def rank_order_nbytes(capacity: int) -> int:
     """`RankOrder(capacity).nbytes` without allocating: per slot an int64 stamp and an int32 home
     block; per physical block C int32 slots and C float64 keys, an int32 position and
     free-stack entry; per position an int32 block and size and a float64 last key; per segment
-    of positions (plus one) a float64 last key; per Fenwick group (plus one) an int64 node;
-    seven int64 counters."""
+    of positions (plus one) a float64 last key; per group of positions an int32 count; seven
+    int64 counters."""
     c = block_capacity(capacity)
     p = positions(capacity)
     return (
@@ -130,7 +127,7 @@ def rank_order_nbytes(capacity: int) -> int:
         + max_blocks(capacity) * (12 * c + 2 * 4)
         + p * (4 + 4 + 8)
         + (p // SEGMENT + 1) * 8
-        + (fenwick_groups(capacity) + 1) * 8
+        + p // GROUP * 4
         + 7 * 8
     )
 
@@ -157,7 +154,7 @@ class RankOrder:
         self.blocks = np.full(slots, -1, np.int32)
         self.sizes = np.zeros(slots, np.int32)
         self.last_key = np.zeros(slots, np.float64)
-        self.group_fenwick = np.zeros(fenwick_groups(capacity) + 1, np.int64)
+        self.group_count = np.zeros(slots // GROUP, np.int32)
         self.counters = np.array([0, 0, 0, self.block_capacity, blocks, -1, 0], np.int64)
         self.segment_key = np.zeros(slots // SEGMENT + 1, np.float64)
         self._scratch = np.zeros(2 * 128, np.int64)  # `write_kernel`'s, grown when needed
@@ -180,7 +177,7 @@ class RankOrder:
             self.free,
             self.blocks,
             self.last_key,
-            self.group_fenwick,
+            self.group_count,
             self.counters,
             self.segment_key,
         )
@@ -230,7 +227,7 @@ class RankOrder:
         """The slot at each 0-based rank (each < `size`)."""
         out = np.empty(ranks.shape[0], np.int64)
         select_kernel(
-            self.items, self.sizes, self.blocks, self.group_fenwick, self.counters, ranks, out
+            self.items, self.sizes, self.blocks, self.group_count, self.counters, ranks, out
         )
         return out
 
@@ -292,11 +289,9 @@ class RankOrder:
             assert np.array_equal(self.last_key[: last + 1], p[lasts][covering])
             ends = np.arange(SEGMENT - 1, last + 1, SEGMENT)  # segments wholly up to `last`
             assert np.array_equal(self.segment_key[: ends.shape[0]], self.last_key[ends])
-        along = np.zeros((self.group_fenwick.shape[0] - 1) * GROUP, np.int64)
+        along = np.zeros(self.group_count.shape[0] * GROUP, np.int64)
         along[held] = sizes
-        groups = along.reshape(-1, GROUP).sum(axis=1)
-        for i in range(1, groups.shape[0] + 1):  # node i sums groups [i - lowbit(i), i)
-            assert self.group_fenwick[i] == groups[i - (i & -i) : i].sum()
+        assert np.array_equal(self.group_count, along.reshape(-1, GROUP).sum(axis=1))
 
     @property
     def nbytes(self) -> int:
@@ -309,45 +304,47 @@ def select_kernel(
     items: NDArray[np.int32],
     sizes: NDArray[np.int32],
     blocks: NDArray[np.int32],
-    group_fenwick: NDArray[np.int64],
+    group_count: NDArray[np.int32],
     counters: NDArray[np.int64],
     ranks: NDArray[np.int64],
     out: NDArray[np.int64],
 ) -> None:
-    """out[k] = the slot at 0-based rank ranks[k] (< the number stored): a descent of the groups'
-    Fenwick tree to the last group whose prefix count is <= the rank, a count of the group's
-    positions whose sizes end at or before it, then the offset in the block there. All without
-    branches; the B descents advance together one level at a time, and the B loads of the slots
-    come last, so that loads overlap. `out` holds the groups and what is left of the ranks on
-    the way."""
-    end = group_fenwick.shape[0] - 1  # a power of two: every node visited is <= end
+    """out[k] = the slot at 0-based rank ranks[k] (< the number stored): the groups' prefix
+    counts (one pass, O(P / GROUP)), a binary search of them for the group that holds the rank,
+    a count of the group's positions whose sizes end at or before it, then the offset in the
+    block there. All without branches; the B searches advance together one step at a time, and
+    the B loads of the slots come last, so that loads overlap. `out` holds the groups on the
+    way."""
+    groups = group_count.shape[0]
+    ends = np.empty(groups, np.int64)  # ends[g]: the slots in groups 0..g
+    total = 0
+    for g in range(groups):
+        total += group_count[g]
+        ends[g] = total
     batch = ranks.shape[0]
     group = out
-    rest = np.empty(batch, np.int64)
     for k in range(batch):
         group[k] = 0
-        rest[k] = ranks[k]
-    step = end
-    while step > 0:
+    length = groups  # the group is in [group, group + length): the first whose end > rank
+    while length > 1:
+        half = length >> 1
         for k in range(batch):
-            node = group[k] + step
-            count = group_fenwick[node]
-            take = count <= rest[k]
-            group[k] = node if take else group[k]
-            rest[k] -= count if take else 0
-        step >>= 1
+            group[k] += half if ends[group[k] + half - 1] <= ranks[k] else 0
+        length -= half
     c = counters[_C]
     for k in range(batch):
-        q = unsigned(group[k] * GROUP)
-        ends = 0  # slots in the group's positions up to j
+        g = group[k]
+        rest = ranks[k] - (ends[g - 1] if g > 0 else 0)
+        q = unsigned(g * GROUP)
+        ends_here = 0  # slots in the group's positions up to j
         before = 0  # those before the position that holds the rank
         passed = 0  # the positions before it
         for j in range(GROUP):
-            ends += sizes[q + unsigned(j)]
-            behind = ends <= rest[k]
+            ends_here += sizes[q + unsigned(j)]
+            behind = ends_here <= rest
             passed += behind
-            before = ends if behind else before
-        out[k] = blocks[q + unsigned(passed)] * c + rest[k] - before
+            before = ends_here if behind else before
+        out[k] = blocks[q + unsigned(passed)] * c + rest - before
     for k in range(batch):
         out[k] = items[out[k]]
 

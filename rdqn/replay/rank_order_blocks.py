@@ -1,5 +1,5 @@
 """Keeping the blocks of `rdqn.replay.rank_order.RankOrder` in shape: shifts inside a block,
-the Fenwick tree over the groups' slot counts, the positions' last keys, and the splits,
+the groups' slot counts, the positions' last keys, and the splits,
 borrows, merges and spreads that keep every block between C/2 and C slots with gaps near it.
 The kernels that write slots (`rank_order_writes`) call these."""
 
@@ -18,7 +18,7 @@ from rdqn.replay.rank_order_layout import (
     COUNTERS,
     FREE,
     GROUP,
-    GROUP_FENWICK,
+    GROUP_COUNT,
     HOME,
     ITEMS,
     KEYS,
@@ -80,27 +80,17 @@ def _move(
 
 
 @inlined
-def add_size(group_fenwick: NDArray[np.int64], q: int, delta: int) -> None:
-    """The block at position q gained delta slots: a Fenwick point update of its group."""
-    i = q // GROUP + 1
-    end = group_fenwick.shape[0] - 1
-    while i <= end:
-        group_fenwick[i] += delta
-        i += i & -i
+def add_size(group_count: NDArray[np.int32], q: int, delta: int) -> None:
+    """The block at position q gained delta slots: so did its group."""
+    group_count[q // GROUP] += delta
 
 
 @no_refcounts
-def _count_groups(group_fenwick: NDArray[np.int64], sizes: NDArray[np.int32]) -> None:
-    """Node i sums the slots of groups [i - lowbit(i), i), group g being the blocks at positions
-    [g GROUP, (g + 1) GROUP): each group's count, then each node added to its parent, O(P)."""
-    end = group_fenwick.shape[0] - 1
-    group_fenwick[:] = 0
+def _count_groups(group_count: NDArray[np.int32], sizes: NDArray[np.int32]) -> None:
+    """group_count[g] = the slots of the blocks at positions [g GROUP, (g + 1) GROUP), O(P)."""
+    group_count[:] = 0
     for q in range(sizes.shape[0]):
-        group_fenwick[q // GROUP + 1] += sizes[q]
-    for i in range(1, end + 1):
-        parent = i + (i & -i)
-        if parent <= end:
-            group_fenwick[parent] += group_fenwick[i]
+        group_count[q // GROUP] += sizes[q]
 
 
 @inlined
@@ -127,21 +117,21 @@ def set_last(state: State, q: int) -> None:
 def _place(state: State, src: int, dst: int) -> None:
     """Move the block at position src to the gap at position dst."""
     sizes, position, blocks = state[SIZES], state[POSITION], state[BLOCKS]
-    last_key, group_fenwick = state[LAST_KEY], state[GROUP_FENWICK]
+    last_key, group_count = state[LAST_KEY], state[GROUP_COUNT]
     block, size = blocks[src], sizes[src]
     blocks[dst], sizes[dst] = block, size
     blocks[src], sizes[src] = -1, 0
     position[block] = dst
     _write_last(state, dst, last_key[src])
-    add_size(group_fenwick, src, -size)
-    add_size(group_fenwick, dst, size)
+    add_size(group_count, src, -size)
+    add_size(group_count, dst, size)
 
 
 @no_refcounts
 def spread(state: State) -> None:
     """Lay the blocks out again, in order, one every min(4, P / blocks) positions, O(P)."""
     sizes, position, blocks = state[SIZES], state[POSITION], state[BLOCKS]
-    group_fenwick, counters = state[GROUP_FENWICK], state[COUNTERS]
+    group_count, counters = state[GROUP_COUNT], state[COUNTERS]
     nb = counters[COUNT_BLOCKS]
     counters[COUNT_SPREADS] += 1
     end = blocks.shape[0]
@@ -161,7 +151,7 @@ def spread(state: State) -> None:
     counters[COUNT_LAST] = (nb - 1) * step
     for k in range(nb):
         set_last(state, k * step)
-    _count_groups(group_fenwick, sizes)
+    _count_groups(group_count, sizes)
 
 
 @no_refcounts
@@ -171,7 +161,7 @@ def split(state: State, q: int) -> None:
     where there is none, after spreading the blocks out."""
     home, items, keys = state[HOME], state[ITEMS], state[KEYS]
     sizes, position, free = state[SIZES], state[POSITION], state[FREE]
-    blocks, group_fenwick, counters = state[BLOCKS], state[GROUP_FENWICK], state[COUNTERS]
+    blocks, group_count, counters = state[BLOCKS], state[GROUP_COUNT], state[COUNTERS]
     c = counters[COUNT_C]
     end = blocks.shape[0]
     full = blocks[q]
@@ -209,8 +199,8 @@ def split(state: State, q: int) -> None:
     counters[COUNT_BLOCKS] += 1
     set_last(state, at - 1)
     set_last(state, at)
-    add_size(group_fenwick, at - 1, half - c)
-    add_size(group_fenwick, at, c - half)
+    add_size(group_count, at - 1, half - c)
+    add_size(group_count, at, c - half)
 
 
 @no_refcounts
@@ -220,7 +210,7 @@ def refill(state: State, q: int) -> None:
     then hold at most C - 1; the later one's position becomes a gap)."""
     home, items, keys = state[HOME], state[ITEMS], state[KEYS]
     sizes, position, free = state[SIZES], state[POSITION], state[FREE]
-    blocks, group_fenwick, counters = state[BLOCKS], state[GROUP_FENWICK], state[COUNTERS]
+    blocks, group_count, counters = state[BLOCKS], state[GROUP_COUNT], state[COUNTERS]
     c = counters[COUNT_C]
     last = counters[COUNT_LAST]
     block = blocks[q]
@@ -239,8 +229,8 @@ def refill(state: State, q: int) -> None:
         sizes[before] -= 1
         sizes[q] = size + 1
         set_last(state, before)
-        add_size(group_fenwick, before, -1)
-        add_size(group_fenwick, q, 1)
+        add_size(group_count, before, -1)
+        add_size(group_count, q, 1)
     elif after <= last and sizes[after] > (c >> 1):
         right = blocks[after]
         _move(home, items, keys, right * c, block * c + size, 1, block)
@@ -249,8 +239,8 @@ def refill(state: State, q: int) -> None:
         sizes[after] -= 1
         sizes[q] = size + 1
         set_last(state, q)
-        add_size(group_fenwick, after, -1)
-        add_size(group_fenwick, q, 1)
+        add_size(group_count, after, -1)
+        add_size(group_count, q, 1)
     else:
         first, second = (before, q) if before >= 0 else (q, after)
         a, b = blocks[first], blocks[second]
@@ -266,7 +256,7 @@ def refill(state: State, q: int) -> None:
         if second == last:
             counters[COUNT_LAST] = first
         set_last(state, first)
-        add_size(group_fenwick, second, -moved)
-        add_size(group_fenwick, first, moved)
+        add_size(group_count, second, -moved)
+        add_size(group_count, first, moved)
         if second - first > REACH or (after <= last and after - first > REACH):
             spread(state)

@@ -22,7 +22,7 @@ __all__ = [
     "COUNT_STORED",
     "FREE",
     "GROUP",
-    "GROUP_FENWICK",
+    "GROUP_COUNT",
     "HOME",
     "ITEMS",
     "KEYS",
@@ -49,7 +49,7 @@ COUNT_SPREADS = 6
 # entry kernels take them one by one and pack them: from Python, a tuple cost about 0.25 µs
 # more to pass than the same twelve arrays one by one.
 STAMP, HOME, ITEMS, KEYS, SIZES, POSITION, FREE, BLOCKS = 0, 1, 2, 3, 4, 5, 6, 7
-LAST_KEY, GROUP_FENWICK, COUNTERS, SEGMENT_KEY = 8, 9, 10, 11
+LAST_KEY, GROUP_COUNT, COUNTERS, SEGMENT_KEY = 8, 9, 10, 11
 State = tuple[NDArray, ...]
 
 # How far a split looks for a gap, and the longest run of gaps a merge leaves, before the blocks
@@ -61,10 +61,11 @@ REACH = 32
 # for the segment reads a few contiguous cache lines.
 SEGMENT = 64
 
-# Positions per group: a Fenwick tree counts the slots of each group of positions (small enough
-# to stay in the nearest caches); the slot at a rank is found by a descent of the tree, then a
-# step through the positions of one group. Numba's on-disk cache does not notice a change of a
-# constant imported from another module: after changing one here, delete rdqn/replay/__pycache__.
+# Positions per group: the slots of each group of positions are counted (a small array that
+# stays in the nearest caches); the slot at a rank is found by a binary search of the groups'
+# prefix ends, then a step through the positions of one group. Numba's on-disk cache does not
+# notice a change of a constant imported from another module: after changing one here, delete
+# rdqn/replay/__pycache__.
 GROUP = 8
 
 # How many writes ahead `rank_order_writes.write_kernel` prefetches the slots' homes (and half as

@@ -30,7 +30,7 @@ from rdqn.replay.rank_order_layout import (
     COUNT_STORED,
     COUNTERS,
     FREE,
-    GROUP_FENWICK,
+    GROUP_COUNT,
     HOME,
     ITEMS,
     KEYS,
@@ -61,7 +61,7 @@ def _remove(state: State, slot: int) -> None:
     """Take a stored slot out of its block (the insert that always follows refills a block it
     empties: the only one, at position 0)."""
     home, items, keys = state[HOME], state[ITEMS], state[KEYS]
-    sizes, position, group_fenwick = state[SIZES], state[POSITION], state[GROUP_FENWICK]
+    sizes, position, group_count = state[SIZES], state[POSITION], state[GROUP_COUNT]
     counters = state[COUNTERS]
     c = counters[COUNT_C]
     block = home[slot]
@@ -77,7 +77,7 @@ def _remove(state: State, slot: int) -> None:
     sizes[q] = size - 1
     home[slot] = -1
     counters[COUNT_STORED] -= 1
-    add_size(group_fenwick, q, -1)
+    add_size(group_count, q, -1)
     if size == 1:
         return
     if j == size - 1:
@@ -97,7 +97,7 @@ def _insert(state: State, slot: int, p: float, hint: int) -> None:
     home, items, keys = state[HOME], state[ITEMS], state[KEYS]
     sizes, position, free = state[SIZES], state[POSITION], state[FREE]
     blocks, last_key = state[BLOCKS], state[LAST_KEY]
-    group_fenwick, counters = state[GROUP_FENWICK], state[COUNTERS]
+    group_count, counters = state[GROUP_COUNT], state[COUNTERS]
     c = counters[COUNT_C]
     if counters[COUNT_BLOCKS] == 0:
         counters[COUNT_FREE] -= 1
@@ -128,7 +128,7 @@ def _insert(state: State, slot: int, p: float, hint: int) -> None:
     sizes[q] = size + 1
     home[slot] = block
     counters[COUNT_STORED] += 1
-    add_size(group_fenwick, q, 1)
+    add_size(group_count, q, 1)
     if lo == size:
         set_last(state, q)
     if size + 1 == c:
@@ -146,7 +146,7 @@ def write_kernel(
     free: NDArray[np.int32],
     blocks: NDArray[np.int32],
     last_key: NDArray[np.float64],
-    group_fenwick: NDArray[np.int64],
+    group_count: NDArray[np.int32],
     counters: NDArray[np.int64],
     segment_key: NDArray[np.float64],
     slots: NDArray[np.int64],
@@ -165,7 +165,7 @@ def write_kernel(
     homes and blocks of the writes ahead; the second finds every slot's block at once (where an
     insert before it moved blocks, `_insert` finds it again) and prefetches the blocks ahead.
     `scratch` holds at least 2 len(slots) entries, `scratch_keys` len(slots)."""
-    state = (stamp, home, items, keys, sizes, position, free, blocks, last_key, group_fenwick,
+    state = (stamp, home, items, keys, sizes, position, free, blocks, last_key, group_count,
              counters, segment_key)  # fmt: skip
     largest = 0.0
     c = counters[COUNT_C]
@@ -243,7 +243,7 @@ def build_kernel(
     free: NDArray[np.int32],
     blocks: NDArray[np.int32],
     last_key: NDArray[np.float64],
-    group_fenwick: NDArray[np.int64],
+    group_count: NDArray[np.int32],
     counters: NDArray[np.int64],
     segment_key: NDArray[np.float64],
     order: NDArray[np.int64],
@@ -253,7 +253,7 @@ def build_kernel(
     3/4 full: one block below C slots, else ceil(n / (3C/4)) blocks of sizes as equal as
     possible, each within [C/2, 3C/4] (n >= C for two blocks; n / nb > C/2 for three or more),
     at positions 0, 1, 2, ... before they are spread out."""
-    state = (stamp, home, items, keys, sizes, position, free, blocks, last_key, group_fenwick,
+    state = (stamp, home, items, keys, sizes, position, free, blocks, last_key, group_count,
              counters, segment_key)  # fmt: skip
     c = counters[COUNT_C]
     n = order.shape[0]
@@ -282,4 +282,4 @@ def build_kernel(
     if nb:
         spread(state)
     else:
-        group_fenwick[:] = 0
+        group_count[:] = 0

@@ -1,6 +1,6 @@
 """RankOrder, the exact rank order behind rank-based replay, and RankBasedSampler.order, its
 read-only view. The structure is checked against a lexsort of (priority desc, stamp desc) and
-its own invariants (sorted keys, block sizes within [C/2, C), Fenwick sums, last keys)."""
+its own invariants (sorted keys, block sizes within [C/2, C), group counts, last keys)."""
 
 import numpy as np
 import pytest
