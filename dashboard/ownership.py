@@ -13,7 +13,9 @@ The rules, for a classroom where thirty browsers share one server and its links:
   that started it. So no student can wipe another's runs, nor the class's saved runs.
 - The admin: whoever runs the server sets ``RDQN_ADMIN_TOKEN``; a session that enters that
   token (the password box on Saved runs; never in a URL) may stop and delete any run, on every
-  page, until it leaves admin mode. Without the variable there is no admin.
+  page, until it leaves admin mode. Without the variable there is no admin. Wrong tokens are
+  braked server-wide (`dashboard.attempts`): after ten within a minute, from any sessions, no
+  token is checked until a minute after the first of them.
 
 `rdqn.runs.registry.RunRegistry` enforces it (`RunRegistry.may_control`, `NotOwner`); this
 module says who the session acts as (`actor`) and draws the admin box (`admin_box`).
@@ -22,10 +24,12 @@ module says who the session acts as (`actor`) and draws the admin box (`admin_bo
 from __future__ import annotations
 
 import hmac
+import math
 import os
 
 import streamlit as st
 
+from dashboard.attempts import WrongTries
 from dashboard.state import registry, session
 
 __all__ = [
@@ -42,6 +46,7 @@ __all__ = [
 ADMIN_TOKEN_ENV = "RDQN_ADMIN_TOKEN"
 _TOKEN_KEY = "app.admin_token"  # the token this session entered (server memory only)
 _INPUT_KEY = "app.admin_input"
+_OUTCOME_KEY = "app.admin_outcome"  # the last entry: "rejected", seconds to wait, or None
 
 
 def token_matches(entered: str | None, expected: str | None) -> bool:
@@ -87,13 +92,28 @@ def stop_reason(run_id: str) -> str | None:
     return None if mine else "stopped: by the server's admin"
 
 
+@st.cache_resource(show_spinner=False)
+def wrong_tries() -> WrongTries:
+    """The server's count of wrong admin tokens, shared by every session."""
+    return WrongTries()
+
+
 def _enter_token() -> None:
+    """Check the entered token, unless too many wrong ones came lately; only a right one is
+    kept (a wrong one could become right if the server's token were changed to it)."""
     entered = st.session_state.get(_INPUT_KEY) or ""
     st.session_state[_INPUT_KEY] = ""
-    st.session_state[_TOKEN_KEY] = entered
-    st.session_state["app.admin_rejected"] = not token_matches(
-        entered, os.environ.get(ADMIN_TOKEN_ENV)
-    )
+    st.session_state[_TOKEN_KEY] = None
+    tries = wrong_tries()
+    wait = tries.wait()
+    if wait > 0:
+        st.session_state[_OUTCOME_KEY] = wait
+    elif token_matches(entered, os.environ.get(ADMIN_TOKEN_ENV)):
+        st.session_state[_TOKEN_KEY] = entered
+        st.session_state[_OUTCOME_KEY] = None
+    else:
+        tries.record()
+        st.session_state[_OUTCOME_KEY] = "rejected"
 
 
 def _leave_admin() -> None:
@@ -116,5 +136,12 @@ def admin_box() -> None:
             on_change=_enter_token,
             help=f"The server's {ADMIN_TOKEN_ENV}: lets this session stop and delete any run.",
         )
-        if st.session_state.get("app.admin_rejected"):
+        outcome = st.session_state.get(_OUTCOME_KEY)
+        if outcome == "rejected":
             st.error("That is not the admin token.", icon=":material/key_off:")
+        elif outcome is not None:
+            st.error(
+                f"Too many wrong admin tokens on this server in the last minute: that one was "
+                f"not checked. Try again in {math.ceil(outcome)} s.",
+                icon=":material/timer:",
+            )

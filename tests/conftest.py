@@ -22,6 +22,7 @@ _ONE_WORKER = {
     "test_classroom.py": "browser-b",
     "test_reload.py": "browser-b",
     "test_reliability.py": "browser-b",
+    "test_admin.py": "browser-b",
     "test_executors.py": "executors",
 }
 

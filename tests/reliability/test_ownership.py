@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard import ownership
+from dashboard.attempts import WrongTries
 from dashboard.ownership import token_matches
 from dashboard.state import registry
 from rdqn.runs.registry import NotOwner, RunRegistry, ServerBusy
@@ -147,6 +149,28 @@ def test_the_admin_token_lets_a_session_delete_any_run(monkeypatch: pytest.Monke
         RunStore().get_run(theirs.id)
     at.button(key="app.admin_leave").click().run()
     assert [box for box in at.text_input if box.key == "app.admin_input"]
+
+
+def test_wrong_admin_tokens_are_braked_across_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three wrong tokens from two sessions lock the box for both: the right token goes
+    unchecked until the first wrong one is a window old."""
+    monkeypatch.setenv("RDQN_ADMIN_TOKEN", "teacher-only")
+    now = [0.0]
+    tries = WrongTries(limit=3, window=60.0, clock=lambda: now[0])
+    monkeypatch.setattr(ownership, "wrong_tries", lambda: tries)
+    first, second = open_page("pages/runs.py"), open_page("pages/runs.py")
+    for at in (first, second, first):
+        at.text_input(key="app.admin_input").input("a guess").run()
+        assert "not the admin token" in at.error[0].value
+    now[0] = 59.5
+    second.text_input(key="app.admin_input").input("teacher-only").run()
+    assert "Too many wrong admin tokens" in second.error[0].value
+    assert "Try again in 1 s" in second.error[0].value
+    assert "may stop and delete any run" not in " ".join(c.value for c in second.caption)
+    now[0] = 60.0
+    second.text_input(key="app.admin_input").input("teacher-only").run()
+    assert not second.exception and not second.error
+    assert "may stop and delete any run" in " ".join(c.value for c in second.caption)
 
 
 def test_without_a_token_set_there_is_no_admin(monkeypatch: pytest.MonkeyPatch) -> None:

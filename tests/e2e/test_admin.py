@@ -1,0 +1,55 @@
+"""The admin box in a real browser: a run of wrong tokens, from any browser, brakes it for all
+(`dashboard.attempts`), and says how long to wait; the right token is not checked meanwhile."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Page
+
+from tests.e2e.browser import ARTIFACTS, assert_no_exception, streamlit_server
+
+TOKEN = "teacher-only-7d41"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    home = tmp_path_factory.mktemp("rdqn-home")
+    with streamlit_server(home, "server-test_admin.log", RDQN_ADMIN_TOKEN=TOKEN) as (url, _):
+        yield url
+
+
+def enter(tab: Page, token: str) -> None:
+    box = tab.get_by_label("Admin token", exact=True)
+    if not box.is_visible():
+        tab.get_by_text("Admin", exact=True).click()
+    box.fill(token)
+    box.press("Enter")
+
+
+def test_ten_wrong_tokens_from_a_student_brake_the_teachers_right_one(
+    page: Page, server: str
+) -> None:
+    browser = page.context.browser
+    assert browser is not None
+    student = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    student.set_default_timeout(60_000)
+    student.goto(f"{server}/runs")
+    for guess in range(10):
+        enter(student, f"guess-{guess}")
+        student.get_by_text("That is not the admin token.").wait_for()
+    enter(student, "guess-10")
+    student.get_by_text("Too many wrong admin tokens on this server").wait_for()
+    assert_no_exception(student)
+
+    page.goto(f"{server}/runs")  # the teacher, in another browser
+    enter(page, TOKEN)
+    alert = page.get_by_text("Too many wrong admin tokens on this server")
+    alert.wait_for()
+    assert "Try again in" in alert.inner_text()
+    assert page.get_by_text("this session may stop and delete any run").count() == 0
+    assert page.get_by_role("button", name="Leave admin mode").count() == 0
+    assert_no_exception(page)
+    page.screenshot(path=str(ARTIFACTS / "admin-braked.png"))
+    student.context.close()
