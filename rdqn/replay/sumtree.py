@@ -36,7 +36,8 @@ separate arrays, each updated level of a large tree costs a second cache miss. `
 `min_nodes` are views of the two columns.
 
 Complexity: `update` of B leaves and `find` of B queries are O(B log N), compiled with numba; both
-walk all B paths one tree level at a time, so the B independent memory loads of a level overlap.
+walk all B paths one tree level at a time, so the B independent memory loads of a level overlap,
+and a descent prefetches the line its next level reads (`descend_from`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rdqn.replay.checks import check_magnitudes, check_slots
+from rdqn.replay.prefetch import prefetch
 from rdqn.validation import check_integer
 
 __all__ = ["SumTree"]
@@ -118,11 +120,21 @@ def descend_from(
     level: int,
 ) -> NDArray[np.int64]:
     """Carry on descents that stand at nodes `found` of the level whose first node is `level`,
-    with masses `remaining` left to skip inside them, down to the leaves (updated in place)."""
+    with masses `remaining` left to skip inside them, down to the leaves (updated in place).
+
+    At node j a descent reads its children 2j and 2j + 1; whichever it takes, the next level
+    reads nodes 4j..4j + 3, which share one 64-byte line (`aligned_nodes`): that line is
+    prefetched before the comparison, so each descent keeps two levels' loads in flight. On a
+    tree larger than the caches this halves the time of a sample (measured: 0.5x at N = 2^20,
+    0.7-0.75x at 2^17, about 0.95x at 2^14); a second line, two levels ahead, cost more than it
+    saved."""
     n = found.shape[0]
+    flat = nodes.reshape(-1)  # the prefetch takes a flat index: node m's sum is at 2m
+    last = flat.shape[0] - 1
     while level < offset:
         for k in range(n):
             j = found[k]
+            prefetch(flat, min(8 * j, last))
             left = nodes[2 * j, 0]
             right = nodes[2 * j + 1, 0]
             # Branch-free: go right when the mass lies past the left subtree (and the right
