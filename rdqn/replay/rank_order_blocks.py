@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from rdqn.replay.intrinsics import move
 from rdqn.replay.rank_order_layout import (
     BLOCKS,
     COUNT_BLOCKS,
@@ -31,7 +32,6 @@ from rdqn.replay.rank_order_layout import (
     State,
     inlined,
     no_refcounts,
-    unsigned,
 )
 
 __all__ = [
@@ -47,18 +47,14 @@ __all__ = [
 
 @inlined
 def shift_up(array: NDArray, start: int, count: int) -> None:
-    """array[start + 1 : start + 1 + count] = array[start : start + count]."""
-    base = unsigned(start)
-    for k in range(count - 1, -1, -1):
-        array[base + unsigned(k + 1)] = array[base + unsigned(k)]
+    """array[start + 1 : start + 1 + count] = array[start : start + count] (count >= 0)."""
+    move(array, start + 1, start, count)
 
 
 @inlined
 def shift_down(array: NDArray, start: int, count: int) -> None:
-    """array[start : start + count] = array[start + 1 : start + 1 + count]."""
-    base = unsigned(start)
-    for k in range(count):
-        array[base + unsigned(k)] = array[base + unsigned(k + 1)]
+    """array[start : start + count] = array[start + 1 : start + 1 + count] (count >= 0)."""
+    move(array, start, start + 1, count)
 
 
 @no_refcounts

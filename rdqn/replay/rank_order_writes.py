@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from rdqn.replay.prefetch import prefetch
+from rdqn.replay.intrinsics import prefetch
 from rdqn.replay.rank_order_blocks import (
     add_size,
     refill,

@@ -47,7 +47,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rdqn.replay.checks import check_magnitudes, check_slots
-from rdqn.replay.prefetch import prefetch
+from rdqn.replay.intrinsics import prefetch
 from rdqn.validation import check_integer
 
 __all__ = ["SumTree"]
