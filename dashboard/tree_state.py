@@ -3,7 +3,7 @@
 Keys (defaults in `dashboard.state.init_state`): ``tree.base`` (the priorities the editor starts
 from), ``tree.priorities`` (as edited), ``tree.editor`` (a counter: a new editor forgets old
 edits), ``tree.rng`` (the draws' generator), ``tree.uniforms`` (the last batch's draws) and
-``tree.tally`` (counts of many batches). Widget keys: ``tree.leaves``, ``tree.alpha``,
+``tree.tally`` (counts of every batch drawn). Widget keys: ``tree.leaves``, ``tree.alpha``,
 ``tree.beta``, ``tree.batch``.
 """
 
@@ -25,10 +25,14 @@ def set_priorities(values: np.ndarray) -> None:
 
 
 def draw_batch() -> None:
-    """One stratified batch: a uniform draw per segment."""
-    st.session_state["tree.uniforms"] = st.session_state["tree.rng"].random(
-        st.session_state["tree.batch"]
-    )
+    """One stratified batch: a uniform draw per segment. Its leaves count in the tally too, so
+    the frequency chart grows with every batch drawn, one at a time or many."""
+    ss = st.session_state
+    ss["tree.uniforms"] = ss["tree.rng"].random(ss["tree.batch"])
+    leaf_masses = tree_demo.masses(ss["tree.priorities"], ss["tree.alpha"])
+    batch = tree_demo.draw_batch(tree_demo.build_tree(leaf_masses), ss["tree.uniforms"])
+    counts = np.bincount(batch.leaves, minlength=len(leaf_masses))
+    ss["tree.tally"] = tree_demo.tally_with(ss["tree.tally"], leaf_masses, counts)
 
 
 def draw_many(batches: int) -> None:

@@ -31,6 +31,19 @@ NOTICE = {
     "ages": "Bars above the dotted line are replayed more than uniform replay would. New "
     "transitions enter with the highest priority, so PER replays the newest (left) most.",
 }
+# Where a scheme makes a chart look different from what NOTICE describes.
+SCHEME_NOTICE = {
+    "rank": {
+        "priority_history": "Rank-based replay gives P(i) by rank alone, so once the buffer is "
+        "full the band keeps its shape: what changes is which transitions hold the top ranks, "
+        "not how uneven the probabilities are.",
+    },
+    "uniform": {
+        "priority_history": "Uniform replay gives every transition N·P(i) = 1: one line at 1 "
+        "all through training.",
+        "weight_history": "Uniform replay needs no correction: every weight is 1.",
+    },
+}
 
 st.title("Replay internals")
 parsed = parse_params(st.query_params.to_dict())
@@ -48,6 +61,11 @@ st.caption(
 def chart(where, fig, notice: str) -> None:  # noqa: ANN001 - a column or the page
     show_chart(where, fig, height=CHART_HEIGHT, width="stretch")
     where.caption(f"**What to look for:** {notice}")
+
+
+def notice(name: str, scheme: str) -> str:
+    """What to look for in chart `name` under `scheme`."""
+    return SCHEME_NOTICE.get(scheme, {}).get(name, NOTICE[name])
 
 
 # Nine figures: refreshed every 2 s so that watching costs the training thread little.
@@ -95,12 +113,12 @@ def internals() -> None:
     chart(
         row[0],
         figures.histogram_figure(snap.priorities, title="Buffer: N·P(i)", **nxp),
-        NOTICE["buffer"],
+        notice("buffer", snap.scheme),
     )
     chart(
         row[1],
         figures.histogram_figure(sampled, title="Last batch: N·P(i)", **nxp),
-        NOTICE["batch"],
+        notice("batch", snap.scheme),
     )
     row = st.columns(2)
     chart(
@@ -112,12 +130,12 @@ def internals() -> None:
             log_x_labels=True,
             color=color,
         ),
-        NOTICE["weights"],
+        notice("weights", snap.scheme),
     )
     chart(
         row[1],
         figures.weights_scatter(batch, title="Last batch: weight vs P(i)", with_ess=False),
-        NOTICE["scatter"],
+        notice("scatter", snap.scheme),
     )
 
     st.subheader("Over training")
@@ -127,7 +145,7 @@ def internals() -> None:
         figures.heatmap_over_time(
             snap.priority_history, title="N·P(i) over training", y_title="N·P(i)", log_y_labels=True
         ),
-        NOTICE["priority_history"],
+        notice("priority_history", snap.scheme),
     )
     chart(
         row[1],
@@ -137,11 +155,11 @@ def internals() -> None:
             y_title="weight w_i",
             log_y_labels=True,
         ),
-        NOTICE["weight_history"],
+        notice("weight_history", snap.scheme),
     )
     row = st.columns(2)
-    chart(row[0], figures.td_stages_figure(snap.td_stages), NOTICE["td_stages"])
-    chart(row[1], figures.age_figure(snap.age_counts, color=color), NOTICE["ages"])
+    chart(row[0], figures.td_stages_figure(snap.td_stages), notice("td_stages", snap.scheme))
+    chart(row[1], figures.age_figure(snap.age_counts, color=color), notice("ages", snap.scheme))
 
     st.subheader("Is the sampler right?")
     row = st.columns(2)

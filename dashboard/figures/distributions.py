@@ -21,7 +21,13 @@ from dashboard.figures._base import (
     _vline,
     empty_figure,
 )
-from rdqn.training.telemetry import BatchView, GoodnessOfFit, Histogram, HistogramHistory
+from rdqn.training.telemetry import (
+    TD_STAGES,
+    BatchView,
+    GoodnessOfFit,
+    Histogram,
+    HistogramHistory,
+)
 
 
 def _is_empty(hist: Histogram | None) -> bool:
@@ -170,7 +176,7 @@ def td_stages_figure(
     """
     shown = {name: h for name, h in stages.items() if not _is_empty(h)}
     if not shown:
-        return empty_figure(title)
+        return empty_figure(title, f"the first curve comes at {TD_STAGES[0]:.0%} of training")
     positions = np.linspace(0.35, 1.0, len(shown)) if len(shown) > 1 else [1.0]
     colors = sample_colorscale("Blues", list(positions))
     traces = [

@@ -539,12 +539,14 @@ def draw_histogram_figure(
     xaxis: dict[str, Any] = {"range": [-0.6, p.size - 0.4]}
     if p.size <= MAX_LABELLED_SEGMENTS:
         xaxis.update(tickmode="array", tickvals=leaves.tolist())
+    top = max(float(frequency.max()), float(target.max()))
     layout = _style(
         title=title or heading,
         x_title="leaf",
         y_title="fraction of draws",
         legend=True,
         xaxis=xaxis,
+        yaxis={"range": [0.0, 1.1 * top]},  # room above the tallest bar or marker
     )
     return go.Figure(data=[observed, expected], layout=layout)
 

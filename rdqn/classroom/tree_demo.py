@@ -255,6 +255,14 @@ class Tally:
         return sum(self.counts)
 
 
+def tally_with(tally: Tally | None, leaf_masses: ArrayLike, counts: ArrayLike) -> Tally:
+    """`tally` plus per-leaf `counts` drawn from `leaf_masses`. A tally drawn from other masses
+    (priorities or alpha changed since) starts again from zero."""
+    if tally is None or not tally.matches(leaf_masses):
+        tally = Tally.empty(leaf_masses)
+    return tally.add(counts)
+
+
 def accumulate(
     tally: Tally | None,
     leaf_masses: ArrayLike,
@@ -262,13 +270,10 @@ def accumulate(
     batches: int,
     rng: np.random.Generator,
 ) -> Tally:
-    """`tally` plus `batches` stratified batches drawn from `leaf_masses` with a `SumTree`.
-
-    A tally drawn from other masses (priorities or alpha changed since) starts again from zero.
-    """
-    if tally is None or not tally.matches(leaf_masses):
-        tally = Tally.empty(leaf_masses)
-    return tally.add(draw_counts(build_tree(leaf_masses), batch_size, batches, rng))
+    """`tally` plus `batches` stratified batches drawn from `leaf_masses` with a `SumTree`
+    (`tally_with`)."""
+    counts = draw_counts(build_tree(leaf_masses), batch_size, batches, rng)
+    return tally_with(tally, leaf_masses, counts)
 
 
 # --------------------------------------------------------------------------- helpers

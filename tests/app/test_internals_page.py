@@ -9,6 +9,7 @@ from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from dashboard.state import registry
+from rdqn.presets import preset
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -50,3 +51,26 @@ def test_sampler_check_explains_why_a_chi_square_would_say_one() -> None:
     at = internals_after_a_run()
     text = " ".join(m.value for m in at.markdown)
     assert "stratified" in text and "p ≈ 1.000" in text
+
+
+def test_a_rank_based_run_is_told_why_its_band_keeps_its_shape() -> None:
+    config = preset("per-notebook").with_overrides({"replay.scheme": "rank"})
+    handle = registry().start(config, owner="test-internals")
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            snap = handle.snapshot()
+            if snap is not None and snap.updates > 20:
+                break
+            time.sleep(0.1)
+        handle.pause()
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.run()
+        at.session_state["live.run_id"] = handle.id
+        at.switch_page("pages/internals.py").run()
+        assert not at.exception
+        notices = [c.value for c in at.caption if c.value.startswith("**What to look for:**")]
+        assert any("by rank alone" in text for text in notices)
+        assert not any("band that widens" in text for text in notices)
+    finally:
+        registry().stop(handle.id)

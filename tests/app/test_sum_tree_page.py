@@ -177,6 +177,40 @@ def test_live_run_tree_or_a_pointer_to_live_training(at: AppTest) -> None:
         registry().stop(handle.id)
 
 
+def test_a_rank_based_live_run_is_said_to_keep_no_sum_tree(at: AppTest) -> None:
+    config = preset("per-notebook").with_overrides({"replay.scheme": "rank"})
+    handle = registry().start(config, owner="test-sum-tree", paused=True)
+    try:
+        at.session_state["live.run_id"] = handle.id
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            at.run()
+            boxes = [box.value for box in at.info]
+            if any("rank-based replay, which keeps no sum tree" in box for box in boxes):
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail(f"no word on the rank-based run; info boxes: {boxes}")
+        assert not at.exception
+        assert not any("No proportional run" in box for box in boxes)
+    finally:
+        registry().stop(handle.id)
+
+
+def test_single_batches_count_in_the_histogram(at: AppTest) -> None:
+    batch = at.slider(key="tree.batch").value
+    for _ in range(3):
+        at.button(key="tree.draw").click().run()
+    assert not at.exception
+    tally = at.session_state["tree.tally"]
+    assert tally.total == 3 * batch
+    assert any(
+        spec["layout"]["title"]["text"].startswith(f"{3 * batch} draws") for spec in chart_specs(at)
+    )
+    at.button(key="tree.draw_many").click().run()  # many batches add to the same counts
+    assert at.session_state["tree.tally"].total == 3 * batch + 100 * batch
+
+
 def test_settings_survive_a_visit_to_another_page(at: AppTest) -> None:
     at.slider(key="tree.alpha").set_value(0.3).run()
     at.selectbox(key="tree.leaves").set_value(12).run()

@@ -50,7 +50,9 @@ from rdqn.training.telemetry import (
 
 
 def is_empty_state(fig: go.Figure) -> bool:
-    return len(fig.data) == 0 and any(a.text == EMPTY_MESSAGE for a in fig.layout.annotations)
+    """No traces, and one centred line saying why: "no data yet" or when the data comes."""
+    notes = [a.text for a in fig.layout.annotations]
+    return len(fig.data) == 0 and len(notes) == 1 and bool(notes[0])
 
 
 def trace(fig: go.Figure, name: str) -> go.Scatter | go.Bar:
@@ -297,6 +299,12 @@ def test_empty_inputs_give_an_empty_state_not_an_error(build: Callable[[], go.Fi
     fig = build()
     assert is_empty_state(fig)
     assert fig.layout.font.size == BASE_FONT_SIZE
+
+
+def test_empty_states_say_no_data_yet_or_when_it_comes() -> None:
+    assert reward_curve([], []).layout.annotations[0].text == EMPTY_MESSAGE
+    (note,) = td_stages_figure({}).layout.annotations
+    assert note.text == "the first curve comes at 10% of training"
 
 
 # --------------------------------------------------------------------------- learning curves
@@ -571,6 +579,9 @@ def test_draw_histogram_compares_frequencies_with_the_target() -> None:
     np.testing.assert_allclose(target.y, [0.2, 0.1, 0.7])
     assert list(observed.x) == [0, 1, 2]
     assert fig.layout.title.text == "100 draws: total variation distance to P(i) 0.100"
+    assert fig.layout.yaxis.range == (0.0, pytest.approx(0.77))  # above the tallest, 0.7
+    few = draw_histogram_figure(np.array([3, 0, 1]), np.array([2.0, 1.0, 7.0]))
+    assert few.layout.yaxis.range[1] >= 0.75 * 1.1 - 1e-12  # a bar of 3 / 4 is not cut off
 
 
 def test_draw_histogram_before_any_draw_shows_only_the_target() -> None:
