@@ -112,3 +112,11 @@ def test_tally_accumulates_for_its_masses() -> None:
     assert tally.counts == (3, 5) and tally.total == 8
     with pytest.raises(ValueError, match="counts must have 2 entries"):
         tally.add([1, 2, 3])
+
+
+def test_tally_with_adds_counts_and_restarts_for_other_masses() -> None:
+    first = td.tally_with(None, [1.0, 2.0], [1, 3])
+    assert first.counts == (1, 3)
+    assert td.tally_with(first, [1.0, 2.0], [2, 0]).counts == (3, 3)
+    restarted = td.tally_with(first, [1.0, 5.0], [0, 2])  # alpha or a priority changed
+    assert restarted.masses == (1.0, 5.0) and restarted.counts == (0, 2)
