@@ -28,13 +28,16 @@ _PAGE_CSS = """
 </style>
 """
 # Larger body text, captions and metric values; dark captions (the theme's grey washes out).
+# `.stMain` is the main area's class whatever its tag (a <section> before Streamlit 1.5x, a
+# <main> since); a browser test checks that these sizes reach the page.
 _PROJECTOR_CSS = f"""
 <style>
-section.stMain {{ font-size: 1.2rem; }}
-section.stMain [data-testid="stCaptionContainer"] {{ font-size: 1.05rem; color: #222; }}
-section.stMain [data-testid="stMetricValue"] {{ font-size: 2.6rem; }}
-section.stMain [data-testid="stMetricLabel"] p {{ font-size: {PROJECTOR_TICK_SIZE}px; }}
-section.stMain [data-testid="stWidgetLabel"] p {{ font-size: {PROJECTOR_TICK_SIZE}px; }}
+.stMain {{ font-size: 1.2rem; }}
+.stMain [data-testid="stMarkdownContainer"] p {{ font-size: 1.2rem; }}
+.stMain [data-testid="stCaptionContainer"] {{ font-size: 1.05rem; color: #222; }}
+.stMain [data-testid="stMetricValue"] {{ font-size: 2.6rem; }}
+.stMain [data-testid="stMetricLabel"] p {{ font-size: {PROJECTOR_TICK_SIZE}px; }}
+.stMain [data-testid="stWidgetLabel"] p {{ font-size: {PROJECTOR_TICK_SIZE}px; }}
 </style>
 """
 

@@ -63,6 +63,21 @@ def _tick_font_sizes(page: Page) -> list[float]:
     )
 
 
+def _main_font_sizes(page: Page) -> dict[str, float]:
+    """The computed font size (px) of the first of each kind of text in the main area."""
+    return page.evaluate(
+        """() => Object.fromEntries(Object.entries({
+                 'metric label': '[data-testid="stMetricLabel"] p',
+                 'metric value': '[data-testid="stMetricValue"]',
+                 'widget label': '[data-testid="stWidgetLabel"] p',
+                 'markdown': '[data-testid="stMarkdownContainer"] p',
+               }).map(([name, sel]) => {
+                 const e = document.querySelector('.stMain ' + sel);
+                 return [name, e ? parseFloat(getComputedStyle(e).fontSize) : 0];
+               }))"""
+    )
+
+
 def test_projector_mode_from_the_url_lasts_across_pages(page: Page, server: str) -> None:
     tab = page.context.browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
     tab.set_default_timeout(60_000)
@@ -78,6 +93,10 @@ def test_projector_mode_from_the_url_lasts_across_pages(page: Page, server: str)
     tab.get_by_role("button", name="Start", exact=True).click()
     tab.locator(".xtick text").first.wait_for()
     assert min(_tick_font_sizes(tab)) >= 16
+    tab.locator('.stMain [data-testid="stMetricLabel"]').first.wait_for()
+    text = _main_font_sizes(tab)  # the page's own text grows too, not only the charts'
+    assert text["metric label"] >= 18 and text["widget label"] >= 18, text
+    assert text["metric value"] >= 40 and text["markdown"] >= 19, text
     tab.get_by_text("Projector mode", exact=True).click()  # off again: the theme's ticks
     tab.wait_for_function("() => !location.search.includes('projector')")
     tab.wait_for_function(
