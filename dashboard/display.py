@@ -18,6 +18,7 @@ from dashboard.figures.projector import PROJECTOR_TICK_SIZE, for_projector
 __all__ = ["PROJECTOR_FLAG", "projector_mode", "projector_toggle", "show_chart"]
 
 PROJECTOR_FLAG = "projector"
+PROJECTOR_HEIGHT = 1.3
 _KEY = "app.projector"
 _TRUE = {"1", "true", "on", "yes"}
 
@@ -35,7 +36,7 @@ _PROJECTOR_CSS = f"""
 .stMain {{ font-size: 1.2rem; }}
 .stMain [data-testid="stMarkdownContainer"] p {{ font-size: 1.2rem; }}
 .stMain [data-testid="stCaptionContainer"] {{ font-size: 1.05rem; color: #222; }}
-.stMain [data-testid="stMetricValue"] {{ font-size: 2.6rem; }}
+.stMain [data-testid="stMetricValue"] p {{ font-size: 2.6rem; }}
 .stMain [data-testid="stMetricLabel"] p {{ font-size: {PROJECTOR_TICK_SIZE}px; }}
 .stMain [data-testid="stWidgetLabel"] p {{ font-size: {PROJECTOR_TICK_SIZE}px; }}
 </style>
@@ -71,9 +72,11 @@ def projector_toggle() -> None:
 
 def show_chart(where: Any, fig: go.Figure, *, height: int | None = None, **kwargs: Any) -> None:
     """`where.plotly_chart(fig, **kwargs)` (`where`: `st`, a column or a container), ``height``
-    px tall if given, restyled for a projector when the session is in projector mode."""
-    if height is not None:
-        fig.layout.height = height
+    px tall if given, restyled for a projector when the session is in projector mode (and
+    `PROJECTOR_HEIGHT` times as tall: its larger titles and legends would squeeze the plot)."""
     if projector_mode():
         fig = for_projector(fig)
+        height = round(height * PROJECTOR_HEIGHT) if height is not None else None
+    if height is not None:
+        fig.layout.height = height
     where.plotly_chart(fig, **kwargs)

@@ -68,7 +68,7 @@ def _main_font_sizes(page: Page) -> dict[str, float]:
     return page.evaluate(
         """() => Object.fromEntries(Object.entries({
                  'metric label': '[data-testid="stMetricLabel"] p',
-                 'metric value': '[data-testid="stMetricValue"]',
+                 'metric value': '[data-testid="stMetricValue"] p',
                  'widget label': '[data-testid="stWidgetLabel"] p',
                  'markdown': '[data-testid="stMarkdownContainer"] p',
                }).map(([name, sel]) => {
