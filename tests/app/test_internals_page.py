@@ -3,11 +3,13 @@ metrics explain ESS, stale updates and the sampler check, and the check's p is t
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from dashboard.display import PROJECTOR_HEIGHT
 from dashboard.state import registry
 from rdqn.presets import preset
 
@@ -74,3 +76,19 @@ def test_a_rank_based_run_is_told_why_its_band_keeps_its_shape() -> None:
         assert not any("band that widens" in text for text in notices)
     finally:
         registry().stop(handle.id)
+
+
+def test_projector_mode_draws_the_charts_taller() -> None:
+    at = internals_after_a_run()
+
+    def heights() -> list[int]:
+        return [
+            json.loads(chart.proto.spec)["layout"]["height"] for chart in at.get("plotly_chart")
+        ]
+
+    plain = heights()
+    assert plain and set(plain) == {380}
+    at.session_state["app.projector"] = True
+    at.run()
+    assert not at.exception
+    assert heights() == [round(PROJECTOR_HEIGHT * h) for h in plain]
