@@ -18,7 +18,10 @@ from rdqn.compare import Curve
 
 ensure_app_frame()
 
+# The run's label whole (scheme, α, β₀, seed and short id: what tells runs apart); the table
+# scrolls sideways to the rest where the page is narrow.
 TABLE_COLUMNS = {
+    "run": st.column_config.TextColumn(width=290),
     "name": st.column_config.TextColumn(width="small"),
     "created": st.column_config.DatetimeColumn(format="MMM D, HH:mm"),
     "env steps": st.column_config.NumberColumn(width="small"),
