@@ -42,6 +42,9 @@ SCHEME_NOTICE = {
         "priority_history": "Uniform replay gives every transition N·P(i) = 1: one line at 1 "
         "all through training.",
         "weight_history": "Uniform replay needs no correction: every weight is 1.",
+        "weights": "Uniform replay needs no correction: every weight is 1, one bar.",
+        "ages": "Uniform replay draws every stored transition alike: the bars stay near the "
+        "dotted line, old and new.",
     },
 }
 
