@@ -11,13 +11,27 @@ import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from playwright.sync_api import Locator, Page
+from playwright.sync_api import Browser, Locator, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from benchmarks.dashboard_server import start_dashboard
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
+
+
+def another_browser(
+    browser: Browser, width: int | None = None, height: int | None = None, timeout_s: int = 60
+) -> Page:
+    """A tab in a browser context of its own: another person's browser (its own cookies, so its
+    own dashboard session), `width` x `height` if given, waiting up to `timeout_s` per step."""
+    if width and height:
+        context = browser.new_context(viewport={"width": width, "height": height})
+    else:
+        context = browser.new_context()
+    tab = context.new_page()
+    tab.set_default_timeout(timeout_s * 1000)
+    return tab
 
 
 @contextlib.contextmanager

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page
 
-from tests.e2e.browser import ARTIFACTS, assert_no_exception, streamlit_server
+from tests.e2e.browser import ARTIFACTS, another_browser, assert_no_exception, streamlit_server
 
 TOKEN = "teacher-only-7d41"
 
@@ -33,8 +33,7 @@ def test_ten_wrong_tokens_from_a_student_brake_the_teachers_right_one(
 ) -> None:
     browser = page.context.browser
     assert browser is not None
-    student = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-    student.set_default_timeout(60_000)
+    student = another_browser(browser, 1400, 1000)
     student.goto(f"{server}/runs")
     for guess in range(10):
         enter(student, f"guess-{guess}")

@@ -20,6 +20,7 @@ from playwright.sync_api import Page
 from tests.e2e.browser import (
     ARTIFACTS,
     act_until,
+    another_browser,
     assert_no_exception,
     last_episode_drawn,
     metric,
@@ -86,8 +87,7 @@ def test_settings_form_and_shared_url_reproduce_the_setup_in_another_session(
     session of their own and sees the same setup."""
     browser = page.context.browser
     assert browser is not None
-    teacher = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-    teacher.set_default_timeout(60_000)
+    teacher = another_browser(browser, 1280, 720)
     teacher.goto(f"{server}/live?preset=paper&alpha=0.8")
     sidebar = teacher.locator('[data-testid="stSidebar"]')
     capacity = sidebar.get_by_role("spinbutton", name="Capacity")
@@ -102,8 +102,7 @@ def test_settings_form_and_shared_url_reproduce_the_setup_in_another_session(
     assert_no_exception(teacher)
     teacher.screenshot(path=str(ARTIFACTS / "live-settings-teacher.png"))
 
-    student = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-    student.set_default_timeout(60_000)
+    student = another_browser(browser, 1280, 720)
     student.goto(teacher.url)
     student_sidebar = student.locator('[data-testid="stSidebar"]')
     student_sidebar.get_by_text("Run settings").wait_for()
@@ -155,15 +154,13 @@ def test_a_new_session_is_served_while_runs_train_in_worker_processes(
         pause.click()
     sessions = []
     for _ in range(2):
-        tab = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-        tab.set_default_timeout(60_000)
+        tab = another_browser(browser, 1400, 1000)
         start_a_run(tab, url)
         # The run trains on while its tab shows another page: this machine's two cores then
         # serve the newcomer, not two more browsers redrawing charts every second.
         tab.get_by_role("link", name="One update by hand").first.click()
         sessions.append(tab)
-    newcomer = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-    newcomer.set_default_timeout(60_000)
+    newcomer = another_browser(browser, 1280, 720)
     begin = time.monotonic()
     start_a_run(newcomer, url)
     assert time.monotonic() - begin < 20, "a new session waited too long while runs trained"
@@ -195,8 +192,7 @@ def test_run_states_the_idle_rule_closing_the_server_and_resuming_after_it(
     # The idle timeout is short, but not so short that a loaded machine's slow page refreshes
     # count as a closed page.
     with streamlit_server(tmp_path, "server-shutdown.log", RDQN_IDLE_TIMEOUT="5") as (url, server):
-        tab = browser.new_context().new_page()
-        tab.set_default_timeout(120_000)
+        tab = another_browser(browser, timeout_s=120)
         start_a_run(tab, url)
 
         def press(button: str, state: str) -> None:
@@ -264,8 +260,7 @@ def test_a_class_follows_the_teacher_and_a_student_forks_the_setup(page: Page, s
     pause.wait_for()
     if pause.is_enabled():
         pause.click()
-    teacher = browser.new_context(viewport={"width": 1600, "height": 1000}).new_page()
-    teacher.set_default_timeout(60_000)
+    teacher = another_browser(browser, 1600, 1000)
     start_a_run(teacher, server)
     first = run_on_screen(teacher)
     teacher.get_by_role("button", name="Share with the class").click()
@@ -277,8 +272,7 @@ def test_a_class_follows_the_teacher_and_a_student_forks_the_setup(page: Page, s
     teacher.screenshot(path=str(ARTIFACTS / "share-with-the-class.png"))
     teacher.keyboard.press("Escape")
 
-    student = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-    student.set_default_timeout(60_000)
+    student = another_browser(browser, 1280, 720)
     student.goto(link)
     student.get_by_text("Following class").wait_for()
     student.wait_for_function(f"() => document.body.innerText.includes('run {first}')")

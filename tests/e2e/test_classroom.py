@@ -13,6 +13,7 @@ from playwright.sync_api import Page
 from tests.e2e.browser import (
     ARTIFACTS,
     act_until,
+    another_browser,
     assert_no_exception,
     progress_text,
     run_on_screen,
@@ -38,8 +39,7 @@ def _box(page: Page, selector: str, text: str) -> dict[str, float]:
 def test_the_first_screen_at_1280x720_holds_the_controls_and_the_reward_curve(
     page: Page, server: str
 ) -> None:
-    tab = page.context.browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-    tab.set_default_timeout(60_000)
+    tab = another_browser(page.context.browser, 1280, 720)
     start_a_run(tab, server)
     tab.locator(".gtitle:visible", has_text="Episode return").first.wait_for()
     for selector, text in (
@@ -56,15 +56,34 @@ def test_the_first_screen_at_1280x720_holds_the_controls_and_the_reward_curve(
     tab.context.close()
 
 
+def _drawn(read: Callable[[], list[float]]) -> list[float]:
+    """`read()` once every value is there: the live page redraws its charts every second, and a
+    read in the middle of a redraw finds none (or a 0 for an element being replaced)."""
+    for _ in range(40):
+        values = read()
+        if values and all(values):
+            return values
+        time.sleep(0.25)
+    raise AssertionError(f"the page never showed them all: {values}")
+
+
 def _tick_font_sizes(page: Page) -> list[float]:
-    return page.evaluate(
-        """() => [...document.querySelectorAll('.xtick text, .ytick text')]
-                 .map(t => parseFloat(getComputedStyle(t).fontSize))"""
+    return _drawn(
+        lambda: page.evaluate(
+            """() => [...document.querySelectorAll('.xtick text, .ytick text')]
+                     .map(t => parseFloat(getComputedStyle(t).fontSize))"""
+        )
     )
 
 
 def _main_font_sizes(page: Page) -> dict[str, float]:
     """The computed font size (px) of the first of each kind of text in the main area."""
+    names = ("metric label", "metric value", "widget label", "markdown")
+    sizes = _drawn(lambda: [_main_font_size_table(page)[name] for name in names])
+    return dict(zip(names, sizes, strict=True))
+
+
+def _main_font_size_table(page: Page) -> dict[str, float]:
     return page.evaluate(
         """() => Object.fromEntries(Object.entries({
                  'metric label': '[data-testid="stMetricLabel"] p',
@@ -79,8 +98,7 @@ def _main_font_sizes(page: Page) -> dict[str, float]:
 
 
 def test_projector_mode_from_the_url_lasts_across_pages(page: Page, server: str) -> None:
-    tab = page.context.browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
-    tab.set_default_timeout(60_000)
+    tab = another_browser(page.context.browser, 1280, 720)
     tab.goto(f"{server}/sum_tree?projector=1")
     tab.locator(".xtick text").first.wait_for()
     assert tab.get_by_role("switch", name="Projector mode").is_checked()
@@ -109,8 +127,7 @@ def test_projector_mode_from_the_url_lasts_across_pages(page: Page, server: str)
 
 
 def test_a_lesson_lasts_the_session_across_pages(page: Page, server: str) -> None:
-    tab = page.context.browser.new_context().new_page()
-    tab.set_default_timeout(60_000)
+    tab = another_browser(page.context.browser)
     tab.goto(f"{server}/live?lesson=alpha")
     tab.get_by_text("Lesson: How strongly to prioritize").wait_for()
     assert not tab.locator('[data-testid="stSlider"]', has_text="IS correction").count()
@@ -136,14 +153,12 @@ def test_a_full_server_queues_a_student_shows_the_wait_and_starts_by_itself(
     waits for the slot in turn."""
     browser = page.context.browser
     with streamlit_server(tmp_path, "server-full.log", RDQN_MAX_RUNS="1") as (url, _):
-        teacher = browser.new_context().new_page()
-        teacher.set_default_timeout(120_000)
+        teacher = another_browser(browser, timeout_s=120)
         start_a_run(teacher, url)
         teacher.locator('[data-testid="stProgress"]', has_text="left").first.wait_for()
         code = _class_code(teacher)
 
-        student = browser.new_context().new_page()
-        student.set_default_timeout(120_000)
+        student = another_browser(browser, timeout_s=120)
         student.goto(f"{url}/live?follow={code}")
         # The click leaves the read-only view (its callback drops ?follow=) ...
         act_until(
@@ -164,8 +179,7 @@ def test_a_full_server_queues_a_student_shows_the_wait_and_starts_by_itself(
         assert f"follow={code}" in (watch.get_attribute("href") or "")
         student.screenshot(path=str(ARTIFACTS / "queued-student.png"))
         # A student who came without the class link is offered the class on show too.
-        latecomer = browser.new_context().new_page()
-        latecomer.set_default_timeout(120_000)
+        latecomer = another_browser(browser, timeout_s=120)
         latecomer.goto(f"{url}/live?steps=1000000")
         latecomer.get_by_role("button", name="Start", exact=True).click()
         latecomer.get_by_text("place 2 of 2").wait_for()
@@ -210,8 +224,7 @@ def _class_code(teacher: Page) -> str:
 def test_a_guided_lesson_from_start_to_end(page: Page, server: str) -> None:
     """The teacher opens a lesson link, starts step 1, and goes through every step with Next
     (each step's chart outlined, its controls only), back once, and leaves the lesson."""
-    tab = page.context.browser.new_context(viewport={"width": 1600, "height": 1000}).new_page()
-    tab.set_default_timeout(60_000)
+    tab = another_browser(page.context.browser, 1600, 1000)
     tab.goto(f"{server}/live?lesson=why-prioritize")
     panel = tab.locator(".st-key-live_lesson")
     panel.get_by_text("step 1 of 5").wait_for()

@@ -12,7 +12,7 @@ from urllib.parse import urlencode, urlsplit
 
 from playwright.sync_api import Page
 
-from tests.e2e.browser import ARTIFACTS, assert_no_exception
+from tests.e2e.browser import ARTIFACTS, another_browser, assert_no_exception
 
 RUN_ID = re.compile(r"\b[0-9a-f]{12}\b")
 PAYLOAD = (
@@ -26,8 +26,7 @@ def test_another_student_watches_cannot_delete_and_sees_url_text_as_text(
 ) -> None:
     browser = page.context.browser
     assert browser is not None
-    owner = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-    owner.set_default_timeout(60_000)
+    owner = another_browser(browser, 1400, 1000)
     owner.goto(f"{server}/live?steps=1000000")
     owner.get_by_role("button", name="Start", exact=True).click()
     # The run is filed at once; no need to wait for it to train.
@@ -35,8 +34,7 @@ def test_another_student_watches_cannot_delete_and_sees_url_text_as_text(
     found.wait_for()
     run_id = RUN_ID.search(found.inner_text()).group(0)  # type: ignore[union-attr]
 
-    other = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
-    other.set_default_timeout(60_000)
+    other = another_browser(browser, 1400, 1000)
     fetched: list[str] = []
     other.on("request", lambda request: fetched.append(request.url))
     query = urlencode({"run": run_id, "preset": PAYLOAD, "alpha": PAYLOAD})

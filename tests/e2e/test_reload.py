@@ -8,7 +8,13 @@ import time
 
 from playwright.sync_api import Page
 
-from tests.e2e.browser import assert_no_exception, progress_text, run_on_screen, start_a_run
+from tests.e2e.browser import (
+    another_browser,
+    assert_no_exception,
+    progress_text,
+    run_on_screen,
+    start_a_run,
+)
 
 
 def _page_drawn(tab: Page) -> None:
@@ -47,8 +53,7 @@ def test_a_reload_keeps_the_run_and_another_browser_is_not_offered_it(
     again.get_by_text(f"Run {run_id} (").wait_for()  # this browser is offered it
     _page_drawn(again)
 
-    other = browser.new_context().new_page()
-    other.set_default_timeout(60_000)
+    other = another_browser(browser)
     other.goto(f"{server}/live")
     _page_drawn(other)
     assert other.get_by_text(f"Run {run_id} (").count() == 0
