@@ -6,6 +6,7 @@ from dashboard import figures
 from dashboard.assets import explanation
 from dashboard.display import show_chart
 from dashboard.figures.distributions import p_value_text
+from dashboard.internals_notes import notice
 from dashboard.params import parse_params
 from dashboard.state import ensure_app_frame, registry
 from rdqn.training.telemetry import relative_probability_histogram, weight_histogram
@@ -13,40 +14,6 @@ from rdqn.training.telemetry import relative_probability_histogram, weight_histo
 ensure_app_frame()
 
 CHART_HEIGHT = 380
-NOTICE = {
-    "buffer": "Uniform replay is one bar at 1. With α > 0 the bars spread out: the right tail "
-    "holds the surprising transitions PER replays most, the left the ones it almost never replays.",
-    "batch": "The batch just replayed, on the same axis: it sits further right than the buffer, "
-    "because likely transitions are drawn more often.",
-    "weights": "Log axis: 0.01 means that transition's loss counts a hundredth as much. The rarest "
-    "transition gets weight 1; the more often one is drawn, the smaller its weight.",
-    "scatter": "One dot per replayed transition: the rarer it is (left), the larger its weight "
-    "(up). Big bright dots have large |TD errors|: that is why they are likely.",
-    "priority_history": "Each column is the buffer at one moment (bright = many transitions). A "
-    "band that widens means priorities grow more uneven as training goes on.",
-    "weight_history": "Each column holds the weights of the updates since the previous one. The "
-    "band sinks as β anneals to 1: frequently drawn transitions are corrected more.",
-    "td_stages": "Log axis. Curves moving right mean TD errors grow (Q-values still rising), "
-    "moving left that they shrink; the right tail is the few surprising transitions PER favours.",
-    "ages": "Bars above the dotted line are replayed more than uniform replay would. New "
-    "transitions enter with the highest priority, so PER replays the newest (left) most.",
-}
-# Where a scheme makes a chart look different from what NOTICE describes.
-SCHEME_NOTICE = {
-    "rank": {
-        "priority_history": "Rank-based replay gives P(i) by rank alone, so once the buffer is "
-        "full the band keeps its shape: what changes is which transitions hold the top ranks, "
-        "not how uneven the probabilities are.",
-    },
-    "uniform": {
-        "priority_history": "Uniform replay gives every transition N·P(i) = 1: one line at 1 "
-        "all through training.",
-        "weight_history": "Uniform replay needs no correction: every weight is 1.",
-        "weights": "Uniform replay needs no correction: every weight is 1, one bar.",
-        "ages": "Uniform replay draws every stored transition alike: the bars stay near the "
-        "dotted line, old and new.",
-    },
-}
 
 st.title("Replay internals")
 parsed = parse_params(st.query_params.to_dict())
@@ -64,11 +31,6 @@ st.caption(
 def chart(where, fig, notice: str) -> None:  # noqa: ANN001 - a column or the page
     show_chart(where, fig, height=CHART_HEIGHT, width="stretch")
     where.caption(f"**What to look for:** {notice}")
-
-
-def notice(name: str, scheme: str) -> str:
-    """What to look for in chart `name` under `scheme`."""
-    return SCHEME_NOTICE.get(scheme, {}).get(name, NOTICE[name])
 
 
 # Nine figures: refreshed every 2 s so that watching costs the training thread little.

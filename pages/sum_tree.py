@@ -170,25 +170,14 @@ st.divider()
 st.subheader("The live run's tree")
 
 
-NO_RUN = (
-    "No proportional run in this session yet. Start one on the Live training page and the top "
-    "levels of its sum tree appear here."
-)
-# Why a run of another scheme shows no tree here.
-NO_TREE = {
-    "rank": "The live run uses rank-based replay, which keeps no sum tree: its transitions are "
-    "kept in order of priority and drawn by rank (Replay internals shows what that does). Start "
-    "a proportional run on the Live training page to see its tree here.",
-    "uniform": "The live run uses uniform replay, which keeps no priorities and so no sum tree. "
-    "Start a proportional run on the Live training page to see its tree here.",
-}
-
-
 @st.fragment(run_every=2.0)
 def live_tree() -> None:
     snap = latest_snapshot(ss.get("live.run_id"))
     if snap is None or not snap.tree_levels:
-        st.info(NO_TREE.get(snap.scheme if snap else "", NO_RUN), icon=":material/info:")
+        # Rank-based and uniform replay keep no sum tree: the text says so and why.
+        scheme = snap.scheme if snap is not None else ""
+        name = f"sum_tree_live_{scheme}" if scheme in ("rank", "uniform") else "sum_tree_live_none"
+        st.info(explanation(name), icon=":material/info:")
         st.page_link("pages/live.py", label="Live training", icon=":material/monitoring:")
         return
     show_chart(
