@@ -47,8 +47,8 @@ class RankBasedSampler:
 
     The order is exact at every `sample` and `probabilities`: it reflects every `on_add` and
     `update_priorities` before it (`RankOrder`: sorted blocks with counts of groups of them;
-    O(log N + C) per write, C <= 64, and per drawn rank, plus a pass over the counts, about
-    N / 128 additions, per sample). Over the n stored slots,
+    O(log N + C) per write, C <= 64; per sample, one pass over the counts, about N / 128
+    additions, then O(log N) per drawn rank). Over the n stored slots,
     P(rank r) = r^-alpha / sum_{k<=n} k^-alpha > 0. A draw is stratified over the rank-mass CDF:
     query k is (k + u_k) * total / B, u_k ~ U[0, 1), and the rank whose CDF segment holds it is
     drawn (the prefix sums and a grid over them that narrows each search to a few cache lines
