@@ -17,7 +17,13 @@ from rdqn.replay.rank_order import (
     rank_order_nbytes,
     select_kernel,
 )
-from rdqn.replay.samplers import Draw, Normalization, check_attached, check_normalization
+from rdqn.replay.samplers import (
+    Draw,
+    Normalization,
+    check_attached,
+    check_normalization,
+)
+from rdqn.replay.vector_power import power
 from rdqn.validation import check_real
 
 __all__ = ["RankBasedSampler", "rank_sampler_nbytes"]
@@ -284,20 +290,25 @@ def rank_sample_kernel(
             ranks[k] += rank_cdf[ranks[k]] <= queries[k]
         ranks[k] = min(ranks[k], n - 1)
     select_kernel(items, sizes, blocks, group_count, counters, ranks, out_indices)
-    # With L = log r: P = exp(-alpha L) / total and w = (P / P_min)^-beta = exp(alpha beta
-    # (L - L_min)), L_min the log of the last stored rank (global) or of the batch's last rank
-    # (the ranks do not decrease), or w = (n P)^-beta (none): a log and two exps instead of two
-    # powers.
-    log_n = np.log(n * 1.0)
-    top = np.log(ranks[batch - 1] + 1.0) if mode == 1 else log_n
+    # P = r^-alpha / total for r = rank + 1. The weights from the ranks, so that rank n's is 1
+    # exactly: (P / P_min)^-beta = (r / r_min)^(alpha beta), r_min = n (global) or the batch's
+    # last rank (the ranks do not decrease), or (n P)^-beta (none). Each a vectorized `power`.
+    last = n * 1.0 if mode == 0 else ranks[batch - 1] + 1.0
     for k in range(batch):
-        log_rank = np.log(ranks[k] + 1.0)
-        out_probabilities[k] = np.exp(-alpha * log_rank) / total
-        if mode == 2:
-            w = np.exp(-beta * (log_n + np.log(out_probabilities[k])))
-        else:
-            w = np.exp(alpha * beta * (log_rank - top))
-        out_weights[k] = min(w, max_weight) if max_weight > 0.0 else w
+        out_probabilities[k] = ranks[k] + 1.0
+        out_weights[k] = out_probabilities[k] / last
+    power(out_probabilities, -alpha, out_probabilities)
+    for k in range(batch):
+        out_probabilities[k] /= total
+    if mode == 2:
+        for k in range(batch):
+            out_weights[k] = n * out_probabilities[k]
+        power(out_weights, -beta, out_weights)
+    else:
+        power(out_weights, alpha * beta, out_weights)
+    if max_weight > 0.0:
+        for k in range(batch):
+            out_weights[k] = min(out_weights[k], max_weight)
 
 
 @numba.njit(cache=True, nogil=True)

@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from rdqn.replay.checks import check_magnitudes, check_slot, check_slots, check_update
 from rdqn.replay.sumtree import SumTree, descend_sorted, update_tree_kernel
+from rdqn.replay.vector_power import power
 from rdqn.validation import Real, check_choice, check_real
 
 __all__ = [
@@ -117,20 +118,21 @@ def importance_weights_kernel(
     max_weight: float,
     out: NDArray[np.float64],
 ) -> None:
-    """w_i for each sampled P(i): mode 0 global, 1 batch, 2 none; clipped at max_weight if > 0."""
+    """w_i for each sampled P(i): mode 0 global, 1 batch, 2 none; clipped at max_weight if > 0.
+
+    w_i = (P(i) / P_min)^-beta (global, batch) or (N P(i))^-beta (none): the bases first, then
+    one vectorized `power` over them all."""
     n = probabilities.shape[0]
     if mode == 1:
         min_probability = np.inf
         for k in range(n):
             min_probability = min(min_probability, probabilities[k])
     for k in range(n):
-        if mode == 2:
-            w = (size * probabilities[k]) ** -beta
-        else:
-            w = (probabilities[k] / min_probability) ** -beta
-        if max_weight > 0.0 and w > max_weight:
-            w = max_weight
-        out[k] = w
+        out[k] = size * probabilities[k] if mode == 2 else probabilities[k] / min_probability
+    power(out, -beta, out)
+    if max_weight > 0.0:
+        for k in range(n):
+            out[k] = min(out[k], max_weight)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -197,11 +199,12 @@ def priority_update_kernel(
         if not (magnitudes[k] >= 0.0 and np.isfinite(magnitudes[k])):
             return BAD_MAGNITUDE
     for k in range(n):
-        priority = magnitudes[k] + eps
-        masses[k] = priority**alpha
+        masses[k] = magnitudes[k] + eps
+        largest = max(largest, masses[k])
+    power(masses, alpha, masses)
+    for k in range(n):
         if not np.isfinite(masses[k]):
             return OVERFLOW
-        largest = max(largest, priority)
         previous[k] = nodes[indices[k] + offset, 0]
     update_tree_kernel(nodes, offset, indices, masses)
     total = nodes[1, 0]

@@ -1,0 +1,164 @@
+"""`power`, x ** a over an array through glibc's libmvec: within libmvec's 4-ulp contract of
+libm's pow (1 ulp measured) at every vector width this machine can run, IEEE special values as
+libm's, remainders of every length, in place; and the samplers' kernels really call it."""
+
+from __future__ import annotations
+
+import math
+import platform
+
+import numba
+import numpy as np
+import pytest
+from numba.core.codegen import get_host_cpu_features
+
+from rdqn.replay import ProportionalSampler, RankBasedSampler
+from rdqn.replay.vector_power import VECTOR_WIDTH, make_power, vector_width
+
+
+def _widths_this_machine_runs() -> list[int]:
+    features = get_host_cpu_features()
+    widths = [1]
+    if platform.machine() == "x86_64":
+        widths.append(2)
+        widths += [4] if "+avx2" in features else []
+        widths += [8] if "+avx512f" in features else []
+    return widths
+
+
+WIDTHS = _widths_this_machine_runs()
+_KERNELS = {}
+
+
+def _power_kernel(width: int):  # noqa: ANN202
+    if width not in _KERNELS:
+        power = make_power(width)
+
+        @numba.njit(cache=False)
+        def kernel(values: np.ndarray, exponent: float, out: np.ndarray) -> None:
+            power(values, exponent, out)
+
+        _KERNELS[width] = kernel
+    return _KERNELS[width]
+
+
+def _libm(values: np.ndarray, exponent: float) -> np.ndarray:
+    """Python's float ** float, which is libm's pow (NumPy's power may be vectorized); IEEE's
+    0 ** -a = inf and nan ** 0 = 1, where Python raises or we skip."""
+    out = []
+    for value in values.tolist():
+        if exponent == 0.0:
+            out.append(1.0)
+        elif value == 0.0 and exponent < 0.0:
+            out.append(math.inf)
+        else:
+            out.append(math.pow(value, exponent) if value == value else math.nan)
+    return np.array(out)
+
+
+def test_the_widest_vectors_are_used_on_x86_64_linux() -> None:
+    # CI and the development machines are x86-64 Linux with glibc's libmvec.
+    assert VECTOR_WIDTH == max(WIDTHS) > 1
+
+
+@pytest.mark.parametrize(
+    ("features", "found", "machine", "width"),
+    [
+        ("+sse2,+avx,+avx2,+avx512f,+avx512dq", True, "x86_64", 8),
+        ("+sse2,+avx,+avx2,-avx512f", True, "x86_64", 4),
+        ("+sse2,-avx,-avx2,-avx512f", True, "x86_64", 2),
+        ("+avx2,+avx512f", False, "x86_64", 1),  # no libmvec: libm's scalar pow
+        ("+neon", True, "aarch64", 1),
+        ("", True, "x86_64", 2),
+    ],
+)
+def test_vector_width_follows_numbas_target_features(
+    features: str, found: bool, machine: str, width: int
+) -> None:
+    assert vector_width(features, found, machine) == width
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("exponent", [0.6, -0.4, 0.7, -0.28, 1.0, 0.0, 2.5, -1.0])
+def test_within_libmvecs_contract_of_libms_pow(width: int, exponent: float) -> None:
+    values = np.exp(np.random.default_rng(7).uniform(-40.0, 40.0, 20_003))
+    out = np.empty_like(values)
+    _power_kernel(width)(values, exponent, out)
+    expected = _libm(values, exponent)
+    ulps = np.abs(out - expected) / np.spacing(np.abs(expected))
+    assert ulps.max() <= 4.0
+    if width == 1:
+        np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_remainder_length(width: int) -> None:
+    for length in range(0, 3 * width + 2):
+        values = np.arange(1.0, length + 1.0)
+        out = np.full(length, -7.0)
+        _power_kernel(width)(values, 0.5, out)
+        np.testing.assert_allclose(out, np.sqrt(values), rtol=4e-16)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("exponent", [0.6, -0.4, 0.0, 1.0])
+def test_special_values_as_libm(width: int, exponent: float) -> None:
+    specials = np.array([0.0, -0.0, np.inf, np.nan, 1.0, 5e-324, 1e-300, 1e300, 4.0, 9.0])
+    specials = np.tile(specials, 2)  # both through the vector calls and the remainder
+    out = np.empty_like(specials)
+    _power_kernel(width)(specials, exponent, out)
+    expected = _libm(specials, exponent)
+    np.testing.assert_allclose(out, expected, rtol=4 * 2.0**-52, equal_nan=True)
+    assert np.array_equal(np.isinf(out), np.isinf(expected))
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_in_place(width: int) -> None:
+    values = np.linspace(0.1, 9.0, 37)
+    expected = _libm(values, -0.4)
+    _power_kernel(width)(values, -0.4, values)
+    np.testing.assert_allclose(values, expected, rtol=4 * 2.0**-52)
+
+
+def test_only_float64_vectors_and_a_float64_exponent() -> None:
+    kernel = _power_kernel(max(WIDTHS))
+    with pytest.raises(numba.core.errors.TypingError):
+        kernel(np.ones(4), 2, np.ones(4))  # an integer exponent
+    with pytest.raises(numba.core.errors.TypingError):
+        kernel(np.ones(4, np.float32), 2.0, np.ones(4, np.float32))
+
+
+def test_the_samplers_take_their_powers_from_it() -> None:
+    """Masses, P(i) and IS weights equal `power`'s results bit for bit; libm's differ from them
+    in some of these values (so the comparison tells the two apart)."""
+    vector = _power_kernel(VECTOR_WIDTH)
+    rng = np.random.default_rng(3)
+    n = 512
+    proportional = ProportionalSampler(alpha=0.6, eps=1e-6)
+    proportional.attach(n)
+    magnitudes = rng.random(n) * 5
+    proportional.update_priorities(np.arange(n), magnitudes)
+    masses = np.empty(n)
+    vector(magnitudes + 1e-6, 0.6, masses)
+    np.testing.assert_array_equal(proportional.tree.leaves(n), masses)
+    assert not np.array_equal(masses, _libm(magnitudes + 1e-6, 0.6))
+
+    draw = proportional.sample(n, 128, 0.4, rng)
+    p_min = proportional.tree.min_nodes[1] / proportional.tree.total
+    weights = np.empty(128)
+    vector(draw.probabilities / p_min, -0.4, weights)
+    np.testing.assert_array_equal(draw.weights, weights)
+
+    rank = RankBasedSampler(alpha=0.7)
+    rank.attach(n)
+    for slot in range(n):
+        rank.on_add(slot)
+    rank.update_priorities(np.arange(n), magnitudes)
+    draw = rank.sample(n, 128, 0.4, rng)
+    ranks = np.argsort(rank.order)[draw.indices] + 1.0
+    probabilities = np.empty(128)
+    vector(ranks, -0.7, probabilities)
+    total = np.sum(np.arange(1.0, n + 1) ** -0.7)
+    np.testing.assert_allclose(draw.probabilities, probabilities / total, rtol=1e-13)
+    vector(ranks / n, 0.7 * 0.4, weights)
+    np.testing.assert_array_equal(draw.weights, weights)
