@@ -22,6 +22,7 @@ from rdqn.replay.samplers import (
     Normalization,
     check_attached,
     check_normalization,
+    uniform,
 )
 from rdqn.replay.vector_power import power
 from rdqn.validation import check_real
@@ -120,7 +121,7 @@ class RankBasedSampler:
             self._rank_grid,
             self._cell,
             self.alpha,
-            rng.random(batch_size),
+            rng.bit_generator.random_raw(batch_size),
             beta,
             self._mode,
             self._max_weight,
@@ -244,7 +245,7 @@ def rank_sample_kernel(
     rank_grid: NDArray[np.int32],
     cell: float,
     alpha: float,
-    uniforms: NDArray[np.float64],
+    draws: NDArray[np.uint64],
     beta: float,
     mode: int,
     max_weight: float,
@@ -264,7 +265,7 @@ def rank_sample_kernel(
     whose prefix-sum counts bound its answer (a cell either side absorbs rounding)."""
     n = counters[COUNT_STORED]
     total = rank_cdf[n - 1]
-    batch = uniforms.shape[0]
+    batch = draws.shape[0]
     segment = total / batch
     cells = rank_grid.shape[0] - 1
     ranks = np.empty(batch, np.int64)
@@ -272,7 +273,7 @@ def rank_sample_kernel(
     queries = np.empty(batch, np.float64)
     longest = 0
     for k in range(batch):
-        queries[k] = (k + uniforms[k]) * segment
+        queries[k] = (k + uniform(draws[k])) * segment
         g = min(int(queries[k] / cell), cells)
         ranks[k] = rank_grid[max(g - 1, 0)]
         lengths[k] = rank_grid[min(g + 2, cells)] - ranks[k]

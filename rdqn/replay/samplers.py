@@ -108,6 +108,15 @@ def check_attached(capacity: int | None, name: str) -> int:
     return capacity
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def uniform(draw: np.uint64) -> float:
+    """u in [0, 1) from a bit generator's raw 64-bit output: its top 53 bits times 2^-53, which
+    is what `Generator.random` returns for PCG64 (NumPy's default), PCG64DXSM, Philox and SFC64.
+    The samplers take `rng.bit_generator.random_raw(B)` and convert in their kernels: the same
+    numbers, a cheaper call."""
+    return (draw >> 11) * 2.0**-53
+
+
 @numba.njit(cache=True, nogil=True)
 def importance_weights_kernel(
     probabilities: NDArray[np.float64],
@@ -139,7 +148,7 @@ def importance_weights_kernel(
 def stratified_sample_kernel(
     nodes: NDArray[np.float64],
     offset: int,
-    uniforms: NDArray[np.float64],
+    draws: NDArray[np.uint64],
     size: int,
     beta: float,
     mode: int,
@@ -154,11 +163,11 @@ def stratified_sample_kernel(
     segments of the total mass (Schaul et al. 2015, appendix B.2.1).
     """
     total = nodes[1, 0]
-    n = uniforms.shape[0]
+    n = draws.shape[0]
     segment = total / n
     queries = np.empty(n, np.float64)
     for k in range(n):
-        queries[k] = (k + uniforms[k]) * segment
+        queries[k] = (k + uniform(draws[k])) * segment
     found = descend_sorted(nodes, offset, queries)
     for k in range(n):
         out_indices[k] = found[k] - offset
@@ -322,7 +331,7 @@ class ProportionalSampler:
         stratified_sample_kernel(
             tree.nodes,
             tree.offset,
-            rng.random(batch_size),
+            rng.bit_generator.random_raw(batch_size),
             size,
             beta,
             self._mode,
