@@ -37,7 +37,10 @@ from rdqn.runs.store import owner_hash
 
 __all__ = [
     "MAIN_CONTROLS",
+    "STEPPED_AFTER_THE_END",
+    "STEP_AFTER_THE_END",
     "apply_settings",
+    "has_ended",
     "checked_prices",
     "current_lesson",
     "current_step",
@@ -69,6 +72,18 @@ SETTLE_SECONDS = 0.8
 """A slider's run restarts once its value has not changed for this long: arrow keys and drags
 pass through values the teacher did not mean, and each restart would replace the overlay."""
 UPLOAD_ENV = "rdqn/SyntheticMarket-v0"
+STEP_AFTER_THE_END = (
+    "The run has ended: Step starts a new run from the seed, paused after one step. The ended "
+    "run stays in Saved runs."
+)
+"""The Step button's help once the run has ended."""
+STEPPED_AFTER_THE_END = "Step started a new run from the seed. The ended run is in Saved runs."
+"""The toast when Step is pressed then (short enough to show whole)."""
+
+
+def has_ended(handle: RunHandle | None) -> bool:
+    """Whether the page's run is finished, stopped or failed (Start and Step begin anew)."""
+    return handle is not None and handle.status in FINAL_STATUSES
 
 
 def live_config() -> RunConfig:

@@ -7,11 +7,14 @@ from dashboard.guided import ALL_CONTROLS
 from dashboard.lessons import lessons
 from dashboard.live import (
     MAIN_CONTROLS,
+    STEP_AFTER_THE_END,
+    STEPPED_AFTER_THE_END,
     apply_settings,
     current_lesson,
     current_run,
     current_step,
     go_to_step,
+    has_ended,
     leave_lesson,
     live_config,
     load_params_once,
@@ -144,16 +147,19 @@ else:
     ):
         registry().pause(handle.id, owner=session().owner)
         st.rerun()
+    ended = has_ended(handle)
     if buttons[2].button(
         "Step",
         icon=":material/skip_next:",
         key="live.step",
-        help="One env step, then pause",
+        help=STEP_AFTER_THE_END if ended else "One env step, then pause",
         disabled=status == "created",  # queued: a step would give up its place
     ):
         if not active:
             restart(paused=True)
             handle = current_run()
+            if ended:
+                st.toast(STEPPED_AFTER_THE_END, icon=":material/fiber_new:")
         if handle is not None:
             registry().step(handle.id, owner=session().owner)
     if buttons[3].button(

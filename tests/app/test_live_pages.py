@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import state
 from dashboard.config_widgets import FORM_FIELDS, field_label
-from dashboard.live import SETTLE_SECONDS
+from dashboard.live import SETTLE_SECONDS, STEP_AFTER_THE_END, STEPPED_AFTER_THE_END
 from dashboard.params import URL_ALIASES
 from dashboard.state import checked_token, owner_for, registry
 from dashboard.text import plain
@@ -626,3 +626,23 @@ def test_a_second_session_of_the_browser_forking_the_same_run_shows_the_first_fo
     new = {handle.id for handle in registry().runs()} - before
     assert len(new) == 1, new
     assert [s.session_state["live.run_id"] for s in sessions] == [new.pop()] * 2
+
+
+def test_step_on_an_ended_run_says_that_it_starts_a_new_one() -> None:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["steps"] = "300"
+    at.run()
+    at.switch_page("pages/live.py").run()
+    assert at.button(key="live.step").help == "One env step, then pause"
+    at.button(key="live.start").click().run()
+    ended = registry().get(at.session_state["live.run_id"])
+    assert ended.join(timeout=60) and ended.status == "finished"
+    at.run()
+    assert at.button(key="live.step").help == STEP_AFTER_THE_END
+    at.button(key="live.step").click().run()
+    assert not at.exception
+    assert [toast.value for toast in at.toast] == [STEPPED_AFTER_THE_END]
+    fresh = registry().get(at.session_state["live.run_id"])
+    assert fresh.id != ended.id and fresh.config.seed == ended.config.seed
+    wait_for_steps(at, 1)
+    assert fresh.status == "paused" and fresh.snapshot().env_steps == 1

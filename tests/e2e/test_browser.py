@@ -303,3 +303,20 @@ def test_a_class_follows_the_teacher_and_a_student_forks_the_setup(page: Page, s
         if pause.is_enabled():
             pause.click()
         tab.context.close()
+
+
+def test_step_after_the_run_ended_starts_a_new_one_and_says_so(server: str, page: Page) -> None:
+    page.goto(f"{server}/live?steps=300")
+    page.get_by_role("button", name="Start", exact=True).click()
+    page.locator('[data-testid="stProgress"]', has_text="finished").first.wait_for()
+    ended = run_on_screen(page)
+    page.get_by_role("button", name="Step", exact=True).click()
+    toast = page.locator('[data-testid="stToast"]', has_text="Step started a new run")
+    toast.wait_for()
+    assert "The ended run is in Saved runs." in toast.inner_text()
+    assert "view more" not in toast.inner_text()  # the whole message shows
+    page.screenshot(path=str(ARTIFACTS / "step_after_end.png"))
+    page.locator('[data-testid="stProgress"]', has_text="paused").first.wait_for()
+    assert run_on_screen(page) != ended
+    assert steps_done(page) == 1
+    assert_no_exception(page)
