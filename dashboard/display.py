@@ -19,6 +19,13 @@ __all__ = ["PROJECTOR_FLAG", "projector_mode", "projector_toggle", "show_chart"]
 
 PROJECTOR_FLAG = "projector"
 PROJECTOR_HEIGHT = 1.3
+CHART_TOOLBAR: dict[str, Any] = {
+    "displaylogo": False,
+    # Kept: save as PNG, zoom, pan, reset axes. Plotly's other buttons (zoom in and out,
+    # autoscale, box and lasso select) made the toolbar that shows on hover run over the
+    # titles of charts in narrow columns; a drag still zooms and a double-click resets.
+    "modeBarButtonsToRemove": ["zoomIn2d", "zoomOut2d", "autoScale2d", "select2d", "lasso2d"],
+}
 _KEY = "app.projector"
 _TRUE = {"1", "true", "on", "yes"}
 
@@ -71,12 +78,13 @@ def projector_toggle() -> None:
 
 
 def show_chart(where: Any, fig: go.Figure, *, height: int | None = None, **kwargs: Any) -> None:
-    """`where.plotly_chart(fig, **kwargs)` (`where`: `st`, a column or a container), ``height``
-    px tall if given, restyled for a projector when the session is in projector mode (and
-    `PROJECTOR_HEIGHT` times as tall: its larger titles and legends would squeeze the plot)."""
+    """`where.plotly_chart(fig, **kwargs)` (`where`: `st`, a column or a container) with the
+    `CHART_TOOLBAR`, ``height`` px tall if given, restyled for a projector when the session is
+    in projector mode (and `PROJECTOR_HEIGHT` times as tall: its larger titles and legends
+    would squeeze the plot)."""
     if projector_mode():
         fig = for_projector(fig)
         height = round(height * PROJECTOR_HEIGHT) if height is not None else None
     if height is not None:
         fig.layout.height = height
-    where.plotly_chart(fig, **kwargs)
+    where.plotly_chart(fig, config=CHART_TOOLBAR, **kwargs)

@@ -52,6 +52,17 @@ def test_demo_trains_alpha_restarts_and_sum_tree_draws(server: str, page: Page) 
     assert metric(page, "Env steps") > first_steps
     assert_no_exception(page)
     page.screenshot(path=str(ARTIFACTS / "live.png"), full_page=True)
+    # Four of plotly's toolbar buttons (and Streamlit's fullscreen), so that the toolbar shown
+    # on hover stays clear of the titles of charts in narrow columns (Replay internals).
+    toolbar = page.evaluate(
+        """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"] .modebar')]
+                 .map(bar => [...bar.querySelectorAll('.modebar-btn')]
+                             .map(button => button.getAttribute('data-title')))"""
+    )
+    assert toolbar and all(
+        buttons == ["Download plot as a PNG", "Zoom", "Pan", "Reset axes", "Fullscreen"]
+        for buttons in toolbar
+    ), toolbar
 
     run_before = run_on_screen(page)
     alpha = page.locator('[data-testid="stSlider"]', has_text="prioritization")
