@@ -156,25 +156,28 @@ def stratified_sample_kernel(
     out_indices: NDArray[np.int64],
     out_probabilities: NDArray[np.float64],
     out_weights: NDArray[np.float64],
-) -> None:
-    """One fused pass: stratified queries, tree descent, P(i) and IS weights.
+) -> float:
+    """One fused pass: stratified queries, tree descent, P(i) and IS weights; returns the total
+    mass, and draws nothing when it is not positive and finite (the caller refuses the sample).
 
     Query k is m_k = (k + u_k) * total / B with u_k ~ U[0, 1): one uniform draw in each of B equal
-    segments of the total mass (Schaul et al. 2015, appendix B.2.1).
-    """
+    segments of the total mass (Schaul et al. 2015, appendix B.2.1). The queries and the descent's
+    work space live in `out_probabilities` until the P(i) replace them."""
     total = nodes[1, 0]
+    if not (total > 0.0 and total < np.inf):
+        return total
     n = draws.shape[0]
     segment = total / n
-    queries = np.empty(n, np.float64)
     for k in range(n):
-        queries[k] = (k + uniform(draws[k])) * segment
-    found = descend_sorted(nodes, offset, queries)
+        out_probabilities[k] = (k + uniform(draws[k])) * segment
+    descend_sorted(nodes, offset, out_probabilities, out_indices, out_probabilities)
     for k in range(n):
-        out_indices[k] = found[k] - offset
-        out_probabilities[k] = nodes[found[k], 0] / total
+        out_probabilities[k] = nodes[out_indices[k], 0] / total
+        out_indices[k] -= offset
     importance_weights_kernel(
         out_probabilities, nodes[1, 1] / total, size, beta, mode, max_weight, out_weights
     )
+    return total
 
 
 # Negative results of `priority_update_kernel`: why an update was refused (the tree unchanged).
@@ -321,14 +324,10 @@ class ProportionalSampler:
 
     def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
         tree = self.tree if self.tree is not None else self._tree()
-        total = tree.nodes[1, 0]
-        # A plain comparison: np.isfinite on a scalar costs more than the rest of this check.
-        if not 0.0 < total < math.inf:
-            raise ValueError(f"cannot sample: the total priority mass is {total}")
         indices = np.empty(batch_size, np.int64)
         probabilities = np.empty(batch_size, np.float64)
         weights = np.empty(batch_size, np.float64)
-        stratified_sample_kernel(
+        total = stratified_sample_kernel(
             tree.nodes,
             tree.offset,
             rng.bit_generator.random_raw(batch_size),
@@ -340,6 +339,9 @@ class ProportionalSampler:
             probabilities,
             weights,
         )
+        # A plain comparison: np.isfinite on a scalar costs more than the rest of this check.
+        if not 0.0 < total < math.inf:
+            raise ValueError(f"cannot sample: the total priority mass is {total}")
         return Draw(indices, probabilities, weights)
 
     def update_priorities(

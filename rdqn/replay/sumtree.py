@@ -154,14 +154,22 @@ def descend(nodes: NDArray[np.float64], offset: int, masses: NDArray[np.float64]
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def descend_sorted(
-    nodes: NDArray[np.float64], offset: int, masses: NDArray[np.float64]
+    nodes: NDArray[np.float64],
+    offset: int,
+    masses: NDArray[np.float64],
+    found: NDArray[np.int64],
+    remaining: NDArray[np.float64],
 ) -> NDArray[np.int64]:
     """`descend` for ascending masses (a stratified batch), with the top of the tree replaced by
     one merge: on the level of W >= B nodes (B = len(masses), W capped at the leaves), one
     left-to-right walk with a running prefix sum finds every mass's node in O(W + B) instead of
     B log2(W) steps down from the root. Empty nodes are skipped; a mass past the last positive
     node (rounding at the top edge) stays in it. The descents then go on as in `descend`, so
-    the same rules hold: never a zero-mass leaf, never a padding leaf."""
+    the same rules hold: never a zero-mass leaf, never a padding leaf.
+
+    The leaves' nodes go to `found` (returned), the work space is `remaining`; both have the
+    masses' length, and `remaining` may be `masses` itself (the caller's arrays: a sample
+    allocates nothing more)."""
     n = masses.shape[0]
     width = 1
     while width < n and width < offset:
@@ -169,8 +177,6 @@ def descend_sorted(
     last = 2 * width - 1
     while last > width and nodes[last, 0] <= 0.0:
         last -= 1
-    found = np.empty(n, np.int64)
-    remaining = np.empty(n, np.float64)
     node = width
     before = 0.0
     for k in range(n):

@@ -358,7 +358,8 @@ def test_find_with_arbitrary_floats_never_returns_zero_or_padding(
 
 @numba.njit(cache=False)
 def _find_sorted(nodes: np.ndarray, offset: int, masses: np.ndarray) -> np.ndarray:
-    return descend_sorted(nodes, offset, masses) - offset
+    found = np.empty(masses.shape[0], np.int64)
+    return descend_sorted(nodes, offset, masses, found, masses.copy()) - offset
 
 
 @settings(deadline=None, max_examples=150, derandomize=True)
