@@ -317,6 +317,7 @@ def test_a_class_follows_the_teacher_and_a_student_forks_the_setup(page: Page, s
 
 
 def test_step_after_the_run_ended_starts_a_new_one_and_says_so(server: str, page: Page) -> None:
+    page = another_browser(page.context.browser)  # a session with no run of its own yet
     page.goto(f"{server}/live?steps=300")
     page.get_by_role("button", name="Start", exact=True).click()
     page.locator('[data-testid="stProgress"]', has_text="finished").first.wait_for()
