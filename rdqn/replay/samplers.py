@@ -158,7 +158,8 @@ def stratified_sample_kernel(
     out_weights: NDArray[np.float64],
 ) -> float:
     """One fused pass: stratified queries, tree descent, P(i) and IS weights; returns the total
-    mass, and draws nothing when it is not positive and finite (the caller refuses the sample).
+    mass, and leaves the outputs unwritten when it is not positive and finite (the caller then
+    refuses the sample).
 
     Query k is m_k = (k + u_k) * total / B with u_k ~ U[0, 1): one uniform draw in each of B equal
     segments of the total mass (Schaul et al. 2015, appendix B.2.1). The queries and the descent's

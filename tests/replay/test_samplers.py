@@ -217,6 +217,29 @@ def test_rank_weights_closed_form(scripted: type) -> None:
     np.testing.assert_allclose(draw.weights, (4 * np.array([12, 6, 4, 3]) / 25) ** -0.5, rtol=1e-12)
 
 
+@pytest.mark.parametrize("make", [ProportionalSampler, RankBasedSampler])
+def test_batch_normalisation_and_the_weight_clip(make: Callable[..., Sampler]) -> None:
+    """ "batch": w = (P / the batch's smallest P)^-beta, the largest exactly 1 (for the rank
+    sampler (r / r_last)^(alpha beta)); max_weight cuts larger weights to it, here the "none"
+    mode's (N P)^-beta, some of which are above it and some below."""
+    rng = np.random.default_rng(21)
+    sampler = filled(make(alpha=0.8, is_normalization="batch"), 64, 50)
+    sampler.update_priorities(np.arange(50), rng.exponential(2.0, 50))
+    for _ in range(5):
+        draw = sampler.sample(50, 16, 0.6, rng)
+        assert draw.weights.max() == 1.0
+        smallest = draw.probabilities.min()
+        np.testing.assert_allclose(
+            draw.weights, (draw.probabilities / smallest) ** -0.6, rtol=1e-12
+        )
+    clipped = filled(make(alpha=0.8, is_normalization="none", max_weight=1.5), 64, 50)
+    clipped.update_priorities(np.arange(50), rng.exponential(2.0, 50))
+    draw = clipped.sample(50, 32, 1.0, rng)
+    raw = (50 * draw.probabilities) ** -1.0
+    assert (raw > 1.5).any() and (raw < 1.5).any()
+    np.testing.assert_allclose(draw.weights, np.minimum(raw, 1.5), rtol=1e-12)
+
+
 @pytest.mark.parametrize("mode", ["global", "batch", "none"])
 @pytest.mark.parametrize(
     "make", [ProportionalSampler, RankBasedSampler, lambda **kw: UniformSampler()]
