@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Page
+from playwright.sync_api import Page, expect
 
 from tests.e2e.browser import ARTIFACTS, another_browser, assert_no_exception, streamlit_server
 
@@ -21,11 +21,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def enter(tab: Page, token: str) -> None:
+    """Type a token into the admin box and return once the server has checked it: it empties
+    the box then. (Waiting for the message instead would race ahead: "That is not the admin
+    token." stays on screen from the guess before, and guesses typed before the server has seen
+    the last one may reach it as one.)"""
     box = tab.get_by_label("Admin token", exact=True)
     if not box.is_visible():
         tab.get_by_text("Admin", exact=True).click()
     box.fill(token)
     box.press("Enter")
+    expect(box).to_have_value("", timeout=60_000)
 
 
 def test_ten_wrong_tokens_from_a_student_brake_the_teachers_right_one(
