@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from playwright.sync_api import Browser, Locator, Page
+from playwright.sync_api import Locator, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from benchmarks.dashboard_server import start_dashboard
@@ -21,10 +21,13 @@ ARTIFACTS = ROOT / "test-artifacts"
 
 
 def another_browser(
-    browser: Browser, width: int | None = None, height: int | None = None, timeout_s: int = 60
+    page: Page, width: int | None = None, height: int | None = None, timeout_s: int = 60
 ) -> Page:
-    """A tab in a browser context of its own: another person's browser (its own cookies, so its
-    own dashboard session), `width` x `height` if given, waiting up to `timeout_s` per step."""
+    """A tab in a browser context of its own, in `page`'s browser: another person's browser (its
+    own cookies, so its own dashboard session), `width` x `height` if given, waiting up to
+    `timeout_s` per step."""
+    browser = page.context.browser
+    assert browser is not None  # a tab of a launched browser
     if width and height:
         context = browser.new_context(viewport={"width": width, "height": height})
     else:

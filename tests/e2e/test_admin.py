@@ -36,9 +36,7 @@ def enter(tab: Page, token: str) -> None:
 def test_ten_wrong_tokens_from_a_student_brake_the_teachers_right_one(
     page: Page, server: str
 ) -> None:
-    browser = page.context.browser
-    assert browser is not None
-    student = another_browser(browser, 1400, 1000)
+    student = another_browser(page, 1400, 1000)
     student.goto(f"{server}/runs")
     for guess in range(10):
         enter(student, f"guess-{guess}")

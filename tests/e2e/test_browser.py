@@ -96,9 +96,7 @@ def test_settings_form_and_shared_url_reproduce_the_setup_in_another_session(
 ) -> None:
     """A teacher sets up a run (URL and form), a student opens the copied address in a browser
     session of their own and sees the same setup."""
-    browser = page.context.browser
-    assert browser is not None
-    teacher = another_browser(browser, 1280, 720)
+    teacher = another_browser(page, 1280, 720)
     teacher.goto(f"{server}/live?preset=paper&alpha=0.8")
     sidebar = teacher.locator('[data-testid="stSidebar"]')
     capacity = sidebar.get_by_role("spinbutton", name="Capacity")
@@ -113,7 +111,7 @@ def test_settings_form_and_shared_url_reproduce_the_setup_in_another_session(
     assert_no_exception(teacher)
     teacher.screenshot(path=str(ARTIFACTS / "live-settings-teacher.png"))
 
-    student = another_browser(browser, 1280, 720)
+    student = another_browser(page, 1280, 720)
     student.goto(teacher.url)
     student_sidebar = student.locator('[data-testid="stSidebar"]')
     student_sidebar.get_by_text("Run settings").wait_for()
@@ -155,8 +153,6 @@ def test_a_new_session_is_served_while_runs_train_in_worker_processes(
 ) -> None:
     """Two sessions keep runs training; a third opens the live page, starts its own run and
     sees it running quickly, because training happens in worker processes, not the server."""
-    browser = page.context.browser
-    assert browser is not None
     url = server
     page.goto(f"{url}/live")  # an earlier test's session: a run still training pauses
     pause = page.get_by_role("button", name="Pause")
@@ -165,13 +161,13 @@ def test_a_new_session_is_served_while_runs_train_in_worker_processes(
         pause.click()
     sessions = []
     for _ in range(2):
-        tab = another_browser(browser, 1400, 1000)
+        tab = another_browser(page, 1400, 1000)
         start_a_run(tab, url)
         # The run trains on while its tab shows another page: this machine's two cores then
         # serve the newcomer, not two more browsers redrawing charts every second.
         tab.get_by_role("link", name="One update by hand").first.click()
         sessions.append(tab)
-    newcomer = another_browser(browser, 1280, 720)
+    newcomer = another_browser(page, 1280, 720)
     begin = time.monotonic()
     start_a_run(newcomer, url)
     assert time.monotonic() - begin < 20, "a new session waited too long while runs trained"
@@ -198,12 +194,10 @@ def test_run_states_the_idle_rule_closing_the_server_and_resuming_after_it(
     another page of the same tab (the run goes on), then the server closes: no worker is left.
     A new server on the same store offers the stopped run to the same browser, and Resume goes
     on where it stopped, under the same id."""
-    browser = page.context.browser
-    assert browser is not None
     # The idle timeout is short, but not so short that a loaded machine's slow page refreshes
     # count as a closed page.
     with streamlit_server(tmp_path, "server-shutdown.log", RDQN_IDLE_TIMEOUT="5") as (url, server):
-        tab = another_browser(browser, timeout_s=120)
+        tab = another_browser(page, timeout_s=120)
         start_a_run(tab, url)
 
         def press(button: str, state: str) -> None:
@@ -264,14 +258,12 @@ def test_a_class_follows_the_teacher_and_a_student_forks_the_setup(page: Page, s
     """The teacher shares the class link (QR and copyable), a student opens it in another
     browser session, the teacher restarts with another α and the student's view follows; the
     student then starts a run of their own from the teacher's setup."""
-    browser = page.context.browser
-    assert browser is not None
     page.goto(f"{server}/live")  # the earlier tests' session: a run still training pauses
     pause = page.get_by_role("button", name="Pause")
     pause.wait_for()
     if pause.is_enabled():
         pause.click()
-    teacher = another_browser(browser, 1600, 1000)
+    teacher = another_browser(page, 1600, 1000)
     start_a_run(teacher, server)
     first = run_on_screen(teacher)
     teacher.get_by_role("button", name="Share with the class").click()
@@ -283,7 +275,7 @@ def test_a_class_follows_the_teacher_and_a_student_forks_the_setup(page: Page, s
     teacher.screenshot(path=str(ARTIFACTS / "share-with-the-class.png"))
     teacher.keyboard.press("Escape")
 
-    student = another_browser(browser, 1280, 720)
+    student = another_browser(page, 1280, 720)
     student.goto(link)
     student.get_by_text("Following class").wait_for()
     student.wait_for_function(f"() => document.body.innerText.includes('run {first}')")
@@ -317,7 +309,7 @@ def test_a_class_follows_the_teacher_and_a_student_forks_the_setup(page: Page, s
 
 
 def test_step_after_the_run_ended_starts_a_new_one_and_says_so(server: str, page: Page) -> None:
-    page = another_browser(page.context.browser)  # a session with no run of its own yet
+    page = another_browser(page)  # a session with no run of its own yet
     page.goto(f"{server}/live?steps=300")
     page.get_by_role("button", name="Start", exact=True).click()
     page.locator('[data-testid="stProgress"]', has_text="finished").first.wait_for()

@@ -39,7 +39,7 @@ def _box(page: Page, selector: str, text: str) -> dict[str, float]:
 def test_the_first_screen_at_1280x720_holds_the_controls_and_the_reward_curve(
     page: Page, server: str
 ) -> None:
-    tab = another_browser(page.context.browser, 1280, 720)
+    tab = another_browser(page, 1280, 720)
     start_a_run(tab, server)
     tab.locator(".gtitle:visible", has_text="Episode return").first.wait_for()
     for selector, text in (
@@ -98,7 +98,7 @@ def _main_font_size_table(page: Page) -> dict[str, float]:
 
 
 def test_projector_mode_from_the_url_lasts_across_pages(page: Page, server: str) -> None:
-    tab = another_browser(page.context.browser, 1280, 720)
+    tab = another_browser(page, 1280, 720)
     tab.goto(f"{server}/sum_tree?projector=1")
     tab.locator(".xtick text").first.wait_for()
     assert tab.get_by_role("switch", name="Projector mode").is_checked()
@@ -127,7 +127,7 @@ def test_projector_mode_from_the_url_lasts_across_pages(page: Page, server: str)
 
 
 def test_a_lesson_lasts_the_session_across_pages(page: Page, server: str) -> None:
-    tab = another_browser(page.context.browser)
+    tab = another_browser(page)
     tab.goto(f"{server}/live?lesson=alpha")
     tab.get_by_text("Lesson: How strongly to prioritize").wait_for()
     assert not tab.locator('[data-testid="stSlider"]', has_text="IS correction").count()
@@ -151,14 +151,13 @@ def test_a_full_server_queues_a_student_shows_the_wait_and_starts_by_itself(
     waits in the queue (place, estimate, a way back to the teacher) and starts by itself when
     the teacher pauses (a paused run holds memory, not the slot); the teacher's Resume then
     waits for the slot in turn."""
-    browser = page.context.browser
     with streamlit_server(tmp_path, "server-full.log", RDQN_MAX_RUNS="1") as (url, _):
-        teacher = another_browser(browser, timeout_s=120)
+        teacher = another_browser(page, timeout_s=120)
         start_a_run(teacher, url)
         teacher.locator('[data-testid="stProgress"]', has_text="left").first.wait_for()
         code = _class_code(teacher)
 
-        student = another_browser(browser, timeout_s=120)
+        student = another_browser(page, timeout_s=120)
         student.goto(f"{url}/live?follow={code}")
         # The click leaves the read-only view (its callback drops ?follow=) ...
         act_until(
@@ -179,7 +178,7 @@ def test_a_full_server_queues_a_student_shows_the_wait_and_starts_by_itself(
         assert f"follow={code}" in (watch.get_attribute("href") or "")
         student.screenshot(path=str(ARTIFACTS / "queued-student.png"))
         # A student who came without the class link is offered the class on show too.
-        latecomer = another_browser(browser, timeout_s=120)
+        latecomer = another_browser(page, timeout_s=120)
         latecomer.goto(f"{url}/live?steps=1000000")
         latecomer.get_by_role("button", name="Start", exact=True).click()
         latecomer.get_by_text("place 2 of 2").wait_for()
@@ -224,7 +223,7 @@ def _class_code(teacher: Page) -> str:
 def test_a_guided_lesson_from_start_to_end(page: Page, server: str) -> None:
     """The teacher opens a lesson link, starts step 1, and goes through every step with Next
     (each step's chart outlined, its controls only), back once, and leaves the lesson."""
-    tab = another_browser(page.context.browser, 1600, 1000)
+    tab = another_browser(page, 1600, 1000)
     tab.goto(f"{server}/live?lesson=why-prioritize")
     panel = tab.locator(".st-key-live_lesson")
     panel.get_by_text("step 1 of 5").wait_for()

@@ -24,9 +24,7 @@ PAYLOAD = (
 def test_another_student_watches_cannot_delete_and_sees_url_text_as_text(
     page: Page, server: str
 ) -> None:
-    browser = page.context.browser
-    assert browser is not None
-    owner = another_browser(browser, 1400, 1000)
+    owner = another_browser(page, 1400, 1000)
     owner.goto(f"{server}/live?steps=1000000")
     owner.get_by_role("button", name="Start", exact=True).click()
     # The run is filed at once; no need to wait for it to train.
@@ -34,7 +32,7 @@ def test_another_student_watches_cannot_delete_and_sees_url_text_as_text(
     found.wait_for()
     run_id = RUN_ID.search(found.inner_text()).group(0)  # type: ignore[union-attr]
 
-    other = another_browser(browser, 1400, 1000)
+    other = another_browser(page, 1400, 1000)
     fetched: list[str] = []
     other.on("request", lambda request: fetched.append(request.url))
     query = urlencode({"run": run_id, "preset": PAYLOAD, "alpha": PAYLOAD})

@@ -53,7 +53,7 @@ def test_a_reload_keeps_the_run_and_another_browser_is_not_offered_it(
     again.get_by_text(f"Run {run_id} (").wait_for()  # this browser is offered it
     _page_drawn(again)
 
-    other = another_browser(browser)
+    other = another_browser(page)
     other.goto(f"{server}/live")
     _page_drawn(other)
     assert other.get_by_text(f"Run {run_id} (").count() == 0
