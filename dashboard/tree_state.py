@@ -14,8 +14,16 @@ import streamlit as st
 
 from dashboard.state import TREE_SEED
 from rdqn.classroom import tree_demo
+from rdqn.replay.sumtree import SumTree
 
-__all__ = ["clear_draws", "draw_batch", "draw_many", "set_priorities"]
+__all__ = [
+    "clear_draws",
+    "draw_batch",
+    "draw_many",
+    "drawn_counts",
+    "set_priorities",
+    "shown_batch",
+]
 
 
 def set_priorities(values: np.ndarray) -> None:
@@ -48,3 +56,21 @@ def clear_draws() -> None:
     """Forget every draw and restart the generator from its seed."""
     st.session_state["tree.uniforms"] = st.session_state["tree.tally"] = None
     st.session_state["tree.rng"] = np.random.default_rng(TREE_SEED)
+
+
+def shown_batch(tree: SumTree) -> tree_demo.BatchDraw | None:
+    """The last batch's descents in `tree` (the masses as they are now); None before the first
+    draw, or once the batch size changed since."""
+    uniforms = st.session_state["tree.uniforms"]
+    if uniforms is None or len(uniforms) != st.session_state["tree.batch"]:
+        return None
+    return tree_demo.draw_batch(tree, uniforms)
+
+
+def drawn_counts(leaf_masses: np.ndarray) -> tuple[np.ndarray, bool]:
+    """How often each leaf has been drawn from `leaf_masses`, and whether the draws before were
+    from other masses (the priorities or α changed since: the counts start again)."""
+    tally = st.session_state["tree.tally"]
+    if tally is not None and tally.matches(leaf_masses):
+        return np.asarray(tally.counts), False
+    return np.zeros(len(leaf_masses), np.int64), tally is not None

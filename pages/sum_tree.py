@@ -1,6 +1,5 @@
 """Sum tree: how proportional PER stores priorities and draws a stratified batch, for a class."""
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -13,6 +12,7 @@ from dashboard.figures import (
     sum_tree_figure,
     tree_levels_figure,
 )
+from dashboard.live_tree_notes import no_tree_note, tree_note
 from dashboard.state import ensure_app_frame, latest_snapshot
 from dashboard.text import plain
 from rdqn.classroom import tree_demo as td
@@ -106,12 +106,7 @@ st.markdown(explanation("sum_tree_reading"))
 
 leaf_masses = table["mass"].to_numpy()
 tree = td.build_tree(leaf_masses)
-uniforms = ss["tree.uniforms"]
-batch = (
-    td.draw_batch(tree, uniforms)
-    if uniforms is not None and len(uniforms) == ss["tree.batch"]
-    else None
-)
+batch = tree_state.shown_batch(tree)
 show_chart(
     tree_slot,
     sum_tree_figure(
@@ -160,10 +155,9 @@ else:
         },
         width="stretch",
     )
-tally = ss["tree.tally"]
-counts = tally.counts if tally is not None and tally.matches(leaf_masses) else np.zeros(n)
+counts, restarted = tree_state.drawn_counts(leaf_masses)
 show_chart(st, draw_histogram_figure(counts, leaf_masses), width="stretch")
-if tally is not None and not tally.matches(leaf_masses):
+if restarted:
     st.caption("The priorities or α changed since the last draws: the histogram restarts.")
 
 st.divider()
@@ -174,10 +168,7 @@ st.subheader("The live run's tree")
 def live_tree() -> None:
     snap = latest_snapshot(ss.get("live.run_id"))
     if snap is None or not snap.tree_levels:
-        # Rank-based and uniform replay keep no sum tree: the text says so and why.
-        scheme = snap.scheme if snap is not None else ""
-        name = f"sum_tree_live_{scheme}" if scheme in ("rank", "uniform") else "sum_tree_live_none"
-        st.info(explanation(name), icon=":material/info:")
+        st.info(no_tree_note(snap), icon=":material/info:")
         st.page_link("pages/live.py", label="Live training", icon=":material/monitoring:")
         return
     show_chart(
@@ -190,17 +181,7 @@ def live_tree() -> None:
         ),
         width="stretch",
     )
-    leaves = td.tree_leaf_count(snap.capacity)
-    numbers = {
-        "leaves": leaves,
-        "capacity": snap.capacity,
-        "padding": leaves - snap.capacity,
-        "size": snap.buffer_size,
-    }
-    parts = ["sum_tree_live"]
-    parts += ["sum_tree_live_padding"] if leaves > snap.capacity else []
-    parts += ["sum_tree_live_empty"] if snap.buffer_size < snap.capacity else []
-    st.caption(" ".join(explanation(name).format(**numbers).strip() for name in parts))
+    st.caption(tree_note(snap))
 
 
 live_tree()
