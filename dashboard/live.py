@@ -60,6 +60,7 @@ __all__ = [
     "run_is_resumable",
     "toggle_training",
     "start_live_run",
+    "step_once",
     "sync_url",
     "try_it_myself",
     "use_defaults",
@@ -84,6 +85,20 @@ STEPPED_AFTER_THE_END = "Step started a new run from the seed. The ended run is 
 def has_ended(handle: RunHandle | None) -> bool:
     """Whether the page's run is finished, stopped or failed (Start and Step begin anew)."""
     return handle is not None and handle.status in FINAL_STATUSES
+
+
+def step_once() -> None:
+    """Step: one env step of the page's run, then pause. Where no run is running or paused, a
+    new paused run of the settings takes that step; after an ended run a toast says so."""
+    handle = current_run()
+    if handle is None or handle.status not in ("running", "paused"):
+        ended = has_ended(handle)
+        restart(paused=True)
+        handle = current_run()
+        if ended:
+            st.toast(STEPPED_AFTER_THE_END, icon=":material/fiber_new:")
+    if handle is not None:
+        registry().step(handle.id, owner=session().owner)
 
 
 def live_config() -> RunConfig:

@@ -8,7 +8,6 @@ from dashboard.lessons import lessons
 from dashboard.live import (
     MAIN_CONTROLS,
     STEP_AFTER_THE_END,
-    STEPPED_AFTER_THE_END,
     apply_settings,
     current_lesson,
     current_run,
@@ -27,6 +26,7 @@ from dashboard.live import (
     resumable_runs,
     resume_run,
     run_is_resumable,
+    step_once,
     sync_url,
     toggle_training,
     try_it_myself,
@@ -129,7 +129,6 @@ else:
     handle = current_run()
     status = handle.status if handle is not None else None
     ss["live.shown_status"] = (ss["live.run_id"], status)  # what the buttons below assume
-    active = status in ("running", "paused")
     waiting = handle is not None and registry().position(handle.id) is not None
     goes_on = status == "paused" or (status == "stopped" and run_is_resumable(handle.id))
     if buttons[0].button(
@@ -147,21 +146,14 @@ else:
     ):
         registry().pause(handle.id, owner=session().owner)
         st.rerun()
-    ended = has_ended(handle)
     if buttons[2].button(
         "Step",
         icon=":material/skip_next:",
         key="live.step",
-        help=STEP_AFTER_THE_END if ended else "One env step, then pause",
+        help=STEP_AFTER_THE_END if has_ended(handle) else "One env step, then pause",
         disabled=status == "created",  # queued: a step would give up its place
     ):
-        if not active:
-            restart(paused=True)
-            handle = current_run()
-            if ended:
-                st.toast(STEPPED_AFTER_THE_END, icon=":material/fiber_new:")
-        if handle is not None:
-            registry().step(handle.id, owner=session().owner)
+        step_once()
     if buttons[3].button(
         "Reset", icon=":material/restart_alt:", key="live.reset", help="Restart from the seed"
     ):
