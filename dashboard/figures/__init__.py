@@ -37,12 +37,8 @@ from dashboard.figures.distributions import (
     td_stages_figure,
     weights_scatter,
 )
-from dashboard.figures.tree import (
-    draw_histogram_figure,
-    segments_figure,
-    sum_tree_figure,
-    tree_levels_figure,
-)
+from dashboard.figures.segments import draw_histogram_figure, segments_figure
+from dashboard.figures.tree import sum_tree_figure, tree_levels_figure
 
 __all__ = [
     "BASE_FONT_SIZE",
