@@ -58,6 +58,7 @@ __all__ = [
     "resumable_runs",
     "resume_run",
     "run_is_resumable",
+    "run_settings",
     "toggle_training",
     "start_live_run",
     "step_once",
@@ -450,6 +451,18 @@ def sync_url() -> None:
     st.query_params.update(wanted)
 
 
+def run_settings(run_id: str) -> RunConfig | None:
+    """The settings of run `run_id`, training here or saved in the store; None when this server
+    has no such run (a mistyped link, a deleted run)."""
+    handle = registry().get(run_id)
+    if handle is not None:
+        return handle.config
+    try:
+        return RunConfig.from_dict(store().get_run(run_id).config)
+    except KeyError:
+        return None
+
+
 def try_it_myself(follow: str | None, run_id: str | None) -> None:
     """Start this session's own run from the settings of the run it watches (the class's
     current run at the time of the click when following), subject to the cap, leaving the
@@ -459,10 +472,10 @@ def try_it_myself(follow: str | None, run_id: str | None) -> None:
         st.session_state["live.came_from_class"] = follow  # to watch again while queued
     if run_id is None:
         return
-    handle = registry().get(run_id)
-    config = (
-        handle.config if handle is not None else RunConfig.from_dict(store().get_run(run_id).config)
-    )
+    config = run_settings(run_id)
+    if config is None:  # deleted since the page showed it
+        st.toast(f"Run {run_id} is no longer on this server: there is no setup to copy.")
+        return
     _use_settings_of(config)
     for key in ("run", "follow"):
         st.query_params.pop(key, None)

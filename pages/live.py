@@ -26,6 +26,7 @@ from dashboard.live import (
     resumable_runs,
     resume_run,
     run_is_resumable,
+    run_settings,
     step_once,
     sync_url,
     toggle_training,
@@ -100,7 +101,8 @@ if watching:
         key="live.fork",
         on_click=try_it_myself,
         args=(parsed.follow, parsed.run_id),
-        disabled=watched is None and parsed.follow is None,
+        # Following: the class's run at the time of the click. One run: only one this server has.
+        disabled=parsed.follow is None and (watched is None or run_settings(watched) is None),
         help="Start a run of your own with these settings",
     )
     if parsed.run_id is not None and registry().get(parsed.run_id) is None:

@@ -371,6 +371,36 @@ def test_students_follow_the_teachers_current_run_and_can_fork_it() -> None:
     assert "follow" not in student.query_params and student.query_params["alpha"] == "0.9"
 
 
+def test_a_run_this_server_does_not_have_offers_no_setup_to_copy() -> None:
+    """A mistyped or deleted run's link: the page says so and the fork button is off; a run
+    deleted after the page showed it gets a toast on the click, not an error page."""
+    student = AppTest.from_file(APP, default_timeout=60)
+    student.query_params["run"] = "deadbeef0000"
+    student.run()
+    student.switch_page("pages/live.py").run()
+    assert not student.exception
+    assert "No run with id 'deadbeef0000'" in student.warning[0].value
+    assert student.button(key="live.fork").disabled
+
+    run_store = state.store()
+    config = preset("chain-lesson").to_dict()
+    run_id = run_store.create_run(
+        config=config, env_id="rdqn/SparseChain-v0", scheme="rank", seed=0
+    )
+    run_store.set_status(run_id, "stopped", "stopped: by the user")
+    watcher = AppTest.from_file(APP, default_timeout=60)
+    watcher.query_params["run"] = run_id
+    watcher.run()
+    watcher.switch_page("pages/live.py").run()
+    assert not watcher.button(key="live.fork").disabled
+    run_store.delete_run(run_id)
+    watcher.button(key="live.fork").click().run()
+    assert not watcher.exception
+    assert [toast.value for toast in watcher.toast] == [
+        f"Run {run_id} is no longer on this server: there is no setup to copy."
+    ]
+
+
 def test_following_an_unknown_class_says_so() -> None:
     student = AppTest.from_file(APP, default_timeout=60)
     student.query_params["follow"] = "ZZZZ"
