@@ -13,7 +13,7 @@ import streamlit as st
 from streamlit import net_util
 
 from dashboard import figures
-from dashboard.display import show_chart
+from dashboard.display import projector_mode, show_chart
 from dashboard.eta import duration_text, queue_wait_seconds, remaining_seconds
 from dashboard.history import run_label
 from dashboard.live import prices_note
@@ -41,22 +41,29 @@ def highlight_css(area: str) -> str:
     )
 
 
-def _metrics(snap: Telemetry, status: str) -> None:
-    metrics = st.container(key="live_area_metrics").columns(7)
+def _metrics(snap: Telemetry, status: str, scheme: str) -> None:
+    """The run's counters: one row of seven, or two rows of four in projector mode, whose
+    large digits do not fit "30,000" into a seventh of a 1280-pixel screen."""
+    per_row = 4 if projector_mode() else 7
+    area = st.container(key="live_area_metrics")
+    cells = [cell for _ in range(-(-7 // per_row)) for cell in area.columns(per_row)]
     recent = snap.episode_returns[-ROLLING_WINDOW:]
     rate = snap.steps_per_second if status == "running" else 0.0
-    metrics[0].metric("Env steps", f"{snap.env_steps:,}")
-    metrics[1].metric("Updates", f"{snap.updates:,}")
-    metrics[2].metric("Episodes", f"{snap.episodes:,}")
-    metrics[3].metric("Steps/s", f"{rate:,.0f}")
-    metrics[4].metric("β", f"{snap.beta:.3f}", help="IS correction now (annealed from β₀ to 1)")
-    metrics[5].metric(
+    cells[0].metric("Env steps", f"{snap.env_steps:,}")
+    cells[1].metric("Updates", f"{snap.updates:,}")
+    cells[2].metric("Episodes", f"{snap.episodes:,}")
+    cells[3].metric("Steps/s", f"{rate:,.0f}")
+    if scheme == "uniform":
+        cells[4].metric("β", "–", help="Uniform replay draws every memory alike: no IS correction")
+    else:
+        cells[4].metric("β", f"{snap.beta:.3f}", help="IS correction now (annealed from β₀ to 1)")
+    cells[5].metric(
         "Explore rate",
         f"{snap.epsilon:.3f}",
         help="Probability of a random action (exploration), annealed over the first steps; "
         "not the priority offset ε of |δ| + ε",
     )
-    metrics[6].metric(
+    cells[6].metric(
         f"Return (last {ROLLING_WINDOW})", f"{np.mean(recent):.1f}" if recent.size else "–"
     )
 
@@ -115,12 +122,14 @@ def run_view(
             icon=":material/hourglass_top:",
         )
     previous = registry().get(previous_run_id) if previous_run_id else None
-    overlay = overlay_label = None
+    overlay = td_overlay = overlay_label = None
     if previous is not None:
         old = previous.snapshot(touch=False)
+        overlay_label = f"previous: {run_label(previous.config)}"
         if old is not None and old.episode_returns.size:
             overlay = (old.episode_end_steps, old.episode_returns)
-            overlay_label = f"previous: {run_label(previous.config)}"
+        if old is not None and old.td_abs_mean.size:
+            td_overlay = (old.log_updates, old.td_abs_mean)
     charts = st.columns([3, 2])
     show_chart(
         charts[0].container(key="live_area_reward"),
@@ -138,12 +147,20 @@ def run_view(
     )
     show_chart(
         charts[1].container(key="live_area_loss"),
-        figures.loss_curve(snap.log_updates, snap.losses, snap.td_abs_mean, scheme=snap.scheme),
+        figures.loss_curve(
+            snap.log_updates,
+            snap.losses,
+            snap.td_abs_mean,
+            smoothing=smoothing,
+            overlay=td_overlay,
+            overlay_label=overlay_label or "previous run",
+            scheme=snap.scheme,
+        ),
         width="stretch",
         height=CHART_HEIGHT,
         key="live.loss_chart",
     )
-    _metrics(snap, status)
+    _metrics(snap, status, handle.config.replay.scheme)
 
 
 def _record(run_id: str) -> RunRecord | None:

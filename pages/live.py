@@ -56,7 +56,7 @@ if parsed.lesson or in_lesson:
 if in_lesson and step is not None:
     lesson, number = in_lesson
     with st.container(border=True, key="live_lesson"):
-        text, back, ahead, leave = st.columns([6, 1, 1, 1.4], vertical_alignment="center")
+        text, back, ahead, leave = st.columns([4.5, 1, 1, 2], vertical_alignment="center")
         text.markdown(
             f"**Lesson: {lesson.title}** · step {number} of {len(lesson.steps)}: **{step.title}**"
         )

@@ -121,48 +121,93 @@ def loss_curve(
     losses: ArrayLike,
     td_abs_mean: ArrayLike | None = None,
     *,
+    smoothing: float = 0.0,
+    overlay: tuple[ArrayLike, ArrayLike] | None = None,
+    overlay_label: str = "previous run",
     log_y: bool = False,
     scheme: str | None = None,
     title: str = "Training loss",
 ) -> go.Figure:
     """Loss per learner update, with the batch-mean |TD error| on a second y axis if given.
 
-    `log_y` puts both y axes on a log scale (losses span orders of magnitude early on).
+    `overlay` = (updates, mean |TD error|) of a previous run, drawn on the same right axis in
+    dotted grey (smoothed like the run's own), so that a lesson can compare the errors the two
+    runs studied.
+
+    With `smoothing` > 0 (the page's EMA, as for the returns) the loss is drawn raw (faint) and
+    smoothed (`ema`), and the |TD error| smoothed only: its raw values, one per update, swing
+    by the batch and drew a solid band of dots. `log_y` puts both y axes on a log scale (losses
+    span orders of magnitude early on).
     """
     x = _as_1d(updates)
     y = _as_1d(losses)
     _same_length(updates=x, losses=y)
     if x.size == 0:
         return empty_figure(title)
-    loss_x, loss_y = _thinned(x, y)
-    traces: list[dict[str, Any]] = [
+    color = _scheme_color(scheme)
+    smoothed = f" (EMA {smoothing:g})" if smoothing > 0 else ""
+    traces: list[dict[str, Any]] = []
+    if smoothing > 0:
+        raw_x, raw_y = _thinned(x, y)
+        traces.append(
+            {
+                "type": "scatter",
+                "x": raw_x,
+                "y": raw_y,
+                "mode": "lines",
+                "name": "loss",
+                "showlegend": False,  # the faint twin of the smoothed line: a legend row less
+                "line": {"color": _rgba(color, 0.3), "width": 1},
+                "hovertemplate": "update %{x:,}<br>loss %{y:.4g}<extra></extra>",
+            }
+        )
+    loss_x, loss_y = _thinned(x, ema(y, smoothing))
+    traces.append(
         {
             "type": "scatter",
             "x": loss_x,
             "y": loss_y,
             "mode": "lines",
-            "name": "loss",
-            "line": {"color": _scheme_color(scheme), "width": 2},
-            "hovertemplate": "update %{x:,}<br>loss %{y:.4g}<extra></extra>",
+            "name": f"loss{smoothed}",
+            "line": {"color": color, "width": 2.5 if smoothing > 0 else 2},
+            "hovertemplate": f"update %{{x:,}}<br>loss{smoothed} %{{y:.4g}}<extra></extra>",
         }
-    ]
+    )
     extra: dict[str, Any] = {}
     if td_abs_mean is not None:
         td = _as_1d(td_abs_mean)
         _same_length(updates=x, td_abs_mean=td)
-        td_x, td_y = _thinned(x, td)
+        td_x, td_y = _thinned(x, ema(td, smoothing))
         traces.append(
             {
                 "type": "scatter",
                 "x": td_x,
                 "y": td_y,
                 "mode": "lines",
-                "name": "mean |TD error|",
+                "name": f"mean |TD error|{smoothed}",
                 "yaxis": "y2",
-                "line": {"color": "#444", "width": 1.5, "dash": "dot"},
-                "hovertemplate": "update %{x:,}<br>mean |TD error| %{y:.4g}<extra></extra>",
+                "line": {"color": "#444", "width": 2.5 if smoothing > 0 else 1.5, "dash": "dot"},
+                "hovertemplate": f"update %{{x:,}}<br>mean |TD error|{smoothed} %{{y:.4g}}"
+                "<extra></extra>",
             }
         )
+        if overlay is not None and _as_1d(overlay[1]).size:
+            old_x, old_td = _as_1d(overlay[0]), _as_1d(overlay[1])
+            _same_length(overlay_updates=old_x, overlay_td_abs_mean=old_td)
+            old_x, old_td = _thinned(old_x, ema(old_td, smoothing))
+            traces.append(
+                {
+                    "type": "scatter",
+                    "x": old_x,
+                    "y": old_td,
+                    "mode": "lines",
+                    "name": overlay_label,  # as on the reward chart; dotted like |TD error|
+                    "yaxis": "y2",
+                    "line": {"color": FAINT, "width": 2.5, "dash": "dot"},
+                    "hovertemplate": f"{overlay_label}<br>update %{{x:,}}<br>mean |TD error|"
+                    f"{smoothed} %{{y:.4g}}<extra></extra>",
+                }
+            )
         extra["yaxis2"] = {
             "title": {"text": "mean |TD error|"},
             "overlaying": "y",
@@ -177,7 +222,7 @@ def loss_curve(
     layout = _style(
         title=title,
         x_title="learner updates",
-        legend=td_abs_mean is not None,
+        legend=td_abs_mean is not None or smoothing > 0,
         yaxis=yaxis,
         **extra,
     )

@@ -362,6 +362,35 @@ def test_loss_curve_puts_mean_td_error_on_a_second_axis() -> None:
     assert fig.layout.yaxis2.tickmode == "auto"  # its own round ticks
 
 
+def test_loss_curve_smoothed_draws_raw_loss_faint_and_both_curves_as_their_ema() -> None:
+    """The page's EMA: [1, 2, 3] with smoothing 0.5 is [1, 5/3, 17/7] (`ema`'s docstring)."""
+    fig = loss_curve([1, 2, 3], [1.0, 2.0, 3.0], [3.0, 2.0, 1.0], smoothing=0.5)
+    raw, smooth = trace(fig, "loss"), trace(fig, "loss (EMA 0.5)")
+    td = trace(fig, "mean |TD error| (EMA 0.5)")
+    assert list(raw.y) == [1.0, 2.0, 3.0] and "0.3" in raw.line.color  # faint
+    assert np.allclose(smooth.y, [1, 5 / 3, 17 / 7])
+    assert np.allclose(td.y, [3, 7 / 3, 11 / 7]) and td.yaxis == "y2" and td.line.dash == "dot"
+    assert [t.name for t in fig.data] == ["loss", "loss (EMA 0.5)", "mean |TD error| (EMA 0.5)"]
+
+
+def test_loss_curve_overlays_the_previous_runs_mean_td_error_on_the_right_axis() -> None:
+    fig = loss_curve(
+        [1, 2, 3],
+        [1.0, 2.0, 3.0],
+        [3.0, 2.0, 1.0],
+        smoothing=0.5,
+        overlay=([1, 2], [4.0, 2.0]),
+        overlay_label="previous: uniform · seed 1",
+    )
+    old = trace(fig, "previous: uniform · seed 1")
+    assert old.yaxis == "y2" and old.line.dash == "dot"
+    assert np.allclose(old.y, [4.0, (0.25 * 4 + 0.5 * 2) / 0.75])  # smoothed like the run's own
+    alone = loss_curve([1, 2, 3], [1.0, 2.0, 3.0], overlay=([1, 2], [4.0, 2.0]))
+    assert [t.name for t in alone.data] == ["loss"]  # no |TD error| axis, nothing to compare
+    with pytest.raises(ValueError, match="same length"):
+        loss_curve([1, 2], [1.0, 2.0], [1.0, 1.0], overlay=([1, 2], [1.0]))
+
+
 def test_loss_curve_log_axis_labels_one_tick_per_decade() -> None:
     fig = loss_curve([1, 2, 3], [1.0, 0.1, 0.005], log_y=True)
     assert list(fig.layout.yaxis.ticktext) == ["0.001", "0.01", "0.1", "1"]

@@ -115,6 +115,17 @@ def test_projector_mode_from_the_url_lasts_across_pages(page: Page, server: str)
     text = _main_font_sizes(tab)  # the page's own text grows too, not only the charts'
     assert text["metric label"] >= 18 and text["widget label"] >= 18, text
     assert text["metric value"] >= 40 and text["markdown"] >= 19, text
+    # Two rows of counters: at 1280 px a seventh of the row cut "30,000" to "30,…".
+    tab.wait_for_function(
+        r"""() => [...document.querySelectorAll('.stMain [data-testid="stMetricValue"]')]
+                  .some(v => /\d\d,\d{3}/.test(v.innerText))"""
+    )
+    cut = tab.evaluate(
+        """() => [...document.querySelectorAll('.stMain [data-testid="stMetricValue"] *,'
+                   + '.stMain [data-testid="stMetricLabel"] *')]
+                 .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.innerText)"""
+    )
+    assert not cut, f"counters cut off in projector mode at 1280x720: {cut}"
     tab.get_by_text("Projector mode", exact=True).click()  # off again: the theme's ticks
     tab.wait_for_function("() => !location.search.includes('projector')")
     tab.wait_for_function(
@@ -243,6 +254,9 @@ def test_a_guided_lesson_from_start_to_end(page: Page, server: str) -> None:
         else:
             _wait_for_run(tab, lambda shown: shown == runs[0])
         runs.append(run_on_screen(tab))
+        if number == 2:  # the loss chart shows step 1's |TD error| beside this run's
+            loss_legend = tab.locator(".st-key-live_area_loss .legendtext")
+            loss_legend.filter(has_text="previous: uniform").first.wait_for()
         outlined = tab.evaluate(
             """() => [...document.querySelectorAll('[class*="st-key-live_area_"]')]
                      .filter(el => getComputedStyle(el).outlineStyle === 'solid').length"""
