@@ -138,6 +138,24 @@ def test_url_parameters_set_up_the_page_and_bad_ones_are_noted() -> None:
     assert at.query_params["alpha"] == "0.3" and "beta" not in at.query_params
 
 
+def test_the_beta_counter_is_a_dash_for_uniform_replay() -> None:
+    """β means nothing where every memory is drawn alike; prioritized runs show it."""
+    shown = {}
+    for scheme in ("uniform", "rank"):
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.query_params["scheme"] = scheme
+        at.run()
+        at.switch_page("pages/live.py").run()
+        at.button(key="live.start").click().run()
+        wait_for_steps(at, 1)
+        at.run()
+        shown[scheme] = next(m.value for m in at.metric if m.label == "β")
+        handle = registry().get(at.session_state["live.run_id"])
+        registry().stop(handle.id, owner=handle.owner)
+    assert shown["uniform"] == "–"
+    assert float(shown["rank"]) == pytest.approx(0.4, abs=0.1)  # β₀ = 0.4, annealing to 1
+
+
 def test_lesson_hides_all_but_its_controls() -> None:
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params["lesson"] = "alpha"
