@@ -11,8 +11,10 @@ _NOTICE = {
     "holds the surprising transitions PER replays most, the left the ones it almost never replays.",
     "batch": "The batch just replayed, on the same axis: it sits further right than the buffer, "
     "because likely transitions are drawn more often.",
-    "weights": "Log axis: 0.01 means that transition's loss counts a hundredth as much. The rarest "
-    "transition gets weight 1; the more often one is drawn, the smaller its weight.",
+    "weights": "Log axis: 0.01 means that transition's loss counts a hundredth as much. Weights "
+    "are scaled so that the rarest transition in the whole buffer would get 1 (the default, "
+    "global normalisation); a batch holds mostly likely transitions, so its weights sit well "
+    "below 1: the more often one is drawn, the smaller its weight.",
     "scatter": "One dot per replayed transition: the rarer it is (left), the larger its weight "
     "(up). Big bright dots have large |TD errors|: that is why they are likely.",
     "priority_history": "Each column is the buffer at one moment (bright = many transitions). A "

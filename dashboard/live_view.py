@@ -8,6 +8,8 @@ otherwise (a finished run, or one from before a server restart), so a shared lin
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import numpy as np
 import streamlit as st
 from streamlit import net_util
@@ -17,7 +19,7 @@ from dashboard.display import projector_mode, show_chart
 from dashboard.eta import duration_text, queue_wait_seconds, remaining_seconds
 from dashboard.history import run_label
 from dashboard.live import prices_note
-from dashboard.share import follow_link, qr_png, run_link, server_address
+from dashboard.share import LOOPBACK, follow_link, qr_png, run_link, server_address
 from dashboard.state import registry, session, store
 from dashboard.text import plain
 from rdqn.compare import ROLLING_WINDOW
@@ -238,14 +240,31 @@ def share_panel(run_id: str | None) -> None:
         st.context.url or "http://localhost:8501/live",
         network_host=net_util.get_internal_ip() if listens_on_network else None,
     )
-    link = follow_link(address, registry().live_pages.class_code(session().owner))
+    code = registry().live_pages.class_code(session().owner)
+    link = follow_link(address, code)
+    if (urlsplit(address).hostname or "") in LOOPBACK:
+        why = (
+            "no network address was found for this machine"
+            if listens_on_network
+            else f"the server listens on {st.get_option('server.address')} only"
+        )
+        st.warning(
+            f"These links work on this computer only: {why}. For a class, start the server "
+            "without --server.address and open the dashboard at the machine's network address "
+            "(README, *Running a class on a LAN*).",
+            icon=":material/wifi_off:",
+        )
     st.markdown("**Follow along**: students see the run on this page, whichever it is.")
+    st.markdown(f"### Class code `{code}`")
     st.image(qr_png(link), width=240)
     st.code(link, language=None)
     if run_id:
         st.markdown("**This run only**")
         st.code(run_link(address, run_id), language=None)
-    st.caption("Both open read-only; *Try this setup myself* gives a student a run of their own.")
+    st.caption(
+        ("Both open" if run_id else "It opens")
+        + " read-only; *Try this setup myself* gives a student a run of their own."
+    )
 
 
 def stored_run_view(run_id: str) -> None:

@@ -13,13 +13,14 @@ from urllib.parse import urlencode, urlsplit
 
 import segno
 
-__all__ = ["CLASS_CODE", "follow_link", "qr_png", "run_link", "server_address"]
+__all__ = ["CLASS_CODE", "LOOPBACK", "follow_link", "qr_png", "run_link", "server_address"]
 
 CLASS_CODE = re.compile(r"^[A-HJ-NP-Z2-9]{4}$")
 """Four characters from an alphabet without 0/O and 1/I."""
 
 
 LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+"""Host names that reach only the machine they are typed on."""
 
 
 def server_address(page_url: str, *, network_host: str | None = None) -> str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from streamlit import config
 from streamlit.runtime.caching.cache_resource_api import _resource_caches
 from streamlit.testing.v1 import AppTest
 
@@ -14,6 +16,7 @@ from dashboard import state
 from dashboard.config_widgets import FORM_FIELDS, field_label
 from dashboard.live import SETTLE_SECONDS, STEP_AFTER_THE_END, STEPPED_AFTER_THE_END
 from dashboard.params import URL_ALIASES
+from dashboard.share import CLASS_CODE
 from dashboard.state import checked_token, owner_for, registry
 from dashboard.text import plain
 from rdqn.config import config_field
@@ -355,6 +358,35 @@ def progress_text(at: AppTest) -> str:
         time.sleep(0.2)
         at.run()
     return at.get("progress")[0].proto.text.lower()
+
+
+def test_the_share_panel_shows_the_class_code_and_warns_when_students_cannot_reach_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The code big enough for the back row; links a student's laptop cannot open (the server
+    listens on loopback only, or the machine has no network address) are called so."""
+
+    def share_texts() -> tuple[str, str]:
+        at = open_app()
+        at.switch_page("pages/live.py").run()
+        assert not at.exception
+        markdown = " ".join(m.value for m in at.markdown)
+        return markdown, " ".join(w.value for w in at.warning)
+
+    monkeypatch.setattr("dashboard.live_view.net_util.get_internal_ip", lambda: "192.168.1.20")
+    markdown, warnings = share_texts()
+    shown = re.search(r"### Class code `(\w+)`", markdown)
+    assert shown is not None and CLASS_CODE.match(shown.group(1)), markdown
+    assert "work on this computer only" not in warnings  # the machine's address: reachable
+
+    monkeypatch.setattr("dashboard.live_view.net_util.get_internal_ip", lambda: None)
+    assert "no network address was found for this machine" in share_texts()[1]
+
+    config.set_option("server.address", "127.0.0.1")
+    try:
+        assert "the server listens on 127.0.0.1 only" in share_texts()[1]
+    finally:
+        config.set_option("server.address", None)
 
 
 def test_students_follow_the_teachers_current_run_and_can_fork_it() -> None:
