@@ -156,7 +156,9 @@ else:
         width="stretch",
     )
 counts, restarted = tree_state.drawn_counts(leaf_masses)
-show_chart(st, draw_histogram_figure(counts, leaf_masses), width="stretch")
+show_chart(
+    st, draw_histogram_figure(counts, leaf_masses, batch_size=ss["tree.batch"]), width="stretch"
+)
 if restarted:
     st.caption("The priorities or α changed since the last draws: the histogram restarts.")
 

@@ -136,13 +136,18 @@ def segments_figure(
 
 
 def draw_histogram_figure(
-    counts: ArrayLike, probabilities: ArrayLike, *, title: str | None = None
+    counts: ArrayLike,
+    probabilities: ArrayLike,
+    *,
+    batch_size: int | None = None,
+    title: str | None = None,
 ) -> go.Figure:
     """Repeated draws: each leaf's empirical frequency (bars) against its target P(i) (markers).
 
     `probabilities` may be unnormalised (masses): the target is p_i / sum_k p_k. As draws
-    accumulate the bars converge on the markers; the title shows the number of draws and the
-    total variation distance 1/2 sum_i |f_i - P(i)|.
+    accumulate the bars converge on the markers; the title shows the number of draws (one per
+    sampled leaf; with `batch_size`, also in batches) and the total variation distance
+    1/2 sum_i |f_i - P(i)|.
     """
     c = _as_1d(counts)
     p = _as_1d(probabilities)
@@ -153,7 +158,9 @@ def draw_histogram_figure(
     draws = float(c.sum())
     frequency = c / draws if draws > 0 else np.zeros_like(c)
     leaves = np.arange(p.size)
-    heading = f"{draws:,.0f} draws"
+    heading = f"{draws:,.0f} leaves drawn"
+    if batch_size and draws > 0:
+        heading += f" ({draws / batch_size:,.0f} batches of {batch_size})"
     if draws > 0:
         distance = 0.5 * float(np.abs(frequency - target).sum())
         heading += f": total variation distance to P(i) {distance:.3f}"

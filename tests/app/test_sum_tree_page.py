@@ -107,7 +107,8 @@ def test_draw_100_batches_accumulates_counts(at: AppTest) -> None:
     assert len(tally.counts) == 8
     at.button(key="tree.draw_many").click().run()
     assert at.session_state["tree.tally"].total == 2 * 5 * 100
-    assert any("1,000 draws" in spec["layout"]["title"]["text"] for spec in chart_specs(at))
+    titles = [spec["layout"]["title"]["text"] for spec in chart_specs(at)]
+    assert any(t.startswith("1,000 leaves drawn (200 batches of 5)") for t in titles), titles
 
     at.button(key="tree.clear").click().run()
     assert at.session_state["tree.tally"] is None
@@ -204,9 +205,8 @@ def test_single_batches_count_in_the_histogram(at: AppTest) -> None:
     assert not at.exception
     tally = at.session_state["tree.tally"]
     assert tally.total == 3 * batch
-    assert any(
-        spec["layout"]["title"]["text"].startswith(f"{3 * batch} draws") for spec in chart_specs(at)
-    )
+    heading = f"{3 * batch} leaves drawn (3 batches of {batch})"
+    assert any(spec["layout"]["title"]["text"].startswith(heading) for spec in chart_specs(at))
     at.button(key="tree.draw_many").click().run()  # many batches add to the same counts
     assert at.session_state["tree.tally"].total == 3 * batch + 100 * batch
 

@@ -607,7 +607,9 @@ def test_draw_histogram_compares_frequencies_with_the_target() -> None:
     np.testing.assert_allclose(observed.y, [0.3, 0.1, 0.6])
     np.testing.assert_allclose(target.y, [0.2, 0.1, 0.7])
     assert list(observed.x) == [0, 1, 2]
-    assert fig.layout.title.text == "100 draws: total variation distance to P(i) 0.100"
+    assert fig.layout.title.text == "100 leaves drawn: total variation distance to P(i) 0.100"
+    batches = draw_histogram_figure(np.array([30, 10, 60]), np.array([2.0, 1.0, 7.0]), batch_size=4)
+    assert batches.layout.title.text.startswith("100 leaves drawn (25 batches of 4): ")
     assert fig.layout.yaxis.range == (0.0, pytest.approx(0.77))  # above the tallest, 0.7
     few = draw_histogram_figure(np.array([3, 0, 1]), np.array([2.0, 1.0, 7.0]))
     assert few.layout.yaxis.range[1] >= 0.75 * 1.1 - 1e-12  # a bar of 3 / 4 is not cut off
@@ -616,7 +618,7 @@ def test_draw_histogram_compares_frequencies_with_the_target() -> None:
 def test_draw_histogram_before_any_draw_shows_only_the_target() -> None:
     fig = draw_histogram_figure(np.zeros(2), np.array([1.0, 3.0]))
     assert list(trace(fig, "observed frequency").y) == [0.0, 0.0]
-    assert fig.layout.title.text == "0 draws"
+    assert fig.layout.title.text == "0 leaves drawn"
     with pytest.raises(ValueError, match="same length"):
         draw_histogram_figure(np.zeros(3), np.ones(2))
 
