@@ -192,13 +192,15 @@ def td_stages_figure(
         for (name, hist), color in zip(shown.items(), colors, strict=True)
     ]
     centers = np.concatenate([h.centers for h in shown.values()])
+    top = max(float(np.max(t["y"])) for t in traces)
     layout = _style(
         title=title,
         x_title="|TD error| (log scale)",
         y_title="fraction of recent samples",
         legend=True,
         xaxis=_log_axis(centers),
-        yaxis={"tickformat": ".0%"},
+        # Room above the highest point: autorange put it on the plot's top edge, under the legend.
+        yaxis={"tickformat": ".0%", "range": [0.0, 1.1 * top]},
     )
     return go.Figure(data=traces, layout=layout)
 
