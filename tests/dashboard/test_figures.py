@@ -455,7 +455,7 @@ def test_td_stages_are_fractions_with_sequential_colours() -> None:
         assert sum(line.y) == pytest.approx(1.0)
     np.testing.assert_allclose(fig.data[0].y, [0.25, 0.25, 0.5])
     assert len({t.line.color for t in fig.data}) == 3
-    assert fig.layout.yaxis.range == (0.0, pytest.approx(1.1))  # the 100% stage's 1.0, below the top
+    assert fig.layout.yaxis.range == (0.0, pytest.approx(1.1))  # room above the 100% stage
 
 
 def test_age_figure_marks_what_uniform_replay_would_give() -> None:
