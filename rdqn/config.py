@@ -112,7 +112,7 @@ class ReplayConfig:
     )
     beta0: float = setting(
         0.4,
-        "Initial IS-correction exponent, annealed linearly to beta_end: "
+        "Initial IS-correction exponent, annealed linearly to the final β: "
         "0 = no correction, 1 = full correction.",
         _UNIT,
         label="β₀ (IS correction at the start)",
