@@ -37,6 +37,7 @@ from rdqn.runs.store import owner_hash
 
 __all__ = [
     "MAIN_CONTROLS",
+    "RESTARTS",
     "STEPPED_AFTER_THE_END",
     "STEP_AFTER_THE_END",
     "apply_settings",
@@ -68,6 +69,8 @@ __all__ = [
 ]
 
 MAIN_CONTROLS: tuple[str, ...] = ("alpha", "beta", "scheme")
+RESTARTS = "A change restarts the run from the seed; the run before stays in *Saved runs*."
+"""Said under each main control: moving one replaces the run on screen, even a paused one."""
 """The controls above the charts, by URL name; moving one restarts the run."""
 SLIDERS: frozenset[str] = frozenset({"alpha", "beta"})
 SETTLE_SECONDS = 0.8

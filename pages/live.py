@@ -2,11 +2,12 @@
 
 import streamlit as st
 
-from dashboard.config_widgets import FORM_FIELDS, config_widget, form_values
+from dashboard.config_widgets import FORM_FIELDS, config_widget, field_help, form_values
 from dashboard.guided import ALL_CONTROLS
 from dashboard.lessons import lessons
 from dashboard.live import (
     MAIN_CONTROLS,
+    RESTARTS,
     STEP_AFTER_THE_END,
     apply_settings,
     current_lesson,
@@ -125,6 +126,7 @@ else:
                 key=f"live.{alias}",
                 on_change=on_main_control,
                 args=(alias,),
+                help=f"{field_help(path)} {RESTARTS}",
             )
 
     buttons = st.columns([1, 1, 1, 1, 3])

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard import state
 from dashboard.config_widgets import FORM_FIELDS, field_label
-from dashboard.live import SETTLE_SECONDS, STEP_AFTER_THE_END, STEPPED_AFTER_THE_END
+from dashboard.live import RESTARTS, SETTLE_SECONDS, STEP_AFTER_THE_END, STEPPED_AFTER_THE_END
 from dashboard.params import URL_ALIASES
 from dashboard.share import CLASS_CODE
 from dashboard.state import checked_token, owner_for, registry
@@ -219,7 +219,8 @@ def test_every_settings_field_is_a_config_field_with_its_doc_as_help() -> None:
         widget = (
             at.slider(key=f"live.{alias}") if alias != "scheme" else at.selectbox(key="live.scheme")
         )
-        assert widget.help == config_field(URL_ALIASES[alias]).metadata["doc"]
+        doc = config_field(URL_ALIASES[alias]).metadata["doc"]
+        assert widget.help == f"{doc} {RESTARTS}"  # moving it replaces the run on screen
 
 
 def test_applying_the_settings_form_restarts_with_them_and_defaults_undo_it() -> None:
