@@ -248,7 +248,8 @@ def comparison_figure(
 
     `runs` is keyed by scheme, which picks the colour (`SCHEME_COLORS`); the legend names a
     scheme by ``labels[scheme]`` (its α and β₀, `dashboard.history.scheme_label`) when given,
-    and the number of seeds: 'rank · α 0.7 · β₀ 0.5 (3 seeds)'. `warm_up` (env steps before the
+    and the number of seeds: 'rank · α 0.7 · β₀ 0.5 (3 seeds)', or '(2 of 3 seeds so far)' while
+    some have no episode yet. `warm_up` (env steps before the
     first update) draws a dotted vertical line 'learning starts': before it every scheme plays
     the same way."""
     if not any(c.returns.size for curves in runs.values() for c in curves) or total_steps <= 0:
@@ -268,6 +269,8 @@ def comparison_figure(
             | {"fillcolor": _rgba(color, 0.18)}
         )
         seeds = f"{len(curves)} seed{'s' if len(curves) != 1 else ''}"
+        if (drawn := sum(1 for c in curves if c.returns.size)) < len(curves):
+            seeds = f"{drawn} of {seeds} so far"  # the others queued or not past an episode
         traces.append(
             {
                 "type": "scatter",

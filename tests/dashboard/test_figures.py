@@ -674,6 +674,13 @@ def test_comparison_figure_names_schemes_by_their_labels_in_their_colours() -> N
     assert trace(fig, "uniform (3 seeds)").line.color == SCHEME_COLORS["uniform"]
 
 
+def test_comparison_figure_counts_only_the_seeds_drawn_so_far() -> None:
+    empty = Curve(np.zeros(0, np.int64), np.zeros(0))  # queued, or not past its first episode
+    runs = {"uniform": [curve(30, 1.0), curve(30, 2.0), empty]}
+    fig = comparison_figure(runs, total_steps=300, window=5)
+    assert trace(fig, "uniform (2 of 3 seeds so far)").line.color == SCHEME_COLORS["uniform"]
+
+
 def test_comparison_band_edges_stay_invisible_on_a_projector() -> None:
     """Regression: projector mode widened the bands' zero-width edges into lines of Plotly's
     default colours (orange, yellow), so a scheme showed in colours not its own."""
