@@ -112,6 +112,9 @@ def run_view(
     if status == "running":
         left = remaining_seconds(snap.env_steps, total, snap.steps_per_second)
         line += f" · {duration_text(left)} left" if left is not None else ""
+    if snap.updates == 0 and (warm_up := handle.config.train.learning_starts) > snap.env_steps:
+        # Until then nothing learns: no loss, Updates stays 0, a Step only moves the counters.
+        line += f" · filling the memory: learning starts after {warm_up:,} steps"
     st.progress(snap.progress, text=line)
     if (prices := prices_note(handle.config)) is not None:
         st.caption(prices)

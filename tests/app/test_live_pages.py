@@ -95,6 +95,8 @@ def test_pause_step_and_reset_buttons() -> None:
     ):
         time.sleep(0.05)
     assert handle.status == "paused" and handle.snapshot().env_steps == 1
+    at.run()  # the status line says why nothing learns yet (per-notebook: 1,000 warm-up steps)
+    assert "filling the memory: learning starts after 1,000 steps" in progress_text(at)
     at.button(key="live.reset").click().run()
     assert at.session_state["live.run_id"] != handle.id
     assert not at.exception
