@@ -1,8 +1,9 @@
 """One update by hand: targets, TD errors, losses, probabilities, IS weights and new priorities."""
 
-import pandas as pd
 import streamlit as st
 
+from dashboard import figures
+from dashboard.display import show_chart
 from dashboard.state import ensure_app_frame
 from dashboard.text import plain
 from rdqn.classroom import worked_example as we
@@ -133,18 +134,13 @@ with loss_col:
         "drawn with; the new priorities |δᵢ| + ε only change the next draw (next P(i))."
     )
 with chart_col:
-    st.markdown("**Sampling probability vs IS weight**")
-    st.bar_chart(
-        pd.DataFrame(
-            {
-                "P(i)": result.table["probability"].to_numpy(),
-                "IS weight wᵢ": result.table["weight"].to_numpy(),
-            },
-            index=[str(i) for i in result.table.index],
+    show_chart(
+        st,
+        figures.probability_weight_bars(
+            result.table["probability"].to_numpy(), result.table["weight"].to_numpy()
         ),
-        stack=False,
-        x_label="row",
-        height=300,
+        width="stretch",
+        height=320,
     )
 
 st.subheader("The arithmetic for one row")

@@ -34,6 +34,7 @@ from dashboard.figures.distributions import (
     fit_figure,
     heatmap_over_time,
     histogram_figure,
+    probability_weight_bars,
     td_stages_figure,
     weights_scatter,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "heatmap_over_time",
     "histogram_figure",
     "loss_curve",
+    "probability_weight_bars",
     "reward_curve",
     "runs_overlay_figure",
     "segments_figure",

@@ -12,11 +12,14 @@ from plotly.colors import sample_colorscale
 
 from dashboard.figures._base import (
     NEUTRAL,
+    SCHEME_COLORS,
+    _as_1d,
     _compact,
     _hline,
     _log_axis,
     _log_ticks,
     _rgba,
+    _same_length,
     _style,
     _vline,
     empty_figure,
@@ -343,3 +346,42 @@ def weights_scatter(
         xaxis=_log_axis(np.asarray(batch.probabilities, dtype=np.float64)),
     )
     return go.Figure(data=[points], layout=layout)
+
+
+def probability_weight_bars(
+    probabilities: ArrayLike,
+    weights: ArrayLike,
+    *,
+    title: str = "Sampling probability vs IS weight",
+) -> go.Figure:
+    """Per row of a small batch: its sampling probability P(i) beside its IS weight w_i, one
+    pair of bars each: the likelier a row, the smaller its weight."""
+    p = _as_1d(probabilities)
+    w = _as_1d(weights)
+    _same_length(probabilities=p, weights=w)
+    if p.size == 0:
+        return empty_figure(title)
+    rows = np.arange(1, p.size + 1)
+    bars = [
+        {
+            "type": "bar",
+            "x": rows,
+            "y": values,
+            "name": name,
+            "marker": {"color": color},
+            "hovertemplate": f"row %{{x}}<br>{name} %{{y:.3f}}<extra></extra>",
+        }
+        for name, values, color in (
+            ("P(i)", p, SCHEME_COLORS["proportional"]),
+            ("IS weight wᵢ", w, NEUTRAL),
+        )
+    ]
+    layout = _style(
+        title=title,
+        x_title="row",
+        legend=True,
+        xaxis={"tickmode": "array", "tickvals": rows.tolist()},
+        yaxis={"range": [0.0, 1.1 * max(float(p.max()), float(w.max()), 1e-12)]},
+        barmode="group",
+    )
+    return go.Figure(data=bars, layout=layout)

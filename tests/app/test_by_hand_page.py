@@ -6,6 +6,8 @@ Targets of the default example (gamma 0.99): 1 + .99 * 2.5 = 3.475, 1 (row 2 is 
 
 from __future__ import annotations
 
+import base64
+import json
 from pathlib import Path
 
 import numpy as np
@@ -57,9 +59,18 @@ def test_defaults_render(at: AppTest) -> None:
     np.testing.assert_allclose(table["target"], TARGETS)
     np.testing.assert_allclose(table["td_error"], [1.475, 0.5, -0.21, -1.602])
     assert at.metric[0].value == "0.446"  # tables and the loss: 3 decimals
+    (bars,) = [json.loads(chart.proto.spec)["data"] for chart in at.get("plotly_chart")]
+    assert [trace["name"] for trace in bars] == ["P(i)", "IS weight wᵢ"]
+    np.testing.assert_allclose(_array(bars[0]["y"]), table["probability"])  # the table's numbers
+    np.testing.assert_allclose(_array(bars[1]["y"]), table["weight"])
     # Row 2 (the terminal one) is shown by default, with its numbers substituted.
     assert any(r"y_{2} = 1 + 0.99 \times (1 - 1) \times 3 = 1" in text for text in latex(at))
     assert any(r"\delta_{2} = 1 - 0.5 = 0.5" in text for text in latex(at))
+
+
+def _array(encoded: dict) -> np.ndarray:
+    """A NumPy array as plotly's JSON carries it: base64 bytes and a dtype."""
+    return np.frombuffer(base64.b64decode(encoded["bdata"]), dtype=encoded["dtype"])
 
 
 def test_editing_a_reward_changes_the_target(at: AppTest) -> None:

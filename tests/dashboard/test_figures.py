@@ -25,6 +25,7 @@ from dashboard.figures import (
     heatmap_over_time,
     histogram_figure,
     loss_curve,
+    probability_weight_bars,
     reward_curve,
     runs_overlay_figure,
     segments_figure,
@@ -456,6 +457,17 @@ def test_td_stages_are_fractions_with_sequential_colours() -> None:
     np.testing.assert_allclose(fig.data[0].y, [0.25, 0.25, 0.5])
     assert len({t.line.color for t in fig.data}) == 3
     assert fig.layout.yaxis.range == (0.0, pytest.approx(1.1))  # room above the 100% stage
+
+
+def test_probability_weight_bars_pair_each_rows_p_and_weight() -> None:
+    fig = probability_weight_bars([0.2, 0.5, 0.3], [1.0, 0.4, 0.67])
+    p, w = trace(fig, "P(i)"), trace(fig, "IS weight wᵢ")
+    assert list(p.x) == list(w.x) == [1, 2, 3] and list(fig.layout.xaxis.tickvals) == [1, 2, 3]
+    assert list(p.y) == [0.2, 0.5, 0.3] and list(w.y) == [1.0, 0.4, 0.67]
+    assert fig.layout.barmode == "group" and fig.layout.yaxis.range == (0.0, pytest.approx(1.1))
+    assert p.marker.color == SCHEME_COLORS["proportional"]
+    with pytest.raises(ValueError, match="same length"):
+        probability_weight_bars([0.5, 0.5], [1.0])
 
 
 def test_age_figure_marks_what_uniform_replay_would_give() -> None:
