@@ -26,7 +26,7 @@ from dashboard.text import plain
 from rdqn.compare import ROLLING_WINDOW
 from rdqn.runs.registry import NotOwner
 from rdqn.runs.schema import ACTIVE_STATUSES
-from rdqn.runs.store import RunRecord
+from rdqn.runs.store import RunRecord, default_run_name
 
 __all__ = ["run_card"]
 
@@ -59,8 +59,10 @@ def run_card(record: RunRecord) -> None:
     """The card of one stored run (``record`` as `current_record` gives it)."""
     st.subheader(plain(run_label(record.config, record.id)))
     group = f"comparison {record.group_id}" if record.group_id else "single run"
-    fields = (record.name, record.id, record.status, record.preset or "custom", record.env_id)
-    st.caption(" · ".join(plain(field) for field in (*fields, group)))
+    fields = (record.id, record.status, record.preset or "custom", record.env_id, group)
+    if record.name != default_run_name(record):  # the default repeats the preset and the env
+        fields = (record.name, *fields)
+    st.caption(" · ".join(plain(field) for field in fields))
     if record.status == "failed":
         st.error(plain(record.error or "no error was recorded"), icon=":material/error:")
     elif record.error:
@@ -86,7 +88,8 @@ def run_card(record: RunRecord) -> None:
         st.markdown("**Manifest**")
         if manifest:
             summary = {name: plain(value) for name, value in manifest_summary(manifest).items()}
-            st.table(pd.DataFrame({"": summary}))
+            table = pd.DataFrame({"item": list(summary), "value": list(summary.values())})
+            st.table(table.style.hide(axis="index"))  # a header that says something
             seconds = (manifest.get("timings") or {}).get("seconds", {})
             show_chart(st, timing_figure(seconds), key="runs.timing")
         else:

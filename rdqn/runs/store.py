@@ -79,6 +79,7 @@ __all__ = [
     "RunStore",
     "StoreError",
     "default_home",
+    "default_run_name",
     "owner_hash",
 ]
 
@@ -90,6 +91,16 @@ _ORPHAN_REASONS = {
     "running": "interrupted: the process running it ended",
     "paused": "interrupted: the process running it ended",
 }
+
+
+def _default_name(preset: str | None, scheme: str, env_id: str, seed: int) -> str:
+    return f"{preset or scheme} {env_id} seed {seed}"
+
+
+def default_run_name(record: RunRecord) -> str:
+    """The name `RunStore.create_run` gives a run that was not named: its preset (or scheme),
+    env and seed."""
+    return _default_name(record.preset, record.scheme, record.env_id, record.seed)
 
 
 def default_home() -> Path:
@@ -241,7 +252,7 @@ class RunStore:
         config_json = _to_json(config, "config")
         run_id = uuid.uuid4().hex[:12]
         now = time.time()
-        label = name if name is not None else f"{preset or scheme} {env_id} seed {seed}"
+        label = name if name is not None else _default_name(preset, scheme, env_id, seed)
         with self._db.write() as conn:
             conn.execute(
                 "INSERT INTO runs (id, name, created_at, updated_at, status, preset, env_id, "

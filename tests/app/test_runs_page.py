@@ -72,7 +72,11 @@ def test_table_card_downloads_and_delete(home: Path, monkeypatch: pytest.MonkeyP
     assert not at.exception
     assert at.session_state["runs.selected"] == [uniform]
     assert f"uniform · seed 0 · {uniform[:6]}" in [header.value for header in at.subheader]
-    assert any(uniform in caption.value for caption in at.caption)  # the full id
+    (card,) = [c.value for c in at.caption if uniform in c.value]  # the full id
+    shown = card.replace("\\", "")  # the markdown escapes of plain()
+    assert shown == f"{uniform} · finished · per-notebook · CartPole-v1 · single run"  # no repeats
+    manifest = next(t.value for t in at.table if "item" in t.value.columns)
+    assert list(manifest.columns) == ["item", "value"] and "seed" in manifest["item"].tolist()
     assert at.json[0].value  # the config
     assert {button.label for button in at.download_button} == {
         "Episodes (CSV)",

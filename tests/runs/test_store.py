@@ -21,7 +21,14 @@ import pytest
 
 from rdqn.runs.owners import process_start
 from rdqn.runs.schema import MIGRATIONS, SCHEMA_VERSION, STATUSES
-from rdqn.runs.store import ResumeError, RunRecord, RunStore, default_home, owner_hash
+from rdqn.runs.store import (
+    ResumeError,
+    RunRecord,
+    RunStore,
+    default_home,
+    default_run_name,
+    owner_hash,
+)
 from rdqn.runs.writer import RunWriter
 from tests.runs.store_helpers import CONFIG, episode_rows, new_run, step_rows
 
@@ -183,7 +190,11 @@ def test_default_name_and_distinct_ids(store: RunStore) -> None:
     ids = {new_run(store, seed=s) for s in range(20)}
     assert len(ids) == 20
     record = store.get_run(new_run(store, preset=None, seed=3))
-    assert record.name == "proportional CartPole-v1 seed 3"
+    assert record.name == "proportional CartPole-v1 seed 3" == default_run_name(record)
+    named = store.get_run(
+        store.create_run(config={}, name="mine", env_id="E", scheme="rank", seed=1)
+    )
+    assert named.name == "mine" and default_run_name(named) == "rank E seed 1"
 
 
 def test_config_must_be_json(store: RunStore) -> None:
