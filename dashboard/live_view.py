@@ -238,7 +238,7 @@ def _queued(run_id: str, place: int, waiting: int) -> None:
 def share_panel(run_id: str | None) -> None:
     """The class's links: follow this session's runs (QR code, copyable), or watch one run."""
     # A server bound to all interfaces (the default) is reachable at the machine's address.
-    listens_on_network = not st.get_option("server.address")
+    listens_on_network = (st.get_option("server.address") or "") in ("", "0.0.0.0", "::")
     address = server_address(
         st.context.url or "http://localhost:8501/live",
         network_host=net_util.get_internal_ip() if listens_on_network else None,

@@ -385,9 +385,12 @@ def test_the_share_panel_shows_the_class_code_and_warns_when_students_cannot_rea
     monkeypatch.setattr("dashboard.live_view.net_util.get_internal_ip", lambda: None)
     assert "no network address was found for this machine" in share_texts()[1]
 
-    config.set_option("server.address", "127.0.0.1")
     try:
+        config.set_option("server.address", "127.0.0.1")
         assert "the server listens on 127.0.0.1 only" in share_texts()[1]
+        monkeypatch.setattr("dashboard.live_view.net_util.get_internal_ip", lambda: "10.0.0.7")
+        config.set_option("server.address", "0.0.0.0")  # every interface, said explicitly
+        assert "work on this computer only" not in share_texts()[1]
     finally:
         config.set_option("server.address", None)
 
