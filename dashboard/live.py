@@ -456,13 +456,14 @@ def sync_url() -> None:
 
 def run_settings(run_id: str) -> RunConfig | None:
     """The settings of run `run_id`, training here or saved in the store; None when this server
-    has no such run (a mistyped link, a deleted run)."""
+    has no such run (a mistyped link, a deleted run) or its stored settings are not a valid
+    config (written by hand, or by another version)."""
     handle = registry().get(run_id)
     if handle is not None:
         return handle.config
     try:
         return RunConfig.from_dict(store().get_run(run_id).config)
-    except KeyError:
+    except (KeyError, ValueError):
         return None
 
 
