@@ -211,8 +211,12 @@ class ThreadExecutor:
 
     def prepare(self) -> None:
         """Load the compiled kernels in the background, so the first run does not wait."""
-        # Not a daemon: an interpreter that exits mid-compile would abort inside numba.
-        threading.Thread(target=warm_up, args=(self._heard,), name="rdqn-warm-up").start()
+        # Not a daemon, said explicitly (a thread inherits its creator's flag, and a Streamlit
+        # script thread is a daemon): an interpreter that exits in the middle of the warm-up
+        # aborts inside numba or torch ("terminate called without an active exception").
+        threading.Thread(
+            target=warm_up, args=(self._heard,), name="rdqn-warm-up", daemon=False
+        ).start()
 
     def _heard(self, progress: WarmUp) -> None:
         self._warm_up = progress  # one writer (the warm-up thread); readers see whole objects

@@ -40,6 +40,10 @@ from rdqn.validation import check_integer
 
 __all__ = ["NotOwner", "ResumeError", "RunRegistry", "ServerBusy"]
 
+_CLOSING_S = 15.0
+"""How long `RunRegistry.shutdown` waits for an ended run's worker to finish closing (its relay
+gives the worker 10 s)."""
+
 
 class ServerBusy(RuntimeError):
     """The registry's cap on concurrent runs is reached."""
@@ -459,4 +463,11 @@ class RunRegistry:
             handle.stop(reason=reason, wait=False)
         for handle in handles:
             handle.stop(reason=reason)
+        # A run whose status is final may still be closing (its relay waits for the worker
+        # thread's last work): at exit, a worker thread still inside torch when the interpreter
+        # finalizes aborts the process ("terminate called without an active exception").
+        with self._lock:
+            ended = list(self._runs.values())
+        for handle in ended:
+            handle.join(_CLOSING_S)
         self.executor.close()

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from multiprocessing.connection import Connection
@@ -187,6 +188,19 @@ def test_a_prepared_executor_reports_its_warm_up_done(executor: Executor) -> Non
     wait_for(lambda: executor.warm_up_progress().ready, timeout=120)
     progress = executor.warm_up_progress()
     assert progress.done == progress.total == len(WARM_UP_PARTS)
+
+
+def test_the_thread_warm_up_is_not_a_daemon_even_when_prepared_from_one() -> None:
+    """The dashboard prepares its executor from Streamlit's script thread, a daemon; a daemon
+    warm-up still inside torch when the interpreter exits aborts the process."""
+    executor = ThreadExecutor()
+    before = set(threading.enumerate())
+    prepared = threading.Thread(target=executor.prepare, daemon=True)
+    prepared.start()
+    prepared.join()
+    (warm_up,) = [t for t in set(threading.enumerate()) - before if t.name == "rdqn-warm-up"]
+    assert not warm_up.daemon
+    wait_for(lambda: executor.warm_up_progress().ready, timeout=120)
 
 
 def test_the_default_cap_follows_the_hardware(process_executor: ProcessExecutor) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from rdqn.runs.executors import _ThreadWorker
 from rdqn.runs.registry import RunRegistry, ServerBusy
 from rdqn.runs.resume import resumable
 from rdqn.runs.store import RunStore, owner_hash
@@ -25,6 +26,27 @@ def test_no_thread_left_after_100_start_stop_cycles() -> None:
     registry.stop(handle.id)
     registry.shutdown()
     wait_for(lambda: len(rdqn_threads()) == before, timeout=30)
+
+
+def test_shutdown_waits_for_a_run_that_ended_but_is_still_closing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run's status turns final before its worker thread has finished closing; shutdown (at
+    interpreter exit) must wait for that too: a daemon worker still inside torch while the
+    interpreter finalizes aborts the process (seen once in a few runs of a short test file)."""
+    join = _ThreadWorker.join
+
+    def slow_join(worker: _ThreadWorker, timeout: float) -> None:
+        time.sleep(1.0)  # the worker's last work after its final event
+        join(worker, timeout)
+
+    monkeypatch.setattr(_ThreadWorker, "join", slow_join)
+    registry = RunRegistry(max_active=1)
+    handle = registry.start(tiny(total_steps=60), owner="tab")
+    wait_for(lambda: handle.status == "finished", timeout=60)
+    assert not handle.join(timeout=0)  # ended, still closing
+    registry.shutdown()
+    assert handle.join(timeout=0)
 
 
 def test_registry_cap_answers_busy_at_once_and_queue_drains() -> None:
