@@ -85,6 +85,9 @@ def segments_figure(
             "y0": -0.45,
             "y1": 0.45,
             "line": {"dash": "dash", "color": "#444", "width": 1.5},
+            # Under the bars: the stubs above and below mark the cut, and no leaf's label is
+            # crossed out by a line through it.
+            "layer": "below",
             "name": f"stratum boundary {k}",
         }
         for k in range(batch_size + 1)

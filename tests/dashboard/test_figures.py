@@ -594,6 +594,7 @@ def test_segments_figure_splits_the_total_into_leaves_and_strata() -> None:
     assert bars.marker.color[0] != bars.marker.color[1]
     assert [s.x0 for s in fig.layout.shapes] == [k * 10.0 / 4 for k in range(5)]
     assert all(s.line.dash == "dash" and s.x0 == s.x1 for s in fig.layout.shapes)
+    assert {s.layer for s in fig.layout.shapes} == {"below"}  # no line through a leaf's label
     queries = trace(fig, "queries")
     assert list(queries.x) == [0.5, 3.0, 5.5, 9.9]
     assert list(queries.customdata) == [0, 2, 2, 3]
