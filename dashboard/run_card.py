@@ -26,7 +26,7 @@ from dashboard.text import plain
 from rdqn.compare import ROLLING_WINDOW
 from rdqn.runs.registry import NotOwner
 from rdqn.runs.schema import ACTIVE_STATUSES
-from rdqn.runs.store import RunRecord, default_run_name
+from rdqn.runs.store import RunRecord
 
 __all__ = ["run_card"]
 
@@ -60,7 +60,7 @@ def run_card(record: RunRecord) -> None:
     st.subheader(plain(run_label(record.config, record.id)))
     group = f"comparison {record.group_id}" if record.group_id else "single run"
     fields = (record.id, record.status, record.preset or "custom", record.env_id, group)
-    if record.name != default_run_name(record):  # the default repeats the preset and the env
+    if record.name != record.default_name:  # the default repeats the preset and the env
         fields = (record.name, *fields)
     st.caption(" · ".join(plain(field) for field in fields))
     if record.status == "failed":

@@ -28,6 +28,7 @@ __all__ = [
     "STEP_KEYS",
     "Converter",
     "RunRecord",
+    "default_run_name",
     "quoted_columns",
     "row_params",
 ]
@@ -160,6 +161,16 @@ class RunRecord:
     resume_env_steps: int | None
     owner_start: int | None
     owner_hash: str | None
+
+    @property
+    def default_name(self) -> str:
+        """The name the run would have had if it had not been given one (`default_run_name`)."""
+        return default_run_name(self.preset, self.scheme, self.env_id, self.seed)
+
+
+def default_run_name(preset: str | None, scheme: str, env_id: str, seed: int) -> str:
+    """What `RunStore.create_run` names a run it is not given a name for."""
+    return f"{preset or scheme} {env_id} seed {seed}"
 
 
 _JSON_FIELDS = {"config": "config_json", "manifest": "manifest_json"}

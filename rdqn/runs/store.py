@@ -44,7 +44,8 @@ from typing import Any, Literal, Protocol
 import pandas as pd
 
 from rdqn.runs.checkpoints import remove_orphan_temporaries, write_checkpoint
-from rdqn.runs.owners import owner_alive, this_process
+from rdqn.runs.orphans import mark_dead_owners
+from rdqn.runs.owners import this_process
 from rdqn.runs.schema import (
     ACTIVE_STATUSES,
     EPISODE_COLUMNS,
@@ -60,6 +61,7 @@ from rdqn.runs.schema import (
     STEP_KEYS,
     Converter,
     RunRecord,
+    default_run_name,
     quoted_columns,
     row_params,
 )
@@ -79,28 +81,12 @@ __all__ = [
     "RunStore",
     "StoreError",
     "default_home",
-    "default_run_name",
     "owner_hash",
 ]
 
 _BUSY_TIMEOUT_MS = 10_000
 _SWEEP_EVERY_S = 2.0
 """How often reading runs also looks for runs whose owner died (`RunStore.mark_interrupted`)."""
-_ORPHAN_REASONS = {
-    "created": "never started: the process that queued it ended",
-    "running": "interrupted: the process running it ended",
-    "paused": "interrupted: the process running it ended",
-}
-
-
-def _default_name(preset: str | None, scheme: str, env_id: str, seed: int) -> str:
-    return f"{preset or scheme} {env_id} seed {seed}"
-
-
-def default_run_name(record: RunRecord) -> str:
-    """The name `RunStore.create_run` gives a run that was not named: its preset (or scheme),
-    env and seed."""
-    return _default_name(record.preset, record.scheme, record.env_id, record.seed)
 
 
 def default_home() -> Path:
@@ -252,7 +238,7 @@ class RunStore:
         config_json = _to_json(config, "config")
         run_id = uuid.uuid4().hex[:12]
         now = time.time()
-        label = name if name is not None else _default_name(preset, scheme, env_id, seed)
+        label = name if name is not None else default_run_name(preset, scheme, env_id, seed)
         with self._db.write() as conn:
             conn.execute(
                 "INSERT INTO runs (id, name, created_at, updated_at, status, preset, env_id, "
@@ -401,7 +387,7 @@ class RunStore:
         """
         if self.read_only:
             return 0  # nothing can be marked; readers see the runs as they were left
-        return self._mark_dead_owners(startup=True)
+        return mark_dead_owners(self._db, startup=True)
 
     def _sweep(self) -> None:
         """`mark_interrupted` for reads: at most every ``_SWEEP_EVERY_S`` seconds, and this
@@ -410,32 +396,7 @@ class RunStore:
         if now < self._next_sweep or self.read_only:
             return
         self._next_sweep = now + _SWEEP_EVERY_S
-        self._mark_dead_owners(startup=False)
-
-    def _mark_dead_owners(self, *, startup: bool) -> int:
-        me = this_process()[0]
-        with self._db.read() as conn:
-            rows = conn.execute(
-                "SELECT id, status, owner_pid, owner_start FROM runs WHERE status IN (?, ?, ?)",
-                tuple(_ORPHAN_REASONS),
-            ).fetchall()
-        orphans = [
-            (run_id, status, pid)
-            for run_id, status, pid, start in rows
-            if (startup and pid == me) or not owner_alive(pid, start)
-        ]
-        if not orphans:
-            return 0
-        marked = 0
-        with self._db.write() as conn:
-            for run_id, status, pid in orphans:
-                # Only if nobody took the run over since it was read (resumed it, closed it).
-                marked += conn.execute(
-                    "UPDATE runs SET status = 'stopped', updated_at = ?, "
-                    "error = COALESCE(error, ?) WHERE id = ? AND status = ? AND owner_pid IS ?",
-                    (time.time(), _ORPHAN_REASONS[status], run_id, status, pid),
-                ).rowcount
-        return marked
+        mark_dead_owners(self._db, startup=False)
 
     # -- resuming (rdqn.runs.resume) --------------------------------------------------------
 

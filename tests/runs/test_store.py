@@ -26,7 +26,6 @@ from rdqn.runs.store import (
     RunRecord,
     RunStore,
     default_home,
-    default_run_name,
     owner_hash,
 )
 from rdqn.runs.writer import RunWriter
@@ -190,11 +189,11 @@ def test_default_name_and_distinct_ids(store: RunStore) -> None:
     ids = {new_run(store, seed=s) for s in range(20)}
     assert len(ids) == 20
     record = store.get_run(new_run(store, preset=None, seed=3))
-    assert record.name == "proportional CartPole-v1 seed 3" == default_run_name(record)
+    assert record.name == "proportional CartPole-v1 seed 3" == record.default_name
     named = store.get_run(
         store.create_run(config={}, name="mine", env_id="E", scheme="rank", seed=1)
     )
-    assert named.name == "mine" and default_run_name(named) == "rank E seed 1"
+    assert named.name == "mine" and named.default_name == "rank E seed 1"
 
 
 def test_config_must_be_json(store: RunStore) -> None:
@@ -518,7 +517,7 @@ def test_reading_runs_marks_the_runs_of_dead_owners_interrupted(
 
     checks: list[int] = []
     monkeypatch.setattr(
-        "rdqn.runs.store.owner_alive", lambda pid, start: checks.append(pid) or True
+        "rdqn.runs.orphans.owner_alive", lambda pid, start: checks.append(pid) or True
     )
     store.set_status(queued, "running")
     for _ in range(5):
