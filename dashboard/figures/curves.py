@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 from plotly.colors import qualitative
 
 from dashboard.figures._base import (
@@ -177,37 +177,13 @@ def loss_curve(
     if td_abs_mean is not None:
         td = _as_1d(td_abs_mean)
         _same_length(updates=x, td_abs_mean=td)
-        td_x, td_y = _thinned(x, ema(td, smoothing))
-        traces.append(
-            {
-                "type": "scatter",
-                "x": td_x,
-                "y": td_y,
-                "mode": "lines",
-                "name": f"mean |TD error|{smoothed}",
-                "yaxis": "y2",
-                "line": {"color": "#444", "width": 2.5 if smoothing > 0 else 1.5, "dash": "dot"},
-                "hovertemplate": f"update %{{x:,}}<br>mean |TD error|{smoothed} %{{y:.4g}}"
-                "<extra></extra>",
-            }
-        )
+        width = 2.5 if smoothing > 0 else 1.5
+        traces.append(_td_line(x, td, smoothing, "mean |TD error|" + smoothed, "#444", width))
         if overlay is not None and _as_1d(overlay[1]).size:
             old_x, old_td = _as_1d(overlay[0]), _as_1d(overlay[1])
             _same_length(overlay_updates=old_x, overlay_td_abs_mean=old_td)
-            old_x, old_td = _thinned(old_x, ema(old_td, smoothing))
-            traces.append(
-                {
-                    "type": "scatter",
-                    "x": old_x,
-                    "y": old_td,
-                    "mode": "lines",
-                    "name": overlay_label,  # as on the reward chart; dotted like |TD error|
-                    "yaxis": "y2",
-                    "line": {"color": FAINT, "width": 2.5, "dash": "dot"},
-                    "hovertemplate": f"{overlay_label}<br>update %{{x:,}}<br>mean |TD error|"
-                    f"{smoothed} %{{y:.4g}}<extra></extra>",
-                }
-            )
+            # Named as on the reward chart; dotted like the run's own |TD error|.
+            traces.append(_td_line(old_x, old_td, smoothing, overlay_label, FAINT, 2.5))
         extra["yaxis2"] = {
             "title": {"text": "mean |TD error|"},
             "overlaying": "y",
@@ -227,6 +203,28 @@ def loss_curve(
         **extra,
     )
     return go.Figure(data=traces, layout=layout)
+
+
+def _td_line(
+    updates: NDArray[np.float64],
+    td_abs_mean: NDArray[np.float64],
+    smoothing: float,
+    name: str,
+    color: str,
+    width: float,
+) -> dict[str, Any]:
+    """A dotted mean-|TD error| line on the loss chart's right axis, smoothed by `smoothing`."""
+    x, y = _thinned(updates, ema(td_abs_mean, smoothing))
+    return {
+        "type": "scatter",
+        "x": x,
+        "y": y,
+        "mode": "lines",
+        "name": name,
+        "yaxis": "y2",
+        "line": {"color": color, "width": width, "dash": "dot"},
+        "hovertemplate": f"{name}<br>update %{{x:,}}<br>mean |TD error| %{{y:.4g}}<extra></extra>",
+    }
 
 
 # --------------------------------------------------------------------------- distributions
