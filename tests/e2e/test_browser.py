@@ -301,6 +301,13 @@ def test_a_class_follows_the_teacher_and_a_student_forks_the_setup(page: Page, s
     wait_for_address(student, lacks=("follow=",))
     assert student.locator('[data-testid="stSlider"]', has_text="prioritization").count() == 1
     assert_no_exception(student)
+
+    # A mistyped run link: said so, and there is no setup to copy (the click was an error page).
+    student.goto(f"{server}/live?run=deadbeef0000")
+    student.get_by_text("No run with id 'deadbeef0000' on this server.").wait_for()
+    assert student.get_by_role("button", name="Try this setup myself").is_disabled()
+    assert_no_exception(student)
+    student.goto(f"{server}/live")  # back to its own run, to pause it below
     for tab in (teacher, student):
         pause = tab.get_by_role("button", name="Pause").first
         if pause.is_enabled():
