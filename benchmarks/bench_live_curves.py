@@ -60,9 +60,25 @@ def whole() -> Iterator[None]:
 
 
 def live_charts(run: dict[str, np.ndarray]) -> int:
-    """Build and serialise the live page's two figures; the bytes sent."""
-    reward = figures.reward_curve(run["end_steps"], run["returns"], scheme="proportional")
-    loss = figures.loss_curve(run["updates"], run["losses"], run["td"], scheme="proportional")
+    """Build and serialise the live page's two figures as it draws them after a restart (EMA
+    0.9, the previous run's curves beside the run's own: here the same data); the bytes sent."""
+    previous = "previous: uniform · seed 0"
+    reward = figures.reward_curve(
+        run["end_steps"],
+        run["returns"],
+        overlay=(run["end_steps"], run["returns"]),
+        overlay_label=previous,
+        scheme="proportional",
+    )
+    loss = figures.loss_curve(
+        run["updates"],
+        run["losses"],
+        run["td"],
+        smoothing=0.9,
+        overlay=(run["updates"], run["td"]),
+        overlay_label=previous,
+        scheme="proportional",
+    )
     return len(reward.to_json()) + len(loss.to_json())
 
 

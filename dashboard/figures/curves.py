@@ -134,10 +134,10 @@ def loss_curve(
     dotted grey (smoothed like the run's own), so that a lesson can compare the errors the two
     runs studied.
 
-    With `smoothing` > 0 (the page's EMA, as for the returns) the loss is drawn raw (faint) and
-    smoothed (`ema`), and the |TD error| smoothed only: its raw values, one per update, swing
-    by the batch and drew a solid band of dots. `log_y` puts both y axes on a log scale (losses
-    span orders of magnitude early on).
+    With `smoothing` > 0 (the page's EMA, as for the returns) both lines are smoothed (`ema`):
+    raw, one value per update, they swing with every batch (the |TD error|'s dots drew a solid
+    band); smoothing 0 draws them raw. `log_y` puts both y axes on a log scale (losses span
+    orders of magnitude early on).
     """
     x = _as_1d(updates)
     y = _as_1d(losses)
@@ -146,23 +146,8 @@ def loss_curve(
         return empty_figure(title)
     color = _scheme_color(scheme)
     smoothed = f" (EMA {smoothing:g})" if smoothing > 0 else ""
-    traces: list[dict[str, Any]] = []
-    if smoothing > 0:
-        raw_x, raw_y = _thinned(x, y)
-        traces.append(
-            {
-                "type": "scatter",
-                "x": raw_x,
-                "y": raw_y,
-                "mode": "lines",
-                "name": "loss",
-                "showlegend": False,  # the faint twin of the smoothed line: a legend row less
-                "line": {"color": _rgba(color, 0.3), "width": 1},
-                "hovertemplate": "update %{x:,}<br>loss %{y:.4g}<extra></extra>",
-            }
-        )
     loss_x, loss_y = _thinned(x, ema(y, smoothing))
-    traces.append(
+    traces: list[dict[str, Any]] = [
         {
             "type": "scatter",
             "x": loss_x,
@@ -172,7 +157,7 @@ def loss_curve(
             "line": {"color": color, "width": 2.5 if smoothing > 0 else 2},
             "hovertemplate": f"update %{{x:,}}<br>loss{smoothed} %{{y:.4g}}<extra></extra>",
         }
-    )
+    ]
     extra: dict[str, Any] = {}
     if td_abs_mean is not None:
         td = _as_1d(td_abs_mean)

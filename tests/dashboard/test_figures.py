@@ -363,15 +363,13 @@ def test_loss_curve_puts_mean_td_error_on_a_second_axis() -> None:
     assert fig.layout.yaxis2.tickmode == "auto"  # its own round ticks
 
 
-def test_loss_curve_smoothed_draws_raw_loss_faint_and_both_curves_as_their_ema() -> None:
+def test_loss_curve_smoothed_draws_both_curves_as_their_ema() -> None:
     """The page's EMA: [1, 2, 3] with smoothing 0.5 is [1, 5/3, 17/7] (`ema`'s docstring)."""
     fig = loss_curve([1, 2, 3], [1.0, 2.0, 3.0], [3.0, 2.0, 1.0], smoothing=0.5)
-    raw, smooth = trace(fig, "loss"), trace(fig, "loss (EMA 0.5)")
-    td = trace(fig, "mean |TD error| (EMA 0.5)")
-    assert list(raw.y) == [1.0, 2.0, 3.0] and "0.3" in raw.line.color  # faint
+    smooth, td = trace(fig, "loss (EMA 0.5)"), trace(fig, "mean |TD error| (EMA 0.5)")
     assert np.allclose(smooth.y, [1, 5 / 3, 17 / 7])
     assert np.allclose(td.y, [3, 7 / 3, 11 / 7]) and td.yaxis == "y2" and td.line.dash == "dot"
-    assert [t.name for t in fig.data] == ["loss", "loss (EMA 0.5)", "mean |TD error| (EMA 0.5)"]
+    assert [t.name for t in fig.data] == ["loss (EMA 0.5)", "mean |TD error| (EMA 0.5)"]
 
 
 def test_loss_curve_overlays_the_previous_runs_mean_td_error_on_the_right_axis() -> None:
