@@ -48,24 +48,17 @@ SLOW_ROUNDS = 3  # slow references are timed in the first rounds only, with call
 
 # ---------------------------------------------------------------- rdqn in the main environment
 class _GivenUniforms:
-    """Stands in for a Generator so that a check can hand the sampler its u_k (multiples of
-    2^-53, as `Generator.random` makes them): rdqn's samplers take the bit generator's raw
-    64-bit outputs, u = (raw >> 11) 2^-53."""
+    """Stands in for a Generator so that a check can hand the sampler its u_k: rdqn's samplers
+    draw them with `rng.random(out=...)`."""
 
     def __init__(self, u: np.ndarray) -> None:
         self.u = u
 
-    @property
-    def bit_generator(self) -> _GivenUniforms:
-        return self
-
-    def random(self, size: int) -> np.ndarray:
-        if size != len(self.u):
-            raise ValueError(f"size must be {len(self.u)}, got {size}")
-        return self.u
-
-    def random_raw(self, size: int) -> np.ndarray:
-        return (self.random(size) * 2.0**53).astype(np.uint64) << np.uint64(11)
+    def random(self, *, out: np.ndarray) -> np.ndarray:
+        if out.shape != self.u.shape:
+            raise ValueError(f"out must have shape {self.u.shape}, got {out.shape}")
+        out[...] = self.u
+        return out
 
 
 class RdqnSampler:

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
+
+from rdqn.replay.compiled import no_refcounts
 
 __all__ = [
     "all_finite",
@@ -39,7 +40,7 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcounts
 def slots_in_range(indices: NDArray[np.int64], size: int) -> bool:
     """Whether every index is in [0, size)."""
     k, n = 0, indices.shape[0]
@@ -48,7 +49,7 @@ def slots_in_range(indices: NDArray[np.int64], size: int) -> bool:
     return k == n
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcounts
 def all_finite(values: NDArray) -> bool:
     """Whether every value of a 1-D float array is finite."""
     k, n = 0, values.shape[0]
@@ -120,7 +121,7 @@ def check_magnitudes(name: str, values: Any, count: int, hint: str = "") -> NDAr
     return array
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcounts
 def first_invalid_kernel(
     indices: NDArray[np.int64], magnitudes: NDArray[np.float64], size: int
 ) -> int:

@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rdqn.replay.checks import check_slot, check_update
+from rdqn.replay.compiled import no_refcounts
 from rdqn.replay.rank_order import (
     COUNT_C,
     COUNT_LAST,
@@ -22,7 +23,6 @@ from rdqn.replay.samplers import (
     Normalization,
     check_attached,
     check_normalization,
-    uniform,
 )
 from rdqn.replay.vector_power import power
 from rdqn.validation import check_real
@@ -92,6 +92,12 @@ class RankBasedSampler:
         self._cell = self._rank_cdf[-1] / cells
         edges = np.arange(cells + 1) * self._cell
         self._rank_grid = np.searchsorted(self._rank_cdf, edges, side="right").astype(np.int32)
+        # `rank_sample_kernel`'s leading arguments: they change only in place.
+        order = self._ranks
+        self._sampling = (self._rank_cdf, self._rank_grid, self._cell, self.alpha, self._mode)
+        self._sampling += (self._max_weight, order.items, order.sizes, order.blocks)
+        self._sampling += (order.group_count, order.counters)
+        self._groups = order.group_count.shape[0]
 
     def _order(self) -> RankOrder:
         check_attached(self._capacity, "RankBasedSampler")
@@ -110,30 +116,13 @@ class RankBasedSampler:
         ranks.write_one(slot, self.max_priority)
 
     def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
-        ranks = self._order()
-        if ranks.size == 0:
-            raise ValueError("cannot sample: no transition is stored")
+        self._order()
         indices = np.empty(batch_size, np.int64)
-        probabilities = np.empty(batch_size, np.float64)
+        probabilities = rng.random(out=np.empty(batch_size, np.float64))  # the u_k
         weights = np.empty(batch_size, np.float64)
-        rank_sample_kernel(
-            self._rank_cdf,
-            self._rank_grid,
-            self._cell,
-            self.alpha,
-            rng.bit_generator.random_raw(batch_size),
-            beta,
-            self._mode,
-            self._max_weight,
-            ranks.items,
-            ranks.sizes,
-            ranks.blocks,
-            ranks.group_count,
-            ranks.counters,
-            indices,
-            probabilities,
-            weights,
-        )
+        scratch = np.empty(batch_size + self._groups, np.int64)
+        if not rank_sample_kernel(*self._sampling, beta, indices, probabilities, weights, scratch):
+            raise ValueError("cannot sample: no transition is stored")
         return Draw(indices, probabilities, weights)
 
     @property
@@ -239,14 +228,12 @@ def rank_cdf_kernel(alpha: float, out: NDArray[np.float64]) -> None:
         out[j] = total
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcounts
 def rank_sample_kernel(
     rank_cdf: NDArray[np.float64],
     rank_grid: NDArray[np.int32],
     cell: float,
     alpha: float,
-    draws: NDArray[np.uint64],
-    beta: float,
     mode: int,
     max_weight: float,
     items: NDArray[np.int32],
@@ -254,26 +241,36 @@ def rank_sample_kernel(
     blocks: NDArray[np.int32],
     group_count: NDArray[np.int32],
     counters: NDArray[np.int64],
+    beta: float,
     out_indices: NDArray[np.int64],
     out_probabilities: NDArray[np.float64],
     out_weights: NDArray[np.float64],
-) -> None:
+    scratch: NDArray[np.int64],
+) -> bool:
     """Stratified queries m_k = (k + u_k) * total / B over the rank-mass CDF of the n stored
     slots; the rank drawn is the first whose prefix sum exceeds m_k (capped at rank n, for a
     query rounded onto the total), P = r^-alpha / total; then the slots at those ranks and the IS
     weights. The search for m_k covers only the grid cells g - 1 .. g + 1 around g = m_k / cell,
-    whose prefix-sum counts bound its answer (a cell either side absorbs rounding)."""
+    whose prefix-sum counts bound its answer (a cell either side absorbs rounding).
+
+    The u_k come in `out_probabilities`, which holds the queries until the P replace them;
+    `out_indices` holds the searches' lengths, `scratch` (B + the groups' count entries) the
+    ranks and `select_kernel`'s work space. No allocation: the kernel runs without numba's
+    reference counts (`rdqn.replay.compiled`). False, the outputs unwritten, when nothing is
+    stored."""
     n = counters[COUNT_STORED]
+    if n == 0:
+        return False
     total = rank_cdf[n - 1]
-    batch = draws.shape[0]
+    batch = out_probabilities.shape[0]
     segment = total / batch
     cells = rank_grid.shape[0] - 1
-    ranks = np.empty(batch, np.int64)
-    lengths = np.empty(batch, np.int64)
-    queries = np.empty(batch, np.float64)
+    ranks = scratch[:batch]
+    lengths = out_indices
+    queries = out_probabilities
     longest = 0
     for k in range(batch):
-        queries[k] = (k + uniform(draws[k])) * segment
+        queries[k] = (k + queries[k]) * segment
         g = min(int(queries[k] / cell), cells)
         ranks[k] = rank_grid[max(g - 1, 0)]
         lengths[k] = rank_grid[min(g + 2, cells)] - ranks[k]
@@ -290,7 +287,7 @@ def rank_sample_kernel(
         if lengths[k] > 0:
             ranks[k] += rank_cdf[ranks[k]] <= queries[k]
         ranks[k] = min(ranks[k], n - 1)
-    select_kernel(items, sizes, blocks, group_count, counters, ranks, out_indices)
+    select_kernel(items, sizes, blocks, group_count, counters, ranks, out_indices, scratch[batch:])
     # P = r^-alpha / total for r = rank + 1. The weights from the ranks, so that rank n's is 1
     # exactly: (P / P_min)^-beta = (r / r_min)^(alpha beta), r_min = n (global) or the batch's
     # last rank (the ranks do not decrease), or (n P)^-beta (none). Each a vectorized `power`.
@@ -310,6 +307,7 @@ def rank_sample_kernel(
     if max_weight > 0.0:
         for k in range(batch):
             out_weights[k] = min(out_weights[k], max_weight)
+    return True
 
 
 @numba.njit(cache=True, nogil=True)

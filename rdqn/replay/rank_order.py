@@ -63,7 +63,6 @@ order is O(P + N). All in numba.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
 
@@ -116,15 +115,16 @@ def positions(capacity: int) -> int:
 
 def rank_order_nbytes(capacity: int) -> int:
     """`RankOrder(capacity).nbytes` without allocating: per slot an int64 stamp and an int32 home
-    block; per physical block C int32 slots and C float64 keys, an int32 position and
-    free-stack entry; per position an int32 block and size and a float64 last key; per segment
-    of positions (plus one) a float64 last key; per group of positions an int32 count; seven
-    int64 counters."""
+    block; per physical block C int32 slots and C float64 keys (and one spare of each after the
+    last block), an int32 position and free-stack entry; per position an int32 block and size
+    and a float64 last key; per segment of positions (plus one) a float64 last key; per group of
+    positions an int32 count; seven int64 counters."""
     c = block_capacity(capacity)
     p = positions(capacity)
     return (
         capacity * (8 + 4)
         + max_blocks(capacity) * (12 * c + 2 * 4)
+        + 12
         + p * (4 + 4 + 8)
         + (p // SEGMENT + 1) * 8
         + p // GROUP * 4
@@ -147,8 +147,9 @@ class RankOrder:
         blocks, slots = max_blocks(capacity), positions(capacity)
         self.stamp = np.full(capacity, -1, np.int64)
         self.home = np.full(capacity, -1, np.int32)
-        self.items = np.zeros(blocks * self.block_capacity, np.int32)
-        self.keys = np.zeros(blocks * self.block_capacity, np.float64)
+        # One spare entry after the last block: `close_gap` reads one past a block.
+        self.items = np.zeros(blocks * self.block_capacity + 1, np.int32)
+        self.keys = np.zeros(blocks * self.block_capacity + 1, np.float64)
         self.position = np.full(blocks, -1, np.int32)
         self.free = np.arange(blocks - 1, -1, -1, dtype=np.int32)  # pops 0, 1, 2, ...
         self.blocks = np.full(slots, -1, np.int32)
@@ -226,8 +227,9 @@ class RankOrder:
     def select(self, ranks: NDArray[np.int64]) -> NDArray[np.int64]:
         """The slot at each 0-based rank (each < `size`)."""
         out = np.empty(ranks.shape[0], np.int64)
+        ends = np.empty(self.group_count.shape[0], np.int64)
         select_kernel(
-            self.items, self.sizes, self.blocks, self.group_count, self.counters, ranks, out
+            self.items, self.sizes, self.blocks, self.group_count, self.counters, ranks, out, ends
         )
         return out
 
@@ -299,7 +301,7 @@ class RankOrder:
 
 
 # ------------------------------------------- reading kernels (the writing ones: rank_order_writes)
-@numba.njit(cache=True, nogil=True)
+@no_refcounts
 def select_kernel(
     items: NDArray[np.int32],
     sizes: NDArray[np.int32],
@@ -308,15 +310,15 @@ def select_kernel(
     counters: NDArray[np.int64],
     ranks: NDArray[np.int64],
     out: NDArray[np.int64],
+    ends: NDArray[np.int64],
 ) -> None:
     """out[k] = the slot at 0-based rank ranks[k] (< the number stored): the groups' prefix
     counts (one pass, O(P / GROUP)), a binary search of them for the group that holds the rank,
     a count of the group's positions whose sizes end at or before it, then the offset in the
     block there. All without branches; the B searches advance together one step at a time, and
     the B loads of the slots come last, so that loads overlap. `out` holds the groups on the
-    way."""
+    way, `ends` (one entry per group) the groups' prefix ends."""
     groups = group_count.shape[0]
-    ends = np.empty(groups, np.int64)  # ends[g]: the slots in groups 0..g
     total = 0
     for g in range(groups):
         total += group_count[g]

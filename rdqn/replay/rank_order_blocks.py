@@ -32,10 +32,12 @@ from rdqn.replay.rank_order_layout import (
     State,
     inlined,
     no_refcounts,
+    unsigned,
 )
 
 __all__ = [
     "add_size",
+    "close_gap",
     "refill",
     "set_last",
     "shift_down",
@@ -55,6 +57,20 @@ def shift_up(array: NDArray, start: int, count: int) -> None:
 def shift_down(array: NDArray, start: int, count: int) -> None:
     """array[start : start + count] = array[start + 1 : start + 1 + count] (count >= 0)."""
     move(array, start, start + 1, count)
+
+
+@inlined
+def close_gap(array: NDArray, base: int, at: int, c: int) -> None:
+    """Entries at + 1 .. c of the block at flat offset `base` move down one: array[base + k] =
+    array[base + k + 1] for at <= k < c. The loop runs over the whole block's width c, whatever
+    its size: a trip count that never changes compiles to a few vector moves with no mispredicted
+    exit: a rank cycle's removes took 0.6x the time of a memmove of the block's used part. (The
+    same loop run backwards, to open a gap, was slower than the memmove: `shift_up` stays.) It
+    reads one entry past the block, so the arrays carry one spare entry after the last block."""
+    start = unsigned(base)
+    for k in range(c):
+        if k >= at:
+            array[start + unsigned(k)] = array[start + unsigned(k + 1)]
 
 
 @no_refcounts

@@ -5,9 +5,10 @@ the kernels are in `rank_order_search` and `rank_order_writes`."""
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
+
+from rdqn.replay.compiled import inlined, no_refcounts
 
 __all__ = [
     "AHEAD",
@@ -72,13 +73,7 @@ GROUP = 8
 # many ahead, the blocks they leave).
 AHEAD = 8
 
-# How the kernels are compiled. The writing kernels go without numba's reference counting
-# (`_nrt=False`; they allocate nothing and only borrow the arrays their caller holds): numba
-# increfs every array argument on entry to a function whose control flow its pruner cannot
-# follow, and those atomic counts cost more than the work itself (measured: 128 writes 38 µs
-# without, 59 µs with, at N = 2^17). Offsets into a block are unsigned, so numba leaves out its
-# negative-index wrap-around and the compiler vectorizes the shifts and scans with plain loads.
-
-no_refcounts = numba.njit(cache=True, nogil=True, _nrt=False)
-inlined = numba.njit(cache=True, nogil=True, _nrt=False, inline="always")
+# How the kernels are compiled: `rdqn.replay.compiled` (no reference counts, nothing allocated).
+# Offsets into a block are unsigned, so numba leaves out its negative-index wrap-around and the
+# compiler vectorizes the shifts and scans with plain loads.
 unsigned = np.uint64

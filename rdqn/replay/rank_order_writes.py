@@ -12,9 +12,9 @@ from numpy.typing import NDArray
 from rdqn.replay.intrinsics import prefetch
 from rdqn.replay.rank_order_blocks import (
     add_size,
+    close_gap,
     refill,
     set_last,
-    shift_down,
     shift_up,
     split,
     spread,
@@ -69,11 +69,10 @@ def _remove(state: State, slot: int) -> None:
     size = sizes[q]
     base = unsigned(block * c)
     j = 0
-    for k in range(size):  # no early exit: the compiler vectorizes the scan
-        if items[base + unsigned(k)] == slot:
-            j = k
-    shift_down(items, block * c + j, size - 1 - j)
-    shift_down(keys, block * c + j, size - 1 - j)
+    for k in range(c):  # the block's whole width, no early exit: a few vector compares
+        j += ((items[base + unsigned(k)] == slot) & (k < size)) * k
+    close_gap(items, block * c, j, c)
+    close_gap(keys, block * c, j, c)
     sizes[q] = size - 1
     home[slot] = -1
     counters[COUNT_STORED] -= 1
@@ -119,8 +118,8 @@ def _insert(state: State, slot: int, p: float, hint: int) -> None:
     size = sizes[q]
     base = block * c
     lo = 0
-    for k in range(size):  # the keys above p (vectorized): (p, s) goes before its ties
-        lo += keys[unsigned(base) + unsigned(k)] > p
+    for k in range(c):  # the keys above p (vectorized): (p, s) goes before its ties
+        lo += (keys[unsigned(base) + unsigned(k)] > p) & (k < size)
     shift_up(items, base + lo, size - lo)
     shift_up(keys, base + lo, size - lo)
     items[base + lo] = slot

@@ -25,11 +25,11 @@ from __future__ import annotations
 import math
 from typing import Any, Literal, NamedTuple, NoReturn, Protocol, runtime_checkable
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
 
 from rdqn.replay.checks import check_magnitudes, check_slot, check_slots, check_update
+from rdqn.replay.compiled import no_refcounts
 from rdqn.replay.sumtree import SumTree, descend_sorted, update_tree_kernel
 from rdqn.replay.vector_power import power
 from rdqn.validation import Real, check_choice, check_real
@@ -108,16 +108,7 @@ def check_attached(capacity: int | None, name: str) -> int:
     return capacity
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def uniform(draw: np.uint64) -> float:
-    """u in [0, 1) from a bit generator's raw 64-bit output: its top 53 bits times 2^-53, which
-    is what `Generator.random` returns for PCG64 (NumPy's default), PCG64DXSM, Philox and SFC64.
-    The samplers take `rng.bit_generator.random_raw(B)` and convert in their kernels: the same
-    numbers, a cheaper call."""
-    return (draw >> 11) * 2.0**-53
-
-
-@numba.njit(cache=True, nogil=True)
+@no_refcounts
 def importance_weights_kernel(
     probabilities: NDArray[np.float64],
     min_probability: float,
@@ -144,11 +135,10 @@ def importance_weights_kernel(
             out[k] = min(out[k], max_weight)
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcounts
 def stratified_sample_kernel(
     nodes: NDArray[np.float64],
     offset: int,
-    draws: NDArray[np.uint64],
     size: int,
     beta: float,
     mode: int,
@@ -162,15 +152,16 @@ def stratified_sample_kernel(
     refuses the sample).
 
     Query k is m_k = (k + u_k) * total / B with u_k ~ U[0, 1): one uniform draw in each of B equal
-    segments of the total mass (Schaul et al. 2015, appendix B.2.1). The queries and the descent's
-    work space live in `out_probabilities` until the P(i) replace them."""
+    segments of the total mass (Schaul et al. 2015, appendix B.2.1). The u_k come in
+    `out_probabilities`; the queries and the descent's work space live there until the P(i)
+    replace them."""
     total = nodes[1, 0]
     if not (total > 0.0 and total < np.inf):
         return total
-    n = draws.shape[0]
+    n = out_probabilities.shape[0]
     segment = total / n
     for k in range(n):
-        out_probabilities[k] = (k + uniform(draws[k])) * segment
+        out_probabilities[k] = (k + out_probabilities[k]) * segment
     descend_sorted(nodes, offset, out_probabilities, out_indices, out_probabilities)
     for k in range(n):
         out_probabilities[k] = nodes[out_indices[k], 0] / total
@@ -188,7 +179,7 @@ BAD_MAGNITUDE = -3.0
 ZERO_TOTAL = -4.0
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcounts
 def priority_update_kernel(
     nodes: NDArray[np.float64],
     offset: int,
@@ -197,14 +188,15 @@ def priority_update_kernel(
     magnitudes: NDArray[np.float64],
     eps: float,
     alpha: float,
+    scratch: NDArray[np.float64],
 ) -> float:
     """Set masses (|delta| + eps)^alpha; returns the largest priority, or a negative code when
     the update is refused and the tree left as it was: BAD_SLOT (an index outside [0, capacity)),
     BAD_MAGNITUDE (a magnitude not finite and >= 0), OVERFLOW (a mass or the total overflows) or
     ZERO_TOTAL (no transition would keep a positive mass, so nothing could be sampled)."""
     n = indices.shape[0]
-    masses = np.empty(n, np.float64)
-    previous = np.empty(n, np.float64)
+    masses = scratch[:n]
+    previous = scratch[n : 2 * n]
     largest = 0.0
     for k in range(n):
         if indices[k] < 0 or indices[k] >= capacity:
@@ -307,6 +299,7 @@ class ProportionalSampler:
         self.tree: SumTree | None = None
         self._slot = np.zeros(1, np.int64)
         self._mass = np.zeros(1, np.float64)
+        self._scratch = np.empty(2 * 128, np.float64)  # `priority_update_kernel`'s, grown
 
     def attach(self, capacity: int) -> None:
         self.tree = SumTree(capacity, track_min=True)
@@ -326,12 +319,11 @@ class ProportionalSampler:
     def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
         tree = self.tree if self.tree is not None else self._tree()
         indices = np.empty(batch_size, np.int64)
-        probabilities = np.empty(batch_size, np.float64)
+        probabilities = rng.random(out=np.empty(batch_size, np.float64))  # the u_k
         weights = np.empty(batch_size, np.float64)
         total = stratified_sample_kernel(
             tree.nodes,
             tree.offset,
-            rng.bit_generator.random_raw(batch_size),
             size,
             beta,
             self._mode,
@@ -366,6 +358,8 @@ class ProportionalSampler:
             magnitudes = check_magnitudes("magnitudes", magnitudes, indices.shape[0])
         if indices.shape[0] == 0:
             return
+        if 2 * indices.shape[0] > self._scratch.shape[0]:
+            self._scratch = np.empty(2 * indices.shape[0], np.float64)
         largest = priority_update_kernel(
             tree.nodes,
             tree.offset,
@@ -374,6 +368,7 @@ class ProportionalSampler:
             magnitudes,
             self.eps,
             self.alpha,
+            self._scratch,
         )
         if largest < 0:
             self._refuse(largest, indices, magnitudes)

@@ -16,10 +16,10 @@ the window length T; windows are gathered at sample time (see `windows.py`).
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
+from rdqn.replay.compiled import no_refcounts
 from rdqn.replay.windows import fill_window
 
 __all__ = ["ACTION_MAX", "RingStorage", "Stacked"]
@@ -55,7 +55,7 @@ _ARRAYS = (
 )
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcounts
 def gather_transitions_kernel(
     frames: NDArray,
     small: NDArray[np.int32],
@@ -100,7 +100,7 @@ def gather_transitions_kernel(
             sample_counts[s] += 1
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcounts
 def count_stale(
     generation: NDArray[np.int64], slots: NDArray[np.int64], sampled: NDArray[np.int64]
 ) -> int:

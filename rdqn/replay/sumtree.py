@@ -47,6 +47,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rdqn.replay.checks import check_magnitudes, check_slots
+from rdqn.replay.compiled import no_refcounts
 from rdqn.replay.intrinsics import prefetch
 from rdqn.validation import check_integer
 
@@ -67,7 +68,7 @@ def aligned_nodes(count: int, width: int, fill: float) -> NDArray[np.float64]:
     return flat[start : start + count * width].reshape(count, width)
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcounts
 def update_tree_kernel(
     nodes: NDArray[np.float64],
     offset: int,
@@ -80,31 +81,31 @@ def update_tree_kernel(
     """
     n = indices.shape[0]
     track_min = nodes.shape[1] == 2
-    ancestors = np.empty(n, np.int64)
     for k in range(n):
         leaf = indices[k] + offset
         nodes[leaf, 0] = masses[k]
         if track_min:
             nodes[leaf, 1] = masses[k] if masses[k] > 0.0 else np.inf
-        ancestors[k] = leaf >> 1
     if n == 0:
         return
-    # All leaves sit at the same depth, so all paths reach the root together. Paths of sorted
-    # indices (a stratified batch) merge near the root: a node equal to the previous one is
-    # recomputed only once. From the level with no more nodes than paths up, every node is
-    # recomputed, children before parents (higher index first): fewer steps than n paths.
+    # All leaves sit at the same depth, so all paths reach the root together: a leaf's ancestor
+    # `up` levels above it is (leaf >> up). Paths of sorted indices (a stratified batch) merge
+    # near the root: a node equal to the previous one is recomputed only once. From the level
+    # with no more nodes than paths up, every node is recomputed, children before parents
+    # (higher index first): fewer steps than n paths.
     level = offset >> 1
+    up = 1
     while level > n:
         previous = -1
         for k in range(n):
-            j = ancestors[k]
+            j = (indices[k] + offset) >> up
             if j != previous:
                 nodes[j, 0] = nodes[2 * j, 0] + nodes[2 * j + 1, 0]
                 if track_min:
                     nodes[j, 1] = min(nodes[2 * j, 1], nodes[2 * j + 1, 1])
                 previous = j
-            ancestors[k] = j >> 1
         level >>= 1
+        up += 1
     for j in range(2 * level - 1, 0, -1):
         nodes[j, 0] = nodes[2 * j, 0] + nodes[2 * j + 1, 0]
         if track_min:

@@ -22,6 +22,7 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
+from rdqn.replay.compiled import no_refcounts
 from rdqn.validation import check_integer
 
 __all__ = ["WindowBuilder", "gather_windows"]
@@ -59,7 +60,7 @@ def fill_window(
             mask[row, p] = False
 
 
-@numba.njit(cache=True, nogil=True)
+@no_refcounts
 def gather_windows_kernel(
     frames: NDArray,
     last: NDArray[np.int64],

@@ -36,28 +36,23 @@ def assert_same_state() -> Callable[[Any, Any], None]:
 
 
 class ScriptedUniforms:
-    """Stands in for `np.random.Generator` where a sampler only draws uniforms: `random(n)`, or
-    `bit_generator.random_raw(n)`, whose 64-bit outputs the samplers turn into u = (raw >> 11)
-    2^-53 (`rdqn.replay.samplers.uniform`).
+    """Stands in for `np.random.Generator` where a sampler only draws uniforms:
+    `random(n)` or `random(out=array)`.
 
-    Each call returns the next scripted row (u within 2^-53), so a stratified draw lands on
-    hand-computed leaves.
+    Each call returns the next scripted row, so a stratified draw lands on hand-computed leaves.
     """
 
     def __init__(self, *rows: Sequence[float]) -> None:
         self._rows = [np.asarray(r, dtype=np.float64) for r in rows]
 
-    @property
-    def bit_generator(self) -> ScriptedUniforms:
-        return self
-
-    def random(self, n: int) -> np.ndarray:
+    def random(self, n: int | None = None, *, out: np.ndarray | None = None) -> np.ndarray:
         row = self._rows.pop(0)
-        assert row.shape == (n,), f"scripted {row.shape[0]} uniforms, sampler asked for {n}"
-        return row.copy()
-
-    def random_raw(self, n: int) -> np.ndarray:
-        return np.round(self.random(n) * 2.0**53).astype(np.uint64) << np.uint64(11)
+        asked = out.shape[0] if out is not None else n
+        assert row.shape == (asked,), f"scripted {row.shape[0]} uniforms, sampler asked for {asked}"
+        if out is None:
+            return row.copy()
+        out[...] = row
+        return out
 
 
 @pytest.fixture
