@@ -278,3 +278,12 @@ def test_bad_input_is_refused_and_leaves_the_state_unchanged(
     with pytest.raises(ValueError, match=match):
         call(sampler)
     assert_same_state(sampler.state_dict(), before)
+
+
+def test_sampling_before_any_transition_is_stored_is_refused() -> None:
+    sampler = RankBasedSampler()
+    sampler.attach(8)
+    with pytest.raises(ValueError, match="no transition is stored"):
+        sampler.sample(0, 4, 0.5, np.random.default_rng(0))
+    sampler.on_add(3)
+    assert sampler.sample(1, 4, 0.5, np.random.default_rng(0)).indices.tolist() == [3, 3, 3, 3]
