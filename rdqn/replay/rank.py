@@ -30,17 +30,29 @@ from rdqn.validation import check_real
 __all__ = ["RankBasedSampler", "rank_sampler_nbytes"]
 
 
-def grid_cells(capacity: int) -> int:
-    """Cells of the rank grid: one per 4 ranks (about 13 ranks per cell at the far end of the
-    CDF for alpha 0.7, so a query's search stays within a few cache lines)."""
-    return -(-capacity // 4)
+LOG_FORM = 1e-4
+"""Within this of alpha = 1, the inverse of the rank-mass CDF uses its logarithmic form
+(`rank_cdf_offset`): (r + 1/2)^(1 - alpha) / (1 - alpha) cancels badly there."""
+
+
+def rank_cdf_offset(alpha: float, rank_cdf: NDArray[np.float64]) -> float:
+    """C in S(r) ≈ C + (r + 1/2)^(1 - alpha) / (1 - alpha), or C + ln(r + 1/2) near alpha = 1,
+    fitted at the last rank R: S(R) - (R + 1/2)^(1 - alpha) / (1 - alpha).
+
+    S(r) = sum_{k <= r} k^-alpha is the rank masses' prefix sum; the approximation is the
+    midpoint rule for the integral of x^-alpha, off by O(r^-alpha-1) (Euler-Maclaurin), so its
+    inverse finds a query's rank to within about one: `rank_sample_kernel` then checks that
+    guess against the exact prefix sums."""
+    last = rank_cdf.shape[0] + 0.5
+    if abs(1.0 - alpha) < LOG_FORM:
+        return float(rank_cdf[-1] - np.log(last))
+    return float(rank_cdf[-1] - last ** (1.0 - alpha) / (1.0 - alpha))
 
 
 def rank_sampler_nbytes(capacity: int) -> int:
     """`RankBasedSampler.nbytes` once attached to ``capacity`` slots, without allocating: the
-    rank order (`rank_order_nbytes`), the float64 prefix sums of the rank masses and the int32
-    rank grid over them."""
-    return rank_order_nbytes(capacity) + 8 * capacity + 4 * (grid_cells(capacity) + 1)
+    rank order (`rank_order_nbytes`) and the float64 prefix sums of the rank masses."""
+    return rank_order_nbytes(capacity) + 8 * capacity
 
 
 class RankBasedSampler:
@@ -58,8 +70,9 @@ class RankBasedSampler:
     additions, then O(log N) per drawn rank). Over the n stored slots,
     P(rank r) = r^-alpha / sum_{k<=n} k^-alpha > 0. A draw is stratified over the rank-mass CDF:
     query k is (k + u_k) * total / B, u_k ~ U[0, 1), and the rank whose CDF segment holds it is
-    drawn (the prefix sums and a grid over them that narrows each search to a few cache lines
-    are computed once per capacity). IS weights as for
+    drawn: the prefix sums are computed once per capacity, and an approximate inverse of them
+    in closed form (`rank_cdf_offset`) guesses each query's rank, checked against the exact
+    sums with one or two loads. IS weights as for
     `ProportionalSampler`; the "global" normalisation uses the smallest probability, rank n's.
 
     Args:
@@ -87,14 +100,10 @@ class RankBasedSampler:
         self._ranks = RankOrder(capacity)
         self._rank_cdf = np.empty(capacity, np.float64)
         rank_cdf_kernel(self.alpha, self._rank_cdf)
-        # grid[g] = how many prefix sums are <= g * cell: where the search for a query starts.
-        cells = grid_cells(capacity)
-        self._cell = self._rank_cdf[-1] / cells
-        edges = np.arange(cells + 1) * self._cell
-        self._rank_grid = np.searchsorted(self._rank_cdf, edges, side="right").astype(np.int32)
         # `rank_sample_kernel`'s leading arguments: they change only in place.
         order = self._ranks
-        self._sampling = (self._rank_cdf, self._rank_grid, self._cell, self.alpha, self._mode)
+        offset = rank_cdf_offset(self.alpha, self._rank_cdf)
+        self._sampling = (self._rank_cdf, offset, self.alpha, self._mode)
         self._sampling += (self._max_weight, order.items, order.sizes, order.blocks)
         self._sampling += (order.group_count, order.counters)
         self._groups = order.group_count.shape[0]
@@ -160,7 +169,7 @@ class RankBasedSampler:
     def nbytes(self) -> int:
         if self._capacity is None:
             return 0
-        return self._ranks.nbytes + self._rank_cdf.nbytes + self._rank_grid.nbytes
+        return self._ranks.nbytes + self._rank_cdf.nbytes
 
     def state_dict(self) -> dict[str, Any]:
         """What continues the sampler identically: per-slot priorities and write stamps (-1: no
@@ -231,8 +240,7 @@ def rank_cdf_kernel(alpha: float, out: NDArray[np.float64]) -> None:
 @no_refcounts
 def rank_sample_kernel(
     rank_cdf: NDArray[np.float64],
-    rank_grid: NDArray[np.int32],
-    cell: float,
+    offset: float,
     alpha: float,
     mode: int,
     max_weight: float,
@@ -250,43 +258,49 @@ def rank_sample_kernel(
     """Stratified queries m_k = (k + u_k) * total / B over the rank-mass CDF of the n stored
     slots; the rank drawn is the first whose prefix sum exceeds m_k (capped at rank n, for a
     query rounded onto the total), P = r^-alpha / total; then the slots at those ranks and the IS
-    weights. The search for m_k covers only the grid cells g - 1 .. g + 1 around g = m_k / cell,
-    whose prefix-sum counts bound its answer (a cell either side absorbs rounding).
+    weights. The rank for m_k is guessed from the inverse of S(r) ≈ C + (r + 1/2)^(1 - alpha) /
+    (1 - alpha) (C = `offset`, `rank_cdf_offset`), r + 1/2 = ((m - C)(1 - alpha))^(1 / (1 - alpha))
+    (one vector `power` for all B), then checked against the exact prefix sums: the guess is
+    right, or one rank off, nearly always; a step or two either way fixes that, and a binary
+    search of the prefix sums anything further (where float64 cannot tell the sums of far
+    ranks apart).
 
     The u_k come in `out_probabilities`, which holds the queries until the P replace them;
-    `out_indices` holds the searches' lengths, `scratch` (B + the groups' count entries) the
-    ranks and `select_kernel`'s work space. No allocation: the kernel runs without numba's
-    reference counts (`rdqn.replay.compiled`). False, the outputs unwritten, when nothing is
-    stored."""
+    `out_weights` holds the guesses, `scratch` (B + the groups' count entries) the ranks and
+    `select_kernel`'s work space. No allocation: the kernel runs without numba's reference
+    counts (`rdqn.replay.compiled`). False, the outputs unwritten, when nothing is stored."""
     n = counters[COUNT_STORED]
     if n == 0:
         return False
     total = rank_cdf[n - 1]
     batch = out_probabilities.shape[0]
     segment = total / batch
-    cells = rank_grid.shape[0] - 1
     ranks = scratch[:batch]
-    lengths = out_indices
     queries = out_probabilities
-    longest = 0
+    guesses = out_weights
+    exponent = 1.0 - alpha
     for k in range(batch):
         queries[k] = (k + queries[k]) * segment
-        g = min(int(queries[k] / cell), cells)
-        ranks[k] = rank_grid[max(g - 1, 0)]
-        lengths[k] = rank_grid[min(g + 2, cells)] - ranks[k]
-        longest = max(longest, lengths[k])
-    # Branch-free halving, all queries one step at a time (their loads overlap); the answer
-    # stays in [ranks[k], ranks[k] + lengths[k]].
-    while longest > 1:
+    if abs(exponent) < LOG_FORM:
         for k in range(batch):
-            half = lengths[k] >> 1
-            ranks[k] += half if rank_cdf[ranks[k] + half] <= queries[k] else 0
-            lengths[k] -= half
-        longest -= longest >> 1
+            guesses[k] = np.exp(queries[k] - offset)
+    else:
+        for k in range(batch):
+            guesses[k] = max((queries[k] - offset) * exponent, 0.0)
+        power(guesses, 1.0 / exponent, guesses)
     for k in range(batch):
-        if lengths[k] > 0:
-            ranks[k] += rank_cdf[ranks[k]] <= queries[k]
-        ranks[k] = min(ranks[k], n - 1)
+        m = queries[k]
+        rank = n - 1  # a guess past the stored ranks, or not a number: from the last one
+        if guesses[k] - 0.5 < n:  # m in [S(j), S(j + 1)) is 0-based rank j = floor(r)
+            rank = max(int(np.floor(guesses[k] - 0.5)), 0)
+        for _ in range(2):
+            if rank > 0 and rank_cdf[rank - 1] > m:
+                rank -= 1
+            elif rank < n - 1 and rank_cdf[rank] <= m:
+                rank += 1
+        if (rank > 0 and rank_cdf[rank - 1] > m) or (rank < n - 1 and rank_cdf[rank] <= m):
+            rank = min(np.searchsorted(rank_cdf[:n], m, side="right"), n - 1)
+        ranks[k] = rank
     select_kernel(items, sizes, blocks, group_count, counters, ranks, out_indices, scratch[batch:])
     # P = r^-alpha / total for r = rank + 1. The weights from the ranks, so that rank n's is 1
     # exactly: (P / P_min)^-beta = (r / r_min)^(alpha beta), r_min = n (global) or the batch's

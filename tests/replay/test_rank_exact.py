@@ -10,6 +10,7 @@ i.e. ``np.lexsort((-stamp, -priority))`` with one stamp per write, counted here.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 from scipy.stats import chisquare
 
 from rdqn.replay import RankBasedSampler
+from rdqn.replay.rank import rank_cdf_kernel
 
 
 class Reference:
@@ -287,3 +289,37 @@ def test_sampling_before_any_transition_is_stored_is_refused() -> None:
         sampler.sample(0, 4, 0.5, np.random.default_rng(0))
     sampler.on_add(3)
     assert sampler.sample(1, 4, 0.5, np.random.default_rng(0)).indices.tolist() == [3, 3, 3, 3]
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.3, 0.7, 1.0 - 5e-5, 1.0, 1.5, 5.0])
+def test_each_query_draws_the_first_rank_whose_prefix_sum_exceeds_it(
+    alpha: float, scripted: Callable[..., Any]
+) -> None:
+    """The closed-form guess of a query's rank, checked against the exact prefix sums, gives
+    what a binary search of them gives: rank j (0-based) for m in [S(j), S(j + 1)), capped at
+    the last stored rank; for both forms of the inverse (near alpha = 1 and not), a CDF that
+    float64 saturates (alpha = 5), queries on a segment's lower edge (u = 0) and at its top."""
+    capacity, batch = 4096, 64
+    cdf = np.empty(capacity)
+    rank_cdf_kernel(alpha, cdf)
+    rng = np.random.default_rng(int(alpha * 1000))
+    for n in (1, 2, 37, capacity):
+        sampler = RankBasedSampler(alpha=alpha)
+        sampler.attach(capacity)
+        for slot in range(n):
+            sampler.on_add(slot)
+        sampler.update_priorities(np.arange(n), rng.random(n))
+        rank_of = np.empty(n, np.int64)
+        rank_of[sampler.order] = np.arange(n)
+        for u in (rng.random(batch), np.zeros(batch), np.full(batch, 1.0 - 2.0**-53)):
+            queries = (np.arange(batch) + u) * (cdf[n - 1] / batch)
+            expected = np.minimum(np.searchsorted(cdf[:n], queries, side="right"), n - 1)
+            draw = sampler.sample(n, batch, 0.5, scripted(u))
+            assert rank_of[draw.indices].tolist() == expected.tolist()
+        # One query at a time, ever closer to the total: where the prefix sums of far ranks
+        # round to the same float64 (alpha > 1), the guess can be far off and a binary search
+        # takes over.
+        for u in 1.0 - 2.0 ** -np.arange(20.0, 54.0):
+            expected = min(np.searchsorted(cdf[:n], u * cdf[n - 1], side="right"), n - 1)
+            draw = sampler.sample(n, 1, 0.5, scripted([u]))
+            assert rank_of[draw.indices[0]] == expected, u
