@@ -29,6 +29,9 @@ from rdqn.validation import check_real
 
 __all__ = ["RankBasedSampler", "rank_sampler_nbytes"]
 
+_INT64 = np.dtype(np.int64)
+_FLOAT64 = np.dtype(np.float64)
+
 
 LOG_FORM = 1e-4
 """Within this of alpha = 1, the inverse of the rank-mass CDF uses its logarithmic form
@@ -149,10 +152,20 @@ class RankBasedSampler:
         wins. A slot that holds no transition keeps none (its magnitude only counts towards the
         largest priority seen). ``ValueError`` (state unchanged) as in `check_update`."""
         ranks = self._order()
-        indices, magnitudes = check_update(indices, magnitudes, ranks.capacity)
-        if indices.shape[0] == 0:
-            return
+        # Fast path: well-typed arrays go straight to the kernel, which checks their values.
+        if not (
+            type(indices) is np.ndarray
+            and indices.dtype is _INT64
+            and indices.ndim == 1
+            and type(magnitudes) is np.ndarray
+            and magnitudes.dtype is _FLOAT64
+            and magnitudes.shape == indices.shape
+        ):
+            indices, magnitudes = check_update(indices, magnitudes, ranks.capacity)
         largest = ranks.update(indices, magnitudes)
+        if largest < 0.0:  # refused, nothing written: name the bad value
+            check_update(indices, magnitudes, ranks.capacity)
+            raise RuntimeError("the rank order refused an update that check_update accepts")
         if largest > self.max_priority:
             self.max_priority = largest
 

@@ -200,15 +200,15 @@ class RankOrder:
 
     def write(self, slots: NDArray[np.int64], priorities: NDArray[np.float64]) -> float:
         """Give each slot, in turn, its priority and the next stamp (so duplicates: last wins);
-        returns the largest priority given. The caller checks the values: int64 slots in
-        [0, capacity), float64 priorities finite and >= 0."""
+        returns the largest priority given, or -1 with nothing written when a slot is not in
+        [0, capacity) or a priority is not finite and >= 0 (int64 slots, float64 priorities)."""
         return float(
             write_kernel(*self._state, slots, priorities, False, *self._scratch_for(slots))
         )
 
     def update(self, slots: NDArray[np.int64], priorities: NDArray[np.float64]) -> float:
         """As `write`, for stored slots only: a slot that holds nothing is left out (its
-        priority still counts towards the largest returned)."""
+        priority still counts towards the largest returned; -1 as for `write`)."""
         return float(write_kernel(*self._state, slots, priorities, True, *self._scratch_for(slots)))
 
     def write_one(self, slot: int, priority: float) -> None:

@@ -156,7 +156,8 @@ def write_kernel(
 ) -> float:
     """For each k in turn: remove slots[k] if stored, give it priorities[k] and the next stamp,
     insert it (a slot that holds nothing is skipped when `stored_only`). Returns the largest of
-    `priorities` (0 for none).
+    `priorities` (0 for none), or -1 with nothing written when a slot is not in [0, capacity)
+    or a priority is not finite and >= 0.
 
     Done in two passes with the same outcome: first every write's slot leaves its block and
     takes its stamp (a slot written twice: the last stamp), then each slot goes in once, with
@@ -169,6 +170,9 @@ def write_kernel(
     largest = 0.0
     c = counters[COUNT_C]
     count = slots.shape[0]
+    for k in range(count):
+        if not (0 <= slots[k] < stamp.shape[0] and 0.0 <= priorities[k] < np.inf):
+            return -1.0
     clock = counters[COUNT_CLOCK]  # stamps above it were given in this call
     for k in range(count):
         if k + AHEAD < count:  # the homes of later writes, then the blocks they leave

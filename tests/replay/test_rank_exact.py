@@ -266,6 +266,7 @@ def test_a_state_saved_by_the_periodic_sort_sampler_loads() -> None:
         (lambda s: s.update_priorities(np.array([0, -1]), np.array([1.0, 1.0])), "indices"),
         (lambda s: s.update_priorities(np.array([0, 1]), np.array([1.0, np.nan])), "magnitudes"),
         (lambda s: s.update_priorities(np.array([0, 1]), np.array([1.0, -2.0])), "magnitudes"),
+        (lambda s: s.update_priorities(np.array([3, 1]), np.array([np.inf, 1.0])), "magnitudes"),
         (lambda s: s.update_priorities(np.array([0.5]), np.array([1.0])), "indices"),
         (lambda s: s.on_add(16), "slot"),
         (lambda s: s.load_state_dict({"name": "rank", "alpha": 0.5}), "alpha"),
