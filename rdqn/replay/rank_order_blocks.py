@@ -40,7 +40,6 @@ __all__ = [
     "close_gap",
     "refill",
     "set_last",
-    "shift_down",
     "shift_up",
     "split",
     "spread",
@@ -51,12 +50,6 @@ __all__ = [
 def shift_up(array: NDArray, start: int, count: int) -> None:
     """array[start + 1 : start + 1 + count] = array[start : start + count] (count >= 0)."""
     move(array, start + 1, start, count)
-
-
-@inlined
-def shift_down(array: NDArray, start: int, count: int) -> None:
-    """array[start : start + count] = array[start + 1 : start + 1 + count] (count >= 0)."""
-    move(array, start, start + 1, count)
 
 
 @inlined
@@ -217,9 +210,11 @@ def split(state: State, q: int) -> None:
 
 @no_refcounts
 def refill(state: State, q: int) -> None:
-    """The block at position q fell to C/2 - 1 slots (and it has a neighbour): borrow the
-    nearest slot of a neighbour that holds more than C/2, else merge with a neighbour (the two
-    then hold at most C - 1; the later one's position becomes a gap)."""
+    """The block at position q fell to C/2 - 1 slots (and it has a neighbour): from a
+    neighbour that holds more than C/2, borrow the nearest half of the difference between
+    them (both then hold at least C/2; a block that writes keep draining, the top of the order,
+    borrows once per several removals, not at each), else merge with a neighbour (the two then
+    hold at most C - 1; the later one's position becomes a gap)."""
     home, items, keys = state[HOME], state[ITEMS], state[KEYS]
     sizes, position, free = state[SIZES], state[POSITION], state[FREE]
     blocks, group_count, counters = state[BLOCKS], state[GROUP_COUNT], state[COUNTERS]
@@ -235,24 +230,26 @@ def refill(state: State, q: int) -> None:
         after += 1
     if before >= 0 and sizes[before] > (c >> 1):
         left = blocks[before]
-        shift_up(items, block * c, size)
-        shift_up(keys, block * c, size)
-        _move(home, items, keys, left * c + sizes[before] - 1, block * c, 1, block)
-        sizes[before] -= 1
-        sizes[q] = size + 1
+        k = (sizes[before] - size) >> 1
+        move(items, block * c + k, block * c, size)
+        move(keys, block * c + k, block * c, size)
+        _move(home, items, keys, left * c + sizes[before] - k, block * c, k, block)
+        sizes[before] -= k
+        sizes[q] = size + k
         set_last(state, before)
-        add_size(group_count, before, -1)
-        add_size(group_count, q, 1)
+        add_size(group_count, before, -k)
+        add_size(group_count, q, k)
     elif after <= last and sizes[after] > (c >> 1):
         right = blocks[after]
-        _move(home, items, keys, right * c, block * c + size, 1, block)
-        shift_down(items, right * c, sizes[after] - 1)
-        shift_down(keys, right * c, sizes[after] - 1)
-        sizes[after] -= 1
-        sizes[q] = size + 1
+        k = (sizes[after] - size) >> 1
+        _move(home, items, keys, right * c, block * c + size, k, block)
+        move(items, right * c, right * c + k, sizes[after] - k)
+        move(keys, right * c, right * c + k, sizes[after] - k)
+        sizes[after] -= k
+        sizes[q] = size + k
         set_last(state, q)
-        add_size(group_count, after, -1)
-        add_size(group_count, q, 1)
+        add_size(group_count, after, -k)
+        add_size(group_count, q, k)
     else:
         first, second = (before, q) if before >= 0 else (q, after)
         a, b = blocks[first], blocks[second]
