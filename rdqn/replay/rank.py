@@ -23,6 +23,7 @@ from rdqn.replay.samplers import (
     Normalization,
     check_attached,
     check_normalization,
+    tuple_new,
 )
 from rdqn.replay.vector_power import power
 from rdqn.validation import check_real
@@ -128,14 +129,15 @@ class RankBasedSampler:
         ranks.write_one(slot, self.max_priority)
 
     def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
-        self._order()
+        if self._capacity is None:
+            self._order()  # raises: not attached
         indices = np.empty(batch_size, np.int64)
         probabilities = rng.random(out=np.empty(batch_size, np.float64))  # the u_k
         weights = np.empty(batch_size, np.float64)
         scratch = np.empty(batch_size + self._groups, np.int64)
         if not rank_sample_kernel(*self._sampling, beta, indices, probabilities, weights, scratch):
             raise ValueError("cannot sample: no transition is stored")
-        return Draw(indices, probabilities, weights)
+        return tuple_new(Draw, (indices, probabilities, weights))
 
     @property
     def order(self) -> NDArray[np.int64]:
