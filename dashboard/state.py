@@ -257,8 +257,9 @@ def _defaults() -> dict[str, Any]:
         # Compare schemes: the runs of the comparison on show.
         "compare.group": [],
         "compare.group_id": None,
-        # Saved runs: the rows selected in the table.
+        # Saved runs: the rows selected in the table, the statuses the filter hides.
         "runs.selected": [],
+        "runs.hidden_statuses": [],
         # Sum tree: the priorities (as edited), the draws and their generator.
         "tree.base": tree_demo.default_priorities(8).tolist(),
         "tree.priorities": tree_demo.default_priorities(8).tolist(),

@@ -1,4 +1,5 @@
-"""Saved runs: every run in the store; overlay their curves, open one run's card, export, delete."""
+"""Saved runs: every run in the store, filtered by status; overlay their curves, open one run's
+card, export, delete."""
 
 from __future__ import annotations
 
@@ -37,6 +38,23 @@ if runs.empty:
     st.info("No saved runs yet — start one on the Live training page.")
     st.page_link("pages/live.py", label="Live training", icon=":material/monitoring:")
 else:
+    statuses = runs["status"].value_counts()
+    hidden = st.session_state["runs.hidden_statuses"]
+    shown = st.pills(
+        "Show",
+        statuses.index.tolist(),
+        selection_mode="multi",
+        default=[status for status in statuses.index if status not in hidden],
+        format_func=lambda status: f"{status} ({statuses[status]})",
+        key="runs.statuses",
+        help="Runs a moved slider stopped are kept as 'stopped': hide them to see the rest.",
+    )
+    # Kept apart from the widget, whose state Streamlit drops when the page is left.
+    st.session_state["runs.hidden_statuses"] = [s for s in statuses.index if s not in shown]
+    runs = runs[runs["status"].isin(shown)].reset_index(drop=True)
+    if runs.empty:
+        st.caption("No run has the statuses chosen above.")
+if not runs.empty:
     table = runs_table(runs)
     ids = table["id"].tolist()
     labels = dict(zip(ids, table["run"], strict=True))

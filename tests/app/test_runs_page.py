@@ -112,3 +112,30 @@ def test_overlay_of_two_runs_offers_a_card_picker(home: Path) -> None:
         SCHEME_COLORS["uniform"],
     ]
     assert at.json
+
+
+def test_the_status_filter_hides_stopped_runs(home: Path) -> None:
+    """A class that moved sliders leaves a stopped run per nudge: the "Show" pills hide them."""
+    uniform, proportional = finished_runs(home, ("uniform", "proportional"))
+    store = RunStore(home / "rdqn.db")
+    store.set_status(uniform, "stopped")
+    store.close()
+    at = open_page()
+    (pills,) = [widget for widget in at.button_group if widget.label == "Show"]
+    assert sorted(pills.options) == ["finished (1)", "stopped (1)"]  # each with its count
+    assert sorted(pills.value) == ["finished", "stopped"]  # both shown at first
+    assert sorted(at.dataframe[0].value["id"]) == sorted([uniform, proportional])
+
+    pills.set_value(["finished"]).run()
+    assert not at.exception
+    assert at.dataframe[0].value["id"].tolist() == [proportional]
+
+    at.switch_page("pages/live.py").run()
+    at.switch_page("pages/runs.py").run()
+    assert not at.exception
+    assert at.dataframe[0].value["id"].tolist() == [proportional]  # the filter is kept
+
+    (pills,) = [widget for widget in at.button_group if widget.label == "Show"]
+    pills.set_value([]).run()
+    assert not at.dataframe
+    assert "No run has the statuses chosen above." in [c.value for c in at.caption]

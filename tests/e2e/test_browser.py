@@ -2,9 +2,9 @@
 
 Starts `streamlit run app.py` on a free local port with its own RDQN_HOME (runs train in worker
 processes, the default), then acts as teachers and students: start the demo, watch the reward
-curve grow, move alpha and see the run restart, draw a batch on the sum-tree page; set up a run
-and open its URL in another session; open a new session while other sessions' runs train; close
-the server and find no worker process left. Fails (never skips) when Chromium is missing, so CI
+curve grow, move alpha and see the run restart, hide the stopped run in Saved runs, draw a batch
+on the sum-tree page; set up a run and open its URL in another session; open a new session
+while other sessions' runs train; close the server and find no worker process left. Fails (never skips) when Chromium is missing, so CI
 cannot pass without it. Screenshots and server logs go to test-artifacts/.
 """
 
@@ -81,6 +81,20 @@ def test_demo_trains_alpha_restarts_and_sum_tree_draws(server: str, page: Page) 
     page.wait_for_function(
         """() => [...document.querySelectorAll('.legendtext')]
                  .some(t => t.textContent.startsWith('previous: proportional · α 0.6 · β₀ 0.4'))"""
+    )
+    assert_no_exception(page)
+
+    # The restart left the run before it in Saved runs as "stopped": the filter hides it.
+    page.get_by_role("link", name="Saved runs").first.click()
+    cells = '[data-testid="stDataFrame"] [role="gridcell"]'
+    listed = f"""() => [...document.querySelectorAll('{cells}')]
+                       .some(cell => cell.innerText.includes('{run_before[:6]}'))"""
+    page.wait_for_function(listed)
+    act_until(
+        page,
+        lambda: page.get_by_role("button", name="stopped (1)").click(),
+        f"() => !({listed})()",
+        what="hiding the stopped run",
     )
     assert_no_exception(page)
 
