@@ -125,12 +125,22 @@ def segments_figure(
                 "hovertemplate": "query mass %{x:.4g}<br>hits leaf %{customdata}<extra></extra>",
             }
         )
+    xaxis: dict[str, Any] = {
+        "range": [-0.01 * total, 1.01 * total],
+        "showgrid": False,
+        "zeroline": False,
+    }
+    if batch_size <= MAX_LABELLED_STRATA:
+        # The mass axis is ticked at the strata's edges, k·total/B: plain 0, 1, 2, ... ticks
+        # read like the leaf numbers drawn on the bars above them.
+        edges = [k * segment for k in range(batch_size + 1)]
+        xaxis.update(tickmode="array", tickvals=edges, ticktext=[_compact(e) for e in edges])
     layout = _style(
         title=title
         or f"{default_title}: total mass {_compact(total)}, stratum {_compact(segment)}",
         x_title="cumulative mass (priority^α)",
         height=300,
-        xaxis={"range": [-0.01 * total, 1.01 * total], "showgrid": False, "zeroline": False},
+        xaxis=xaxis,
         yaxis={"visible": False, "range": [-0.75, 0.75], "fixedrange": True},
         shapes=shapes,
         annotations=labels,

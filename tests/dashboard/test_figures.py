@@ -593,6 +593,9 @@ def test_segments_figure_splits_the_total_into_leaves_and_strata() -> None:
     assert [s.x0 for s in fig.layout.shapes] == [k * 10.0 / 4 for k in range(5)]
     assert all(s.line.dash == "dash" and s.x0 == s.x1 for s in fig.layout.shapes)
     assert {s.layer for s in fig.layout.shapes} == {"below"}  # no line through a leaf's label
+    # The mass axis is ticked at the strata's edges, not 0, 1, 2, ... like the leaf labels.
+    assert list(fig.layout.xaxis.tickvals) == [0.0, 2.5, 5.0, 7.5, 10.0]
+    assert list(fig.layout.xaxis.ticktext) == ["0", "2.5", "5", "7.5", "10"]
     queries = trace(fig, "queries")
     assert list(queries.x) == [0.5, 3.0, 5.5, 9.9]
     assert list(queries.customdata) == [0, 2, 2, 3]

@@ -4,8 +4,9 @@ Starts `streamlit run app.py` on a free local port with its own RDQN_HOME (runs 
 processes, the default), then acts as teachers and students: start the demo, watch the reward
 curve grow, move alpha and see the run restart, hide the stopped run in Saved runs, draw a batch
 on the sum-tree page; set up a run and open its URL in another session; open a new session
-while other sessions' runs train; close the server and find no worker process left. Fails (never skips) when Chromium is missing, so CI
-cannot pass without it. Screenshots and server logs go to test-artifacts/.
+while other sessions' runs train; close the server and find no worker process left. Fails
+(never skips) when Chromium is missing, so CI cannot pass without it. Screenshots and server
+logs go to test-artifacts/.
 """
 
 from __future__ import annotations
