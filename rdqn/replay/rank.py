@@ -316,7 +316,10 @@ def rank_sample_kernel(
         if (rank > 0 and rank_cdf[rank - 1] > m) or (rank < n - 1 and rank_cdf[rank] <= m):
             rank = min(np.searchsorted(rank_cdf[:n], m, side="right"), n - 1)
         ranks[k] = rank
-    select_kernel(items, sizes, blocks, group_count, counters, ranks, out_indices, scratch[batch:])
+    # The queries ascend, so do their ranks.
+    select_kernel(
+        items, sizes, blocks, group_count, counters, ranks, out_indices, scratch[batch:], True
+    )
     # P = r^-alpha / total for r = rank + 1. The weights from the ranks, so that rank n's is 1
     # exactly: (P / P_min)^-beta = (r / r_min)^(alpha beta), r_min = n (global) or the batch's
     # last rank (the ranks do not decrease), or (n P)^-beta (none). Each a vectorized `power`.

@@ -225,11 +225,20 @@ class RankOrder:
         return self._scratch, self._scratch_keys
 
     def select(self, ranks: NDArray[np.int64]) -> NDArray[np.int64]:
-        """The slot at each 0-based rank (each < `size`)."""
+        """The slot at each 0-based rank (each < `size`; ranks in ascending order are found in
+        the pass over the group counts, others by binary searches: `select_kernel`)."""
         out = np.empty(ranks.shape[0], np.int64)
         ends = np.empty(self.group_count.shape[0], np.int64)
         select_kernel(
-            self.items, self.sizes, self.blocks, self.group_count, self.counters, ranks, out, ends
+            self.items,
+            self.sizes,
+            self.blocks,
+            self.group_count,
+            self.counters,
+            ranks,
+            out,
+            ends,
+            bool(np.all(ranks[1:] >= ranks[:-1])),
         )
         return out
 
@@ -311,28 +320,43 @@ def select_kernel(
     ranks: NDArray[np.int64],
     out: NDArray[np.int64],
     ends: NDArray[np.int64],
+    ascending: bool,
 ) -> None:
     """out[k] = the slot at 0-based rank ranks[k] (< the number stored): the groups' prefix
-    counts (one pass, O(P / GROUP)), a binary search of them for the group that holds the rank,
-    a count of the group's positions whose sizes end at or before it, then the offset in the
-    block there. All without branches; the B searches advance together one step at a time, and
-    the B loads of the slots come last, so that loads overlap. `out` holds the groups on the
-    way, `ends` (one entry per group) the groups' prefix ends."""
+    counts (one pass, O(P / GROUP)), the group that holds each rank, a count of the group's
+    positions whose sizes end at or before it, then the offset in the block there. `out` holds
+    the groups on the way, `ends` (one entry per group) the groups' prefix ends.
+
+    The groups: for `ascending` ranks (a stratified sample's) and up to 16 groups per rank,
+    found during the pass, each rank as the pass reaches its group (0.65x the time of the
+    searches at N = 2^14 and 2^17); else by binary searches of the prefix ends, without
+    branches, the B searches advancing together one step at a time (with more groups per rank
+    the pass's check for the next rank cost more: 1.13x at 2^20). The B loads of the slots come
+    last, so that they overlap."""
     groups = group_count.shape[0]
-    total = 0
-    for g in range(groups):
-        total += group_count[g]
-        ends[g] = total
     batch = ranks.shape[0]
     group = out
-    for k in range(batch):
-        group[k] = 0
-    length = groups  # the group is in [group, group + length): the first whose end > rank
-    while length > 1:
-        half = length >> 1
+    total = 0
+    if ascending and groups <= 16 * batch:
+        k = 0
+        for g in range(groups):
+            total += group_count[g]
+            ends[g] = total
+            while k < batch and ranks[k] < total:
+                group[k] = g
+                k += 1
+    else:
+        for g in range(groups):
+            total += group_count[g]
+            ends[g] = total
         for k in range(batch):
-            group[k] += half if ends[group[k] + half - 1] <= ranks[k] else 0
-        length -= half
+            group[k] = 0
+        length = groups  # the group is in [group, group + length): the first whose end > rank
+        while length > 1:
+            half = length >> 1
+            for k in range(batch):
+                group[k] += half if ends[group[k] + half - 1] <= ranks[k] else 0
+            length -= half
     c = counters[_C]
     for k in range(batch):
         g = group[k]
