@@ -344,5 +344,11 @@ def test_step_after_the_run_ended_starts_a_new_one_and_says_so(server: str, page
     page.screenshot(path=str(ARTIFACTS / "step_after_end.png"))
     page.locator('[data-testid="stProgress"]', has_text="paused").first.wait_for()
     assert run_on_screen(page) != ended
+    # The run reads "paused" once the step is asked for; its worker takes the step a moment
+    # later (a new run's worker may still be starting), and the page then shows it.
+    page.wait_for_function(
+        r"""() => /(^|[^\d,])1 of 300 steps/.test(
+                     document.querySelector('[data-testid="stProgress"]').innerText)"""
+    )
     assert steps_done(page) == 1
     assert_no_exception(page)
