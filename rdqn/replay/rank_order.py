@@ -54,11 +54,12 @@ changed, O(1); a split or merge moves O(C) entries and at most `REACH` positions
 once per C/2 writes into a block at most. A batch of writes searches all its blocks at once,
 the binary searches advancing level by level so that their loads overlap. Selecting the slots
 at B ranks is one pass over the group counts for their prefix ends, O(P / GROUP) (about N / 128
-additions, C = 64: 1,024 at N = 2^17), then B binary searches of them, O(B log(P / GROUP)),
-also level by level, and a step through GROUP positions each. A Fenwick tree over the groups
-(O(log P) per write and per rank) was measured slower: its two point updates per write cost
-more than the pass over the counts at each sample, up to N = 2^20 at least. Walking the whole
-order is O(P + N). All in numba.
+additions, C = 64: 1,024 at N = 2^17), which also finds the groups of ascending ranks (a
+stratified sample's) up to 16 groups per rank; otherwise B binary searches of the prefix ends,
+O(B log(P / GROUP)), level by level; then a step through GROUP positions each. A Fenwick tree
+over the groups (O(log P) per write and per rank) was measured slower: its two point updates
+per write cost more than the pass over the counts at each sample, up to N = 2^20 at least.
+Walking the whole order is O(P + N). All in numba.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from rdqn.replay.compiled import no_refcounts
 from rdqn.replay.rank_order_layout import (
     COUNT_BLOCKS,
     COUNT_C,
@@ -76,7 +78,6 @@ from rdqn.replay.rank_order_layout import (
     COUNT_STORED,
     GROUP,
     SEGMENT,
-    no_refcounts,
     unsigned,
 )
 from rdqn.replay.rank_order_writes import build_kernel, write_kernel

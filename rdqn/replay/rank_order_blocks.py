@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from rdqn.replay.compiled import inlined, no_refcounts
 from rdqn.replay.intrinsics import move
 from rdqn.replay.rank_order_layout import (
     BLOCKS,
@@ -30,8 +31,6 @@ from rdqn.replay.rank_order_layout import (
     SEGMENT_KEY,
     SIZES,
     State,
-    inlined,
-    no_refcounts,
     unsigned,
 )
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from rdqn.replay.compiled import inlined, no_refcounts
-
 __all__ = [
     "AHEAD",
     "BLOCKS",
@@ -35,8 +33,6 @@ __all__ = [
     "SIZES",
     "STAMP",
     "State",
-    "inlined",
-    "no_refcounts",
     "unsigned",
 ]
 
@@ -63,10 +59,10 @@ REACH = 32
 SEGMENT = 64
 
 # Positions per group: the slots of each group of positions are counted (a small array that
-# stays in the nearest caches); the slot at a rank is found by a binary search of the groups'
-# prefix ends, then a step through the positions of one group. Numba's on-disk cache does not
-# notice a change of a constant imported from another module: after changing one here, delete
-# rdqn/replay/__pycache__.
+# stays in the nearest caches); the slot at a rank is found from the groups' prefix ends (the
+# group that holds it, `rank_order.select_kernel`), then a step through that group's positions.
+# Numba's on-disk cache does not notice a change of a constant imported from another module:
+# after changing one here, delete rdqn/replay/__pycache__.
 GROUP = 8
 
 # How many writes ahead `rank_order_writes.write_kernel` prefetches the slots' homes (and half as

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from rdqn.replay.compiled import inlined
 from rdqn.replay.rank_order_layout import (
     COUNT_LAST,
     COUNTERS,
@@ -18,7 +19,6 @@ from rdqn.replay.rank_order_layout import (
     SEGMENT,
     SEGMENT_KEY,
     State,
-    inlined,
     unsigned,
 )
 

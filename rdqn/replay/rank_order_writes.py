@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from rdqn.replay.compiled import inlined, no_refcounts
 from rdqn.replay.intrinsics import prefetch
 from rdqn.replay.rank_order_blocks import (
     add_size,
@@ -38,8 +39,6 @@ from rdqn.replay.rank_order_layout import (
     POSITION,
     SIZES,
     State,
-    inlined,
-    no_refcounts,
     unsigned,
 )
 from rdqn.replay.rank_order_search import find_position, find_positions
