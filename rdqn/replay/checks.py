@@ -29,6 +29,7 @@ __all__ = [
     "check_slots",
     "check_update",
     "slots_in_range",
+    "well_typed",
 ]
 
 _INT64 = np.dtype(np.int64)
@@ -135,6 +136,20 @@ def first_invalid_kernel(
     return 0
 
 
+def well_typed(indices: Any, magnitudes: Any) -> bool:
+    """Whether an update's arrays are what the kernels take as they are: a 1-D int64 ndarray of
+    slots and a float64 ndarray of its shape (as a sampler draws them and a learner returns
+    them). Only their values are then left to check, which a kernel does in one pass."""
+    return (
+        type(indices) is np.ndarray
+        and indices.dtype is _INT64
+        and indices.ndim == 1
+        and type(magnitudes) is np.ndarray
+        and magnitudes.dtype is _FLOAT64
+        and magnitudes.shape == indices.shape
+    )
+
+
 def check_update(
     indices: Any,
     magnitudes: Any,
@@ -144,13 +159,8 @@ def check_update(
 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """An update's ``(indices, magnitudes)`` as int64 and float64 vectors, if `check_slots` and
     `check_magnitudes` accept them (``names`` name the two arguments in the error)."""
-    if not (type(indices) is np.ndarray and indices.dtype is _INT64 and indices.ndim == 1):
+    if not well_typed(indices, magnitudes):
         indices = check_slots(names[0], indices, size)
-    if not (
-        type(magnitudes) is np.ndarray
-        and magnitudes.dtype is _FLOAT64
-        and magnitudes.shape == indices.shape
-    ):
         magnitudes = check_magnitudes(names[1], magnitudes, indices.shape[0], hint)
     if first_invalid_kernel(indices, magnitudes, size):
         check_slots(names[0], indices, size)

@@ -8,7 +8,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from rdqn.replay.checks import check_slot, check_update
+from rdqn.replay.checks import check_slot, check_update, well_typed
 from rdqn.replay.compiled import no_refcounts
 from rdqn.replay.rank_order import (
     COUNT_C,
@@ -29,9 +29,6 @@ from rdqn.replay.vector_power import power
 from rdqn.validation import check_real
 
 __all__ = ["RankBasedSampler", "rank_sampler_nbytes"]
-
-_INT64 = np.dtype(np.int64)
-_FLOAT64 = np.dtype(np.float64)
 
 
 LOG_FORM = 1e-4
@@ -155,14 +152,7 @@ class RankBasedSampler:
         largest priority seen). ``ValueError`` (state unchanged) as in `check_update`."""
         ranks = self._order()
         # Fast path: well-typed arrays go straight to the kernel, which checks their values.
-        if not (
-            type(indices) is np.ndarray
-            and indices.dtype is _INT64
-            and indices.ndim == 1
-            and type(magnitudes) is np.ndarray
-            and magnitudes.dtype is _FLOAT64
-            and magnitudes.shape == indices.shape
-        ):
+        if not well_typed(indices, magnitudes):
             indices, magnitudes = check_update(indices, magnitudes, ranks.capacity)
         largest = ranks.update(indices, magnitudes)
         if largest < 0.0:  # refused, nothing written: name the bad value

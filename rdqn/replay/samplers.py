@@ -28,7 +28,13 @@ from typing import Any, Literal, NamedTuple, NoReturn, Protocol, runtime_checkab
 import numpy as np
 from numpy.typing import NDArray
 
-from rdqn.replay.checks import check_magnitudes, check_slot, check_slots, check_update
+from rdqn.replay.checks import (
+    check_magnitudes,
+    check_slot,
+    check_slots,
+    check_update,
+    well_typed,
+)
 from rdqn.replay.compiled import no_refcounts
 from rdqn.replay.sumtree import SumTree, descend_sorted, update_tree_kernel
 from rdqn.replay.vector_power import power
@@ -224,10 +230,6 @@ def priority_update_kernel(
     return largest
 
 
-_INT64 = np.dtype(np.int64)
-_FLOAT64 = np.dtype(np.float64)
-
-
 class UniformSampler:
     """Uniform replay: P(i) = 1/N with replacement, all IS weights 1.
 
@@ -353,14 +355,8 @@ class ProportionalSampler:
         """
         tree = self.tree if self.tree is not None else self._tree()
         # Fast path: well-typed arrays go straight to the kernel, which checks their values.
-        if not (type(indices) is np.ndarray and indices.dtype is _INT64 and indices.ndim == 1):
-            indices = check_slots("indices", indices, tree.capacity)
-        if not (
-            type(magnitudes) is np.ndarray
-            and magnitudes.dtype is _FLOAT64
-            and magnitudes.shape == indices.shape
-        ):
-            magnitudes = check_magnitudes("magnitudes", magnitudes, indices.shape[0])
+        if not well_typed(indices, magnitudes):
+            indices, magnitudes = check_update(indices, magnitudes, tree.capacity)
         if indices.shape[0] == 0:
             return
         if 2 * indices.shape[0] > self._scratch.shape[0]:
