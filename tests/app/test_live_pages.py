@@ -171,15 +171,6 @@ def test_lesson_hides_all_but_its_controls() -> None:
     assert not at.selectbox  # no scheme select, no sidebar settings
 
 
-def test_watching_an_unknown_run_is_a_warning() -> None:
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params["run"] = "abc123"
-    at.run()
-    at.switch_page("pages/live.py").run()
-    assert not at.exception
-    assert "No run with id" in at.warning[0].value
-
-
 def test_internals_page_without_and_with_a_run() -> None:
     at = open_app()
     at.switch_page("pages/internals.py").run()
@@ -428,8 +419,9 @@ def test_students_follow_the_teachers_current_run_and_can_fork_it() -> None:
 
 
 def test_a_run_this_server_does_not_have_offers_no_setup_to_copy() -> None:
-    """A mistyped or deleted run's link: the page says so and the fork button is off; a run
-    deleted after the page showed it gets a toast on the click, not an error page."""
+    """A mistyped or deleted run's link: the page warns that there is no such run and the fork
+    button is off; a run deleted after the page showed it gets a toast on the click, not an
+    error page."""
     student = AppTest.from_file(APP, default_timeout=60)
     student.query_params["run"] = "deadbeef0000"
     student.run()
