@@ -69,9 +69,9 @@ __all__ = [
 ]
 
 MAIN_CONTROLS: tuple[str, ...] = ("alpha", "beta", "scheme")
+"""The controls above the charts, by URL name; moving one restarts the run."""
 RESTARTS = "A change restarts the run from the seed; the run before stays in *Saved runs*."
 """Said under each main control: moving one replaces the run on screen, even a paused one."""
-"""The controls above the charts, by URL name; moving one restarts the run."""
 SLIDERS: frozenset[str] = frozenset({"alpha", "beta"})
 SETTLE_SECONDS = 0.8
 """A slider's run restarts once its value has not changed for this long: arrow keys and drags
