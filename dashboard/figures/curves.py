@@ -232,9 +232,8 @@ def comparison_figure(
     `runs` is keyed by scheme, which picks the colour (`SCHEME_COLORS`); the legend names a
     scheme by ``labels[scheme]`` (its α and β₀, `dashboard.history.scheme_label`) when given,
     and the number of seeds: 'rank · α 0.7 · β₀ 0.5 (3 seeds)', or '(2 of 3 seeds so far)' while
-    some have no episode yet. `warm_up` (env steps before the
-    first update) draws a dotted vertical line 'learning starts': before it every scheme plays
-    the same way."""
+    some have no episode yet. `warm_up` (env steps before the first update) draws a dotted
+    vertical line 'learning starts': before it every scheme plays the same way."""
     if not any(c.returns.size for curves in runs.values() for c in curves) or total_steps <= 0:
         return empty_figure(title)
     grid = np.linspace(0, total_steps, points).astype(np.int64)
