@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from playwright.sync_api import Page
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.e2e.browser import (
     ARTIFACTS,
@@ -257,11 +258,15 @@ def test_a_guided_lesson_from_start_to_end(page: Page, server: str) -> None:
         if number == 2:  # the loss chart shows step 1's |TD error| beside this run's
             loss_legend = tab.locator(".st-key-live_area_loss .legendtext")
             loss_legend.filter(has_text="previous: uniform").first.wait_for()
-        outlined = tab.evaluate(
-            """() => [...document.querySelectorAll('[class*="st-key-live_area_"]')]
+        # Exactly one area outlined; wait for it, since a step that brings another run back
+        # redraws its areas (one CI run read 0 in between).
+        count_outlined = """() => [...document.querySelectorAll('[class*="st-key-live_area_"]')]
                      .filter(el => getComputedStyle(el).outlineStyle === 'solid').length"""
-        )
-        assert outlined == 1, f"step {number}: {outlined} areas outlined"
+        try:
+            tab.wait_for_function(f"() => ({count_outlined})() === 1", timeout=15_000)
+        except PlaywrightTimeout:
+            outlined = tab.evaluate(count_outlined)
+            raise AssertionError(f"step {number}: {outlined} areas outlined") from None
         if number == 3:
             tab.screenshot(path=str(ARTIFACTS / "guided-lesson.png"))
         assert_no_exception(tab)
