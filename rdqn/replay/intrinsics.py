@@ -1,6 +1,6 @@
-"""Two memory intrinsics for numba kernels that numba has no public call for: a prefetch hint
-(LLVM's ``llvm.prefetch`` on one array element, so that the loads of later work overlap the work
-at hand) and an overlapping move within one array (``llvm.memmove``)."""
+"""Three intrinsics for numba kernels that numba has no public call for: a prefetch hint (LLVM's
+``llvm.prefetch`` on one array element, so that the loads of later work overlap the work at
+hand), an overlapping move within one array (``llvm.memmove``) and a float64's bits."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["move", "prefetch"]
+__all__ = ["float_bits", "move", "prefetch"]
 
 
 # The intrinsic's name mangles its pointer type: `ptr` (p0) from LLVM 16 on, where pointers are
@@ -62,3 +62,14 @@ def move(typingctx, array, dst, src, count):  # noqa: ANN001, ANN202, ARG001 (nu
         return context.get_dummy_value()
 
     return types.void(array, dst, src, count), codegen
+
+
+@intrinsic
+def float_bits(typingctx, value):  # noqa: ANN001, ANN202, ARG001 (numba's signature)
+    """The IEEE 754 bits of a float64 as a uint64 (a bit cast, no conversion). For values >= +0.0
+    the bits order as the numbers do, so their high 32 bits are a monotone 32-bit key."""
+
+    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202, ARG001
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.uint64(types.float64), codegen

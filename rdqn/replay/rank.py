@@ -10,6 +10,7 @@ from numpy.typing import NDArray
 
 from rdqn.replay.checks import check_slot, check_update, well_typed
 from rdqn.replay.compiled import no_refcounts
+from rdqn.replay.intrinsics import prefetch
 from rdqn.replay.rank_order import (
     COUNT_C,
     COUNT_LAST,
@@ -18,6 +19,7 @@ from rdqn.replay.rank_order import (
     rank_order_nbytes,
     select_kernel,
 )
+from rdqn.replay.rank_order_layout import slot_of
 from rdqn.replay.samplers import (
     Draw,
     Normalization,
@@ -105,7 +107,7 @@ class RankBasedSampler:
         order = self._ranks
         offset = rank_cdf_offset(self.alpha, self._rank_cdf)
         self._sampling = (self._rank_cdf, offset, self.alpha, self._mode)
-        self._sampling += (self._max_weight, order.items, order.sizes, order.blocks)
+        self._sampling += (self._max_weight, order.entries, order.sizes, order.blocks)
         self._sampling += (order.group_count, order.counters)
         self._groups = order.group_count.shape[0]
 
@@ -150,10 +152,12 @@ class RankBasedSampler:
         """p_i = |delta_i|, each with the next write stamp; duplicates in one call: the last one
         wins. A slot that holds no transition keeps none (its magnitude only counts towards the
         largest priority seen). ``ValueError`` (state unchanged) as in `check_update`."""
-        ranks = self._order()
+        if self._capacity is None:
+            self._order()  # raises: not attached
         # Fast path: well-typed arrays go straight to the kernel, which checks their values.
         if not well_typed(indices, magnitudes):
-            indices, magnitudes = check_update(indices, magnitudes, ranks.capacity)
+            indices, magnitudes = check_update(indices, magnitudes, self._capacity)
+        ranks = self._ranks
         largest = ranks.update(indices, magnitudes)
         if largest < 0.0:  # refused, nothing written: name the bad value
             check_update(indices, magnitudes, ranks.capacity)
@@ -166,7 +170,13 @@ class RankBasedSampler:
         ranks = self._order()
         out = np.zeros(size)
         rank_probabilities_kernel(
-            self._rank_cdf, self.alpha, ranks.items, ranks.sizes, ranks.blocks, ranks.counters, out
+            self._rank_cdf,
+            self.alpha,
+            ranks.entries,
+            ranks.sizes,
+            ranks.blocks,
+            ranks.counters,
+            out,
         )
         return out
 
@@ -249,7 +259,7 @@ def rank_sample_kernel(
     alpha: float,
     mode: int,
     max_weight: float,
-    items: NDArray[np.int32],
+    entries: NDArray[np.uint64],
     sizes: NDArray[np.int32],
     blocks: NDArray[np.int32],
     group_count: NDArray[np.int32],
@@ -293,6 +303,9 @@ def rank_sample_kernel(
         for k in range(batch):
             guesses[k] = max((queries[k] - offset) * exponent, 0.0)
         power(guesses, 1.0 / exponent, guesses)
+    for k in range(batch):  # the prefix sums each check reads, loaded together
+        if guesses[k] - 0.5 < n:
+            prefetch(rank_cdf, max(int(guesses[k] - 0.5), 0))
     for k in range(batch):
         m = queries[k]
         rank = n - 1  # a guess past the stored ranks, or not a number: from the last one
@@ -308,7 +321,7 @@ def rank_sample_kernel(
         ranks[k] = rank
     # The queries ascend, so do their ranks.
     select_kernel(
-        items, sizes, blocks, group_count, counters, ranks, out_indices, scratch[batch:], True
+        entries, sizes, blocks, group_count, counters, ranks, out_indices, scratch[batch:], True
     )
     # P = r^-alpha / total for r = rank + 1. The weights from the ranks, so that rank n's is 1
     # exactly: (P / P_min)^-beta = (r / r_min)^(alpha beta), r_min = n (global) or the batch's
@@ -336,7 +349,7 @@ def rank_sample_kernel(
 def rank_probabilities_kernel(
     rank_cdf: NDArray[np.float64],
     alpha: float,
-    items: NDArray[np.int32],
+    entries: NDArray[np.uint64],
     sizes: NDArray[np.int32],
     blocks: NDArray[np.int32],
     counters: NDArray[np.int64],
@@ -352,5 +365,6 @@ def rank_probabilities_kernel(
         block = blocks[q]
         for j in range(block * c, block * c + sizes[q]):  # none at a gap
             rank += 1
-            if items[j] < out.shape[0]:
-                out[items[j]] = (rank * 1.0) ** -alpha / total
+            slot = slot_of(entries[j])
+            if slot < out.shape[0]:
+                out[slot] = (rank * 1.0) ** -alpha / total

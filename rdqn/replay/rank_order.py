@@ -11,8 +11,8 @@ Layout (blocks of capacity C; P positions, each holding a physical block or a ga
 
     position               0             1      2             3               4 ...
     block (physical)       3             -1     0             5               -1
-    items (slots)          [7, 2, 9]            [4, 0]        [1, 8, 6, 3]
-    keys  (priorities)     [9., 7., 7.]         [5., 4.]      [3., 2., 2., 1.]
+    entries: slots         [7, 2, 9]            [4, 0]        [1, 8, 6, 3]
+      and their priorities [9., 7., 7.]         [5., 4.]      [3., 2., 2., 1.]
     sizes (by position)    3             0      2             4               0
     last key by position   7.            copy   4.            1.              (not kept)
 
@@ -28,10 +28,17 @@ one is used), `last` is the last position that does; a gap before `last` carries
 the block before it, so the last keys up to `last` never increase and a search over them lands
 on a block. The last key of every SEGMENT-th position is kept in a small array of its own
 (`segment_key`), so the search first finds the segment in a few cache lines, then counts inside
-it. The priorities live only in the blocks (`keys`), beside the slots, so a search inside a
-block reads contiguous memory. Stamps never enter a search: a write carries the newest stamp, so
-it goes before all stored keys of its priority, at the first position whose last key is not
-above it.
+it. Stamps never enter a search: a write carries the newest stamp, so it goes before all stored
+keys of its priority, at the first position whose last key is not above it.
+
+A block entry is one uint64: the slot in its low 32 bits, and above them the high 32 bits of
+the slot's priority as float64 bits (`rank_order_layout.entry`); for numbers >= +0.0 the bits
+order as the numbers do, so the entries of a block descend too, and a search inside a block
+compares whole entries, contiguous memory, one vector compare per 8. Entries whose high bits
+equal those of the priority searched (priorities within about 1e-6 relative, or equal ones)
+are told apart by the exact priorities, kept by slot (`priority`). One array of 8 bytes per
+entry, rather than the slots and their float64 priorities side by side, makes a block 8 cache
+lines instead of 12 and an insert's shift one move instead of two.
 
 The gaps make a split or a merge local: a full block splits into the nearest gap (the blocks in
 between move over by one position, at most `REACH`, each two group count updates), and a merged
@@ -78,6 +85,7 @@ from rdqn.replay.rank_order_layout import (
     COUNT_STORED,
     GROUP,
     SEGMENT,
+    slot_of,
     unsigned,
 )
 from rdqn.replay.rank_order_writes import build_kernel, write_kernel
@@ -115,17 +123,17 @@ def positions(capacity: int) -> int:
 
 
 def rank_order_nbytes(capacity: int) -> int:
-    """`RankOrder(capacity).nbytes` without allocating: per slot an int64 stamp and an int32 home
-    block; per physical block C int32 slots and C float64 keys (and one spare of each after the
+    """`RankOrder(capacity).nbytes` without allocating: per slot an int64 stamp, an int32 home
+    block and a float64 priority; per physical block C uint64 entries (and one spare after the
     last block), an int32 position and free-stack entry; per position an int32 block and size
     and a float64 last key; per segment of positions (plus one) a float64 last key; per group of
     positions an int32 count; seven int64 counters."""
     c = block_capacity(capacity)
     p = positions(capacity)
     return (
-        capacity * (8 + 4)
-        + max_blocks(capacity) * (12 * c + 2 * 4)
-        + 12
+        capacity * (8 + 4 + 8)
+        + max_blocks(capacity) * (8 * c + 2 * 4)
+        + 8
         + p * (4 + 4 + 8)
         + (p // SEGMENT + 1) * 8
         + p // GROUP * 4
@@ -149,8 +157,8 @@ class RankOrder:
         self.stamp = np.full(capacity, -1, np.int64)
         self.home = np.full(capacity, -1, np.int32)
         # One spare entry after the last block: `close_gap` reads one past a block.
-        self.items = np.zeros(blocks * self.block_capacity + 1, np.int32)
-        self.keys = np.zeros(blocks * self.block_capacity + 1, np.float64)
+        self.entries = np.zeros(blocks * self.block_capacity + 1, np.uint64)
+        self.priority = np.zeros(capacity, np.float64)
         self.position = np.full(blocks, -1, np.int32)
         self.free = np.arange(blocks - 1, -1, -1, dtype=np.int32)  # pops 0, 1, 2, ...
         self.blocks = np.full(slots, -1, np.int32)
@@ -159,21 +167,20 @@ class RankOrder:
         self.group_count = np.zeros(slots // GROUP, np.int32)
         self.counters = np.array([0, 0, 0, self.block_capacity, blocks, -1, 0], np.int64)
         self.segment_key = np.zeros(slots // SEGMENT + 1, np.float64)
-        self._scratch = np.zeros(2 * 128, np.int64)  # `write_kernel`'s, grown when needed
-        self._scratch_keys = np.zeros(128, np.float64)
+        self._grow_scratch(128)  # `write_kernel`'s scratch, grown when needed
         self._state = self._arrays()  # the kernels' arguments (the arrays change only in place)
         # `write_one`'s arguments, kept to not allocate: one slot, one priority, the scratch.
         self._one_slot = np.zeros(1, np.int64)
         self._one_priority = np.zeros(1, np.float64)
         self._one_write = (*self._state, self._one_slot, self._one_priority, False)
-        self._one_write += (self._scratch, self._scratch_keys)
+        self._one_write += self._scratch
 
     def _arrays(self) -> tuple[NDArray, ...]:
         return (
             self.stamp,
             self.home,
-            self.items,
-            self.keys,
+            self.entries,
+            self.priority,
             self.sizes,
             self.position,
             self.free,
@@ -203,14 +210,16 @@ class RankOrder:
         """Give each slot, in turn, its priority and the next stamp (so duplicates: last wins);
         returns the largest priority given, or -1 with nothing written when a slot is not in
         [0, capacity) or a priority is not finite and >= 0 (int64 slots, float64 priorities)."""
-        return float(
-            write_kernel(*self._state, slots, priorities, False, *self._scratch_for(slots))
-        )
+        if slots.shape[0] > self._room:
+            self._grow_scratch(slots.shape[0])
+        return write_kernel(*self._state, slots, priorities, False, *self._scratch)
 
     def update(self, slots: NDArray[np.int64], priorities: NDArray[np.float64]) -> float:
         """As `write`, for stored slots only: a slot that holds nothing is left out (its
         priority still counts towards the largest returned; -1 as for `write`)."""
-        return float(write_kernel(*self._state, slots, priorities, True, *self._scratch_for(slots)))
+        if slots.shape[0] > self._room:
+            self._grow_scratch(slots.shape[0])
+        return write_kernel(*self._state, slots, priorities, True, *self._scratch)
 
     def write_one(self, slot: int, priority: float) -> None:
         """`write` of one slot."""
@@ -218,12 +227,10 @@ class RankOrder:
         self._one_priority[0] = priority
         write_kernel(*self._one_write)
 
-    def _scratch_for(self, slots: NDArray[np.int64]) -> tuple[NDArray, NDArray]:
-        """`write_kernel`'s scratch arrays for len(slots) writes."""
-        if slots.shape[0] > self._scratch_keys.shape[0]:
-            self._scratch = np.zeros(2 * slots.shape[0], np.int64)
-            self._scratch_keys = np.zeros(slots.shape[0], np.float64)
-        return self._scratch, self._scratch_keys
+    def _grow_scratch(self, writes: int) -> None:
+        """`write_kernel`'s scratch arrays, for up to ``writes`` writes."""
+        self._room = writes
+        self._scratch = (np.zeros(2 * writes, np.int64), np.zeros(writes, np.float64))
 
     def select(self, ranks: NDArray[np.int64]) -> NDArray[np.int64]:
         """The slot at each 0-based rank (each < `size`; ranks in ascending order are found in
@@ -231,7 +238,7 @@ class RankOrder:
         out = np.empty(ranks.shape[0], np.int64)
         ends = np.empty(self.group_count.shape[0], np.int64)
         select_kernel(
-            self.items,
+            self.entries,
             self.sizes,
             self.blocks,
             self.group_count,
@@ -249,7 +256,7 @@ class RankOrder:
         order = np.empty(self.size, np.int64)
         priorities = np.zeros(self.capacity, np.float64)
         walk_kernel(
-            self.items, self.keys, self.sizes, self.blocks, self.counters, order, priorities
+            self.entries, self.priority, self.sizes, self.blocks, self.counters, order, priorities
         )
         return order, priorities
 
@@ -291,9 +298,10 @@ class RankOrder:
         assert np.array_equal(self.home[order], np.repeat(used, sizes))
         assert (self.home >= 0).sum() == n == (self.stamp >= 0).sum()
         assert (self.stamp[order] >= 0).all() and (self.stamp <= self.clock).all()
-        keys = [self.keys[b * c : b * c + size] for b, size in zip(used, sizes, strict=True)]
-        keys = np.concatenate(keys) if nb else np.empty(0)
-        p, s = np.asarray(keys), self.stamp[order]
+        entries = [self.entries[b * c : b * c + size] for b, size in zip(used, sizes, strict=True)]
+        entries = np.concatenate(entries) if nb else np.empty(0, np.uint64)
+        p, s = self.priority[order], self.stamp[order]
+        assert np.array_equal(entries >> np.uint64(32), (p + 0.0).view(np.uint64) >> np.uint64(32))
         assert ((p[:-1] > p[1:]) | ((p[:-1] == p[1:]) & (s[:-1] > s[1:]))).all()
         if nb:  # each position up to `last` carries the last key of the block at or before it
             lasts = np.cumsum(sizes) - 1
@@ -313,7 +321,7 @@ class RankOrder:
 # ------------------------------------------- reading kernels (the writing ones: rank_order_writes)
 @no_refcounts
 def select_kernel(
-    items: NDArray[np.int32],
+    entries: NDArray[np.uint64],
     sizes: NDArray[np.int32],
     blocks: NDArray[np.int32],
     group_count: NDArray[np.int32],
@@ -373,13 +381,13 @@ def select_kernel(
             before = ends_here if behind else before
         out[k] = blocks[q + unsigned(passed)] * c + rest - before
     for k in range(batch):
-        out[k] = items[out[k]]
+        out[k] = slot_of(entries[out[k]])
 
 
 @no_refcounts
 def walk_kernel(
-    items: NDArray[np.int32],
-    keys: NDArray[np.float64],
+    entries: NDArray[np.uint64],
+    priority: NDArray[np.float64],
     sizes: NDArray[np.int32],
     blocks: NDArray[np.int32],
     counters: NDArray[np.int64],
@@ -392,6 +400,7 @@ def walk_kernel(
     for q in range(counters[_LAST] + 1):
         block = blocks[q]
         for j in range(block * c, block * c + sizes[q]):  # none at a gap
-            order[k] = items[j]
-            priorities[items[j]] = keys[j]
+            slot = slot_of(entries[j])
+            order[k] = slot
+            priorities[slot] = priority[slot]
             k += 1

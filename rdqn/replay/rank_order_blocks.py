@@ -18,19 +18,20 @@ from rdqn.replay.rank_order_layout import (
     COUNT_LAST,
     COUNT_SPREADS,
     COUNTERS,
+    ENTRIES,
     FREE,
     GROUP,
     GROUP_COUNT,
     HOME,
-    ITEMS,
-    KEYS,
     LAST_KEY,
     POSITION,
+    PRIORITY,
     REACH,
     SEGMENT,
     SEGMENT_KEY,
     SIZES,
     State,
+    slot_of,
     unsigned,
 )
 
@@ -68,8 +69,7 @@ def close_gap(array: NDArray, base: int, at: int, c: int) -> None:
 @no_refcounts
 def _move(
     home: NDArray[np.int32],
-    items: NDArray[np.int32],
-    keys: NDArray[np.float64],
+    entries: NDArray[np.uint64],
     src: int,
     dst: int,
     count: int,
@@ -78,9 +78,8 @@ def _move(
     """Move `count` entries from flat offset src to dst, into `block` (another one: the ranges do
     not overlap), and make it the moved slots' home."""
     for k in range(count):
-        items[dst + k] = items[src + k]
-        keys[dst + k] = keys[src + k]
-        home[items[dst + k]] = block
+        entries[dst + k] = entries[src + k]
+        home[slot_of(entries[dst + k])] = block
 
 
 @inlined
@@ -108,8 +107,8 @@ def _write_last(state: State, q: int, key: float) -> None:
 @no_refcounts
 def set_last(state: State, q: int) -> None:
     """Record the last key of the block at position q, and copy it into the gaps after q."""
-    keys, sizes, blocks, counters = state[KEYS], state[SIZES], state[BLOCKS], state[COUNTERS]
-    key = keys[blocks[q] * counters[COUNT_C] + sizes[q] - 1]
+    entries, sizes, blocks, counters = state[ENTRIES], state[SIZES], state[BLOCKS], state[COUNTERS]
+    key = state[PRIORITY][slot_of(entries[blocks[q] * counters[COUNT_C] + sizes[q] - 1])]
     _write_last(state, q, key)
     k = q + 1
     while k <= counters[COUNT_LAST] and blocks[k] < 0:
@@ -163,7 +162,7 @@ def split(state: State, q: int) -> None:
     """Move the upper half of the full block at position q to a new block in the position after
     it: the nearest gap within `REACH` on either side, the blocks in between moved over by one;
     where there is none, after spreading the blocks out."""
-    home, items, keys = state[HOME], state[ITEMS], state[KEYS]
+    home, entries = state[HOME], state[ENTRIES]
     sizes, position, free = state[SIZES], state[POSITION], state[FREE]
     blocks, group_count, counters = state[BLOCKS], state[GROUP_COUNT], state[COUNTERS]
     c = counters[COUNT_C]
@@ -197,7 +196,7 @@ def split(state: State, q: int) -> None:
     blocks[at] = fresh
     position[fresh] = at
     half = c >> 1
-    _move(home, items, keys, full * c + half, fresh * c, c - half, fresh)
+    _move(home, entries, full * c + half, fresh * c, c - half, fresh)
     sizes[at - 1] = half  # the full block's position, after the moves
     sizes[at] = c - half
     counters[COUNT_BLOCKS] += 1
@@ -214,7 +213,7 @@ def refill(state: State, q: int) -> None:
     them (both then hold at least C/2; a block that writes keep draining, the top of the order,
     borrows once per several removals, not at each), else merge with a neighbour (the two then
     hold at most C - 1; the later one's position becomes a gap)."""
-    home, items, keys = state[HOME], state[ITEMS], state[KEYS]
+    home, entries = state[HOME], state[ENTRIES]
     sizes, position, free = state[SIZES], state[POSITION], state[FREE]
     blocks, group_count, counters = state[BLOCKS], state[GROUP_COUNT], state[COUNTERS]
     c = counters[COUNT_C]
@@ -230,9 +229,8 @@ def refill(state: State, q: int) -> None:
     if before >= 0 and sizes[before] > (c >> 1):
         left = blocks[before]
         k = (sizes[before] - size) >> 1
-        move(items, block * c + k, block * c, size)
-        move(keys, block * c + k, block * c, size)
-        _move(home, items, keys, left * c + sizes[before] - k, block * c, k, block)
+        move(entries, block * c + k, block * c, size)
+        _move(home, entries, left * c + sizes[before] - k, block * c, k, block)
         sizes[before] -= k
         sizes[q] = size + k
         set_last(state, before)
@@ -241,9 +239,8 @@ def refill(state: State, q: int) -> None:
     elif after <= last and sizes[after] > (c >> 1):
         right = blocks[after]
         k = (sizes[after] - size) >> 1
-        _move(home, items, keys, right * c, block * c + size, k, block)
-        move(items, right * c, right * c + k, sizes[after] - k)
-        move(keys, right * c, right * c + k, sizes[after] - k)
+        _move(home, entries, right * c, block * c + size, k, block)
+        move(entries, right * c, right * c + k, sizes[after] - k)
         sizes[after] -= k
         sizes[q] = size + k
         set_last(state, q)
@@ -253,7 +250,7 @@ def refill(state: State, q: int) -> None:
         first, second = (before, q) if before >= 0 else (q, after)
         a, b = blocks[first], blocks[second]
         moved = sizes[second]
-        _move(home, items, keys, b * c, a * c + sizes[first], moved, a)
+        _move(home, entries, b * c, a * c + sizes[first], moved, a)
         sizes[first] += moved
         sizes[second] = 0
         blocks[second] = -1

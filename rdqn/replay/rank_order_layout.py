@@ -8,6 +8,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from rdqn.replay.compiled import inlined
+from rdqn.replay.intrinsics import float_bits
+
 __all__ = [
     "AHEAD",
     "BLOCKS",
@@ -23,16 +26,20 @@ __all__ = [
     "GROUP",
     "GROUP_COUNT",
     "HOME",
-    "ITEMS",
-    "KEYS",
+    "ENTRIES",
     "LAST_KEY",
     "POSITION",
+    "PRIORITY",
     "REACH",
     "SEGMENT",
     "SEGMENT_KEY",
     "SIZES",
     "STAMP",
     "State",
+    "above",
+    "entry",
+    "slot_of",
+    "tied",
     "unsigned",
 ]
 
@@ -45,7 +52,7 @@ COUNT_SPREADS = 6
 # order; these are their places in it (compile-time constants: reading one costs nothing). The
 # entry kernels take them one by one and pack them: from Python, a tuple cost about 0.25 µs
 # more to pass than the same twelve arrays one by one.
-STAMP, HOME, ITEMS, KEYS, SIZES, POSITION, FREE, BLOCKS = 0, 1, 2, 3, 4, 5, 6, 7
+STAMP, HOME, ENTRIES, PRIORITY, SIZES, POSITION, FREE, BLOCKS = 0, 1, 2, 3, 4, 5, 6, 7
 LAST_KEY, GROUP_COUNT, COUNTERS, SEGMENT_KEY = 8, 9, 10, 11
 State = tuple[NDArray, ...]
 
@@ -73,3 +80,33 @@ AHEAD = 8
 # Offsets into a block are unsigned, so numba leaves out its negative-index wrap-around and the
 # compiler vectorizes the shifts and scans with plain loads.
 unsigned = np.uint64
+
+# A block entry, one uint64: the high 32 bits of its priority's float64 bits (a monotone key: the
+# bits of numbers >= +0.0 order as the numbers do), then its slot in the low 32 bits.
+_LOW = np.uint64(0xFFFFFFFF)
+_HIGH = np.uint64(0xFFFFFFFF00000000)
+
+
+@inlined
+def entry(slot: int, p: float) -> np.uint64:
+    """The block entry of `slot` with priority p >= 0 (-0.0 counts as +0.0: p + 0.0 is +0.0)."""
+    return (float_bits(p + 0.0) & _HIGH) | unsigned(slot)
+
+
+@inlined
+def slot_of(entry: np.uint64) -> int:
+    """The slot of a block entry."""
+    return np.int64(entry & _LOW)
+
+
+@inlined
+def above(p: float) -> np.uint64:
+    """The entries above this are those whose key is above p's: their priority is above p."""
+    return float_bits(p + 0.0) | _LOW
+
+
+@inlined
+def tied(p: float) -> np.uint64:
+    """The entries at or above this and not `above(p)` share p's key: their priority may be
+    above, equal to or below p, so only the exact priorities can order them."""
+    return float_bits(p + 0.0) & _HIGH

@@ -30,15 +30,19 @@ from rdqn.replay.rank_order_layout import (
     COUNT_LAST,
     COUNT_STORED,
     COUNTERS,
+    ENTRIES,
     FREE,
     GROUP_COUNT,
     HOME,
-    ITEMS,
-    KEYS,
     LAST_KEY,
     POSITION,
+    PRIORITY,
     SIZES,
     State,
+    above,
+    entry,
+    slot_of,
+    tied,
     unsigned,
 )
 from rdqn.replay.rank_order_search import find_position, find_positions
@@ -47,19 +51,17 @@ __all__ = ["build_kernel", "write_kernel"]
 
 
 @inlined
-def _prefetch_block(items: NDArray[np.int32], keys: NDArray[np.float64], base: int, c: int) -> None:
-    """Prefetch the cache lines of a block's slots and keys (64-byte lines)."""
-    for k in range(0, c, 16):
-        prefetch(items, base + k)
+def _prefetch_block(entries: NDArray[np.uint64], base: int, c: int) -> None:
+    """Prefetch the cache lines of a block's entries (64-byte lines)."""
     for k in range(0, c, 8):
-        prefetch(keys, base + k)
+        prefetch(entries, base + k)
 
 
 @inlined
 def _remove(state: State, slot: int) -> None:
     """Take a stored slot out of its block (the insert that always follows refills a block it
     empties: the only one, at position 0)."""
-    home, items, keys = state[HOME], state[ITEMS], state[KEYS]
+    home, entries = state[HOME], state[ENTRIES]
     sizes, position, group_count = state[SIZES], state[POSITION], state[GROUP_COUNT]
     counters = state[COUNTERS]
     c = counters[COUNT_C]
@@ -69,9 +71,8 @@ def _remove(state: State, slot: int) -> None:
     base = unsigned(block * c)
     j = 0
     for k in range(c):  # the block's whole width, no early exit: a few vector compares
-        j += ((items[base + unsigned(k)] == slot) & (k < size)) * k
-    close_gap(items, block * c, j, c)
-    close_gap(keys, block * c, j, c)
+        j += ((slot_of(entries[base + unsigned(k)]) == slot) & (k < size)) * k
+    close_gap(entries, block * c, j, c)
     sizes[q] = size - 1
     home[slot] = -1
     counters[COUNT_STORED] -= 1
@@ -91,8 +92,10 @@ def _insert(state: State, slot: int, p: float, hint: int) -> None:
 
     The slot's stamp is newer than every stored one (`write_kernel` takes a batch's slots out
     first and puts them back in stamp order), so it ranks before every stored key of equal
-    priority: its place is after the keys above p, and no stamp is compared."""
-    home, items, keys = state[HOME], state[ITEMS], state[KEYS]
+    priority: its place is after the priorities above p, and no stamp is compared. The entries
+    with a key above p's come first (one vector compare each); those that share p's key, if
+    any, are ordered by their exact priorities."""
+    home, entries, priority = state[HOME], state[ENTRIES], state[PRIORITY]
     sizes, position, free = state[SIZES], state[POSITION], state[FREE]
     blocks, last_key = state[BLOCKS], state[LAST_KEY]
     group_count, counters = state[GROUP_COUNT], state[COUNTERS]
@@ -117,12 +120,16 @@ def _insert(state: State, slot: int, p: float, hint: int) -> None:
     size = sizes[q]
     base = block * c
     lo = 0
-    for k in range(c):  # the keys above p (vectorized): (p, s) goes before its ties
-        lo += (keys[unsigned(base) + unsigned(k)] > p) & (k < size)
-    shift_up(items, base + lo, size - lo)
-    shift_up(keys, base + lo, size - lo)
-    items[base + lo] = slot
-    keys[base + lo] = p
+    ties = 0
+    bound, floor = above(p), tied(p)
+    for k in range(c):  # the keys above p's, and those equal to it (vectorized)
+        e = entries[unsigned(base) + unsigned(k)]
+        lo += (e > bound) & (k < size)
+        ties += (e >= floor) & (k < size)
+    while lo < ties and priority[slot_of(entries[base + lo])] > p:  # (p, s) goes before ties
+        lo += 1
+    shift_up(entries, base + lo, size - lo)
+    entries[base + lo] = entry(slot, p)
     sizes[q] = size + 1
     home[slot] = block
     counters[COUNT_STORED] += 1
@@ -137,8 +144,8 @@ def _insert(state: State, slot: int, p: float, hint: int) -> None:
 def write_kernel(
     stamp: NDArray[np.int64],
     home: NDArray[np.int32],
-    items: NDArray[np.int32],
-    keys: NDArray[np.float64],
+    entries: NDArray[np.uint64],
+    priority: NDArray[np.float64],
     sizes: NDArray[np.int32],
     position: NDArray[np.int32],
     free: NDArray[np.int32],
@@ -164,21 +171,25 @@ def write_kernel(
     homes and blocks of the writes ahead; the second finds every slot's block at once (where an
     insert before it moved blocks, `_insert` finds it again) and prefetches the blocks ahead.
     `scratch` holds at least 2 len(slots) entries, `scratch_keys` len(slots)."""
-    state = (stamp, home, items, keys, sizes, position, free, blocks, last_key, group_count,
+    state = (stamp, home, entries, priority, sizes, position, free, blocks, last_key, group_count,
              counters, segment_key)  # fmt: skip
     largest = 0.0
     c = counters[COUNT_C]
     count = slots.shape[0]
-    for k in range(count):
-        if not (0 <= slots[k] < stamp.shape[0] and 0.0 <= priorities[k] < np.inf):
-            return -1.0
+    valid = True
+    for k in range(count):  # without branches (vectorized); NaN fails p >= 0
+        valid &= (slots[k] >= 0) & (slots[k] < stamp.shape[0])
+        valid &= (priorities[k] >= 0.0) & (priorities[k] < np.inf)
+    if not valid:
+        return -1.0
     clock = counters[COUNT_CLOCK]  # stamps above it were given in this call
     for k in range(count):
         if k + AHEAD < count:  # the homes of later writes, then the blocks they leave
             prefetch(home, slots[k + AHEAD])
             prefetch(stamp, slots[k + AHEAD])
+            prefetch(priority, slots[k + AHEAD])
         if k + AHEAD // 2 < count and home[slots[k + AHEAD // 2]] >= 0:
-            _prefetch_block(items, keys, home[slots[k + AHEAD // 2]] * c, c)
+            _prefetch_block(entries, home[slots[k + AHEAD // 2]] * c, c)
         slot = slots[k]
         largest = max(largest, priorities[k])
         if home[slot] >= 0:
@@ -187,13 +198,14 @@ def write_kernel(
             continue
         counters[COUNT_CLOCK] += 1
         stamp[slot] = counters[COUNT_CLOCK]
+        priority[slot] = priorities[k] + 0.0  # (-0.0 is kept as +0.0) the last write's stays
     # The inserts: each write that is its slot's last, with its key.
     todo, p = scratch[:count], scratch_keys
     inserts = 0
     k = _next_last_write(stamp, slots, clock, stored_only, 0, clock)
     while k < count:
         todo[inserts] = slots[k]
-        p[inserts] = priorities[k]
+        p[inserts] = priorities[k] + 0.0  # -0.0 is stored as +0.0
         inserts += 1
         k = _next_last_write(stamp, slots, clock, stored_only, k + 1, stamp[slots[k]])
     found = scratch[count : count + inserts]
@@ -205,7 +217,7 @@ def write_kernel(
         if j + AHEAD < inserts and 0 <= found[j + AHEAD] <= counters[COUNT_LAST]:
             ahead = blocks[found[j + AHEAD]]
             if ahead >= 0:
-                _prefetch_block(items, keys, ahead * c, c)
+                _prefetch_block(entries, ahead * c, c)
         _insert(state, todo[j], p[j], found[j])
     return largest
 
@@ -238,8 +250,8 @@ def _next_last_write(
 def build_kernel(
     stamp: NDArray[np.int64],
     home: NDArray[np.int32],
-    items: NDArray[np.int32],
-    keys: NDArray[np.float64],
+    entries: NDArray[np.uint64],
+    priority: NDArray[np.float64],
     sizes: NDArray[np.int32],
     position: NDArray[np.int32],
     free: NDArray[np.int32],
@@ -255,7 +267,7 @@ def build_kernel(
     3/4 full: one block below C slots, else ceil(n / (3C/4)) blocks of sizes as equal as
     possible, each within [C/2, 3C/4] (n >= C for two blocks; n / nb > C/2 for three or more),
     at positions 0, 1, 2, ... before they are spread out."""
-    state = (stamp, home, items, keys, sizes, position, free, blocks, last_key, group_count,
+    state = (stamp, home, entries, priority, sizes, position, free, blocks, last_key, group_count,
              counters, segment_key)  # fmt: skip
     c = counters[COUNT_C]
     n = order.shape[0]
@@ -277,8 +289,8 @@ def build_kernel(
         position[q] = q
         sizes[q] = n // nb + (1 if q < n % nb else 0)
         for j in range(q * c, q * c + sizes[q]):
-            items[j] = order[k]
-            keys[j] = priorities[k]
+            entries[j] = entry(order[k], priorities[k])
+            priority[order[k]] = priorities[k] + 0.0
             home[order[k]] = q
             k += 1
     if nb:

@@ -1,5 +1,6 @@
 """`move`, the overlapping in-array move the rank order's shifts use: the same result as a
-NumPy copy through a temporary, in either direction, for int32 and float64 arrays."""
+NumPy copy through a temporary, in either direction, for int32 and float64 arrays; `float_bits`,
+the bits of a float64, and the rank order's entries built on them."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rdqn.replay.intrinsics import move
+from rdqn.replay.intrinsics import float_bits, move
+from rdqn.replay.rank_order_layout import entry, slot_of
 
 
 @numba.njit(cache=False)
@@ -39,3 +41,36 @@ def test_a_shift_by_one_either_way_within_a_block() -> None:
     np.testing.assert_array_equal(keys, [9.0, 7.0, 7.0, 5.0, 3.0, 0.0])
     _move(keys, 1, 2, 4)  # close it again (a remove)
     np.testing.assert_array_equal(keys, [9.0, 7.0, 5.0, 3.0, 0.0, 0.0])
+
+
+@numba.njit(cache=False)
+def _bits(value: float) -> int:
+    return float_bits(value)
+
+
+@numba.njit(cache=False)
+def _entry(slot: int, p: float) -> tuple[int, int]:
+    made = entry(slot, p)
+    return made, slot_of(made)
+
+
+def test_float_bits_are_numpys_view_of_the_float() -> None:
+    for value in (0.0, -0.0, 1.0, 1.5e-310, 3.0e300, np.inf, -2.5):
+        assert _bits(value) == np.float64(value).view(np.uint64)
+
+
+@settings(deadline=None, max_examples=200, derandomize=True)
+@given(
+    st.floats(0.0, 1e300) | st.sampled_from([0.0, -0.0, 5e-324]),
+    st.floats(0.0, 1e300) | st.sampled_from([0.0, -0.0, 5e-324]),
+    st.integers(0, 2**31 - 1),
+)
+def test_entries_order_as_their_priorities_and_keep_the_slot(a: float, b: float, slot: int) -> None:
+    """An entry's high bits never order two priorities the wrong way round (equal high bits
+    leave the order to the exact priorities); -0.0 gives the entry of +0.0."""
+    (ea, slot_a), (eb, _) = _entry(slot, a), _entry(slot, b)
+    assert slot_a == slot
+    if a < b:
+        assert ea <= eb
+    if a == b:
+        assert ea == eb
