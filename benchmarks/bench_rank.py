@@ -34,7 +34,7 @@ def filled(sampler: Sampler, n: int, rng: np.random.Generator) -> Sampler:
     return sampler
 
 
-def run_cycles(sampler: Sampler, n: int, news: list[np.ndarray], rng: np.random.Generator) -> None:
+def run_cycles(sampler: Sampler, n: int, news: np.ndarray, rng: np.random.Generator) -> None:
     for magnitudes in news:
         draw = sampler.sample(n, BATCH, BETA, rng)
         sampler.update_priorities(draw.indices, magnitudes)
@@ -48,14 +48,17 @@ def bench(log2n: int, rounds: int, cycles: int) -> dict[str, float]:
         "proportional": filled(ProportionalSampler(alpha=0.6), n, rng),
         "rank": filled(RankBasedSampler(alpha=0.7), n, rng),
     }
-    news = [np.abs(rng.standard_normal(BATCH)) for _ in range(cycles)]
+    # Fresh |delta| for every cycle of every round, as a learner's are: magnitudes used again
+    # would each be an exact tie with a priority still stored, which real TD errors never are.
+    # Both samplers get the same ones.
+    news = np.abs(rng.standard_normal((rounds + 1, cycles, BATCH)))
     for sampler in samplers.values():  # compilation, caches, the steady state of the order
-        run_cycles(sampler, n, news, rng)
+        run_cycles(sampler, n, news[rounds], rng)
     times: dict[str, list[float]] = {name: [] for name in samplers}
-    for _ in range(rounds):
+    for round_news in news[:rounds]:
         for name, sampler in samplers.items():
             start = time.perf_counter()
-            run_cycles(sampler, n, news, rng)
+            run_cycles(sampler, n, round_news, rng)
             times[name].append((time.perf_counter() - start) / cycles * 1e6)
     return {name: statistics.median(values) for name, values in times.items()}
 

@@ -19,7 +19,7 @@ from rdqn.replay.rank_order import (
     rank_order_nbytes,
     select_kernel,
 )
-from rdqn.replay.rank_order_layout import slot_of
+from rdqn.replay.rank_order_layout import COUNT_SLOT_MASK, slot_of
 from rdqn.replay.samplers import (
     Draw,
     Normalization,
@@ -359,12 +359,13 @@ def rank_probabilities_kernel(
     n, c = counters[COUNT_STORED], counters[COUNT_C]
     if n == 0:
         return
+    mask = np.uint64(counters[COUNT_SLOT_MASK])
     total = rank_cdf[n - 1]
     rank = 0
     for q in range(counters[COUNT_LAST] + 1):
         block = blocks[q]
         for j in range(block * c, block * c + sizes[q]):  # none at a gap
             rank += 1
-            slot = slot_of(entries[j])
+            slot = slot_of(entries[j], mask)
             if slot < out.shape[0]:
                 out[slot] = (rank * 1.0) ** -alpha / total

@@ -81,10 +81,12 @@ from rdqn.replay.rank_order_layout import (
     COUNT_CLOCK,
     COUNT_FREE,
     COUNT_LAST,
+    COUNT_SLOT_MASK,
     COUNT_SPREADS,
     COUNT_STORED,
     GROUP,
     SEGMENT,
+    slot_mask,
     slot_of,
     unsigned,
 )
@@ -127,7 +129,7 @@ def rank_order_nbytes(capacity: int) -> int:
     block and a float64 priority; per physical block C uint64 entries (and one spare after the
     last block), an int32 position and free-stack entry; per position an int32 block and size
     and a float64 last key; per segment of positions (plus one) a float64 last key; per group of
-    positions an int32 count; seven int64 counters."""
+    positions an int32 count; eight int64 counters."""
     c = block_capacity(capacity)
     p = positions(capacity)
     return (
@@ -137,7 +139,7 @@ def rank_order_nbytes(capacity: int) -> int:
         + p * (4 + 4 + 8)
         + (p // SEGMENT + 1) * 8
         + p // GROUP * 4
-        + 7 * 8
+        + 8 * 8
     )
 
 
@@ -165,7 +167,9 @@ class RankOrder:
         self.sizes = np.zeros(slots, np.int32)
         self.last_key = np.zeros(slots, np.float64)
         self.group_count = np.zeros(slots // GROUP, np.int32)
-        self.counters = np.array([0, 0, 0, self.block_capacity, blocks, -1, 0], np.int64)
+        self.counters = np.array(
+            [0, 0, 0, self.block_capacity, blocks, -1, 0, slot_mask(capacity)], np.int64
+        )
         self.segment_key = np.zeros(slots // SEGMENT + 1, np.float64)
         self._grow_scratch(128)  # `write_kernel`'s scratch, grown when needed
         self._state = self._arrays()  # the kernels' arguments (the arrays change only in place)
@@ -301,7 +305,9 @@ class RankOrder:
         entries = [self.entries[b * c : b * c + size] for b, size in zip(used, sizes, strict=True)]
         entries = np.concatenate(entries) if nb else np.empty(0, np.uint64)
         p, s = self.priority[order], self.stamp[order]
-        assert np.array_equal(entries >> np.uint64(32), (p + 0.0).view(np.uint64) >> np.uint64(32))
+        mask = np.uint64(self.counters[COUNT_SLOT_MASK])
+        assert np.array_equal(entries & mask, order)
+        assert np.array_equal(entries & ~mask, (p + 0.0).view(np.uint64) & ~mask)
         assert ((p[:-1] > p[1:]) | ((p[:-1] == p[1:]) & (s[:-1] > s[1:]))).all()
         if nb:  # each position up to `last` carries the last key of the block at or before it
             lasts = np.cumsum(sizes) - 1
@@ -367,6 +373,7 @@ def select_kernel(
                 group[k] += half if ends[group[k] + half - 1] <= ranks[k] else 0
             length -= half
     c = counters[_C]
+    mask = unsigned(counters[COUNT_SLOT_MASK])
     for k in range(batch):
         g = group[k]
         rest = ranks[k] - (ends[g - 1] if g > 0 else 0)
@@ -381,7 +388,7 @@ def select_kernel(
             before = ends_here if behind else before
         out[k] = blocks[q + unsigned(passed)] * c + rest - before
     for k in range(batch):
-        out[k] = slot_of(entries[out[k]])
+        out[k] = slot_of(entries[out[k]], mask)
 
 
 @no_refcounts
@@ -396,11 +403,12 @@ def walk_kernel(
 ) -> None:
     """order = every stored slot, rank order; priorities[slot] = its priority."""
     c = counters[_C]
+    mask = unsigned(counters[COUNT_SLOT_MASK])
     k = 0
     for q in range(counters[_LAST] + 1):
         block = blocks[q]
         for j in range(block * c, block * c + sizes[q]):  # none at a gap
-            slot = slot_of(entries[j])
+            slot = slot_of(entries[j], mask)
             order[k] = slot
             priorities[slot] = priority[slot]
             k += 1

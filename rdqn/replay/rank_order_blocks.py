@@ -16,6 +16,7 @@ from rdqn.replay.rank_order_layout import (
     COUNT_C,
     COUNT_FREE,
     COUNT_LAST,
+    COUNT_SLOT_MASK,
     COUNT_SPREADS,
     COUNTERS,
     ENTRIES,
@@ -74,12 +75,13 @@ def _move(
     dst: int,
     count: int,
     block: int,
+    mask: np.uint64,
 ) -> None:
     """Move `count` entries from flat offset src to dst, into `block` (another one: the ranges do
     not overlap), and make it the moved slots' home."""
     for k in range(count):
         entries[dst + k] = entries[src + k]
-        home[slot_of(entries[dst + k])] = block
+        home[slot_of(entries[dst + k], mask)] = block
 
 
 @inlined
@@ -108,7 +110,8 @@ def _write_last(state: State, q: int, key: float) -> None:
 def set_last(state: State, q: int) -> None:
     """Record the last key of the block at position q, and copy it into the gaps after q."""
     entries, sizes, blocks, counters = state[ENTRIES], state[SIZES], state[BLOCKS], state[COUNTERS]
-    key = state[PRIORITY][slot_of(entries[blocks[q] * counters[COUNT_C] + sizes[q] - 1])]
+    last = entries[blocks[q] * counters[COUNT_C] + sizes[q] - 1]
+    key = state[PRIORITY][slot_of(last, unsigned(counters[COUNT_SLOT_MASK]))]
     _write_last(state, q, key)
     k = q + 1
     while k <= counters[COUNT_LAST] and blocks[k] < 0:
@@ -166,6 +169,7 @@ def split(state: State, q: int) -> None:
     sizes, position, free = state[SIZES], state[POSITION], state[FREE]
     blocks, group_count, counters = state[BLOCKS], state[GROUP_COUNT], state[COUNTERS]
     c = counters[COUNT_C]
+    mask = unsigned(counters[COUNT_SLOT_MASK])
     end = blocks.shape[0]
     full = blocks[q]
     right = q + 1
@@ -196,7 +200,7 @@ def split(state: State, q: int) -> None:
     blocks[at] = fresh
     position[fresh] = at
     half = c >> 1
-    _move(home, entries, full * c + half, fresh * c, c - half, fresh)
+    _move(home, entries, full * c + half, fresh * c, c - half, fresh, mask)
     sizes[at - 1] = half  # the full block's position, after the moves
     sizes[at] = c - half
     counters[COUNT_BLOCKS] += 1
@@ -217,6 +221,7 @@ def refill(state: State, q: int) -> None:
     sizes, position, free = state[SIZES], state[POSITION], state[FREE]
     blocks, group_count, counters = state[BLOCKS], state[GROUP_COUNT], state[COUNTERS]
     c = counters[COUNT_C]
+    mask = unsigned(counters[COUNT_SLOT_MASK])
     last = counters[COUNT_LAST]
     block = blocks[q]
     size = sizes[q]
@@ -230,7 +235,7 @@ def refill(state: State, q: int) -> None:
         left = blocks[before]
         k = (sizes[before] - size) >> 1
         move(entries, block * c + k, block * c, size)
-        _move(home, entries, left * c + sizes[before] - k, block * c, k, block)
+        _move(home, entries, left * c + sizes[before] - k, block * c, k, block, mask)
         sizes[before] -= k
         sizes[q] = size + k
         set_last(state, before)
@@ -239,7 +244,7 @@ def refill(state: State, q: int) -> None:
     elif after <= last and sizes[after] > (c >> 1):
         right = blocks[after]
         k = (sizes[after] - size) >> 1
-        _move(home, entries, right * c, block * c + size, k, block)
+        _move(home, entries, right * c, block * c + size, k, block, mask)
         move(entries, right * c, right * c + k, sizes[after] - k)
         sizes[after] -= k
         sizes[q] = size + k
@@ -250,7 +255,7 @@ def refill(state: State, q: int) -> None:
         first, second = (before, q) if before >= 0 else (q, after)
         a, b = blocks[first], blocks[second]
         moved = sizes[second]
-        _move(home, entries, b * c, a * c + sizes[first], moved, a)
+        _move(home, entries, b * c, a * c + sizes[first], moved, a, mask)
         sizes[first] += moved
         sizes[second] = 0
         blocks[second] = -1

@@ -20,6 +20,7 @@ __all__ = [
     "COUNT_CLOCK",
     "COUNT_FREE",
     "COUNT_LAST",
+    "COUNT_SLOT_MASK",
     "COUNT_SPREADS",
     "COUNT_STORED",
     "FREE",
@@ -38,15 +39,17 @@ __all__ = [
     "State",
     "above",
     "entry",
+    "slot_mask",
     "slot_of",
     "tied",
     "unsigned",
 ]
 
 # Fields of `RankOrder.counters`: blocks in use, slots stored, last stamp given, C, free blocks
-# on the stack, the last position that holds a block (-1: none), spreads so far (a statistic).
+# on the stack, the last position that holds a block (-1: none), spreads so far (a statistic),
+# the mask of the slot's bits in a block entry (`slot_mask`).
 COUNT_BLOCKS, COUNT_STORED, COUNT_CLOCK, COUNT_C, COUNT_FREE, COUNT_LAST = 0, 1, 2, 3, 4, 5
-COUNT_SPREADS = 6
+COUNT_SPREADS, COUNT_SLOT_MASK = 6, 7
 
 # The order's arrays travel between the kernels as one tuple, `State`, in `RankOrder._arrays()`
 # order; these are their places in it (compile-time constants: reading one costs nothing). The
@@ -81,32 +84,37 @@ AHEAD = 8
 # compiler vectorizes the shifts and scans with plain loads.
 unsigned = np.uint64
 
-# A block entry, one uint64: the high 32 bits of its priority's float64 bits (a monotone key: the
-# bits of numbers >= +0.0 order as the numbers do), then its slot in the low 32 bits.
-_LOW = np.uint64(0xFFFFFFFF)
-_HIGH = np.uint64(0xFFFFFFFF00000000)
+# A block entry, one uint64: the slot in its low bits (as few as the capacity needs, the mask
+# `COUNT_SLOT_MASK`), and above them the high bits of its priority's float64 bits, a monotone
+# key: the bits of numbers >= +0.0 order as the numbers do. At 2^20 slots the key keeps 44 bits
+# (32 of the mantissa), so only priorities within about 2^-32 of each other share one.
 
 
 @inlined
-def entry(slot: int, p: float) -> np.uint64:
+def entry(slot: int, p: float, mask: np.uint64) -> np.uint64:
     """The block entry of `slot` with priority p >= 0 (-0.0 counts as +0.0: p + 0.0 is +0.0)."""
-    return (float_bits(p + 0.0) & _HIGH) | unsigned(slot)
+    return (float_bits(p + 0.0) & ~mask) | unsigned(slot)
 
 
 @inlined
-def slot_of(entry: np.uint64) -> int:
+def slot_of(entry: np.uint64, mask: np.uint64) -> int:
     """The slot of a block entry."""
-    return np.int64(entry & _LOW)
+    return np.int64(entry & mask)
 
 
 @inlined
-def above(p: float) -> np.uint64:
+def above(p: float, mask: np.uint64) -> np.uint64:
     """The entries above this are those whose key is above p's: their priority is above p."""
-    return float_bits(p + 0.0) | _LOW
+    return float_bits(p + 0.0) | mask
 
 
 @inlined
-def tied(p: float) -> np.uint64:
+def tied(p: float, mask: np.uint64) -> np.uint64:
     """The entries at or above this and not `above(p)` share p's key: their priority may be
     above, equal to or below p, so only the exact priorities can order them."""
-    return float_bits(p + 0.0) & _HIGH
+    return float_bits(p + 0.0) & ~mask
+
+
+def slot_mask(capacity: int) -> int:
+    """The low bits of an entry that hold its slot: enough for slots 0 .. capacity - 1."""
+    return (1 << max(1, (capacity - 1).bit_length())) - 1

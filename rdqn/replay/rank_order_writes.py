@@ -28,6 +28,7 @@ from rdqn.replay.rank_order_layout import (
     COUNT_CLOCK,
     COUNT_FREE,
     COUNT_LAST,
+    COUNT_SLOT_MASK,
     COUNT_STORED,
     COUNTERS,
     ENTRIES,
@@ -65,13 +66,14 @@ def _remove(state: State, slot: int) -> None:
     sizes, position, group_count = state[SIZES], state[POSITION], state[GROUP_COUNT]
     counters = state[COUNTERS]
     c = counters[COUNT_C]
+    mask = unsigned(counters[COUNT_SLOT_MASK])
     block = home[slot]
     q = position[block]
     size = sizes[q]
     base = unsigned(block * c)
     j = 0
     for k in range(c):  # the block's whole width, no early exit: a few vector compares
-        j += ((slot_of(entries[base + unsigned(k)]) == slot) & (k < size)) * k
+        j += ((slot_of(entries[base + unsigned(k)], mask) == slot) & (k < size)) * k
     close_gap(entries, block * c, j, c)
     sizes[q] = size - 1
     home[slot] = -1
@@ -121,15 +123,16 @@ def _insert(state: State, slot: int, p: float, hint: int) -> None:
     base = block * c
     lo = 0
     ties = 0
-    bound, floor = above(p), tied(p)
+    mask = unsigned(counters[COUNT_SLOT_MASK])
+    bound, floor = above(p, mask), tied(p, mask)
     for k in range(c):  # the keys above p's, and those equal to it (vectorized)
         e = entries[unsigned(base) + unsigned(k)]
         lo += (e > bound) & (k < size)
         ties += (e >= floor) & (k < size)
-    while lo < ties and priority[slot_of(entries[base + lo])] > p:  # (p, s) goes before ties
+    while lo < ties and priority[slot_of(entries[base + lo], mask)] > p:  # (p, s) goes before ties
         lo += 1
     shift_up(entries, base + lo, size - lo)
-    entries[base + lo] = entry(slot, p)
+    entries[base + lo] = entry(slot, p, mask)
     sizes[q] = size + 1
     home[slot] = block
     counters[COUNT_STORED] += 1
@@ -270,6 +273,7 @@ def build_kernel(
     state = (stamp, home, entries, priority, sizes, position, free, blocks, last_key, group_count,
              counters, segment_key)  # fmt: skip
     c = counters[COUNT_C]
+    mask = unsigned(counters[COUNT_SLOT_MASK])
     n = order.shape[0]
     nb = 0 if n == 0 else 1 if n < c else -(-n // (3 * c // 4))
     physical = position.shape[0]
@@ -289,7 +293,7 @@ def build_kernel(
         position[q] = q
         sizes[q] = n // nb + (1 if q < n % nb else 0)
         for j in range(q * c, q * c + sizes[q]):
-            entries[j] = entry(order[k], priorities[k])
+            entries[j] = entry(order[k], priorities[k], mask)
             priority[order[k]] = priorities[k] + 0.0
             home[order[k]] = q
             k += 1

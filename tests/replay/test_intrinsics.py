@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rdqn.replay.intrinsics import float_bits, move
-from rdqn.replay.rank_order_layout import entry, slot_of
+from rdqn.replay.rank_order_layout import entry, slot_mask, slot_of
 
 
 @numba.njit(cache=False)
@@ -49,9 +49,9 @@ def _bits(value: float) -> int:
 
 
 @numba.njit(cache=False)
-def _entry(slot: int, p: float) -> tuple[int, int]:
-    made = entry(slot, p)
-    return made, slot_of(made)
+def _entry(slot: int, p: float, mask: int) -> tuple[int, int]:
+    made = entry(slot, p, np.uint64(mask))
+    return made, slot_of(made, np.uint64(mask))
 
 
 def test_float_bits_are_numpys_view_of_the_float() -> None:
@@ -63,12 +63,22 @@ def test_float_bits_are_numpys_view_of_the_float() -> None:
 @given(
     st.floats(0.0, 1e300) | st.sampled_from([0.0, -0.0, 5e-324]),
     st.floats(0.0, 1e300) | st.sampled_from([0.0, -0.0, 5e-324]),
-    st.integers(0, 2**31 - 1),
+    st.integers(1, 2**31 - 1),
+    st.data(),
 )
-def test_entries_order_as_their_priorities_and_keep_the_slot(a: float, b: float, slot: int) -> None:
+def test_entries_order_as_their_priorities_and_keep_the_slot(
+    a: float,
+    b: float,
+    capacity: int,
+    data,  # noqa: ANN001
+) -> None:
     """An entry's high bits never order two priorities the wrong way round (equal high bits
-    leave the order to the exact priorities); -0.0 gives the entry of +0.0."""
-    (ea, slot_a), (eb, _) = _entry(slot, a), _entry(slot, b)
+    leave the order to the exact priorities); -0.0 gives the entry of +0.0; the slot comes
+    back, whatever the capacity's mask."""
+    slot = data.draw(st.integers(0, capacity - 1))
+    mask = slot_mask(capacity)
+    assert mask >= capacity - 1 and mask < 2 * max(capacity, 2)
+    (ea, slot_a), (eb, _) = _entry(slot, a, mask), _entry(slot, b, mask)
     assert slot_a == slot
     if a < b:
         assert ea <= eb

@@ -75,9 +75,10 @@ def test_blocks_split_merge_and_borrow_under_drifting_priorities(capacity: int) 
         mirror.check()
 
 
-# Ties, -0.0 (a tie with 0.0), and priorities whose entries share their high 32 bits (1.0 and
-# its neighbours within 2^-30), which only the exact priorities order.
-PRIORITIES = [0.0, -0.0, 0.5, 1.0 - 2**-45, 1.0, 1.0 + 2**-40, 1.0 + 2**-30, 2.0, 9.0]
+# Ties, -0.0 (a tie with 0.0), and priorities whose entries share their key, which only the
+# exact priorities order: 1.0 and its next float64s differ in the last bits of the mantissa,
+# where an entry holds its slot (at least 1 bit).
+PRIORITIES = [0.0, -0.0, 0.5, 1.0 - 2**-53, 1.0, 1.0 + 2**-52, 1.0 + 2**-51, 2.0, 9.0]
 
 
 @settings(deadline=None, max_examples=100, derandomize=True)
