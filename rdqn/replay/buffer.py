@@ -34,9 +34,9 @@ def replay_nbytes(capacity: int, obs_size: int, scheme: str, obs_itemsize: int =
     Storage: o_t and o_{t+1} per slot plus the slot's bookkeeping. Proportional: a sum tree and
     a min tree of 2P float64 nodes each, P = the smallest power of two >= capacity. Rank-based:
     the exact rank order (`rank_sampler_nbytes`): per slot an int64 write stamp, an int32 block
-    index, the float64 prefix sums of the rank masses and a quarter of an int32 grid entry, plus
-    at most 2N/C + 2 blocks of C int32 slots and C float64 priorities (C = `block_capacity(N)`)
-    with a few per-block fields; about 45 to 48 bytes per slot.
+    index, a float64 priority and the float64 prefix sum of the rank masses, plus at most
+    2N/C + 2 blocks of C uint64 entries (C = `block_capacity(N)`) with a few per-block fields;
+    about 45 bytes per slot.
     """
     storage = capacity * (2 * obs_size * obs_itemsize + _SLOT_BYTES)
     if scheme == "proportional":

@@ -148,6 +148,6 @@ def test_nbytes_is_predicted_without_allocating(capacity: int) -> None:
 
 
 def test_memory_per_slot_stays_under_forty_eight_bytes() -> None:
-    """Per slot: stamp 8 + home 4 + cdf 8 + grid 1 + at most 2N/C + 2 blocks of 12 C + 8 bytes
-    + 2 positions of about 17 bytes per block (C = 64: about 46.3 bytes)."""
+    """Per slot: stamp 8 + home 4 + priority 8 + cdf 8, and at most 2N/C + 2 blocks of 8 C + 8
+    bytes with 2 positions of about 16 bytes each (C = 64: about 45.3 bytes)."""
     assert rank_sampler_nbytes(1 << 20) / (1 << 20) < 48
