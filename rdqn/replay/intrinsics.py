@@ -67,7 +67,7 @@ def move(typingctx, array, dst, src, count):  # noqa: ANN001, ANN202, ARG001 (nu
 @intrinsic
 def float_bits(typingctx, value):  # noqa: ANN001, ANN202, ARG001 (numba's signature)
     """The IEEE 754 bits of a float64 as a uint64 (a bit cast, no conversion). For values >= +0.0
-    the bits order as the numbers do, so their high 32 bits are a monotone 32-bit key."""
+    the bits order as the numbers do, so any number of their high bits is a monotone key."""
 
     def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202, ARG001
         return builder.bitcast(args[0], ir.IntType(64))

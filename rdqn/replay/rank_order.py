@@ -31,12 +31,13 @@ on a block. The last key of every SEGMENT-th position is kept in a small array o
 it. Stamps never enter a search: a write carries the newest stamp, so it goes before all stored
 keys of its priority, at the first position whose last key is not above it.
 
-A block entry is one uint64: the slot in its low 32 bits, and above them the high 32 bits of
-the slot's priority as float64 bits (`rank_order_layout.entry`); for numbers >= +0.0 the bits
-order as the numbers do, so the entries of a block descend too, and a search inside a block
-compares whole entries, contiguous memory, one vector compare per 8. Entries whose high bits
-equal those of the priority searched (priorities within about 1e-6 relative, or equal ones)
-are told apart by the exact priorities, kept by slot (`priority`). One array of 8 bytes per
+A block entry is one uint64: the slot in its low bits (as few as the capacity needs, 17 at
+2^17 slots), and above them the rest of the slot's priority's float64 bits, its key
+(`rank_order_layout.entry`); for numbers >= +0.0 the bits order as the numbers do, so the
+entries of a block descend too, and a search inside a block compares whole entries, contiguous
+memory, one vector compare per 8. Entries whose key equals that of the priority searched
+(priorities within about 2^-35 relative at 2^17 slots, or equal ones) are told apart by the
+exact priorities, kept by slot (`priority`). One array of 8 bytes per
 entry, rather than the slots and their float64 priorities side by side, makes a block 8 cache
 lines instead of 12 and an insert's shift one move instead of two.
 
