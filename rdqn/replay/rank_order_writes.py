@@ -122,14 +122,14 @@ def _insert(state: State, slot: int, p: float, hint: int) -> None:
     size = sizes[q]
     base = block * c
     lo = 0
-    ties = 0
     mask = unsigned(counters[COUNT_SLOT_MASK])
     bound, floor = above(p, mask), tied(p, mask)
-    for k in range(c):  # the keys above p's, and those equal to it (vectorized)
-        e = entries[unsigned(base) + unsigned(k)]
-        lo += (e > bound) & (k < size)
-        ties += (e >= floor) & (k < size)
-    while lo < ties and priority[slot_of(entries[base + lo], mask)] > p:  # (p, s) goes before ties
+    for k in range(c):  # the keys above p's (vectorized)
+        lo += (entries[unsigned(base) + unsigned(k)] > bound) & (k < size)
+    # Then those with p's key (rarely any) and a priority above p: (p, s) goes before its ties.
+    while lo < size and entries[base + lo] >= floor:
+        if priority[slot_of(entries[base + lo], mask)] <= p:
+            break
         lo += 1
     shift_up(entries, base + lo, size - lo)
     entries[base + lo] = entry(slot, p, mask)
