@@ -41,16 +41,9 @@ __all__ = [
     "close_gap",
     "refill",
     "set_last",
-    "shift_up",
     "split",
     "spread",
 ]
-
-
-@inlined
-def shift_up(array: NDArray, start: int, count: int) -> None:
-    """array[start + 1 : start + 1 + count] = array[start : start + count] (count >= 0)."""
-    move(array, start + 1, start, count)
 
 
 @inlined
@@ -59,8 +52,8 @@ def close_gap(array: NDArray, base: int, at: int, c: int) -> None:
     array[base + k + 1] for at <= k < c. The loop runs over the whole block's width c, whatever
     its size: a trip count that never changes compiles to a few vector moves with no mispredicted
     exit: a rank cycle's removes took 0.6x the time of a memmove of the block's used part. (The
-    same loop run backwards, to open a gap, was slower than the memmove: `shift_up` stays.) It
-    reads one entry past the block, so the arrays carry one spare entry after the last block."""
+    inserts open their gap with `intrinsics.open_gap`.) It reads one entry past the block, so
+    the entries carry one spare after the last block."""
     start = unsigned(base)
     for k in range(c):
         if k >= at:

@@ -10,13 +10,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rdqn.replay.compiled import inlined, no_refcounts
-from rdqn.replay.intrinsics import prefetch
+from rdqn.replay.intrinsics import open_gap, prefetch
 from rdqn.replay.rank_order_blocks import (
     add_size,
     close_gap,
     refill,
     set_last,
-    shift_up,
     split,
     spread,
 )
@@ -131,7 +130,7 @@ def _insert(state: State, slot: int, p: float, hint: int) -> None:
         if priority[slot_of(entries[base + lo], mask)] <= p:
             break
         lo += 1
-    shift_up(entries, base + lo, size - lo)
+    open_gap(entries, base, lo, c)  # the entries from lo on move up one
     entries[base + lo] = entry(slot, p, mask)
     sizes[q] = size + 1
     home[slot] = block

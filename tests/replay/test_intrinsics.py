@@ -1,6 +1,7 @@
 """`move`, the overlapping in-array move the rank order's shifts use: the same result as a
 NumPy copy through a temporary, in either direction, for int32 and float64 arrays; `float_bits`,
-the bits of a float64, and the rank order's entries built on them."""
+the bits of a float64, and the rank order's entries built on them; `open_gap`, the insert's
+move up by masked vector stores."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rdqn.replay.intrinsics import float_bits, move
+from rdqn.replay.intrinsics import float_bits, move, open_gap
 from rdqn.replay.rank_order_layout import entry, slot_mask, slot_of
 
 
@@ -84,3 +85,32 @@ def test_entries_order_as_their_priorities_and_keep_the_slot(
         assert ea <= eb
     if a == b:
         assert ea == eb
+
+
+@numba.njit(cache=False)
+def _open_gap(array: np.ndarray, base: int, at: int, width: int) -> None:
+    open_gap(array, base, at, width)
+
+
+@settings(deadline=None, max_examples=300, derandomize=True)
+@given(
+    st.sampled_from([np.uint64, np.float64, np.int64]),
+    st.sampled_from([8, 16, 32, 64]),
+    st.integers(0, 3),
+    st.data(),
+)
+def test_open_gap_moves_the_block_up_from_at_and_nothing_else(
+    dtype: type,
+    width: int,
+    blocks: int,
+    data,  # noqa: ANN001
+) -> None:
+    """Entries at .. width - 2 of the block move up one (the last drops off); the entries before
+    `at`, and every entry outside the block, stay as they were."""
+    base = data.draw(st.integers(0, blocks)) * width
+    at = data.draw(st.integers(0, width - 1))
+    array = (np.arange((blocks + 1) * width + 1) * 7 + 3).astype(dtype)
+    expected = array.copy()
+    expected[base + at + 1 : base + width] = array[base + at : base + width - 1]
+    _open_gap(array, base, at, width)
+    np.testing.assert_array_equal(array, expected)
