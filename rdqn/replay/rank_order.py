@@ -76,6 +76,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rdqn.replay.compiled import no_refcounts
+from rdqn.replay.intrinsics import prefix_position
 from rdqn.replay.rank_order_layout import (
     COUNT_BLOCKS,
     COUNT_C,
@@ -379,14 +380,7 @@ def select_kernel(
         g = group[k]
         rest = ranks[k] - (ends[g - 1] if g > 0 else 0)
         q = unsigned(g * GROUP)
-        ends_here = 0  # slots in the group's positions up to j
-        before = 0  # those before the position that holds the rank
-        passed = 0  # the positions before it
-        for j in range(GROUP):
-            ends_here += sizes[q + unsigned(j)]
-            behind = ends_here <= rest
-            passed += behind
-            before = ends_here if behind else before
+        passed, before = prefix_position(sizes, q, rest)  # the positions before it, their slots
         out[k] = blocks[q + unsigned(passed)] * c + rest - before
     for k in range(batch):
         out[k] = slot_of(entries[out[k]], mask)

@@ -71,8 +71,9 @@ SEGMENT = 64
 # Positions per group: the slots of each group of positions are counted (a small array that
 # stays in the nearest caches); the slot at a rank is found from the groups' prefix ends (the
 # group that holds it, `rank_order.select_kernel`), then a step through that group's positions.
-# Numba's on-disk cache does not notice a change of a constant imported from another module:
-# after changing one here, delete rdqn/replay/__pycache__.
+# The step through a group's sizes is one vector of 8 lanes (`intrinsics.prefix_position`), so
+# GROUP stays 8. Numba's on-disk cache does not notice a change of a constant imported from
+# another module: after changing one here, delete rdqn/replay/__pycache__.
 GROUP = 8
 
 # How many writes ahead `rank_order_writes.write_kernel` prefetches the slots' homes (and half as

@@ -1,7 +1,7 @@
 """`move`, the overlapping in-array move the rank order's shifts use: the same result as a
 NumPy copy through a temporary, in either direction, for int32 and float64 arrays; `float_bits`,
 the bits of a float64, and the rank order's entries built on them; `open_gap`, the insert's
-move up by masked vector stores."""
+move up by masked vector stores; `prefix_position`, where a value falls among 8 running sums."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rdqn.replay.intrinsics import float_bits, move, open_gap
+from rdqn.replay.intrinsics import float_bits, move, open_gap, prefix_position
 from rdqn.replay.rank_order_layout import entry, slot_mask, slot_of
 
 
@@ -114,3 +114,31 @@ def test_open_gap_moves_the_block_up_from_at_and_nothing_else(
     expected[base + at + 1 : base + width] = array[base + at : base + width - 1]
     _open_gap(array, base, at, width)
     np.testing.assert_array_equal(array, expected)
+
+
+@numba.njit(cache=False)
+def _prefix_position(counts: np.ndarray, start: int, value: int) -> tuple[int, int]:
+    return prefix_position(counts, np.uint64(start), value)
+
+
+@settings(deadline=None, max_examples=300, derandomize=True)
+@given(
+    st.lists(st.integers(0, 63) | st.just(0), min_size=24, max_size=24),
+    st.integers(0, 2),
+    st.data(),
+)
+def test_prefix_position_counts_the_running_sums_at_or_below_the_value(
+    counts: list[int],
+    group: int,
+    data,  # noqa: ANN001
+) -> None:
+    """(how many of the 8 running sums are <= value, the last of them or 0), as the step through
+    a group's positions computes it, for gaps (0) and values on every edge."""
+    array = np.array(counts, np.int32)
+    sums = np.cumsum(array[group * 8 : group * 8 + 8])
+    value = data.draw(st.integers(0, int(sums[-1]) + 2))
+    passed = int((sums <= value).sum())
+    assert _prefix_position(array, group * 8, value) == (
+        passed,
+        int(sums[passed - 1]) if passed else 0,
+    )
