@@ -51,7 +51,7 @@ Invariants (`check_invariants`):
 - every block in use holds fewer than C slots, and at least C/2 when more than one is in use
   (a full block splits into two halves; a block that falls under C/2 borrows a slot from a
   neighbour that has more than C/2, else merges with it), so at most 2N/C + 1 blocks are used;
-- P >= 2 (2N/C + 2) positions, a multiple of GROUP, so a spread leaves at least one gap after
+- P >= 2 (2N/C + 2) positions, a multiple of 8 GROUP, so a spread leaves at least one gap after
   every block;
 - `group_count[g]` is the sum of `sizes` over the positions of group g.
 
@@ -61,10 +61,10 @@ segment O(SEGMENT) and inside a block O(C), shifts of at most C entries and two 
 changed, O(1); a split or merge moves O(C) entries and at most `REACH` positions, O(C + REACH),
 once per C/2 writes into a block at most. A batch of writes searches all its blocks at once,
 the binary searches advancing level by level so that their loads overlap. Selecting the slots
-at B ranks is one pass over the group counts for their prefix ends, O(P / GROUP) (about N / 128
-additions, C = 64: 1,024 at N = 2^17), which also finds the groups of ascending ranks (a
-stratified sample's) up to 16 groups per rank; otherwise B binary searches of the prefix ends,
-O(B log(P / GROUP)), level by level; then a step through GROUP positions each. A Fenwick tree
+at B ranks is one pass over the group counts, O(P / GROUP) (about N / 128 counts, C = 64: 1,032
+at N = 2^17, 8 at a time), which also finds the groups of ascending ranks (a stratified
+sample's); ranks in any order take the prefix ends of all groups, then B binary searches of
+them, O(B log(P / GROUP)), level by level; then a step through GROUP positions each. A Fenwick tree
 over the groups (O(log P) per write and per rank) was measured slower: its two point updates
 per write cost more than the pass over the counts at each sample, up to N = 2^20 at least.
 Walking the whole order is O(P + N). All in numba.
@@ -106,6 +106,7 @@ __all__ = [
 
 _NB, _N, _CLOCK, _C = COUNT_BLOCKS, COUNT_STORED, COUNT_CLOCK, COUNT_C
 _FREE, _LAST = COUNT_FREE, COUNT_LAST
+_ALL = (1 << 31) - 1  # above any running count: `prefix_position` then gives the sum of all 8
 
 
 def block_capacity(capacity: int) -> int:
@@ -122,8 +123,10 @@ def max_blocks(capacity: int) -> int:
 
 def positions(capacity: int) -> int:
     """P: two positions per physical block, so a spread leaves a gap after every block, rounded
-    up to whole groups."""
-    return -(-2 * max_blocks(capacity) // GROUP) * GROUP
+    up to whole chunks of 8 groups (`select_kernel` steps through the group counts 8 at a
+    time)."""
+    chunk = 8 * GROUP
+    return -(-2 * max_blocks(capacity) // chunk) * chunk
 
 
 def rank_order_nbytes(capacity: int) -> int:
@@ -341,27 +344,32 @@ def select_kernel(
 ) -> None:
     """out[k] = the slot at 0-based rank ranks[k] (< the number stored): the groups' prefix
     counts (one pass, O(P / GROUP)), the group that holds each rank, a count of the group's
-    positions whose sizes end at or before it, then the offset in the block there. `out` holds
-    the groups on the way, `ends` (one entry per group) the groups' prefix ends.
+    positions whose sizes end at or before it (`prefix_position`), then the offset in the block
+    there. `out` holds the groups on the way, `ends` (one entry per group) the groups' prefix
+    ends (for ascending ranks, those the ranks need).
 
-    The groups: for `ascending` ranks (a stratified sample's) and up to 16 groups per rank,
-    found during the pass, each rank as the pass reaches its group (0.65x the time of the
-    searches at N = 2^14 and 2^17); else by binary searches of the prefix ends, without
-    branches, the B searches advancing together one step at a time (with more groups per rank
-    the pass's check for the next rank cost more: 1.13x at 2^20). The B loads of the slots come
-    last, so that they overlap."""
+    The groups: for `ascending` ranks (a stratified sample's), found during the pass, which
+    takes the counts 8 groups at a time (`prefix_position`: their total, then for each rank
+    among them its group and the end of the group before): an eighth of the steps of a pass
+    group by group, whose check for the next rank was mispredicted about once per rank (that
+    pass took 1.06x the rank cycle at 2^17). Else by binary searches of the prefix ends, without
+    branches, the B searches advancing together one step at a time. The B loads of the slots
+    come last, so that they overlap."""
     groups = group_count.shape[0]
     batch = ranks.shape[0]
     group = out
     total = 0
-    if ascending and groups <= 16 * batch:
+    if ascending:
         k = 0
-        for g in range(groups):
-            total += group_count[g]
-            ends[g] = total
-            while k < batch and ranks[k] < total:
-                group[k] = g
+        for chunk in range(0, groups, 8):  # groups: a multiple of 8 (`positions`)
+            end = total + prefix_position(group_count, unsigned(chunk), _ALL)[1]
+            while k < batch and ranks[k] < end:  # the ranks in these 8 groups
+                g, before = prefix_position(group_count, unsigned(chunk), ranks[k] - total)
+                group[k] = chunk + g
+                if chunk + g > 0:  # the end of the group before it
+                    ends[chunk + g - 1] = total + before
                 k += 1
+            total = end
     else:
         for g in range(groups):
             total += group_count[g]
