@@ -77,7 +77,7 @@ def float_bits(typingctx, value):  # noqa: ANN001, ANN202, ARG001 (numba's signa
     return types.uint64(types.float64), codegen
 
 
-_LANES = 8  # entries per vector of `open_gap`
+_LANES = 8  # entries per vector of `open_gap` and `prefix_position`
 
 
 @intrinsic
@@ -163,7 +163,7 @@ def prefix_position(typingctx, counts, start, value):  # noqa: ANN001, ANN202, A
             lanes = [_LANES] * shift + list(range(_LANES - shift))
             shifted = builder.shuffle_vector(sums, zeros, ir.Constant(vector_type, lanes))
             sums = builder.add(sums, shifted)
-        value = builder.trunc(args[2], i32)
+        value = builder.trunc(args[2], i32) if args[2].type.width > 32 else args[2]
         behind = builder.icmp_signed("<=", sums, _splat(builder, value))
         popcount = cgutils.get_or_insert_function(
             builder.module, ir.FunctionType(ir.IntType(8), [ir.IntType(8)]), "llvm.ctpop.i8"
@@ -183,4 +183,11 @@ def prefix_position(typingctx, counts, start, value):  # noqa: ANN001, ANN202, A
         result = [builder.zext(passed, i64), builder.sext(last, i64)]
         return context.make_tuple(builder, signature.return_type, result)
 
+    if not (
+        isinstance(counts, types.Array)
+        and counts.dtype == types.int32
+        and isinstance(value, types.Integer)
+        and value.bitwidth >= 32
+    ):
+        return None  # numba then refuses the call with a typing error
     return types.UniTuple(types.int64, 2)(counts, start, value), codegen
