@@ -37,9 +37,9 @@ A block entry is one uint64: the slot in its low bits (as few as the capacity ne
 entries of a block descend too, and a search inside a block compares whole entries, contiguous
 memory, one vector compare per 8. Entries whose key equals that of the priority searched
 (priorities within about 2^-35 relative at 2^17 slots, or equal ones) are told apart by the
-exact priorities, kept by slot (`priority`). One array of 8 bytes per
-entry, rather than the slots and their float64 priorities side by side, makes a block 8 cache
-lines instead of 12 and an insert's shift one move instead of two.
+exact priorities, kept by slot (`priority`). One array of 8 bytes per entry, rather than the
+slots and their float64 priorities side by side, makes a block 8 cache lines instead of 12 and
+an insert's shift one move instead of two.
 
 The gaps make a split or a merge local: a full block splits into the nearest gap (the blocks in
 between move over by one position, at most `REACH`, each two group count updates), and a merged
