@@ -303,14 +303,14 @@ def rank_sample_kernel(
         for k in range(batch):
             guesses[k] = max((queries[k] - offset) * exponent, 0.0)
         power(guesses, 1.0 / exponent, guesses)
-    for k in range(batch):  # the prefix sums each check reads, loaded together
-        if guesses[k] - 0.5 < n:
-            prefetch(rank_cdf, max(int(guesses[k] - 0.5), 0))
+    for k in range(batch):  # the guessed ranks; the prefix sums their checks read, loaded together
+        ranks[k] = n - 1  # a guess past the stored ranks, or not a number: from the last one
+        if guesses[k] - 0.5 < n:  # m in [S(j), S(j + 1)) is 0-based rank j = floor(r)
+            ranks[k] = max(int(np.floor(guesses[k] - 0.5)), 0)
+        prefetch(rank_cdf, ranks[k])
     for k in range(batch):
         m = queries[k]
-        rank = n - 1  # a guess past the stored ranks, or not a number: from the last one
-        if guesses[k] - 0.5 < n:  # m in [S(j), S(j + 1)) is 0-based rank j = floor(r)
-            rank = max(int(np.floor(guesses[k] - 0.5)), 0)
+        rank = ranks[k]
         for _ in range(2):
             if rank > 0 and rank_cdf[rank - 1] > m:
                 rank -= 1

@@ -200,14 +200,14 @@ def write_kernel(
             continue
         counters[COUNT_CLOCK] += 1
         stamp[slot] = counters[COUNT_CLOCK]
-        priority[slot] = priorities[k] + 0.0  # (-0.0 is kept as +0.0) the last write's stays
+        priority[slot] = priorities[k] + 0.0  # the last write's stays; -0.0 is kept as +0.0
     # The inserts: each write that is its slot's last, with its key.
     todo, p = scratch[:count], scratch_keys
     inserts = 0
     k = _next_last_write(stamp, slots, clock, stored_only, 0, clock)
     while k < count:
         todo[inserts] = slots[k]
-        p[inserts] = priorities[k] + 0.0  # -0.0 is stored as +0.0
+        p[inserts] = priorities[k]  # (-0.0: `entry` and the searches take it as +0.0)
         inserts += 1
         k = _next_last_write(stamp, slots, clock, stored_only, k + 1, stamp[slots[k]])
     found = scratch[count : count + inserts]
