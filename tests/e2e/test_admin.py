@@ -8,9 +8,20 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.browser import ARTIFACTS, another_browser, assert_no_exception, streamlit_server
+from tests.e2e.browser import (
+    ARTIFACTS,
+    act_until,
+    another_browser,
+    assert_no_exception,
+    streamlit_server,
+    wait_until_shown,
+)
 
 TOKEN = "teacher-only-7d41"
+_BOX_SHOWN = """() => {
+    const box = document.querySelector('input[aria-label="Admin token"]');
+    return box !== null && box.checkVisibility();
+}"""
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +37,10 @@ def enter(tab: Page, token: str) -> None:
     token." stays on screen from the guess before, and guesses typed before the server has seen
     the last one may reach it as one.)"""
     box = tab.get_by_label("Admin token", exact=True)
-    if not box.is_visible():
-        tab.get_by_text("Admin", exact=True).click()
+    toggle = tab.get_by_text("Admin", exact=True)
+    wait_until_shown(tab, toggle)
+    if not box.is_visible():  # a click lost to the page's first-load rerun is made again
+        act_until(tab, toggle.click, _BOX_SHOWN, "opening the Admin box")
     box.fill(token)
     box.press("Enter")
     expect(box).to_have_value("", timeout=60_000)
