@@ -10,6 +10,10 @@ log's 20,000 points (`TelemetryRecorder`'s cap). Two ways, interleaved, same dat
 
 The bytes are what each watching browser receives and Plotly redraws every second.
 
+Then the thinned figures are serialised as `st.plotly_chart` does (`plotly.io.to_json(figure,
+validate=False)`) with each of Plotly's JSON engines, interleaved: the standard library's `json`
+and `orjson` (the default whenever it is installed; requirements.txt names it).
+
 Usage: python -m benchmarks.bench_live_curves [--rounds 5] [--json OUT.json]
 """
 
@@ -26,6 +30,8 @@ from pathlib import Path
 from unittest import mock
 
 import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
 
 from dashboard import figures
 from dashboard.figures import _base, curves
@@ -59,9 +65,9 @@ def whole() -> Iterator[None]:
         yield
 
 
-def live_charts(run: dict[str, np.ndarray]) -> int:
-    """Build and serialise the live page's two figures as it draws them after a restart (EMA
-    0.9, the previous run's curves beside the run's own: here the same data); the bytes sent."""
+def live_figures(run: dict[str, np.ndarray]) -> tuple[go.Figure, go.Figure]:
+    """The live page's two figures as it draws them after a restart (EMA 0.9, the previous run's
+    curves beside the run's own: here the same data)."""
     previous = "previous: uniform · seed 0"
     reward = figures.reward_curve(
         run["end_steps"],
@@ -79,7 +85,26 @@ def live_charts(run: dict[str, np.ndarray]) -> int:
         overlay_label=previous,
         scheme="proportional",
     )
-    return len(reward.to_json()) + len(loss.to_json())
+    return reward, loss
+
+
+def live_charts(run: dict[str, np.ndarray]) -> int:
+    """Build and serialise the live page's two figures; the bytes sent."""
+    return sum(len(figure.to_json()) for figure in live_figures(run))
+
+
+def engine_seconds(run: dict[str, np.ndarray], rounds: int) -> dict[str, float]:
+    """Median seconds to serialise the two (thinned) live figures as `st.plotly_chart` does,
+    per JSON engine, the engines interleaved."""
+    charts = live_figures(run)
+    seconds: dict[str, list[float]] = {"json": [], "orjson": []}
+    for _ in range(rounds):
+        for engine in seconds:
+            start = time.perf_counter()
+            for figure in charts:
+                pio.to_json(figure, validate=False, engine=engine)
+            seconds[engine].append(time.perf_counter() - start)
+    return {engine: statistics.median(times) for engine, times in seconds.items()}
 
 
 def synthetic_run(episodes: int, seed: int = 0) -> dict[str, np.ndarray]:
@@ -111,11 +136,13 @@ def main() -> None:
                     start = time.perf_counter()
                     sent[way] = live_charts(run)
                     seconds[way].append(time.perf_counter() - start)
+        engines = engine_seconds(run, 5 * args.rounds)
         row = {
             "episodes": episodes,
             "loss_points": LOSS_POINTS,
             **{f"{way}_ms": 1e3 * statistics.median(seconds[way]) for way in seconds},
             **{f"{way}_kb": sent[way] / 1e3 for way in sent},
+            **{f"to_json_{engine}_ms": 1e3 * engines[engine] for engine in engines},
         }
         rows.append(row)
         print(
@@ -123,6 +150,9 @@ def main() -> None:
             f" | thinned {row['thinned_ms']:6.1f} ms {row['thinned_kb']:6,.0f} kB"
             f" | x{row['whole_ms'] / row['thinned_ms']:.1f} time, "
             f"x{row['whole_kb'] / row['thinned_kb']:.1f} bytes"
+            f" | to_json: json {row['to_json_json_ms']:.2f} ms,"
+            f" orjson {row['to_json_orjson_ms']:.2f} ms"
+            f" (x{engines['json'] / engines['orjson']:.1f})"
         )
     print(f"(at most {_base.CURVE_POINTS} samples per trace, markers up to {curves.MAX_MARKERS})")
     if args.json:

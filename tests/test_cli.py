@@ -28,6 +28,7 @@ from rdqn.presets import PRESETS, preset
 from rdqn.runs.checkpoints import load_checkpoint
 from rdqn.runs.store import RunStore
 from rdqn.training.trainer import Trainer
+from tests.report_helpers import figure_in_page, trace_names
 
 REPO = Path(__file__).resolve().parents[1]
 STEPS = 200
@@ -494,11 +495,11 @@ def test_compare_two_schemes_one_seed(tmp_path: Path, capsys: pytest.CaptureFixt
             assert f"{final:,.1f}" in cells
 
     page = report.read_bytes().decode("utf-8")
-    assert "Plotly.newPlot" in page
+    figure = figure_in_page(page, "curves")
     # schemes named as on the Compare page, by their alpha and beta0
-    assert '"uniform (1 seed)"' in page and '"rank · α 0.6 · β₀ 0.4 (1 seed)"' in page
+    assert {"uniform (1 seed)", "rank · α 0.6 · β₀ 0.4 (1 seed)"} <= trace_names(figure)
     assert "<table" in page and '">uniform</span></td>' in page
-    assert '"y0":5.0' in page  # the threshold line
+    assert 5.0 in {shape.get("y0") for shape in figure["layout"]["shapes"]}  # the threshold line
 
 
 def test_compare_paper_preset_uses_alpha_07_for_rank(

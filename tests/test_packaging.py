@@ -3,14 +3,16 @@ requirements.txt.
 
 The wheel is built from a copy of the sources (so the checkout gets no build/ folder) without
 build isolation or dependencies (the machine may be offline), then installed into a fresh
-virtual environment that sees this interpreter's packages, and its `rdqn` command runs a tiny
-comparison, report included.
+virtual environment that sees this interpreter's packages (a `.pth` file naming its site-packages,
+so that it works whether the tests run from a virtual environment or a system Python), and its
+`rdqn` command runs a tiny comparison, report included.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import site
 import subprocess
 import sys
 import zipfile
@@ -89,7 +91,11 @@ def test_the_wheel_installs_an_rdqn_command(tmp_path: Path) -> None:
     assert not [n for n in names if "__pycache__" in n]
 
     venv = tmp_path / "venv"
-    run(sys.executable, "-m", "venv", "--system-site-packages", venv, cwd=tmp_path)
+    run(sys.executable, "-m", "venv", venv, cwd=tmp_path)
+    (venv_site,) = (venv / "lib").glob("python3*/site-packages")
+    (venv_site / "parent_environment.pth").write_text(
+        "".join(f"{path}\n" for path in site.getsitepackages()), encoding="utf-8"
+    )
     run(venv / "bin" / "python", "-m", "pip", "install", "-q", "--no-deps", wheel, cwd=tmp_path)
     rdqn = venv / "bin" / "rdqn"
     work = tmp_path / "work"

@@ -11,6 +11,7 @@ from dashboard.figures import SCHEME_COLORS
 from dashboard.figures.report import comparison_report, write_comparison_report
 from rdqn.compare import Curve, comparison_configs, summary_table
 from rdqn.presets import preset
+from tests.report_helpers import annotation_texts, figure_in_page, trace_names
 
 A = Curve(np.array([10, 25, 40]), np.array([1.0, 3.0, 5.0]))
 B = Curve(np.array([5, 30]), np.array([10.0, 0.0]))
@@ -35,7 +36,7 @@ def test_report_is_self_contained_utf8_html(tmp_path: Path) -> None:
     assert 'id="curves"' in page and "Plotly.newPlot" in page
     assert '<script src="http' not in page  # plotly.js is inlined: the page opens offline
     assert len(page) > 1_000_000
-    assert '"uniform (2 seeds)"' in page and '"rank (1 seed)"' in page
+    assert {"uniform (2 seeds)", "rank (1 seed)"} <= trace_names(figure_in_page(page, "curves"))
     assert '<span style="color:#636efa">uniform</span>' in page and "reached threshold" in page
 
 
@@ -51,8 +52,9 @@ def test_report_names_schemes_by_alpha_and_beta_in_their_colours() -> None:
         window=2,
         configs=configs,
     )
-    assert '"rank · α 0.7 · β₀ 0.5 (2 seeds)"' in page  # the legend
-    assert '"text":"learning starts"' in page
+    figure = figure_in_page(page, "curves")
+    assert "rank · α 0.7 · β₀ 0.5 (2 seeds)" in trace_names(figure)  # the legend
+    assert "learning starts" in annotation_texts(figure)
     rank = SCHEME_COLORS["rank"]
     assert f'<td><span style="color:{rank}">rank · α 0.7 · β₀ 0.5</span></td>' in page
 
