@@ -11,6 +11,7 @@ The named presets are in `rdqn.presets`.
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import difflib
 import types
@@ -28,6 +29,7 @@ from rdqn.validation import (
     check_fields,
     is_integer,
     setting,
+    shown,
 )
 
 __all__ = [
@@ -231,6 +233,16 @@ class RunConfig:
                 f"train.learning_starts must be >= replay.batch_size ({self.replay.batch_size}), "
                 f"got {self.train.learning_starts}"
             )
+        train = self.train
+        if train.planned_updates == 0:
+            # Such a run would end 'finished' having learned nothing (issue 30).
+            first = (train.learning_starts // train.train_every + 1) * train.train_every
+            raise ValueError(
+                f"train.learning_starts = {shown(train.learning_starts)} and train.train_every = "
+                f"{shown(train.train_every)} leave no learner update within train.total_steps = "
+                f"{train.total_steps:,} (the first update would come at env step {shown(first)}): "
+                "lower them or raise the budget"
+            )
         if self.agent.network != "recurrent" and self.replay.window != 1:
             raise ValueError(
                 f"replay.window must be 1 for the {self.agent.network} network "
@@ -257,8 +269,12 @@ class RunConfig:
         (`RETIRED_FIELDS`, which earlier versions wrote, are dropped)."""
         return _from_dict(cls, data, "")
 
-    def with_overrides(self, overrides: dict[str, Any]) -> RunConfig:
+    def with_overrides(self, overrides: collections.abc.Mapping[str, Any]) -> RunConfig:
         """A copy with dotted-path fields replaced, e.g. `{"replay.alpha": 0.7, "seed": 3}`."""
+        return RunConfig.from_dict(self._overridden(overrides))
+
+    def _overridden(self, overrides: collections.abc.Mapping[str, Any]) -> dict[str, Any]:
+        """`to_dict` with dotted-path fields replaced, not validated yet."""
         data = self.to_dict()
         for path, value in overrides.items():
             config_field(path)  # a leaf field, or ValueError naming the path
@@ -267,7 +283,7 @@ class RunConfig:
             for part in parts[:-1]:
                 node = node[part]
             node[parts[-1]] = value
-        return RunConfig.from_dict(data)
+        return data
 
     def with_env(self, env_id: str) -> RunConfig:
         """A copy on another environment: its kwargs are kept only when the id stays the same
@@ -276,15 +292,20 @@ class RunConfig:
             return self
         return self.with_overrides({"env.id": env_id, "env.kwargs": {}})
 
-    def with_budget(self, total_steps: int) -> RunConfig:
-        """A copy with another env-step budget. The warm-up is capped at a tenth of it (but
-        holds at least one batch), so a short budget still learns."""
+    def with_budget(
+        self, total_steps: int, overrides: collections.abc.Mapping[str, Any] | None = None
+    ) -> RunConfig:
+        """A copy with another env-step budget (and ``overrides``, applied with it: the config
+        is checked once, with the new budget). The warm-up is capped at a tenth of the budget
+        (but holds at least one batch), so a short budget still learns."""
         rule = config_field("train.total_steps").metadata["rule"]
         total_steps = rule.check("train.total_steps", total_steps)
-        warm_up = max(self.replay.batch_size, min(self.train.learning_starts, total_steps // 10))
-        return self.with_overrides(
-            {"train.total_steps": total_steps, "train.learning_starts": warm_up}
-        )
+        data = self._overridden(overrides or {})
+        batch_size, warm_up = data["replay"]["batch_size"], data["train"]["learning_starts"]
+        if is_integer(batch_size) and is_integer(warm_up):  # else from_dict names the field
+            data["train"]["learning_starts"] = max(batch_size, min(warm_up, total_steps // 10))
+        data["train"]["total_steps"] = total_steps
+        return RunConfig.from_dict(data)
 
     def leaves(self) -> dict[str, Any]:
         """Every leaf field by dotted path: ``{"preset": ..., "replay.alpha": 0.6, ...}``."""

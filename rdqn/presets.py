@@ -207,6 +207,5 @@ def configure(name: str, overrides: Mapping[str, Any] | None = None) -> RunConfi
         config = config.with_env(rest.pop("env.id"))
     if "train.total_steps" in rest and "train.learning_starts" not in rest:
         budget = rest.pop("train.total_steps")
-        config = config.with_overrides(rest) if rest else config
-        return config.with_budget(budget)
+        return config.with_budget(budget, rest)
     return config.with_overrides(rest) if rest else config

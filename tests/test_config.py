@@ -182,6 +182,49 @@ def test_with_budget_caps_the_warm_up_at_a_tenth_but_one_batch() -> None:
         per.with_budget(0)
 
 
+@pytest.mark.parametrize(
+    ("overrides", "first"),
+    [
+        ({"train.learning_starts": 1180591620717411303424}, "1180591620717411303425"),
+        ({"train.train_every": 1180591620717411303424}, "1180591620717411303424"),
+        ({"train.learning_starts": 5_000}, "5001"),  # the budget is 5,000 steps
+        ({"train.train_every": 5_001}, "5001"),
+        ({"train.learning_starts": 4_000, "train.train_every": 2_000}, "6000"),
+    ],
+)
+def test_a_config_that_can_never_learn_is_refused(overrides: dict[str, int], first: str) -> None:
+    """Issue 30: such configs ran to 'finished, 0 updates'. The error names the fields, their
+    values and the budget."""
+    base = preset("per-notebook").with_overrides({"train.total_steps": 5_000})
+    with pytest.raises(ValueError, match=r"leave no learner update") as caught:
+        base.with_overrides(overrides)
+    message = str(caught.value)
+    train = {**dataclasses.asdict(base.train), **{k[6:]: v for k, v in overrides.items()}}
+    assert f"train.learning_starts = {train['learning_starts']}" in message
+    assert f"train.train_every = {train['train_every']}" in message
+    assert "train.total_steps = 5,000" in message
+    assert f"env step {first}" in message
+
+
+def test_one_update_within_the_budget_is_enough() -> None:
+    base = preset("per-notebook")
+    assert base.with_overrides({"train.total_steps": 33, "train.learning_starts": 32})
+    assert base.with_overrides({"train.total_steps": 4_000, "train.train_every": 4_000})
+    assert base.with_budget(33).train.planned_updates == 1
+    with pytest.raises(ValueError, match="within train.total_steps = 32 "):
+        base.with_budget(32)  # the warm-up holds one batch (32 steps): nothing is left
+
+
+def test_with_budget_applies_its_overrides_with_the_new_budget() -> None:
+    """The preset's budget (100,000 steps) does not judge overrides meant for another budget."""
+    per = preset("per-notebook")
+    config = per.with_budget(200, {"train.train_every": 50, "replay.batch_size": 16})
+    assert (config.train.total_steps, config.train.learning_starts) == (200, 20)
+    assert config.train.planned_updates == 4
+    with pytest.raises(ValueError, match="train.total_steps = 200 "):
+        per.with_budget(200, {"train.train_every": 1000})
+
+
 def test_leaves_and_overrides_from_round_trip() -> None:
     base = preset("per-notebook")
     changed = base.with_overrides({"replay.alpha": 0.8, "seed": 3, "env.kwargs": {"a": 1}})

@@ -164,6 +164,8 @@ CASES = [
             "train.learning_starts=100000",
             "--set",
             "replay.batch_size=100000",
+            "--steps",
+            "200000",
         ],
         ["replay.batch_size = 100,000", "RDQN_LIMIT_BATCH_SIZE"],
         {},
@@ -439,6 +441,31 @@ CASES = [
         ["env.kwargs.prices", "3", "RDQN_LIMIT_CSV_ROWS"],
         {"RDQN_LIMIT_CSV_ROWS": "2"},
         id="limit-prices-rows",
+    ),
+    # Issue 30: configs that can never make an update ended 'finished, 0 updates'.
+    pytest.param(
+        ["train", *TINY, "--set", "train.learning_starts=1180591620717411303424"],
+        ["train.learning_starts = 1180591620717411303424", "train.total_steps = 200", "no"],
+        {},
+        id="never-learns-warm-up",
+    ),
+    pytest.param(
+        ["train", *TINY, "--set", "train.train_every=1180591620717411303424"],
+        ["train.train_every = 1180591620717411303424", "train.total_steps = 200"],
+        {},
+        id="never-learns-train-every",
+    ),
+    pytest.param(
+        ["train", "--steps", "20", "--quiet"],
+        ["train.learning_starts = 32", "train.total_steps = 20", "no learner update"],
+        {},
+        id="never-learns-short-budget",
+    ),
+    pytest.param(
+        [*COMPARE, "--set", "train.train_every=201"],
+        ["train.train_every = 201", "train.total_steps = 200", "no learner update"],
+        {},
+        id="never-learns-compare",
     ),
     pytest.param(
         ["resume", "0123456789ab", "--threads", "100000"],

@@ -231,7 +231,7 @@ def test_a_bad_checkpoint_period_names_the_variable(value: str) -> None:
     with pytest.raises(ValueError, match=f"RDQN_CHECKPOINT_EVERY .* got '{value}'"):
         checkpoint_period({"RDQN_CHECKPOINT_EVERY": value})
     with pytest.raises(ValueError, match="checkpoint_every must be > 0"):
-        RecordedRun(tiny(10), checkpoint_every=0.0)
+        RecordedRun(tiny(), checkpoint_every=0.0)
 
 
 def test_saving_takes_at_most_a_small_share_of_the_run() -> None:
