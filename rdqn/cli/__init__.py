@@ -12,9 +12,12 @@ line naming the argument and its value and exit with status 2, before any run is
 and options are checked before the store is opened, against the server's limits too
 (`rdqn.limits`, RDQN_LIMIT_* variables), and the env is built once to check its options and its
 prices CSV. Output files (--out, --report) are checked for writing before the work that fills
-them. This package is the one place in `rdqn` that prints: `parser` and `options` read the
-arguments, `progress` draws the bars, and a module per command (`train`, `compare`, `runs`,
-`presets`, `warm_up`) runs it; `main` dispatches.
+them. Reading commands (``runs``, ``resume``) create no store where there is none. Ctrl-C (or
+SIGTERM) while a command trains stops its runs between two steps, 'stopped' and resumable, with
+exit status 130 (143); a second Ctrl-C aborts at once (`interrupts`). This package is the one
+place in `rdqn` that prints: `parser` and `options` read the arguments, `progress` draws the
+bars, and a module per command (`train`, `compare`, `runs`, `presets`, `warm_up`) runs it;
+`main` dispatches.
 """
 
 from __future__ import annotations
@@ -27,12 +30,12 @@ from rdqn.cli.compare import Comparison, cmd_compare, comparison
 from rdqn.cli.parser import UsageError, build_parser, cached_parser
 from rdqn.cli.presets import cmd_presets
 from rdqn.cli.progress import Progress
-from rdqn.cli.runs import cmd_runs
+from rdqn.cli.runs import cmd_runs, cmd_without_store
 from rdqn.cli.train import NAME_MAX, cmd_resume, cmd_train, train_config, train_one
 from rdqn.cli.warm_up import cmd_warm_up
 from rdqn.limits import check_threads
 from rdqn.runs.executors import ExecutorUnavailable
-from rdqn.runs.store import RunStore, StoreError
+from rdqn.runs.store import RunStore, StoreError, StoreMissing, default_home
 
 __all__ = ["NAME_MAX", "Comparison", "Progress", "UsageError", "build_parser", "main", "train_one"]
 
@@ -56,7 +59,12 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "rdqn") -> int:
         # Bad arguments are refused before the store is opened, let alone a run filed.
         config = train_config(args) if args.command == "train" else None
         plan = comparison(args) if args.command == "compare" else None
-        store = RunStore(Path(args.home) / "rdqn.db" if args.home else None)
+        db = (Path(args.home) if args.home else default_home()) / "rdqn.db"
+        try:
+            # Commands that read (runs, resume) create no store where there is none.
+            store = RunStore(db, create=args.command not in ("runs", "resume"))
+        except StoreMissing as missing:
+            return cmd_without_store(args, missing)
         try:
             if config is not None:
                 return cmd_train(args, store, config)

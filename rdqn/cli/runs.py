@@ -11,7 +11,7 @@ from rdqn.cli.options import check_writable
 from rdqn.cli.parser import UsageError
 from rdqn.compare import ROLLING_WINDOW
 from rdqn.runs.resume import resume_blocker
-from rdqn.runs.store import RunStore
+from rdqn.runs.store import RunStore, StoreMissing
 
 
 def cmd_runs(args: argparse.Namespace, store: RunStore) -> int:
@@ -68,3 +68,15 @@ def cmd_runs(args: argparse.Namespace, store: RunStore) -> int:
         store.delete_run(args.run_id)
         print(f"deleted run {args.run_id}")
     return 0
+
+
+def cmd_without_store(args: argparse.Namespace, missing: StoreMissing) -> int:
+    """``rdqn runs ...`` or ``rdqn resume ID`` where no store exists: nothing is created. Listing
+    finds no runs (status 0); a run asked for by id is a `UsageError`."""
+    if args.command == "runs" and args.action == "list":
+        print(f"no runs stored yet: {missing}")
+        return 0
+    where = f"{missing}; check --home or RDQN_HOME"
+    if args.command == "resume":
+        raise UsageError(f"cannot resume run {args.run_id}: {where}")
+    raise UsageError(f"no run with id {args.run_id!r}: {where}")

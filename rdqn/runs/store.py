@@ -69,6 +69,7 @@ from rdqn.runs.store_access import (
     ELSEWHERE,
     Database,
     StoreError,
+    StoreMissing,
     checkpoint_error,
     open_home,
     read_only_error,
@@ -80,6 +81,7 @@ __all__ = [
     "RunRecords",
     "RunStore",
     "StoreError",
+    "StoreMissing",
     "default_home",
     "owner_hash",
 ]
@@ -148,16 +150,19 @@ class RunStore:
     whenever runs are read (`get_run`, `list_runs`; at most every ``_SWEEP_EVERY_S`` seconds):
     see `mark_interrupted`.
 
+    Without ``create`` (for commands that only read), a store that does not exist is not
+    created: `StoreMissing` (a `StoreError`) says so.
+
     A store this process may not write opens ``read_only``: everything that reads works, every
     write raises `StoreError`. Any failure of the file (see the module docstring) raises
     `StoreError`, at open or later.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> None:
         db = Path(path) if path is not None else default_home() / "rdqn.db"
         if str(db) == ":memory:":
             raise ValueError("path must be a file: an in-memory database is private to one thread")
-        self.read_only: bool = open_home(db)
+        self.read_only: bool = open_home(db, create=create)
         self.path: Path = db
         self.checkpoint_dir: Path = db.parent / "checkpoints"
         self._db = Database(db, read_only=self.read_only, busy_timeout_ms=_BUSY_TIMEOUT_MS)

@@ -37,6 +37,7 @@ import pandas as pd
 __all__ = [
     "Database",
     "StoreError",
+    "StoreMissing",
     "checkpoint_error",
     "connect",
     "open_home",
@@ -52,6 +53,10 @@ class StoreError(RuntimeError):
     """The run store cannot be opened or written: the message names the path and what to do."""
 
 
+class StoreMissing(StoreError):
+    """There is no run store where one was to be read (`open_home` with ``create=False``)."""
+
+
 def _writable(path: Path) -> bool:
     """Whether this process may write ``path`` (with its effective ids, as the kernel checks)."""
     if os.access in os.supports_effective_ids:
@@ -59,16 +64,20 @@ def _writable(path: Path) -> bool:
     return os.access(path, os.W_OK)
 
 
-def open_home(db: Path) -> bool:
+def open_home(db: Path, *, create: bool = True) -> bool:
     """Check the store's file ``db`` and its folder, creating the folder if needed; returns
     whether the store is read-only (it exists, and this process may not write it or its folder).
 
     Raises `StoreError` for a folder that is a file or cannot be created, a ``db`` that is not
-    a plain file, and a store that does not exist yet and cannot be created.
+    a plain file, and a store that does not exist yet and cannot be created. Without
+    ``create`` (a command that only reads), a store that does not exist yet raises
+    `StoreMissing`, and nothing is created.
     """
     home = db.parent
     if home.exists() and not home.is_dir():
         raise StoreError(f"the run store folder {home} is a file, not a folder: {ELSEWHERE}")
+    if not create and not db.exists():
+        _check_missing_store(db)
     try:
         home.mkdir(parents=True, exist_ok=True)
     except OSError as err:
@@ -85,6 +94,29 @@ def open_home(db: Path) -> bool:
             f"cannot create the run store {db}: the folder {home} is not writable; {ELSEWHERE}"
         )
     return not writable
+
+
+def _check_missing_store(db: Path) -> None:
+    """`StoreMissing` for a store that does not exist yet but could be created where ``db``
+    is; `StoreError` for a place that could never hold one, as `open_home` would say when
+    asked to create it (a folder under a file, a folder that is not writable)."""
+    home = db.parent
+    if db.is_symlink():
+        raise StoreError(f"{db} is a broken link, not an rdqn run store: {ELSEWHERE}")
+    if home.is_dir():
+        if not _writable(home):
+            raise StoreError(
+                f"there is no run store at {db}, and none can be created: the folder {home} is "
+                f"not writable; {ELSEWHERE}"
+            )
+    else:
+        above = next((folder for folder in home.parents if folder.exists()), None)
+        if above is not None and not above.is_dir():
+            raise StoreError(
+                f"cannot create the run store folder {home}: {above} is a file, not a folder; "
+                f"{ELSEWHERE}"
+            )
+    raise StoreMissing(f"there is no run store at {db}")
 
 
 def connect(db: Path, *, read_only: bool, timeout: float) -> sqlite3.Connection:

@@ -172,6 +172,11 @@ def test_every_command_reports_an_unusable_store_in_one_line(
         if name == "presets":
             assert code == 0 and "e14" in out, err
             continue
+        if name == "runs list" and fault == "home_is_proc":
+            # A folder that holds no store (as far as a read can tell): nothing to list.
+            assert (code, err) == (0, ""), err
+            assert out == f"no runs stored yet: there is no run store at {named}\n"
+            continue
         lines = err.strip().splitlines()
         assert code == 2, (name, out, err)
         assert len(lines) == 1 and lines[0].startswith("rdqn: error: "), (name, err)
@@ -180,6 +185,42 @@ def test_every_command_reports_an_unusable_store_in_one_line(
     assert snapshot(home) == before  # nothing of what was there is lost or changed
 
 
+@pytest.mark.parametrize("exists", [False, True], ids=["missing-folder", "empty-folder"])
+def test_reading_where_no_store_exists_creates_nothing(
+    exists: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 30: ``rdqn --home /nonexistent/a/b runs list`` exited 0 having created the folders
+    and an empty store. Reads create nothing: listing finds no runs, a run asked for by id is
+    one line with exit status 2 naming the store it looked for."""
+    home = tmp_path / "a" / "b"
+    if exists:
+        home.mkdir(parents=True)
+    db = home / "rdqn.db"
+    out_file = tmp_path / "out.csv"
+    reads = {
+        "runs list": ["runs", "list"],
+        "runs show": ["runs", "show", RUN_ID],
+        "runs export": ["runs", "export", RUN_ID, "--out", str(out_file)],
+        "runs delete": ["runs", "delete", RUN_ID],
+        "resume": ["resume", RUN_ID],
+    }
+    for name, args in reads.items():
+        code, out, err = run_cli(home, args, capsys)
+        if name == "runs list":
+            assert (code, err) == (0, ""), err
+            assert out == f"no runs stored yet: there is no run store at {db}\n"
+        else:
+            lines = err.strip().splitlines()
+            assert code == 2 and out == "", (name, out, err)
+            assert len(lines) == 1 and lines[0].startswith("rdqn: error: "), (name, err)
+            assert f"there is no run store at {db}" in lines[0] and RUN_ID in lines[0]
+        assert sorted(tmp_path.rglob("*")) == ([tmp_path / "a", home] if exists else []), name
+    with pytest.raises(StoreError, match="there is no run store at"):
+        RunStore(db, create=False)
+    assert not db.exists()
+
+
+# -- read-only stores ------------------------------------------------------------------------
 # -- read-only stores ------------------------------------------------------------------------
 
 
