@@ -204,7 +204,7 @@ def test_train_threads_option_sets_torch_threads(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     torch.set_num_threads(1)
-    train(capsys, tmp_path, "--steps", "10", "--threads", "2")
+    train(capsys, tmp_path, "--steps", "80", "--threads", "2")
     assert torch.get_num_threads() == 2
 
 
@@ -268,7 +268,9 @@ def test_train_divergence_is_stored_as_failed_with_exit_1(
 ) -> None:
     real_run = Trainer.run
 
-    def diverge(self: Trainer, steps: int | None = None, progress: object = None) -> Trainer:
+    def diverge(
+        self: Trainer, steps: int | None = None, progress: object = None, **_: object
+    ) -> Trainer:
         real_run(self, steps=100)
         self.status = "failed"
         raise DivergenceError("non-finite loss at update 36")
@@ -293,7 +295,9 @@ def test_train_interrupted_is_stored_as_stopped_with_exit_130(
 ) -> None:
     real_run = Trainer.run
 
-    def interrupt(self: Trainer, steps: int | None = None, progress: object = None) -> Trainer:
+    def interrupt(
+        self: Trainer, steps: int | None = None, progress: object = None, **_: object
+    ) -> Trainer:
         real_run(self, steps=80)
         raise KeyboardInterrupt
 
@@ -316,7 +320,9 @@ def test_resume_trains_an_interrupted_run_on_to_its_budget_under_its_id(
 ) -> None:
     real_run = Trainer.run
 
-    def interrupt(self: Trainer, steps: int | None = None, progress: object = None) -> Trainer:
+    def interrupt(
+        self: Trainer, steps: int | None = None, progress: object = None, **_: object
+    ) -> Trainer:
         real_run(self, steps=80)
         raise KeyboardInterrupt
 
@@ -544,7 +550,8 @@ def test_compare_paper_preset_uses_alpha_07_for_rank(
 # ----------------------------------------------------------------------------------- runs
 def test_runs_list(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = cli(capsys, tmp_path, "runs", "list")
-    assert (code, out, err) == (0, "no runs stored yet\n", "")
+    store = tmp_path / "rdqn.db"
+    assert (code, out, err) == (0, f"no runs stored yet: there is no run store at {store}\n", "")
     first = train(capsys, tmp_path)
     second = train(capsys, tmp_path, "--scheme", "uniform", "--seed", "1")
     code, out, err = cli(capsys, tmp_path, "runs", "list")

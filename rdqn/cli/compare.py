@@ -8,10 +8,11 @@ import math
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rdqn.cli.interrupts import StopSignals
 from rdqn.cli.options import check_writable, config_from_args
 from rdqn.cli.parser import UsageError
 from rdqn.cli.progress import Progress
@@ -75,14 +76,28 @@ def cmd_compare(args: argparse.Namespace, store: RunStore, plan: Comparison) -> 
     check_writable(report_path, "--report")  # now, not after every run has trained
     group_id = uuid.uuid4().hex[:12]
     registry = RunRegistry(store, executor=executor, max_active=parallel, idle_timeout=None)
-    try:
-        handles = registry.enqueue(configs, group_id=group_id)
-        _watch(handles, configs, quiet=args.quiet)
-    except KeyboardInterrupt:
-        registry.shutdown(INTERRUPTED_BY_USER)
-        raise
-    finally:
-        registry.shutdown()
+    # Ctrl-C (or SIGTERM) stops every run, queued ones too, as 'stopped' and resumable; the
+    # workers ignore SIGINT (`rdqn.runs.zygote`), so this process tells them.
+    with StopSignals() as signals:
+        try:
+            handles = registry.enqueue(configs, group_id=group_id)
+            _watch(handles, configs, quiet=args.quiet, stop=signals.requested)
+        except KeyboardInterrupt:
+            registry.shutdown(INTERRUPTED_BY_USER)
+            raise
+        finally:
+            if signals.reason is not None:
+                registry.shutdown(signals.reason)
+            else:
+                registry.shutdown()
+    if signals.exit_status is not None:
+        ids = " ".join(handle.id for handle in handles)
+        print(
+            f"comparison (group {group_id}) {signals.reason}: its runs are stored as they "
+            f"ended; `rdqn resume ID` goes on with a stopped one: {ids}",
+            file=sys.stderr,
+        )
+        return signals.exit_status
     runs: dict[str, list[Curve]] = {scheme: [] for scheme in args.schemes}
     for handle, config in zip(handles, configs, strict=True):
         if handle.status != "finished":
@@ -115,8 +130,15 @@ def cmd_compare(args: argparse.Namespace, store: RunStore, plan: Comparison) -> 
     return 0 if failed == 0 else 1
 
 
-def _watch(handles: Sequence[RunHandle], configs: Sequence[RunConfig], *, quiet: bool) -> None:
-    """A progress bar per run, from its snapshots, until every run has ended."""
+def _watch(
+    handles: Sequence[RunHandle],
+    configs: Sequence[RunConfig],
+    *,
+    quiet: bool,
+    stop: Callable[[], str | None],
+) -> None:
+    """A progress bar per run, from its snapshots, until every run has ended or ``stop`` gives
+    a reason."""
     bars = [
         Progress(
             config.train.total_steps,
@@ -133,7 +155,7 @@ def _watch(handles: Sequence[RunHandle], configs: Sequence[RunConfig], *, quiet:
                 snapshot = handle.snapshot()
                 if snapshot is not None:
                     bar.show(snapshot.env_steps, snapshot.episode_returns)
-            if all(ended):
+            if all(ended) or stop() is not None:
                 return
             time.sleep(0.2)
     finally:

@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 
+from rdqn.cli.interrupts import StopSignals
 from rdqn.cli.options import config_from_args
 from rdqn.cli.parser import UsageError
 from rdqn.cli.progress import Progress
@@ -30,26 +31,34 @@ def train_one(
     group_id: str | None = None,
     quiet: bool = False,
     label: str = "train",
+    signals: StopSignals | None = None,
 ) -> RecordedRun:
-    """Train one config to its budget through the run lifecycle, with a progress bar."""
-    return _train_to_end(RecordedRun(config, store, name=name, group_id=group_id), quiet, label)
+    """Train one config to its budget through the run lifecycle, with a progress bar; with
+    ``signals``, a SIGINT or SIGTERM stops it between two steps (see `rdqn.cli.interrupts`)."""
+    run = RecordedRun(config, store, name=name, group_id=group_id)
+    return _train_to_end(run, quiet, label, signals)
 
 
-def _train_to_end(run: RecordedRun, quiet: bool, label: str) -> RecordedRun:
+def _train_to_end(
+    run: RecordedRun, quiet: bool, label: str, signals: StopSignals | None
+) -> RecordedRun:
     bar = Progress(run.config.train.total_steps, label, enabled=not quiet)
     try:
-        run_to_end(run, progress=bar)
+        run_to_end(run, progress=bar, stop=signals.requested if signals is not None else None)
         if run.trainer is not None:
             bar(run.trainer)
     finally:
         bar.close()
     if run.status == "failed":
         print(f"run {run.id} failed: {run.error}", file=sys.stderr)
+    elif run.status == "stopped":
+        print(f"run {run.id} {run.error}: `rdqn resume {run.id}` goes on", file=sys.stderr)
     return run
 
 
-def _report(run: RecordedRun) -> int:
-    """Print how the run ended; the exit status (0: finished)."""
+def _report(run: RecordedRun, signals: StopSignals) -> int:
+    """Print how the run ended; the exit status (0: finished; 128 + the signal's number when
+    one stopped it: 130 for Ctrl-C)."""
     trainer = run.trainer
     assert trainer is not None  # run_to_end raises when no trainer could be built
     returns = trainer.recorder.episode_returns
@@ -59,6 +68,8 @@ def _report(run: RecordedRun) -> int:
         f"{trainer.updates:,} updates, {trainer.episodes:,} episodes, "
         f"mean return of the last {ROLLING_WINDOW} episodes {final:.1f}"
     )
+    if run.status == "stopped" and signals.exit_status is not None:
+        return signals.exit_status
     return 0 if run.status == "finished" else 1
 
 
@@ -80,14 +91,18 @@ def train_config(args: argparse.Namespace) -> RunConfig:
 
 
 def cmd_train(args: argparse.Namespace, store: RunStore, config: RunConfig) -> int:
-    """``rdqn train``: the exit status (0: the run finished)."""
-    return _report(train_one(config, store, name=args.name, quiet=args.quiet))
+    """``rdqn train``: the exit status (0: the run finished; 130: stopped by Ctrl-C)."""
+    with StopSignals() as signals:
+        run = train_one(config, store, name=args.name, quiet=args.quiet, signals=signals)
+    return _report(run, signals)
 
 
 def cmd_resume(args: argparse.Namespace, store: RunStore) -> int:
-    """``rdqn resume RUN_ID``: the exit status (0: the run finished)."""
+    """``rdqn resume RUN_ID``: the exit status (0: the run finished; 130: stopped by Ctrl-C)."""
     # A run whose process died is still 'running' or 'paused' in the store: mark it stopped.
     store.mark_interrupted()
     point = prepare_resume(store, args.run_id)
     run = RecordedRun(point.config, store, run_id=point.run_id, resume_from=point.checkpoint)
-    return _report(_train_to_end(run, args.quiet, "resume"))
+    with StopSignals() as signals:
+        _train_to_end(run, args.quiet, "resume", signals)
+    return _report(run, signals)

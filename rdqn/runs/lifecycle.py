@@ -20,6 +20,13 @@ How a run ends (`ending`):
                included); the error says which
     stopped    a stop request, Ctrl-C or nobody watching; the error says why
 
+Ctrl-C: a KeyboardInterrupt can land anywhere, inside a compiled (numba) call too, where it
+surfaces as a ``SystemError`` ("... returned a result with an exception set") with the interrupt
+as its cause, and the trainer may be cut off inside a step. `ending` files both as 'stopped'; a
+client that owns the process asks instead (a signal handler setting a flag, `rdqn.cli`) and
+passes ``stop`` to `run_to_end`, which reads it between two steps: the run ends 'stopped', with
+a checkpoint that resumes it.
+
 A run whose process died before it could close (killed, crashed) stays 'running' or 'paused' in
 the store until the store sees its owner is gone (`RunStore.mark_interrupted`, which reading the
 runs also does every few seconds) and marks it 'stopped' with the reason.
@@ -104,7 +111,7 @@ def ending(error: BaseException) -> tuple[str, str]:
     a full disk) are kept as they are; an out-of-memory error says so in words; any other is
     prefixed with its type.
     """
-    if isinstance(error, KeyboardInterrupt):
+    if _interrupted(error):
         return "stopped", INTERRUPTED_BY_USER
     if isinstance(error, DivergenceError | StoreError):
         return "failed", str(error)
@@ -115,6 +122,19 @@ def ending(error: BaseException) -> tuple[str, str]:
             "or run fewer runs at once"
         )
     return "failed", f"{type(error).__name__}: {error}"
+
+
+def _interrupted(error: BaseException) -> bool:
+    """A KeyboardInterrupt, or an error it caused (a compiled call it cut short raises
+    ``SystemError`` from it)."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 class RecordedRun:
@@ -314,33 +334,51 @@ class RecordedRun:
 
 
 def run_to_end(
-    run: RecordedRun, *, progress: Callable[[Trainer], None] | None = None
+    run: RecordedRun,
+    *,
+    progress: Callable[[Trainer], None] | None = None,
+    stop: Callable[[], str | None] | None = None,
 ) -> RecordedRun:
     """Open the run and train it to its budget, recording progress about every 100 steps.
 
-    The run ends 'finished' only once its budget is spent. An exception while training or while
-    saving its end (a full disk, say) ends it as 'failed' with the error (returned, not raised),
-    and so does a loop that returns short of the budget; Ctrl-C ends it as 'stopped' and
-    propagates. A trainer that cannot be built raises.
+    The run ends 'finished' only once its budget is spent. ``stop`` is asked before every step:
+    a reason (not None) ends the run there as 'stopped' with that reason, its resume checkpoint
+    saved. An exception while training or while saving its end (a full disk, say) ends it as
+    'failed' with the error (returned, not raised), and so does a loop that returns short of the
+    budget; a KeyboardInterrupt (or an error it caused) ends it as 'stopped' and propagates. A
+    trainer that cannot be built raises.
     """
     trainer = run.open()
+    total = run.config.train.total_steps
+    stopped: str | None = None
 
     def report(current: Trainer) -> None:
         run.record_progress()
         if progress is not None:
             progress(current)
 
+    def asked() -> bool:
+        nonlocal stopped
+        stopped = stop() if stop is not None else None
+        return stopped is not None
+
     try:
-        trainer.run(progress=report)
-    except KeyboardInterrupt as err:
-        run.close(*ending(err))
-        raise
-    except Exception as err:  # noqa: BLE001 - any failure ends the run as a recorded 'failed'
+        if stop is None:
+            trainer.run(progress=report)
+        else:
+            trainer.run(progress=report, stop=asked)
+    except BaseException as err:  # noqa: BLE001 - any failure ends the run as a recorded 'failed'
         status, error = ending(err)
+        if _interrupted(err) or not isinstance(err, Exception):
+            run.close(status, error)
+            if isinstance(err, KeyboardInterrupt) or not _interrupted(err):
+                raise
+            raise KeyboardInterrupt from err  # what cut a compiled call short, as it was
     else:
         status, error = "finished", None
-        total = run.config.train.total_steps
-        if trainer.env_steps < total:
+        if stopped is not None:
+            status, error = "stopped", stopped
+        elif trainer.env_steps < total:
             status = "failed"
             error = (
                 f"training ended after {trainer.env_steps} of {total} env steps without an error"

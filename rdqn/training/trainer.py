@@ -199,13 +199,19 @@ class Trainer:
             self.status = "finished"
 
     def run(
-        self, steps: int | None = None, progress: Callable[[Trainer], None] | None = None
+        self,
+        steps: int | None = None,
+        progress: Callable[[Trainer], None] | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> Trainer:
-        """Step until `steps` more env steps are done (default: the whole budget)."""
+        """Step until `steps` more env steps are done (default: the whole budget), calling
+        ``progress`` every 100 steps; ``stop``, asked before every step, ends the loop early."""
         target = self.config.train.total_steps
         if steps is not None:
             target = min(target, self.env_steps + steps)
         while self.env_steps < target:
+            if stop is not None and stop():
+                break
             self.step()
             if progress is not None and self.env_steps % 100 == 0:
                 progress(self)

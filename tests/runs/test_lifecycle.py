@@ -170,6 +170,43 @@ def test_run_to_end_records_ctrl_c_as_stopped_and_reraises(
     )
 
 
+def test_run_to_end_stops_between_two_steps_when_asked(tmp_path: Path) -> None:
+    """``stop`` (a Ctrl-C handler's flag, `rdqn.cli.interrupts`) is read before every step: the
+    run ends 'stopped' with its reason and a checkpoint that resumes it."""
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run = RecordedRun(tiny(200), store)
+        run_to_end(run, stop=lambda: "stopped by Ctrl-C" if run.trainer.env_steps >= 70 else None)
+        record = store.get_run(run.id)
+    assert (run.status, record.status, record.error) == ("stopped", "stopped", "stopped by Ctrl-C")
+    assert record.env_steps == record.resume_env_steps == 70
+
+
+def test_a_ctrl_c_that_cut_a_compiled_call_short_is_a_stop_and_propagates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30: a KeyboardInterrupt inside a numba call surfaces as a SystemError caused by it;
+    the run was filed 'failed'."""
+    real_step = Trainer.step
+
+    def numba_interrupted(self: Trainer) -> None:
+        if self.env_steps == 50:
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as err:
+                raise SystemError(
+                    "CPUDispatcher(<function _dqn_update>) returned a result with an exception set"
+                ) from err
+        real_step(self)
+
+    monkeypatch.setattr(Trainer, "step", numba_interrupted)
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run = RecordedRun(tiny(200), store)
+        with pytest.raises(KeyboardInterrupt):
+            run_to_end(run)
+        record = store.get_run(run.id)
+    assert (record.status, record.error) == ("stopped", "interrupted by the user")
+
+
 def test_a_failing_checkpoint_still_ends_the_run_with_its_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -191,10 +228,17 @@ def test_a_failing_checkpoint_still_ends_the_run_with_its_error(
     )
 
 
+def _caused_by_ctrl_c() -> SystemError:
+    error = SystemError("CPUDispatcher(<function _dqn_update>) returned a result with an ...")
+    error.__cause__ = KeyboardInterrupt()
+    return error
+
+
 @pytest.mark.parametrize(
     ("error", "status", "reason"),
     [
         (KeyboardInterrupt(), "stopped", "interrupted by the user"),
+        (_caused_by_ctrl_c(), "stopped", "interrupted by the user"),
         (DivergenceError("non-finite loss at update 7"), "failed", "non-finite loss at update 7"),
         (ValueError("bad"), "failed", "ValueError: bad"),
         (
