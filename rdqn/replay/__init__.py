@@ -8,6 +8,8 @@ from rdqn.replay.buffer import Batch, ReplayBuffer, replay_nbytes
 from rdqn.replay.rank import RankBasedSampler
 from rdqn.replay.samplers import Draw, ProportionalSampler, Sampler, UniformSampler
 from rdqn.replay.schedules import LinearSchedule
+from rdqn.replay.sizes import ReplaySizeError
+from rdqn.replay.state_checks import ReplayStateError
 from rdqn.replay.storage import RingStorage
 from rdqn.replay.sumtree import SumTree
 from rdqn.replay.windows import WindowBuilder, gather_windows
@@ -19,6 +21,8 @@ __all__ = [
     "ProportionalSampler",
     "RankBasedSampler",
     "ReplayBuffer",
+    "ReplaySizeError",
+    "ReplayStateError",
     "RingStorage",
     "Sampler",
     "SumTree",

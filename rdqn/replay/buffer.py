@@ -6,23 +6,37 @@ every input at this boundary so that a bad call raises `ValueError` and leaves t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
-from rdqn.replay.checks import all_finite, check_slots, check_update
-from rdqn.replay.rank import rank_sampler_nbytes
-from rdqn.replay.samplers import Sampler, UniformSampler
-from rdqn.replay.storage import ACTION_MAX, RingStorage, count_stale
-from rdqn.validation import check_integer, check_probability
+from rdqn.replay.checks import all_finite, check_slots, check_update, well_typed
+from rdqn.replay.rank import RankBasedSampler, rank_sampler_nbytes
+from rdqn.replay.samplers import ProportionalSampler, Sampler, UniformSampler
+from rdqn.replay.sizes import check_nbytes, format_bytes
+from rdqn.replay.state_checks import ReplayStateError, entry, integer_field, mapping, refuse
+from rdqn.replay.storage import ACTION_MAX, RingStorage, count_stale, storage_nbytes
+from rdqn.replay.sumtree import sum_tree_nbytes
+from rdqn.validation import check_integer, check_probability, is_integer, shown
 
 __all__ = ["Batch", "ReplayBuffer", "replay_nbytes"]
 
-_SLOT_BYTES = 4 + 4 + 1 + 1 + 4 + 8 + 4
-"""Per slot, besides observations: action int32, reward float32, terminated and truncated bools,
-episode_step int32, generation int64, sample count int32 (`RingStorage`)."""
+_SCHEMES = {"uniform": "", "proportional": "sum tree", "rank": "rank order"}
+"""The sampling schemes, and what each keeps per slot besides the storage."""
+
+
+def sampler_nbytes(capacity: int, scheme: str) -> int:
+    """Bytes a sampler of ``scheme`` keeps for ``capacity`` slots, without allocating."""
+    if scheme == "proportional":
+        return sum_tree_nbytes(capacity)
+    if scheme == "rank":
+        return rank_sampler_nbytes(capacity)
+    if scheme == "uniform":
+        return 0
+    raise ValueError(f"scheme must be one of {tuple(_SCHEMES)}, got {scheme!r}")
 
 
 def replay_nbytes(capacity: int, obs_size: int, scheme: str, obs_itemsize: int = 4) -> int:
@@ -38,18 +52,19 @@ def replay_nbytes(capacity: int, obs_size: int, scheme: str, obs_itemsize: int =
     2N/C + 2 blocks of C uint64 entries (C = `block_capacity(N)`) with a few per-block fields;
     about 45 bytes per slot.
     """
-    storage = capacity * (2 * obs_size * obs_itemsize + _SLOT_BYTES)
-    if scheme == "proportional":
-        leaves = 1 << max(0, (capacity - 1).bit_length())
-        return storage + 2 * (2 * leaves) * 8
-    if scheme == "rank":
-        return storage + rank_sampler_nbytes(capacity)
-    if scheme == "uniform":
-        return storage
-    raise ValueError(f"scheme must be one of ('uniform', 'proportional', 'rank'), got {scheme!r}")
+    return storage_nbytes(capacity, obs_size, obs_itemsize) + sampler_nbytes(capacity, scheme)
+
+
+def _scheme(sampler: Sampler) -> str:
+    """The scheme whose memory `replay_nbytes` counts for ``sampler`` (another sampler counts
+    nothing here, and checks its own size when attached)."""
+    if isinstance(sampler, ProportionalSampler):
+        return "proportional"
+    return "rank" if isinstance(sampler, RankBasedSampler) else "uniform"
 
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+_INT64 = np.dtype(np.int64)
 
 
 def _check_action(action: Any) -> None:
@@ -147,13 +162,31 @@ class ReplayBuffer:
             raise ValueError(f"obs_dtype must be float32, float64, an integer or bool, got {dtype}")
         if not dtype.isnative:
             raise ValueError(f"obs_dtype must be in native byte order, got {dtype.str}")
-        self.storage = RingStorage(capacity, self.obs_shape, dtype)
         self.sampler: Sampler = UniformSampler() if sampler is None else sampler
         if not isinstance(self.sampler, Sampler):
             raise ValueError(f"sampler must implement the Sampler protocol, got {sampler!r}")
+        self._check_size(capacity, dtype)
+        self.storage = RingStorage(capacity, self.obs_shape, dtype)
         self.sampler.attach(capacity)
         self.rng = np.random.default_rng(seed)
         self.stale_updates = 0
+
+    def _check_size(self, capacity: int, dtype: np.dtype) -> None:
+        """`ReplaySizeError` when the whole buffer (`replay_nbytes`) would not fit in this
+        machine's memory, before any part of it is allocated."""
+        obs_size = math.prod(self.obs_shape)
+        scheme = _scheme(self.sampler)
+        storage = storage_nbytes(capacity, obs_size, dtype.itemsize)
+        parts = f"storage {format_bytes(storage)}"
+        if _SCHEMES[scheme]:
+            sampled = sampler_nbytes(capacity, scheme)
+            parts += f", the {scheme} sampler's {_SCHEMES[scheme]} {format_bytes(sampled)}"
+        check_nbytes(
+            f"ReplayBuffer of capacity {capacity:,} × obs_shape {self.obs_shape} of {dtype}",
+            replay_nbytes(capacity, obs_size, scheme, dtype.itemsize),
+            parts,
+            "choose a smaller capacity or observation",
+        )
 
     # ------------------------------------------------------------------ properties
     @property
@@ -290,28 +323,37 @@ class ReplayBuffer:
         """
         if not isinstance(batch, Batch):
             raise ValueError(f"batch must be a Batch from sample(), got {type(batch).__name__}")
-        indices, magnitudes = check_update(
-            batch.indices,
-            td_errors,
-            self.storage.size,
-            ("batch.indices", "td_errors"),
-            " (one |delta| per batch row: pass np.abs(delta); a non-finite value means training "
-            "diverged)",
-        )
-        generations = batch.generations
-        if not (
-            type(generations) is np.ndarray
-            and generations.dtype.kind in "iu"
+        indices, magnitudes, generations = batch.indices, td_errors, batch.generations
+        size = self.storage.size
+        stale = -1
+        if (
+            well_typed(indices, magnitudes)
+            and type(generations) is np.ndarray
+            and generations.dtype is _INT64
             and generations.shape == indices.shape
-        ):
-            raise ValueError(
-                f"batch.generations must be integers, one per index {indices.shape}, got "
-                f"{getattr(generations, 'dtype', type(generations).__name__)} "
-                f"{getattr(generations, 'shape', '')}".rstrip()
+        ):  # the learner's arrays: their values are checked while the stale rows are counted
+            stale = count_stale(self.storage.generation, indices, generations, magnitudes, size)
+        if stale < 0:  # other arrays, or a bad value: checked again, to convert or to name it
+            indices, magnitudes = check_update(
+                indices,
+                magnitudes,
+                size,
+                ("batch.indices", "td_errors"),
+                " (one |delta| per batch row: pass np.abs(delta); a non-finite value means "
+                "training diverged)",
             )
-        stale = count_stale(
-            self.storage.generation, indices, generations.astype(np.int64, copy=False)
-        )
+            if not (
+                type(generations) is np.ndarray
+                and generations.dtype.kind in "iu"
+                and generations.shape == indices.shape
+            ):
+                raise ValueError(
+                    f"batch.generations must be integers, one per index {indices.shape}, got "
+                    f"{getattr(generations, 'dtype', type(generations).__name__)} "
+                    f"{getattr(generations, 'shape', '')}".rstrip()
+                )
+            generations = generations.astype(np.int64, copy=False)
+            stale = count_stale(self.storage.generation, indices, generations, magnitudes, size)
         if stale:
             live = self.storage.generation[indices] == generations
             self.sampler.update_priorities(indices[live], magnitudes[live])
@@ -334,20 +376,45 @@ class ReplayBuffer:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        for key, mine in (
-            ("capacity", self.capacity),
-            ("obs_shape", self.obs_shape),
-            ("window", self.window),
+        """Continue from a `state_dict` (of a buffer of the same capacity, observation shape and
+        window), checked whole before anything changes: `ReplayStateError` (a ``ValueError``)
+        naming the field for a state that is not one `state_dict` could have written
+        (`RingStorage.check_state`, the sampler's `load_state_dict`), and for a sampler whose
+        stored slots are not the storage's. A sampler state without its stored slots (saved
+        before they were kept) gets the storage's size."""
+        state = mapping(state, "replay state")
+        for key, mine in (("capacity", self.capacity), ("window", self.window)):
+            theirs = entry(state, key)
+            if not (is_integer(theirs) and theirs == mine):
+                refuse(f"state_dict has {key}={shown(theirs)}, this buffer has {key}={mine}")
+        theirs = entry(state, "obs_shape")
+        if not (
+            isinstance(theirs, tuple | list)
+            and all(is_integer(n) for n in theirs)
+            and tuple(theirs) == self.obs_shape
         ):
-            theirs = tuple(state[key]) if key == "obs_shape" else state[key]
-            if theirs != mine:
-                raise ValueError(f"state_dict has {key}={theirs}, this buffer has {key}={mine}")
-        sampler_backup = self.sampler.state_dict()
-        self.sampler.load_state_dict(state["sampler"])
+            refuse(f"state_dict has obs_shape={shown(theirs)}, this buffer has {self.obs_shape}")
         try:
-            self.storage.load_state_dict(state["storage"])
-        except ValueError:
-            self.sampler.load_state_dict(sampler_backup)
-            raise
-        self.rng.bit_generator.state = state["rng"]
-        self.stale_updates = int(state["stale_updates"])
+            size = self.storage.check_state(entry(state, "storage"))
+        except ReplayStateError as err:
+            raise ReplayStateError(f"replay state, storage: {err}") from None
+        sampler_state = dict(mapping(entry(state, "sampler"), "sampler state"))
+        stored = sampler_state.setdefault("stored", size)
+        if not (is_integer(stored) and stored == size):
+            refuse(
+                f"replay state, sampler: stored is {shown(stored)}, but the storage holds "
+                f"{size:,} transitions"
+            )
+        rng = type(self.rng.bit_generator)()
+        try:
+            rng.state = entry(state, "rng")
+        except (KeyError, TypeError, ValueError, OverflowError) as err:
+            refuse(f"replay state: rng is not a {type(rng).__name__} state ({err})")
+        stale_updates = integer_field(state, "stale_updates", 0, 1 << 62)
+        try:
+            self.sampler.load_state_dict(sampler_state)
+        except ReplayStateError as err:
+            raise ReplayStateError(f"replay state, sampler: {err}") from None
+        self.storage.load_checked(state["storage"])
+        self.rng.bit_generator.state = rng.state
+        self.stale_updates = stale_updates

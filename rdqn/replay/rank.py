@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numba
@@ -12,6 +13,7 @@ from rdqn.replay.checks import check_slot, check_update, well_typed
 from rdqn.replay.compiled import no_refcounts
 from rdqn.replay.intrinsics import prefetch
 from rdqn.replay.rank_order import (
+    CAPACITY_MAX,
     COUNT_C,
     COUNT_LAST,
     COUNT_STORED,
@@ -25,13 +27,28 @@ from rdqn.replay.samplers import (
     Normalization,
     check_attached,
     check_normalization,
+    check_same,
+    check_sampler_name,
+    stored_field,
     tuple_new,
 )
+from rdqn.replay.sizes import check_nbytes
+from rdqn.replay.state_checks import (
+    array_field,
+    integer_field,
+    real_field,
+    refuse,
+    require_finite,
+    require_nonnegative,
+)
 from rdqn.replay.vector_power import power
-from rdqn.validation import check_real
+from rdqn.validation import check_integer, check_real
 
 __all__ = ["RankBasedSampler", "rank_sampler_nbytes"]
 
+
+CLOCK_MAX = 1 << 62
+"""The largest write stamp a loaded state may hold: 10^18 writes, beyond any run."""
 
 LOG_FORM = 1e-4
 """Within this of alpha = 1, the inverse of the rank-mass CDF uses its logarithmic form
@@ -96,10 +113,20 @@ class RankBasedSampler:
         self.max_weight = max_weight
         self._mode, self._max_weight = check_normalization(is_normalization, max_weight)
         self.max_priority = 1.0
+        self.stored = 0
+        """Slots that hold transitions: one past the highest slot added (`Sampler.on_add`)."""
         self._capacity: int | None = None
 
     def attach(self, capacity: int) -> None:
+        capacity = check_integer("capacity", capacity, minimum=1, maximum=CAPACITY_MAX)
+        check_nbytes(
+            f"rank sampler of capacity {capacity:,}",
+            rank_sampler_nbytes(capacity),
+            "the rank order and the rank masses' prefix sums",
+            "choose a smaller capacity",
+        )
         self._capacity = capacity
+        self.stored = 0
         self._ranks = RankOrder(capacity)
         self._rank_cdf = np.empty(capacity, np.float64)
         rank_cdf_kernel(self.alpha, self._rank_cdf)
@@ -126,6 +153,8 @@ class RankBasedSampler:
         ranks = self._order()
         slot = check_slot(slot, ranks.capacity)
         ranks.write_one(slot, self.max_priority)
+        if slot >= self.stored:
+            self.stored = slot + 1
 
     def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
         if self._capacity is None:
@@ -150,18 +179,20 @@ class RankBasedSampler:
         self, indices: NDArray[np.int64], magnitudes: NDArray[np.float64]
     ) -> None:
         """p_i = |delta_i|, each with the next write stamp; duplicates in one call: the last one
-        wins. A slot that holds no transition keeps none (its magnitude only counts towards the
-        largest priority seen). ``ValueError`` (state unchanged) as in `check_update`."""
+        wins. ``ValueError`` (state unchanged) as in `check_update` for indices that are not
+        stored slots ([0, stored)) or magnitudes that are not finite and >= 0; also for a slot
+        below `stored` that holds nothing (slots added out of order)."""
         if self._capacity is None:
             self._order()  # raises: not attached
         # Fast path: well-typed arrays go straight to the kernel, which checks their values.
         if not well_typed(indices, magnitudes):
-            indices, magnitudes = check_update(indices, magnitudes, self._capacity)
+            indices, magnitudes = check_update(indices, magnitudes, self.stored)
         ranks = self._ranks
         largest = ranks.update(indices, magnitudes)
         if largest < 0.0:  # refused, nothing written: name the bad value
-            check_update(indices, magnitudes, ranks.capacity)
-            raise RuntimeError("the rank order refused an update that check_update accepts")
+            check_update(indices, magnitudes, self.stored)
+            empty = indices[ranks.home[indices] < 0]
+            raise ValueError(f"indices must be stored slots; slot {empty[0]} holds no transition")
         if largest > self.max_priority:
             self.max_priority = largest
 
@@ -188,56 +219,77 @@ class RankBasedSampler:
 
     def state_dict(self) -> dict[str, Any]:
         """What continues the sampler identically: per-slot priorities and write stamps (-1: no
-        transition), the last stamp given, the largest priority seen, alpha."""
+        transition), the last stamp given, the largest priority seen, the stored slots, alpha."""
         ranks = self._order()
         return {
             "name": self.name,
             "alpha": self.alpha,
             "max_priority": self.max_priority,
+            "stored": self.stored,
             "priorities": ranks.priorities(),
             "stamps": ranks.stamp.copy(),
             "clock": ranks.clock,
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Load a `state_dict`, rebuilding the rank order from the keys (O(N log N)).
+    def check_state(
+        self, state: Mapping[str, Any]
+    ) -> tuple[NDArray[np.float64], NDArray[np.int64], int, int]:
+        """(priorities, stamps, clock, stored) of a `state_dict` this sampler can load;
+        `ReplayStateError` otherwise, naming the field: the sampler and its alpha; a largest
+        priority >= 1 (where it starts); priorities finite, >= 0, and 0 where no transition
+        is; stamps -1 (none) or unique in [1, clock], none past the stored slots.
 
         A state saved before the order was exact (keys "order", "stored", "changes", no
         "stamps") still loads: slots [0, stored) were the stored ones, and their stamps are set to
         stored - slot, which keeps that sampler's tie rule (lower slot first); the next write
-        gets stamp stored + 1, newer than all of them.
-        """
-        ranks = self._order()
-        if state.get("name") != self.name:
-            raise ValueError(f"state_dict is for sampler {state.get('name')!r}, not {self.name!r}")
-        if state.get("alpha") != self.alpha:
-            raise ValueError(
-                f"state_dict was saved with alpha={state.get('alpha')}, this sampler has "
-                f"alpha={self.alpha}"
-            )
-        priorities = np.asarray(state["priorities"], np.float64)
-        if priorities.shape != (ranks.capacity,):
-            raise ValueError(
-                f"state_dict holds priorities of shape {priorities.shape}, this sampler has "
-                f"{ranks.capacity} slots"
-            )
-        if "stamps" in state:
-            stamps = np.asarray(state["stamps"], np.int64)
-            clock = int(state["clock"])
+        gets stamp stored + 1, newer than all of them."""
+        capacity = self._order().capacity
+        check_sampler_name(state, self.name)
+        check_same(state, "alpha", self.alpha)
+        real_field(state, "max_priority", 1.0)
+        priorities = array_field(state, "priorities", (capacity,), np.dtype(np.float64))
+        require_finite("priorities", priorities)
+        require_nonnegative("priorities", priorities)
+        stored = stored_field(state, capacity)
+        if "stamps" in state or "order" not in state or stored is None:
+            stamps = array_field(state, "stamps", (capacity,), np.dtype(np.int64))
+            clock = integer_field(state, "clock", 0, CLOCK_MAX)
         else:
-            stored = int(state["stored"])
-            slots = np.arange(ranks.capacity)
+            slots = np.arange(capacity)
             stamps = np.where(slots < stored, stored - slots, -1).astype(np.int64)
             clock = stored
-        stamped = stamps[stamps >= 0]
-        if (
-            stamps.shape != priorities.shape
-            or np.unique(stamped).shape != stamped.shape
-            or (stamped > clock).any()
-        ):
-            raise ValueError("state_dict stamps must be unique, <= clock, one per slot")
-        ranks.load(priorities, stamps, clock)
+        bad = (stamps != -1) & ((stamps < 1) | (stamps > clock))
+        if bad.any():
+            k = int(np.argmax(bad))
+            refuse(
+                f"stamps[{k}] is {stamps[k]}; a stamp is -1 (no transition) or from 1 to the "
+                f"clock, {clock}"
+            )
+        held = np.flatnonzero(stamps >= 0)
+        ordered = np.sort(stamps[held])
+        if ordered.size > 1 and (ordered[1:] == ordered[:-1]).any():
+            twice = ordered[1:][ordered[1:] == ordered[:-1]][0]
+            k, j = np.flatnonzero(stamps == twice)[:2]
+            refuse(f"stamps[{k}] and stamps[{j}] are both {twice}: stamps must be unique")
+        empty = (stamps < 0) & (priorities != 0.0)
+        if empty.any():
+            k = int(np.argmax(empty))
+            refuse(f"priorities[{k}] is {priorities[k]}, but slot {k} holds no transition")
+        extent = int(held[-1]) + 1 if held.size else 0
+        if stored is not None and stored != extent:
+            refuse(
+                f"stored is {stored}, but the stamps give "
+                + (f"slot {extent - 1} a transition" if extent else "no slot a transition")
+            )
+        return priorities, stamps, clock, extent
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Load a `state_dict` that `check_state` accepts (else nothing changes), rebuilding the
+        rank order from the keys (O(N log N))."""
+        priorities, stamps, clock, stored = self.check_state(state)
+        self._ranks.load(priorities, stamps, clock)
         self.max_priority = float(state["max_priority"])
+        self.stored = stored
 
 
 # ---------------------------------------------------------------- kernels

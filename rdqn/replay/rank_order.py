@@ -93,8 +93,11 @@ from rdqn.replay.rank_order_layout import (
     unsigned,
 )
 from rdqn.replay.rank_order_writes import build_kernel, write_kernel
+from rdqn.replay.sizes import check_nbytes
+from rdqn.validation import check_integer
 
 __all__ = [
+    "CAPACITY_MAX",
     "COUNT_C",
     "COUNT_LAST",
     "COUNT_STORED",
@@ -107,6 +110,8 @@ __all__ = [
 _NB, _N, _CLOCK, _C = COUNT_BLOCKS, COUNT_STORED, COUNT_CLOCK, COUNT_C
 _FREE, _LAST = COUNT_FREE, COUNT_LAST
 _ALL = (1 << 31) - 1  # above any running count: `prefix_position` then gives the sum of all 8
+CAPACITY_MAX = (1 << 31) - 1
+"""Block indices and sizes are int32."""
 
 
 def block_capacity(capacity: int) -> int:
@@ -156,8 +161,12 @@ class RankOrder:
     """
 
     def __init__(self, capacity: int) -> None:
-        if not 1 <= capacity < 2**31:
-            raise ValueError(f"capacity must be an integer in [1, 2**31), got {capacity}")
+        capacity = check_integer("capacity", capacity, minimum=1, maximum=CAPACITY_MAX)
+        check_nbytes(
+            f"rank order of capacity {capacity:,}",
+            rank_order_nbytes(capacity),
+            advice="choose a smaller capacity",
+        )
         self.capacity = capacity
         self.block_capacity = block_capacity(capacity)
         blocks, slots = max_blocks(capacity), positions(capacity)
@@ -224,8 +233,8 @@ class RankOrder:
         return write_kernel(*self._state, slots, priorities, False, *self._scratch)
 
     def update(self, slots: NDArray[np.int64], priorities: NDArray[np.float64]) -> float:
-        """As `write`, for stored slots only: a slot that holds nothing is left out (its
-        priority still counts towards the largest returned; -1 as for `write`)."""
+        """As `write`, for stored slots only: -1 with nothing written also when a slot holds
+        nothing."""
         if slots.shape[0] > self._room:
             self._grow_scratch(slots.shape[0])
         return write_kernel(*self._state, slots, priorities, True, *self._scratch)

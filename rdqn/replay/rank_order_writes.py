@@ -163,9 +163,9 @@ def write_kernel(
     scratch_keys: NDArray[np.float64],
 ) -> float:
     """For each k in turn: remove slots[k] if stored, give it priorities[k] and the next stamp,
-    insert it (a slot that holds nothing is skipped when `stored_only`). Returns the largest of
-    `priorities` (0 for none), or -1 with nothing written when a slot is not in [0, capacity)
-    or a priority is not finite and >= 0.
+    insert it. Returns the largest of `priorities` (0 for none), or -1 with nothing written when
+    a slot is not in [0, capacity), or holds nothing while `stored_only`, or a priority is not
+    finite and >= 0.
 
     Done in two passes with the same outcome: first every write's slot leaves its block and
     takes its stamp (a slot written twice: the last stamp), then each slot goes in once, with
@@ -184,6 +184,11 @@ def write_kernel(
         valid &= (priorities[k] >= 0.0) & (priorities[k] < np.inf)
     if not valid:
         return -1.0
+    if stored_only:
+        for k in range(count):  # the homes the first pass reads anyway, without branches
+            valid &= home[slots[k]] >= 0
+        if not valid:
+            return -1.0
     clock = counters[COUNT_CLOCK]  # stamps above it were given in this call
     for k in range(count):
         if k + AHEAD < count:  # the homes of later writes, then the blocks they leave
@@ -196,20 +201,18 @@ def write_kernel(
         largest = max(largest, priorities[k])
         if home[slot] >= 0:
             _remove(state, slot)
-        elif stored_only and stamp[slot] <= clock:
-            continue
         counters[COUNT_CLOCK] += 1
         stamp[slot] = counters[COUNT_CLOCK]
         priority[slot] = priorities[k] + 0.0  # the last write's stays; -0.0 is kept as +0.0
     # The inserts: each write that is its slot's last, with its key.
     todo, p = scratch[:count], scratch_keys
     inserts = 0
-    k = _next_last_write(stamp, slots, clock, stored_only, 0, clock)
+    k = _next_last_write(stamp, slots, 0, clock)
     while k < count:
         todo[inserts] = slots[k]
         p[inserts] = priorities[k]  # (-0.0: `entry` and the searches take it as +0.0)
         inserts += 1
-        k = _next_last_write(stamp, slots, clock, stored_only, k + 1, stamp[slots[k]])
+        k = _next_last_write(stamp, slots, k + 1, stamp[slots[k]])
     found = scratch[count : count + inserts]
     if counters[COUNT_BLOCKS] > 0:
         find_positions(state, p[:inserts], found)
@@ -225,25 +228,15 @@ def write_kernel(
 
 
 @inlined
-def _next_last_write(
-    stamp: NDArray[np.int64],
-    slots: NDArray[np.int64],
-    clock: int,
-    stored_only: bool,
-    k: int,
-    given: int,
-) -> int:
+def _next_last_write(stamp: NDArray[np.int64], slots: NDArray[np.int64], k: int, given: int) -> int:
     """The first write at or after k that is its slot's last in the call (count: none), given
-    that `given` stamps were handed out before k. A write got stamp `given` + 1 if its slot
-    was stored (or `stored_only` is off), so its slot's stamp is above `clock`; it is the last
-    write of its slot if the slot kept that stamp."""
+    that stamp `given` was the last handed out before k: write k got stamp `given` + 1, and it
+    is the last write of its slot if the slot kept that stamp."""
     count = slots.shape[0]
     while k < count:
-        s = stamp[slots[k]]
-        if not stored_only or s > clock:
-            given += 1
-            if s == given:
-                return k
+        given += 1
+        if stamp[slots[k]] == given:
+            return k
         k += 1
     return count
 

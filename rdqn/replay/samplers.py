@@ -23,6 +23,7 @@ IS-weight normalisation (`is_normalization`):
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, Literal, NamedTuple, NoReturn, Protocol, runtime_checkable
 
 import numpy as np
@@ -36,9 +37,10 @@ from rdqn.replay.checks import (
     well_typed,
 )
 from rdqn.replay.compiled import no_refcounts
+from rdqn.replay.state_checks import entry, integer_field, mapping, real_field, refuse
 from rdqn.replay.sumtree import SumTree, descend_sorted, update_tree_kernel
 from rdqn.replay.vector_power import power
-from rdqn.validation import Real, check_choice, check_real
+from rdqn.validation import Real, check_choice, check_integer, check_real, is_real, shown
 
 __all__ = [
     "Draw",
@@ -81,7 +83,8 @@ class Sampler(Protocol):
         """Allocate per-slot state for a buffer of `capacity` slots (called once by the buffer)."""
 
     def on_add(self, slot: int) -> None:
-        """A new transition was written to `slot`."""
+        """A new transition was written to `slot`. A ring buffer fills its slots in order, so
+        the slots below the highest one added hold transitions: they are the stored slots."""
 
     def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
         """Draw `batch_size` slots among the first `size`."""
@@ -91,8 +94,8 @@ class Sampler(Protocol):
     ) -> None:
         """Record |delta_i| for the sampled `indices`.
 
-        ``ValueError``, the state unchanged, for indices that are not integer slots in
-        [0, capacity) or magnitudes that are not finite and >= 0 (one per index).
+        ``ValueError``, the state unchanged, for indices that are not stored slots (integers in
+        [0, stored), `on_add`) or magnitudes that are not finite and >= 0 (one per index).
         """
 
     def probabilities(self, size: int) -> NDArray[np.float64]:
@@ -103,7 +106,10 @@ class Sampler(Protocol):
 
     def state_dict(self) -> dict[str, Any]: ...
 
-    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Load a `state_dict`, or raise ``ValueError`` (`ReplayStateError`) with the state
+        unchanged. A ``"stored"`` entry, the number of stored slots, is the buffer's size: the
+        buffer adds it where an older state lacks it."""
 
 
 def check_normalization(mode: str, max_weight: float | None) -> tuple[int, float]:
@@ -117,6 +123,25 @@ def check_attached(capacity: int | None, name: str) -> int:
     if capacity is None:
         raise RuntimeError(f"{name} is not attached to a buffer; call attach(capacity) first")
     return capacity
+
+
+def check_sampler_name(state: Mapping[str, Any], name: str) -> None:
+    """`ReplayStateError` unless ``state`` is a sampler state dict of sampler ``name``."""
+    state = mapping(state, "sampler state")
+    if state.get("name") != name:
+        refuse(f"state_dict is for sampler {shown(state.get('name'))}, not {name!r}")
+
+
+def check_same(state: Mapping[str, Any], key: str, mine: float) -> None:
+    """`ReplayStateError` unless ``state[key]`` is the real number ``mine``."""
+    theirs = entry(state, key)
+    if not (is_real(theirs) and theirs == mine):
+        refuse(f"state_dict was saved with {key}={shown(theirs)}, this sampler has {key}={mine}")
+
+
+def stored_field(state: Mapping[str, Any], capacity: int) -> int | None:
+    """``state["stored"]`` (an integer in [0, capacity]), or None where there is none."""
+    return integer_field(state, "stored", 0, capacity) if "stored" in state else None
 
 
 @no_refcounts
@@ -194,7 +219,7 @@ ZERO_TOTAL = -4.0
 def priority_update_kernel(
     nodes: NDArray[np.float64],
     offset: int,
-    capacity: int,
+    stored: int,
     indices: NDArray[np.int64],
     magnitudes: NDArray[np.float64],
     eps: float,
@@ -202,7 +227,7 @@ def priority_update_kernel(
     scratch: NDArray[np.float64],
 ) -> float:
     """Set masses (|delta| + eps)^alpha; returns the largest priority, or a negative code when
-    the update is refused and the tree left as it was: BAD_SLOT (an index outside [0, capacity)),
+    the update is refused and the tree left as it was: BAD_SLOT (an index outside [0, stored)),
     BAD_MAGNITUDE (a magnitude not finite and >= 0), OVERFLOW (a mass or the total overflows) or
     ZERO_TOTAL (no transition would keep a positive mass, so nothing could be sampled)."""
     n = indices.shape[0]
@@ -210,7 +235,7 @@ def priority_update_kernel(
     previous = scratch[n : 2 * n]
     largest = 0.0
     for k in range(n):
-        if indices[k] < 0 or indices[k] >= capacity:
+        if indices[k] < 0 or indices[k] >= stored:
             return BAD_SLOT
         if not (magnitudes[k] >= 0.0 and np.isfinite(magnitudes[k])):
             return BAD_MAGNITUDE
@@ -241,12 +266,17 @@ class UniformSampler:
 
     def __init__(self) -> None:
         self._capacity: int | None = None
+        self.stored = 0
+        """Slots that hold transitions: one past the highest slot added (`Sampler.on_add`)."""
 
     def attach(self, capacity: int) -> None:
-        self._capacity = capacity
+        self._capacity = check_integer("capacity", capacity, minimum=1)
+        self.stored = 0
 
     def on_add(self, slot: int) -> None:
-        check_slot(slot, check_attached(self._capacity, "UniformSampler"))
+        slot = check_slot(slot, check_attached(self._capacity, "UniformSampler"))
+        if slot >= self.stored:
+            self.stored = slot + 1
 
     def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
         check_attached(self._capacity, "UniformSampler")
@@ -257,7 +287,8 @@ class UniformSampler:
         self, indices: NDArray[np.int64], magnitudes: NDArray[np.float64]
     ) -> None:
         """No-op: uniform replay ignores priorities (bad input is still a ``ValueError``)."""
-        check_update(indices, magnitudes, check_attached(self._capacity, "UniformSampler"))
+        check_attached(self._capacity, "UniformSampler")
+        check_update(indices, magnitudes, self.stored)
 
     def probabilities(self, size: int) -> NDArray[np.float64]:
         return np.full(size, 1.0 / size) if size else np.empty(0)
@@ -267,11 +298,18 @@ class UniformSampler:
         return 0
 
     def state_dict(self) -> dict[str, Any]:
-        return {"name": self.name}
+        return {"name": self.name, "stored": self.stored}
+
+    def check_state(self, state: Mapping[str, Any]) -> int:
+        """The stored slots of a `state_dict` this sampler can load (a state saved before they
+        were kept: all of them); `ReplayStateError` otherwise."""
+        capacity = check_attached(self._capacity, "UniformSampler")
+        check_sampler_name(state, self.name)
+        stored = stored_field(state, capacity)
+        return capacity if stored is None else stored
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state.get("name") != self.name:
-            raise ValueError(f"state_dict is for sampler {state.get('name')!r}, not {self.name!r}")
+        self.stored = self.check_state(state)
 
 
 class ProportionalSampler:
@@ -303,6 +341,8 @@ class ProportionalSampler:
         self.max_weight = max_weight
         self._mode, self._max_weight = check_normalization(is_normalization, max_weight)
         self.max_priority = 1.0
+        self.stored = 0
+        """Slots that hold transitions: one past the highest slot added (`Sampler.on_add`)."""
         self.tree: SumTree | None = None
         self._slot = np.zeros(1, np.int64)
         self._mass = np.zeros(1, np.float64)
@@ -310,6 +350,7 @@ class ProportionalSampler:
 
     def attach(self, capacity: int) -> None:
         self.tree = SumTree(capacity, track_min=True)
+        self.stored = 0
 
     def _tree(self) -> SumTree:
         if self.tree is None:
@@ -318,10 +359,12 @@ class ProportionalSampler:
 
     def on_add(self, slot: int) -> None:
         tree = self._tree()
-        check_slot(slot, tree.capacity)
+        slot = check_slot(slot, tree.capacity)
         self._slot[0] = slot
         self._mass[0] = self.max_priority**self.alpha
         update_tree_kernel(tree.nodes, tree.offset, self._slot, self._mass)
+        if slot >= self.stored:
+            self.stored = slot + 1
 
     def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
         tree = self.tree if self.tree is not None else self._tree()
@@ -349,14 +392,15 @@ class ProportionalSampler:
     ) -> None:
         """p_i = |delta_i| + eps, mass p_i^alpha; duplicates in one call: the last one wins.
 
-        ``ValueError`` (the tree unchanged) for indices outside the tree, magnitudes that are not
-        finite and >= 0, a mass or total that overflows, or an update that would leave no
-        positive mass (eps = 0 and every stored |delta| = 0): sampling would then be impossible.
+        ``ValueError`` (the tree unchanged) for indices that are not stored slots (a slot past
+        them would get a mass, and be drawn: issue 30), magnitudes that are not finite and >= 0,
+        a mass or total that overflows, or an update that would leave no positive mass (eps = 0
+        and every stored |delta| = 0): sampling would then be impossible.
         """
         tree = self.tree if self.tree is not None else self._tree()
         # Fast path: well-typed arrays go straight to the kernel, which checks their values.
         if not well_typed(indices, magnitudes):
-            indices, magnitudes = check_update(indices, magnitudes, tree.capacity)
+            indices, magnitudes = check_update(indices, magnitudes, self.stored)
         if indices.shape[0] == 0:
             return
         if 2 * indices.shape[0] > self._scratch.shape[0]:
@@ -364,7 +408,7 @@ class ProportionalSampler:
         largest = priority_update_kernel(
             tree.nodes,
             tree.offset,
-            tree.capacity,
+            self.stored,
             indices,
             magnitudes,
             self.eps,
@@ -378,9 +422,8 @@ class ProportionalSampler:
     def _refuse(
         self, code: float, indices: NDArray[np.int64], magnitudes: NDArray[np.float64]
     ) -> NoReturn:
-        capacity = self._tree().capacity
         if code == BAD_SLOT:
-            check_slots("indices", indices, capacity)
+            check_slots("indices", indices, self.stored)
         if code == BAD_MAGNITUDE:
             check_magnitudes("magnitudes", magnitudes, indices.shape[0])
         if code == ZERO_TOTAL:
@@ -413,24 +456,49 @@ class ProportionalSampler:
             "alpha": self.alpha,
             "eps": self.eps,
             "max_priority": self.max_priority,
+            "stored": self.stored,
             "sum_nodes": tree.sum_nodes.copy(),
             "min_nodes": tree.min_nodes.copy(),
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def check_state(self, state: Mapping[str, Any]) -> int:
+        """The stored slots of a `state_dict` this sampler can load; `ReplayStateError`
+        otherwise, naming the field: the sampler and its alpha and eps; a largest priority
+        >= 1 (where it starts) whose mass is finite; a tree `SumTree.check_nodes` accepts; no
+        mass past the stored slots, and a positive total if any is stored. A state saved before
+        the stored slots were kept: one past the last positive leaf."""
         tree = self._tree()
-        if state.get("name") != self.name:
-            raise ValueError(f"state_dict is for sampler {state.get('name')!r}, not {self.name!r}")
-        if state["sum_nodes"].shape != tree.sum_nodes.shape:
-            raise ValueError(
-                f"state_dict tree has {state['sum_nodes'].shape[0]} nodes, "
-                f"this buffer's has {tree.sum_nodes.shape[0]}"
+        check_sampler_name(state, self.name)
+        check_same(state, "alpha", self.alpha)
+        check_same(state, "eps", self.eps)
+        max_priority = real_field(state, "max_priority", 1.0)
+        try:
+            new_mass = max_priority**self.alpha
+        except OverflowError:
+            new_mass = math.inf
+        if not math.isfinite(new_mass):
+            refuse(f"max_priority {max_priority} overflows float64 as a mass (alpha {self.alpha})")
+        sum_nodes, min_nodes = entry(state, "sum_nodes"), entry(state, "min_nodes")
+        tree.check_nodes(sum_nodes, min_nodes)
+        leaves = sum_nodes[tree.offset : tree.offset + tree.capacity]
+        stored = stored_field(state, tree.capacity)
+        if stored is None:
+            positive = np.flatnonzero(leaves > 0.0)
+            stored = int(positive[-1]) + 1 if positive.size else 0
+        if (leaves[stored:] != 0.0).any():
+            k = stored + int(np.argmax(leaves[stored:] != 0.0))
+            refuse(
+                f"sum_nodes gives slot {k} the mass {leaves[k]}, but only slots below "
+                f"stored={stored} hold transitions"
             )
-        if state["alpha"] != self.alpha or state["eps"] != self.eps:
-            raise ValueError(
-                f"state_dict was saved with alpha={state['alpha']}, eps={state['eps']}; "
-                f"this sampler has alpha={self.alpha}, eps={self.eps}"
-            )
-        tree.sum_nodes[...] = state["sum_nodes"]
-        tree.min_nodes[...] = state["min_nodes"]
+        if stored and not sum_nodes[1] > 0.0:
+            refuse(f"no stored slot has a positive mass (total {sum_nodes[1]}): none can be drawn")
+        return stored
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        stored = self.check_state(state)
+        tree = self._tree()
+        tree.nodes[1:, 0] = state["sum_nodes"][1:]
+        tree.nodes[1:, 1] = state["min_nodes"][1:]
         self.max_priority = float(state["max_priority"])
+        self.stored = stored

@@ -16,18 +16,40 @@ the window length T; windows are gathered at sample time (see `windows.py`).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
+from rdqn.replay.checks import check_slots
 from rdqn.replay.compiled import no_refcounts
+from rdqn.replay.sizes import check_nbytes
+from rdqn.replay.state_checks import (
+    array_field,
+    entry,
+    integer_field,
+    mapping,
+    refuse,
+    require_finite,
+    require_nonnegative,
+)
 from rdqn.replay.windows import fill_window
+from rdqn.validation import check_integer
 
-__all__ = ["ACTION_MAX", "RingStorage", "Stacked"]
+__all__ = ["ACTION_MAX", "RingStorage", "Stacked", "storage_nbytes"]
 
 ACTION_MAX = int(np.iinfo(np.int32).max)
 """Actions are stored as int32 (discrete action spaces are far smaller)."""
 EPISODE_STEP_MAX = int(np.iinfo(np.int32).max)
 """`episode_step` saturates here; windows only ever look T - 1 steps back."""
+WRITES_MAX = 1 << 62
+"""The most writes a loaded state may count (the int64 generation stamps them): 10^18 steps,
+beyond any run."""
+SLOT_BYTES = 4 + 4 + 1 + 1 + 4 + 8 + 4
+"""Per slot, besides observations: action int32, reward float32, terminated and truncated bools,
+episode_step int32, generation int64, sample count int32."""
 _INT64, _BOOL, _FLOAT32 = np.dtype(np.int64), np.dtype(np.bool_), np.dtype(np.float32)
 _ACTIONS, _EPISODE_STEP, _COUNTS = 0, 1, 2
 """Rows of `RingStorage`'s stacked int32 columns."""
@@ -102,14 +124,30 @@ def gather_transitions_kernel(
 
 @no_refcounts
 def count_stale(
-    generation: NDArray[np.int64], slots: NDArray[np.int64], sampled: NDArray[np.int64]
+    generation: NDArray[np.int64],
+    slots: NDArray[np.int64],
+    sampled: NDArray[np.int64],
+    magnitudes: NDArray[np.float64],
+    size: int,
 ) -> int:
-    """How many `slots` hold another occupant than the one of generation `sampled` (valid
-    slots): the stale-update guard."""
+    """How many `slots` hold another occupant than the one of generation `sampled`: the
+    stale-update guard of a priority update, which checks the update's values in the same pass
+    (`rdqn.replay.checks.check_update` for the messages): -1, with nothing read past the
+    arrays, when a slot is not in [0, size) or a magnitude is not finite and >= 0."""
     stale = 0
     for k in range(slots.shape[0]):
+        if slots[k] < 0 or slots[k] >= size:
+            return -1
+        if not (magnitudes[k] >= 0.0 and np.isfinite(magnitudes[k])):
+            return -1
         stale += generation[slots[k]] != sampled[k]
     return stale
+
+
+def storage_nbytes(capacity: int, obs_size: int, obs_itemsize: int) -> int:
+    """`RingStorage.nbytes` for ``capacity`` slots of observations of ``obs_size`` values of
+    ``obs_itemsize`` bytes, without allocating: o_t and o_{t+1} and `SLOT_BYTES` per slot."""
+    return capacity * (2 * obs_size * obs_itemsize + SLOT_BYTES)
 
 
 Stacked = tuple[NDArray, NDArray[np.bool_], NDArray[np.int64], NDArray[np.bool_], NDArray]
@@ -126,7 +164,12 @@ class RingStorage:
         self.capacity = capacity
         self.obs_shape = obs_shape
         self.obs_dtype = np.dtype(obs_dtype)
-        flat = int(np.prod(obs_shape, dtype=np.int64))
+        flat = math.prod(obs_shape)  # a Python int: NumPy's int64 product wraps
+        check_nbytes(
+            f"RingStorage of capacity {capacity:,} × obs_shape {obs_shape} of {self.obs_dtype}",
+            storage_nbytes(capacity, flat, self.obs_dtype.itemsize),
+            advice="choose a smaller capacity or observation",
+        )
         # The columns are stacked by dtype and each named column is a (contiguous) row of its
         # stack: the gather kernel takes five arrays instead of nine, which counts at one batch
         # per training step (a compiled call pays about 0.06 µs per array argument).
@@ -241,10 +284,11 @@ class RingStorage:
     def windows(
         self, slots: NDArray[np.int64], window: int
     ) -> tuple[NDArray, NDArray, NDArray[np.bool_], NDArray[np.bool_]]:
-        """(W_t, W_{t+1}, mask_t, mask_{t+1}) for the transitions in `slots` (not counted as
-        sampled)."""
+        """(W_t, W_{t+1}, mask_t, mask_{t+1}) for the transitions in `slots` (stored slots; not
+        counted as sampled)."""
+        window = check_integer("window", window, minimum=1)
         windows, masks, *_ = self.gather(
-            np.ascontiguousarray(slots, dtype=np.int64), window, count=False
+            check_slots("slots", slots, self.size), window, count=False
         )
         return windows[0], windows[1], masks[0], masks[1]
 
@@ -254,16 +298,51 @@ class RingStorage:
         state["next_episode_step"] = self._next_episode_step
         return state
 
-    def load_state_dict(self, state: dict) -> None:
+    def check_state(self, state: Mapping[str, Any]) -> int:
+        """The number of stored rows of a `state_dict` this storage can load; `ReplayStateError`
+        naming the field otherwise (nothing is changed). Checked: every array's type, shape and
+        dtype; the counters' ranges; each stored row's generation, which the number of writes
+        determines (slot s holds the latest write w < writes with w = s mod capacity; -1 where
+        none), so no window can read before the ring's oldest row; actions, episode steps and
+        sample counts >= 0; rewards and observations finite; flags that are 0 or 1."""
+        state = mapping(state, "storage state")
         for name in _ARRAYS:
             current = getattr(self, name)
-            incoming = np.asarray(state[name])
-            if incoming.shape != current.shape or incoming.dtype != current.dtype:
-                raise ValueError(
-                    f"state_dict field {name!r} has shape {incoming.shape} and dtype "
-                    f"{incoming.dtype}, this buffer needs {current.shape} {current.dtype}"
-                )
+            array_field(state, name, current.shape, current.dtype)
+        writes = integer_field(state, "writes", 0, WRITES_MAX)
+        integer_field(state, "next_episode_step", 0, EPISODE_STEP_MAX)
+        size = min(writes, self.capacity)
+        expected = np.full(self.capacity, -1, np.int64)
+        slots = np.arange(size, dtype=np.int64)
+        expected[:size] = writes - 1 - (writes - 1 - slots) % self.capacity
+        generation = state["generation"]
+        if not np.array_equal(generation, expected):
+            s = int(np.argmax(generation != expected))
+            refuse(
+                f"generation[{s}] is {generation[s]}, but after {writes:,} writes into "
+                f"{self.capacity:,} slots slot {s} holds "
+                + ("no transition (-1)" if s >= size else f"generation {expected[s]}")
+            )
+        for name in ("actions", "episode_step", "sample_counts"):
+            require_nonnegative(name, state[name])
+        for name in ("rewards", "obs", "next_obs"):
+            if state[name].dtype.kind == "f":
+                require_finite(name, state[name])
+        for name in ("terminated", "truncated"):
+            raw = state[name].view(np.uint8)
+            if raw.size and raw.max() > 1:
+                k = int(np.argmax(raw > 1))
+                refuse(f"{name}[{k}] is the byte {raw[k]}, not a bool (0 or 1)")
+        return size
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Load a `state_dict`, if `check_state` accepts it (else nothing changes)."""
+        self.check_state(state)
+        self.load_checked(state)
+
+    def load_checked(self, state: Mapping[str, Any]) -> None:
+        """Load a `state_dict` that `check_state` accepted."""
         for name in _ARRAYS:
             getattr(self, name)[...] = state[name]
-        self.writes = int(state["writes"])
-        self._next_episode_step = int(state["next_episode_step"])
+        self.writes = int(entry(state, "writes"))
+        self._next_episode_step = int(entry(state, "next_episode_step"))

@@ -49,13 +49,21 @@ from numpy.typing import ArrayLike, NDArray
 from rdqn.replay.checks import check_magnitudes, check_slots
 from rdqn.replay.compiled import no_refcounts
 from rdqn.replay.intrinsics import prefetch
+from rdqn.replay.sizes import check_nbytes
+from rdqn.replay.state_checks import described, found, refuse
 from rdqn.validation import check_integer
 
-__all__ = ["SumTree"]
+__all__ = ["SumTree", "sum_tree_nbytes"]
 
 
 def _leaf_offset(capacity: int) -> int:
     return 1 << max(0, (capacity - 1).bit_length())
+
+
+def sum_tree_nbytes(capacity: int, track_min: bool = True) -> int:
+    """`SumTree.nbytes` for ``capacity`` leaves, without allocating: 2P float64 nodes, twice
+    with the min tree (P = the smallest power of two >= capacity)."""
+    return 2 * _leaf_offset(capacity) * 8 * (2 if track_min else 1)
 
 
 def aligned_nodes(count: int, width: int, fill: float) -> NDArray[np.float64]:
@@ -197,6 +205,22 @@ def find_kernel(
     return descend(nodes, offset, masses) - offset
 
 
+def _check_internal(
+    name: str, nodes: NDArray[np.float64], offset: int, expected: NDArray[np.float64]
+) -> None:
+    """Internal nodes j = 1 .. offset - 1 equal ``expected[j - 1]``, computed from their
+    children. The deepest node that does not is named: a corrupt node disagrees with its
+    children and with its parent, so the deepest disagreement is the node itself, or the
+    parent of a corrupt leaf."""
+    wrong = np.flatnonzero(nodes[1:offset] != expected)
+    if wrong.size:
+        j = int(wrong[-1]) + 1
+        refuse(
+            f"{name}[{j}] is {nodes[j]}, but its children {2 * j} and {2 * j + 1} give "
+            f"{expected[j - 1]}: the tree is corrupt"
+        )
+
+
 class SumTree:
     """A float64 sum tree over `capacity` leaves, optionally with a min tree beside it.
 
@@ -207,6 +231,11 @@ class SumTree:
 
     def __init__(self, capacity: int, *, track_min: bool = True) -> None:
         self.capacity = check_integer("capacity", capacity, minimum=1)
+        check_nbytes(
+            f"SumTree of capacity {self.capacity:,}",
+            sum_tree_nbytes(self.capacity, track_min),
+            advice="choose a smaller capacity",
+        )
         self.offset = _leaf_offset(self.capacity)
         self.nodes = aligned_nodes(2 * self.offset, 2 if track_min else 1, 0.0)
         if track_min:
@@ -282,6 +311,61 @@ class SumTree:
             else check_integer("size", size, minimum=0, maximum=self.capacity)
         )
         return self.nodes[self.offset : self.offset + n, 0].copy()
+
+    def check_nodes(self, sum_nodes: object, min_nodes: object) -> None:
+        """`ReplayStateError` unless ``sum_nodes`` and ``min_nodes`` (as `sum_nodes` and
+        `min_nodes` return them, from a saved state) are a tree this one can load, whose
+        descents and updates stay inside it:
+
+        - float64 arrays of this tree's 2P nodes (``min_nodes`` empty without a min tree);
+        - leaves finite and >= 0, padding leaves 0 (so no descent ends past the capacity);
+        - every internal node exactly the sum of its children, bit for bit: the update kernel
+          recomputes each node from its children, never adding a difference, so a saved tree
+          satisfies this exactly, and a node off by one bit is corrupt (a descent that trusts a
+          positive node over empty leaves walks into padding); a finite total;
+        - the min tree: each leaf its sum leaf if positive, else +inf; each internal node the
+          minimum of its children.
+
+        Node 0 is not part of the tree and is not checked (nor loaded)."""
+        width = self.nodes.shape[1]
+        for name, nodes, count in (
+            ("sum_nodes", sum_nodes, 2 * self.offset),
+            ("min_nodes", min_nodes, 2 * self.offset if width == 2 else 0),
+        ):
+            if not (
+                isinstance(nodes, np.ndarray)
+                and nodes.dtype == np.float64
+                and nodes.dtype.isnative
+                and nodes.shape == (count,)
+            ):
+                expected = described(np.dtype(np.float64), (count,))
+                refuse(f"{name} must be {expected}, got {found(nodes)}")
+        assert isinstance(sum_nodes, np.ndarray) and isinstance(min_nodes, np.ndarray)
+        p, n = self.offset, self.capacity
+        leaves = sum_nodes[p : 2 * p]
+        bad = ~(np.isfinite(leaves) & (leaves >= 0.0))
+        bad[n:] |= leaves[n:] != 0.0
+        if bad.any():
+            k = int(np.argmax(bad))
+            what = "finite and >= 0" if k < n else "0 (a padding leaf, past the capacity)"
+            refuse(f"sum_nodes[{p + k}] (leaf {k}) is {leaves[k]}; it must be {what}")
+        with np.errstate(over="ignore"):  # an overflowing total is refused just below
+            children = sum_nodes[2 : 2 * p : 2] + sum_nodes[3::2]
+        _check_internal("sum_nodes", sum_nodes, p, children)
+        if not np.isfinite(sum_nodes[1]):
+            refuse(f"sum_nodes[1], the total, is {sum_nodes[1]}: the masses overflow float64")
+        if width == 2:
+            expected = np.where(leaves > 0.0, leaves, np.inf)
+            wrong = min_nodes[p : 2 * p] != expected
+            if wrong.any():
+                k = int(np.argmax(wrong))
+                refuse(
+                    f"leaf {k} differs between sum_nodes[{p + k}], {leaves[k]}, and "
+                    f"min_nodes[{p + k}], {min_nodes[p + k]}: the min tree holds the leaf's "
+                    "mass too (inf for 0)"
+                )
+            smaller = np.minimum(min_nodes[2 : 2 * p : 2], min_nodes[3::2])
+            _check_internal("min_nodes", min_nodes, p, smaller)
 
     def levels(self, depth: int) -> list[NDArray[np.float64]]:
         """The top `depth` levels of the tree, root first (for visualisation)."""

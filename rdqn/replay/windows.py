@@ -18,11 +18,14 @@ predecessor the positions p < T - 1 - k that the agent saw as real frames are ze
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from rdqn.replay.compiled import no_refcounts
+from rdqn.replay.sizes import check_nbytes
 from rdqn.validation import check_integer
 
 __all__ = ["WindowBuilder", "gather_windows"]
@@ -87,9 +90,41 @@ def gather_windows(
     Returns:
         `(windows, mask)`: windows of shape (B, T, *frame_shape) in the frames' dtype and a
         (B, T) boolean mask that is True on real frames and False on padding.
+
+    ``ValueError`` for a window that needs more memory than the machine has
+    (`rdqn.replay.sizes`), a slot outside the ring, a negative lookback, or a window that would
+    read past the ring (lookback and T - 1 both at least C: a frame before the oldest).
     """
+    window = check_integer("window", window, minimum=1)
+    frames = np.asarray(frames)
+    if frames.ndim < 1 or frames.shape[0] == 0:
+        raise ValueError(f"frames must be a ring of at least one frame, got shape {frames.shape}")
     last_arr = np.ascontiguousarray(last, dtype=np.int64).reshape(-1)
     lookback_arr = np.ascontiguousarray(lookback, dtype=np.int64).reshape(-1)
+    if last_arr.shape != lookback_arr.shape:
+        raise ValueError(
+            f"last and lookback must have one entry per window, got {last_arr.shape[0]} and "
+            f"{lookback_arr.shape[0]}"
+        )
+    capacity = frames.shape[0]
+    width = math.prod(frames.shape[1:])
+    check_nbytes(
+        f"gather_windows of {last_arr.shape[0]:,} windows × window {window:,} × frames of "
+        f"{width:,} {frames.dtype} values",
+        last_arr.shape[0] * window * (width * frames.itemsize + 1),
+        advice="choose a smaller window or batch",
+    )
+    if last_arr.size:
+        if not (last_arr.min() >= 0 and last_arr.max() < capacity):
+            bad = last_arr[(last_arr < 0) | (last_arr >= capacity)][0]
+            raise ValueError(f"last must be ring slots in [0, {capacity}), got {bad}")
+        if lookback_arr.min() < 0:
+            raise ValueError(f"lookback must be >= 0, got {lookback_arr.min()}")
+        if window > capacity and lookback_arr.max() >= capacity:
+            raise ValueError(
+                f"lookback must be below the ring's {capacity} frames when the window ({window}) "
+                f"is longer, got {lookback_arr.max()}: the window would read before the ring"
+            )
     flat = frames.reshape(frames.shape[0], -1)
     out = np.empty((last_arr.shape[0], window, flat.shape[1]), dtype=frames.dtype)
     mask = np.empty((last_arr.shape[0], window), dtype=np.bool_)
@@ -107,8 +142,13 @@ class WindowBuilder:
 
     def __init__(self, window: int, obs_shape: tuple[int, ...], dtype: DTypeLike = np.float32):
         self.length = check_integer("window", window, minimum=1)
-        self.obs_shape = tuple(int(s) for s in obs_shape)
+        self.obs_shape = tuple(check_integer("obs_shape entries", s, minimum=1) for s in obs_shape)
         self.dtype = np.dtype(dtype)
+        check_nbytes(
+            f"WindowBuilder of window {self.length:,} × obs_shape {self.obs_shape} of {self.dtype}",
+            self.length * math.prod(self.obs_shape) * self.dtype.itemsize,
+            advice="choose a smaller window or observation",
+        )
         self._frames = np.zeros((self.length, *self.obs_shape), dtype=self.dtype)
         self._flat = self._frames.reshape(self.length, -1)  # a view: the kernel's frames
         self._newest = np.zeros(1, np.int64)  # the kernel's arguments, kept to not allocate

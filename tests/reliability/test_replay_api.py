@@ -152,6 +152,50 @@ def test_sampler_update_bad_indices(name: str, case: str) -> None:
 
 
 @pytest.mark.parametrize("name", list(SAMPLERS))
+@pytest.mark.parametrize("as_list", [False, True], ids=["int64 array", "list"])
+def test_sampler_update_of_a_slot_never_stored_is_refused(name: str, as_list: bool) -> None:
+    """Regression (issue 30): after ``attach(8)`` and two additions, an update of slot 5 was
+    accepted: the proportional sampler then drew index 5 (>= the size, 2) in 974 of 2,000 draws,
+    the rank sampler skipped it silently and the uniform one took it. Each refuses it now,
+    naming the stored slots, with the state unchanged; no draw reaches past the size."""
+    sampler = SAMPLERS[name]()
+    sampler.attach(CAPACITY)
+    sampler.on_add(0)
+    sampler.on_add(1)
+    indices = [1, 5] if as_list else np.array([1, 5])
+    assert_refused(
+        lambda: sampler.update_priorities(indices, np.array([0.5, 3.0])),
+        sampler.state_dict,
+        r"indices must be slots in \[0, 2\), got 5",
+    )
+    rng = np.random.default_rng(0)
+    drawn = np.concatenate([sampler.sample(2, 2, 0.4, rng).indices for _ in range(1000)])
+    assert drawn.min() >= 0 and drawn.max() < 2
+    sampler.update_priorities(np.array([1, 0]), np.array([0.5, 3.0]))  # stored slots: accepted
+
+
+@pytest.mark.parametrize("name", list(SAMPLERS))
+def test_sampler_stored_slots_follow_the_ring(name: str) -> None:
+    """Slots become updatable as they are added, all of them once the ring has wrapped, and a
+    loaded state keeps the count (a fresh sampler loading it refuses what the saved one did)."""
+    sampler = SAMPLERS[name]()
+    sampler.attach(4)
+    for slot in range(3):
+        sampler.on_add(slot)
+        sampler.update_priorities(np.array([slot]), np.array([1.0 + slot]))
+        with pytest.raises(ValueError, match=rf"\[0, {slot + 1}\), got {slot + 1}"):
+            sampler.update_priorities(np.array([slot + 1]), np.array([1.0]))
+    copy = SAMPLERS[name]()
+    copy.attach(4)
+    copy.load_state_dict(sampler.state_dict())
+    with pytest.raises(ValueError, match=r"\[0, 3\), got 3"):
+        copy.update_priorities(np.array([3]), np.array([1.0]))
+    for slot in (3, 0, 1):
+        sampler.on_add(slot)
+    sampler.update_priorities(np.arange(4), np.full(4, 2.0))
+
+
+@pytest.mark.parametrize("name", list(SAMPLERS))
 @pytest.mark.parametrize("case", list(BAD_MAGNITUDES))
 def test_sampler_update_bad_magnitudes(name: str, case: str) -> None:
     buf, _ = filled_buffer(name)
@@ -244,5 +288,5 @@ def test_sampler_update_accepts_or_refuses_cleanly(
         return
     valid = indices.reshape(-1)
     assert indices.ndim == 1 and indices.dtype.kind in "iu"
-    assert ((valid >= 0) & (valid < CAPACITY)).all()
+    assert ((valid >= 0) & (valid < STORED)).all()  # stored slots only (issue 30)
     assert np.isfinite(magnitudes).all() and (magnitudes >= 0).all()

@@ -40,14 +40,18 @@ class Mirror:
         self.stamp = np.full(capacity, -1, np.int64)
 
     def write(self, slots: np.ndarray, values: np.ndarray, stored_only: bool) -> None:
+        """An update (`stored_only`) that names a slot holding nothing is refused whole."""
         if stored_only:
-            self.order.update(slots, values)
+            clock = self.order.clock
+            result = self.order.update(slots, values)
+            if (self.stamp[slots] < 0).any():
+                assert result == -1.0 and self.order.clock == clock
+                return
         else:
             self.order.write(slots, values)
         for slot, value in zip(slots, values, strict=True):
-            if not stored_only or self.stamp[slot] >= 0:
-                self.priority[slot] = value
-                self.stamp[slot] = self.stamp.max(initial=0) + 1
+            self.priority[slot] = value
+            self.stamp[slot] = self.stamp.max(initial=0) + 1
 
     def check(self) -> None:
         self.order.check_invariants()

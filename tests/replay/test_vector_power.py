@@ -136,6 +136,8 @@ def test_the_samplers_take_their_powers_from_it() -> None:
     n = 512
     proportional = ProportionalSampler(alpha=0.6, eps=1e-6)
     proportional.attach(n)
+    for slot in range(n):
+        proportional.on_add(slot)
     magnitudes = rng.random(n) * 5
     proportional.update_priorities(np.arange(n), magnitudes)
     masses = np.empty(n)
