@@ -140,3 +140,24 @@ def test_window_builder_rejects_bad_window(window: object) -> None:
 def test_window_before_reset_is_an_error() -> None:
     with pytest.raises(RuntimeError, match="reset"):
         WindowBuilder(2, (2,)).window()
+
+
+@pytest.mark.parametrize(
+    ("last", "lookback", "window", "match"),
+    [
+        ([5], [0], 2, r"last must be ring slots in \[0, 5\), got 5"),
+        ([-1], [0], 2, "last must be"),
+        ([0], [-1], 2, "lookback must be >= 0"),
+        ([4], [5], 7, "would read before the ring"),
+        ([0, 1], [0], 2, "one entry per window"),
+        ([0], [0], 0, "window"),
+    ],
+)
+def test_gather_windows_never_reads_outside_the_ring(
+    last: list, lookback: list, window: int, match: str
+) -> None:
+    """Regression (issue 30): a slot past the ring, or a lookback that reaches before it with a
+    window longer than the ring, was read by the compiled gather out of bounds (lookback 9 with
+    T = 3 only reads T frames, and stays allowed)."""
+    with pytest.raises(ValueError, match=match):
+        gather_windows(frames_ring(), last, lookback, window)
