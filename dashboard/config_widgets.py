@@ -62,12 +62,16 @@ def field_help(path: str) -> str:
 
 
 def config_widget(
-    container: DeltaGenerator, path: str, value: Any, *, key: str, **options: Any
+    container: DeltaGenerator, path: str, value: Any, *, key: str | None, **options: Any
 ) -> Any:
     """Draw the widget for config field ``path`` showing ``value``; returns what it holds.
 
+    ``value`` None: a controlled widget, showing what session state holds under ``key`` (set
+    there before the widget is drawn; passing a value too would make Streamlit warn).
     ``options`` go to the Streamlit widget (``on_change``, ``args``, ``disabled``, ...).
     """
+    if value is None and key is None:
+        raise ValueError(f"config field {path!r}: a widget without a value needs a key")
     item = config_field(path)
     rule = item.metadata["rule"]
     step = item.metadata.get("step")
@@ -75,7 +79,8 @@ def config_widget(
     label = field_label(path)
     if isinstance(rule, Choice):
         choices = [choice for choice in rule.options if choice is not None]
-        return container.selectbox(label, choices, index=choices.index(value), **common)
+        index = 0 if value is None else choices.index(value)
+        return container.selectbox(label, choices, index=index, **common)
     if isinstance(rule, Flag):
         return container.checkbox(label, value=bool(value), **common)
     if isinstance(rule, Integer):
@@ -88,8 +93,9 @@ def config_widget(
             **common,
         )
     if isinstance(rule, Real) and rule.minimum is not None and rule.maximum is not None:
+        shown = None if value is None else float(value)
         return container.slider(
-            label, float(rule.minimum), float(rule.maximum), float(value), step or 0.01, **common
+            label, float(rule.minimum), float(rule.maximum), shown, step or 0.01, **common
         )
     if isinstance(rule, Real):
         return container.number_input(

@@ -23,8 +23,16 @@ from dashboard.guided import GuidedLesson, LessonStep
 from dashboard.history import run_label
 from dashboard.lessons import lessons
 from dashboard.params import DEFAULT_PRESET, URL_ALIASES, ParsedParams, to_params
-from dashboard.state import SPEEDS, registry, save_upload, session, store, upload_name
-from dashboard.text import plain
+from dashboard.state import (
+    SPEEDS,
+    live_pages,
+    registry,
+    save_upload,
+    session,
+    store,
+    upload_name,
+)
+from dashboard.text import plain, why_stopped
 from rdqn.config import RunConfig
 from rdqn.envs import load_prices_csv, make_env
 from rdqn.limits import check_limits
@@ -164,22 +172,24 @@ def go_to_step(number: int) -> None:
     lesson = now[0]
     step = lesson.step(number)
     st.session_state["live.lesson_step"] = number
+    if step.speed is not None:
+        st.session_state["live.speed"] = step.speed  # the step's run starts at its speed
+    if step.run != "keep":
+        kept = st.session_state["live.lesson_runs"].get(lesson.run_step(number))
+        handle = registry().get(kept) if kept else None
+        if handle is None:
+            _use_setup(*lesson.run_setup(number))
+            restart(paused=False, reason=f"stopped: lesson step {number} started a new run")
+        else:
+            _use_settings_of(handle.config)
+            _show_run(handle.id, reason=f"stopped: lesson step {number} showed run {handle.id}")
     _use_speed(step)
-    if step.run == "keep":
-        return
-    kept = st.session_state["live.lesson_runs"].get(lesson.run_step(number))
-    handle = registry().get(kept) if kept else None
-    _use_setup(*lesson.run_setup(number))
-    if handle is None:
-        restart(paused=False)
-    else:
-        _show_run(handle.id)
 
 
 def _use_setup(name: str, overrides: Mapping[str, Any]) -> None:
     """The page's settings become ``name`` plus ``overrides`` (its controls show them)."""
     _set_overrides(name, overrides)
-    _forget_main_controls()
+    _controls_follow()
 
 
 def _use_settings_of(config: RunConfig) -> None:
@@ -189,8 +199,13 @@ def _use_settings_of(config: RunConfig) -> None:
 
 
 def _use_speed(step: LessonStep) -> None:
-    if step.speed is not None:
-        st.session_state["live.speed"] = step.speed
+    """A step's speed, for the run on screen and the runs to come (the control shows it)."""
+    if step.speed is None:
+        return
+    st.session_state["live.speed"] = step.speed
+    handle = current_run()
+    if handle is not None and registry().may_control(handle.id, session().owner):
+        handle.set_speed(SPEEDS[step.speed])
 
 
 def leave_lesson() -> None:
@@ -218,8 +233,11 @@ def current_run() -> RunHandle | None:
     return registry().get(run_id) if run_id else None
 
 
-def start_live_run(config: RunConfig, *, paused: bool = False) -> RunHandle:
-    """Replace this session's live run with a new one; the old one becomes the overlay.
+def start_live_run(
+    config: RunConfig, *, paused: bool = False, reason: str | None = None
+) -> RunHandle:
+    """Replace this session's live run with a new one; the old one becomes the overlay and is
+    stopped with ``reason`` (default: "replaced by run <id> (<its settings>)").
 
     The new run takes the old one's training slot (or its place in the queue) at once
     (`RunRegistry.replace`): at the server's cap no other session's queued run can take it in
@@ -234,38 +252,98 @@ def start_live_run(config: RunConfig, *, paused: bool = False) -> RunHandle:
         owner=session().owner,
         paused=paused,
         queue=True,
-        speed=SPEEDS[st.session_state["live.speed"]],
+        speed=SPEEDS[st.session_state.get("live.speed", "full speed")],
+        reason=reason,
     )
     _show_run(handle.id, replacing=old)
     return handle
 
 
-def _show_run(run_id: str, *, replacing: RunHandle | None = None) -> None:
+def _show_run(
+    run_id: str, *, replacing: RunHandle | None = None, reason: str | None = None
+) -> None:
     """Make ``run_id`` this session's live run (what its class follows, and in a lesson the run
     its step comes back to); the run shown before (``replacing``, by default the current one)
-    stops and stays on the chart as the overlay."""
+    stops (with ``reason``, default "the live page went on with run <id>") and stays on the
+    chart as the overlay. The page's controls take the run's values (`sync_controls`)."""
     old = replacing if replacing is not None else current_run()
+    previous = None
     if old is not None and old.id != run_id:
-        registry().stop(old.id, wait=False, owner=session().owner)
-        st.session_state["live.previous_run_id"] = old.id
+        why = reason or f"stopped: the live page went on with run {run_id}"
+        registry().stop(old.id, wait=False, owner=session().owner, reason=why)
+        previous = old.id
     st.session_state["live.run_id"] = run_id
-    registry().live_pages.set_live_run(session().owner, run_id)
+    live_pages().show(session().owner, run_id, previous=previous)
+    _controls_follow()
     if (now := current_lesson()) is not None:
         st.session_state["live.lesson_runs"][now[0].run_step(now[1])] = run_id
 
 
+def previous_run_id() -> str | None:
+    """The run this session's live page showed before the one on screen (the dashed overlay)."""
+    return live_pages().previous_run(session().owner, st.session_state["live.run_id"])
+
+
 def restore_live_run() -> None:
     """A reloaded page (a new session of the same browser, `dashboard.state.Session`) shows the
-    run the browser had on its live page again, with its settings, while it goes on (running,
-    paused, or queued with its place). Once per session, before the page draws its controls."""
+    run the browser had on its live page again, with its settings and speed, while it goes on
+    (running, paused, or queued with its place). Once per session, before the page draws its
+    controls."""
     if st.session_state["live.run_id"] is not None or not session().from_cookie:
         return
-    run_id = registry().live_pages.live_run(session().owner)
+    run_id = live_pages().live_run(session().owner)
     handle = registry().get(run_id) if run_id else None
     if handle is None or handle.status in FINAL_STATUSES or handle.owner != session().owner:
         return
     _use_settings_of(handle.config)
     st.session_state["live.run_id"] = handle.id
+
+
+def sync_controls() -> None:
+    """The main controls and the speed show the run on screen: call before drawing them.
+
+    Like a controlled input, a control holds no value of its own. Whatever puts a run on screen
+    or changes the page's settings (`_controls_follow`: a lesson step, Resume, a fork, a
+    restored run, the settings form) has the controls take the settings' values and the run's
+    speed here, on the next run of the page, before the widgets exist; so does a control that
+    Streamlit forgot while another page was open. Only a person moving a control restarts a
+    run (`on_main_control`)."""
+    ss = st.session_state
+    handle = current_run()
+    shown = handle.id if handle is not None else None
+    stale = ss["live.controls_stale"] or ss["live.controls_run"] != shown
+    config = live_config()
+    for alias in MAIN_CONTROLS:
+        if stale or f"live.{alias}" not in ss:
+            ss[f"live.{alias}"] = config.get(URL_ALIASES[alias])
+    if handle is not None and (stale or "live.speed" not in ss):
+        ss["live.speed"] = speed_label(handle.speed)
+    ss.setdefault("live.speed", speed_label(None))
+    ss["live.controls_stale"] = False
+    ss["live.controls_run"] = shown
+
+
+def _controls_follow() -> None:
+    """The controls take the settings and the run on screen on the next page run
+    (`sync_controls`)."""
+    st.session_state["live.controls_stale"] = True
+
+
+def speed_label(speed: float | None) -> str:
+    """The speed control's label for ``speed`` steps/s (the nearest one at or below it)."""
+    for label, value in SPEEDS.items():
+        if value == speed:
+            return label
+    slower = [label for label, value in SPEEDS.items() if value is not None and value <= speed]
+    return slower[-1] if speed is not None and slower else "full speed"
+
+
+def on_speed() -> None:
+    """The speed control moved: the run on screen takes the speed (and so do the runs this
+    page starts next)."""
+    handle = current_run()
+    if handle is not None and registry().may_control(handle.id, session().owner):
+        handle.set_speed(SPEEDS[st.session_state.get("live.speed", "full speed")])
 
 
 def run_is_resumable(run_id: str) -> bool:
@@ -284,7 +362,7 @@ def resumable_runs(limit: int = 5) -> list[tuple[str, str]]:
     stopped = stopped.head(limit)
     described = []
     for row in stopped.itertuples():
-        why = (row.error or "by its owner").removeprefix("stopped: ")
+        why = why_stopped(row.error)
         described.append(
             (
                 row.id,
@@ -303,7 +381,7 @@ def resume_run(run_id: str) -> None:
             run_id,
             owner=session().owner,
             queue=True,
-            speed=SPEEDS[st.session_state["live.speed"]],
+            speed=SPEEDS[st.session_state.get("live.speed", "full speed")],
         )
     except (ResumeError, ServerBusy, NotOwner) as err:
         st.session_state["live.error"] = str(err)
@@ -329,9 +407,9 @@ def toggle_training() -> None:
         restart()
 
 
-def restart(paused: bool | None = None) -> None:
+def restart(paused: bool | None = None, *, reason: str | None = None) -> None:
     """Start a fresh run of the current settings from the same seed (paused like the old one,
-    unless ``paused`` says otherwise)."""
+    unless ``paused`` says otherwise); the old run stops with ``reason`` (`start_live_run`)."""
     try:
         config = live_config()
     except ValueError as err:
@@ -341,13 +419,18 @@ def restart(paused: bool | None = None) -> None:
     if paused is None:
         handle = current_run()
         paused = handle is not None and handle.status == "paused"
-    start_live_run(config, paused=paused)
+    start_live_run(config, paused=paused, reason=reason)
 
 
 def on_main_control(alias: str) -> None:
     """Widget callback of a main control: take its value and restart a run that exists, at once
-    for the scheme, once the value settles for a slider (`restart_when_settled`)."""
-    set_override(URL_ALIASES[alias], st.session_state[f"live.{alias}"])
+    for the scheme, once the value settles for a slider (`restart_when_settled`). A value the
+    settings already hold changes nothing."""
+    value = st.session_state.get(f"live.{alias}")
+    path = URL_ALIASES[alias]
+    if value is None or value == live_config().get(path):
+        return
+    set_override(path, value)
     if current_run() is None:
         return
     if alias in SLIDERS:
@@ -369,12 +452,6 @@ def restart_when_settled() -> bool:
     st.session_state["live.restart_due"] = None
     restart()
     return True
-
-
-def _forget_main_controls() -> None:
-    """Main-control widgets show the new settings on the next run of the page."""
-    for alias in MAIN_CONTROLS:
-        st.session_state.pop(f"live.{alias}", None)
 
 
 def apply_settings(
@@ -407,7 +484,7 @@ def apply_settings(
     except ValueError as err:
         st.session_state["live.error"] = str(err)
         return
-    _forget_main_controls()
+    _controls_follow()
     restart()
 
 
@@ -472,7 +549,7 @@ def try_it_myself(follow: str | None, run_id: str | None) -> None:
     current run at the time of the click when following), subject to the cap, leaving the
     read-only view."""
     if follow is not None:
-        run_id = registry().live_pages.followed_run(follow)
+        run_id = live_pages().followed_run(follow)
         st.session_state["live.came_from_class"] = follow  # to watch again while queued
     if run_id is None:
         return
@@ -489,7 +566,7 @@ def try_it_myself(follow: str | None, run_id: str | None) -> None:
         restart()
         return None if st.session_state["live.run_id"] == shown else st.session_state["live.run_id"]
 
-    mine = registry().live_pages.fork_once(session().owner, run_id, fork)
+    mine = live_pages().fork_once(session().owner, run_id, fork)
     if mine is not None and mine != st.session_state["live.run_id"]:
         _show_run(mine)  # this browser's fork of the same run, a moment ago
 
@@ -498,4 +575,4 @@ def use_defaults() -> None:
     """Back to the page's defaults: the default preset, nothing overridden."""
     st.session_state["live.preset"] = DEFAULT_PRESET
     st.session_state["live.overrides"] = {}
-    _forget_main_controls()
+    _controls_follow()

@@ -20,8 +20,8 @@ from dashboard.eta import duration_text, queue_wait_seconds, remaining_seconds
 from dashboard.history import run_label
 from dashboard.live import prices_note
 from dashboard.share import LOOPBACK, follow_link, qr_png, run_link, server_address
-from dashboard.state import registry, session, store
-from dashboard.text import plain
+from dashboard.state import live_pages, registry, session, store
+from dashboard.text import plain, why_stopped
 from rdqn.compare import ROLLING_WINDOW
 from rdqn.runs.resume import resume_blocker
 from rdqn.runs.schema import FINAL_STATUSES
@@ -181,7 +181,7 @@ def _ending(run_id: str, status: str, error: str | None, *, watching: bool) -> N
         why = error or "no error was recorded"
         st.error(f"The run failed: {plain(why)}", icon=":material/error:")
     elif status == "stopped":
-        why = (error or "by its owner").removeprefix("stopped: ").removeprefix("stopped; ")
+        why = why_stopped(error)
         goes_on = (
             " Press **Resume** to go on where it stopped."
             if not watching and resume_blocker(store(), run_id) is None
@@ -210,14 +210,21 @@ def _preparing(run_id: str, status: str) -> None:
 
 def _queued(run_id: str, place: int, waiting: int) -> None:
     """A queued run: its place, about how long until it starts, and a class to watch meanwhile."""
-    remaining = []
+    remaining, rates = [], []
     for other in registry().runs():
         snap = other.snapshot(touch=False) if other.status == "running" else None
         total = other.config.train.total_steps
+        if snap is not None and snap.steps_per_second > 0:
+            rates.append(snap.steps_per_second)
         remaining.append(
             remaining_seconds(snap.env_steps, total, snap.steps_per_second) if snap else None
         )
-    wait = queue_wait_seconds(place, remaining)
+    rate = sum(rates) / len(rates) if rates else 0.0
+    ahead = [
+        remaining_seconds(0, registry().get(queued).config.train.total_steps, rate)
+        for queued in registry().queued_ids()[: place - 1]
+    ]
+    wait = queue_wait_seconds(place, remaining, ahead)
     estimate = duration_text(wait) if wait is not None else ""
     st.info(
         f"Every training slot of this server is taken: run `{run_id}` waits in the queue, place "
@@ -226,7 +233,7 @@ def _queued(run_id: str, place: int, waiting: int) -> None:
         icon=":material/hourglass_top:",
     )
     came_from = st.session_state.get("live.came_from_class")
-    codes = [came_from] if came_from else registry().live_pages.classes(besides=session().owner)
+    codes = [came_from] if came_from else live_pages().classes(besides=session().owner)
     for code in codes[:3]:
         st.link_button(
             "Watch the teacher instead" if len(codes) == 1 else f"Watch class {code} instead",
@@ -243,7 +250,7 @@ def share_panel(run_id: str | None) -> None:
         st.context.url or "http://localhost:8501/live",
         network_host=net_util.get_internal_ip() if listens_on_network else None,
     )
-    code = registry().live_pages.class_code(session().owner)
+    code = live_pages().class_code(session().owner)
     link = follow_link(address, code)
     if (urlsplit(address).hostname or "") in LOOPBACK:
         why = (

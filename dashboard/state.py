@@ -32,6 +32,8 @@ import numpy as np
 import streamlit as st
 import torch
 
+from dashboard.classroom.live_pages import LivePages
+from dashboard.classroom.sessions import BrowserSessions
 from dashboard.params import DEFAULT_PRESET
 from dashboard.text import plain
 from rdqn.classroom import tree_demo, worked_example
@@ -51,6 +53,7 @@ __all__ = [
     "init_state",
     "keep_session_runs_alive",
     "latest_snapshot",
+    "live_pages",
     "owner_for",
     "registry",
     "remember_browser",
@@ -127,6 +130,18 @@ def registry() -> RunRegistry:
     return run_registry  # it stops its runs and ends its workers when the server exits
 
 
+@st.cache_resource(show_spinner=False)
+def live_pages() -> LivePages:
+    """The run each browser's live page shows, its overlay, and the classes following it."""
+    return LivePages()
+
+
+@st.cache_resource(show_spinner=False)
+def browser_sessions() -> BrowserSessions:
+    """The open sessions of each browser: the last to go stops its runs (`_release`)."""
+    return BrowserSessions(live_pages(), registry().stop_owner)
+
+
 def _env_number(name: str, default: Any, kind: type) -> Any:
     """A number from the environment, `ValueError` naming the variable when it is not one."""
     raw = os.environ.get(name)
@@ -150,6 +165,8 @@ class Session:
     owner: str
     token: str
     from_cookie: bool
+    key: str = ""
+    """This session's own key (`BrowserSessions`): tabs and reloads of a browser differ."""
 
 
 OWNER_COOKIE = "rdqn_owner"
@@ -185,12 +202,11 @@ def owner_for(token: str) -> str:
 
 def _release(value: Session) -> None:
     """The session went away (its tab was closed or reloaded): after the grace period, stop the
-    owner's runs if no other session of it is open (`RunRegistry.release_session`)."""
+    owner's runs if no other session of it is open (`BrowserSessions.release`)."""
     timer = threading.Timer(
         _env_number("RDQN_RELEASE_GRACE", RELEASE_GRACE_SECONDS, float),
-        registry().release_session,
-        args=(value.owner,),
-        kwargs={"reason": "stopped: its browser tab was closed"},
+        browser_sessions().release,
+        args=(value.owner, value.key, "stopped: its browser tab was closed"),
     )
     timer.daemon = True
     timer.start()
@@ -203,8 +219,9 @@ def session() -> Session:
     if token is None:
         token = secrets.token_urlsafe(18)
     owner = owner_for(token)
-    registry().attach_session(owner)
-    return Session(owner=owner, token=token, from_cookie=found)
+    key = secrets.token_hex(8)
+    browser_sessions().attach(owner, key)
+    return Session(owner=owner, token=token, from_cookie=found, key=key)
 
 
 def remember_browser() -> None:
@@ -244,13 +261,13 @@ def _defaults() -> dict[str, Any]:
         "live.overrides": {},
         "live.params_loaded": False,
         "live.run_id": None,
-        "live.previous_run_id": None,
+        "live.controls_run": None,  # the run whose values the controls show (`sync_controls`)
+        "live.controls_stale": True,  # the controls take the settings on the next page run
         "live.error": None,
         "live.smoothing": 0.9,
         "live.lesson": None,  # a key of dashboard.lessons.lessons(): kept for the session
         "live.lesson_step": 1,
         "live.lesson_runs": {},  # lesson step number -> the run it started
-        "live.speed": "full speed",
         "live.restart_due": None,  # monotonic time: a moved slider's restart, once it settles
         "live.came_from_class": None,  # the class code a student forked a run from
         "live.shown_status": (None, None),  # (run id, status) the page's buttons were drawn for

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["plain"]
+__all__ = ["plain", "why_stopped"]
 
 _SPECIALS = re.compile(r"([\\`*_{}\[\]()<>#+\-!|~$:&=])")
 """Characters with a meaning in Markdown, HTML or Streamlit's directives (CommonMark lets a
@@ -30,3 +30,12 @@ def plain(value: object) -> str:
     text = _AUTOLINKS.sub(_ZERO_WIDTH, str(value))
     text = _SPECIALS.sub(r"\\\1", text)
     return _LIST_START.sub(lambda m: m.group(1) + "\\", text)
+
+
+def why_stopped(error: object, default: str = "by its owner") -> str:
+    """Why a run stopped, as a sentence's end: the stored reason without its "stopped: "
+    prefix, or ``default`` where there is none (a store from before reasons were kept reads
+    None, or NaN in a table)."""
+    if not isinstance(error, str) or not error.strip():
+        return default
+    return error.removeprefix("stopped: ").removeprefix("stopped; ")

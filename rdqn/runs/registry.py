@@ -5,18 +5,16 @@ never hangs, or waits in the queue) and the runs held paused (a memory cap: a pa
 worker and replay memory; past the cap the longest-paused one is stopped, which saves it for
 `resume`), queues runs until a slot frees, finds runs by id for read-only watchers,
 resumes stopped runs under their own ids (`resume`), replaces a run by a new one in its slot
-(`replace`), and stops a browser's runs when its last session goes away; `live_pages`
-(`rdqn.runs.live_pages`) knows the run each browser shows and the class codes following it.
-Runs train in the registry's executor's workers (`rdqn.runs.executors`); a run nobody polls
-for `idle_timeout` seconds stops itself (a closed browser tab sends no signal).
+(`replace`), and stops an owner's runs on request (`stop_owner`). Runs train in the registry's
+executor's workers (`rdqn.runs.executors`); a run nobody polls for `idle_timeout` seconds stops
+itself (a closed browser tab sends no signal).
 
-Ownership: a run belongs to the owner (a browser: every session of it, its tabs and reloads)
-that started or resumed it, while a session of that owner lasts (`attach_session`,
-`release_session`; `stop_owner` ends it). Every control (`pause`, `step`, `unpause`, `stop`,
-`replace`, `delete`, `resume`) takes an ``owner``: a session's id is checked (`NotOwner` if
-the run is another session's), None means the caller may control any run (the command line,
-the server's admin). A run nobody owns (its session ended, a server restart, the command
-line) may be resumed by any session, but stopped or deleted only with ``owner=None``.
+Ownership: a run belongs to the owner that started or resumed it, an opaque token (the
+dashboard's browsers, `dashboard.classroom`), until `stop_owner` ends that. Every control
+(`pause`, `step`, `unpause`, `stop`, `replace`, `delete`, `resume`) takes an ``owner``: it is
+checked (`NotOwner` if the run is another owner's), None means the caller may control any run
+(the command line, the server's admin). A run nobody owns (its owner ended, a server restart,
+the command line) may be resumed by any owner, but stopped or deleted only with ``owner=None``.
 """
 
 from __future__ import annotations
@@ -32,7 +30,6 @@ from rdqn.config import RunConfig
 from rdqn.limits import check_limits
 from rdqn.runs.executors import Executor, ThreadExecutor, WarmUp
 from rdqn.runs.handle import RunHandle
-from rdqn.runs.live_pages import LivePages
 from rdqn.runs.resume import reopen, resume_point
 from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import ResumeError, RunStore
@@ -43,6 +40,12 @@ __all__ = ["NotOwner", "ResumeError", "RunRegistry", "ServerBusy"]
 _CLOSING_S = 15.0
 """How long `RunRegistry.shutdown` waits for an ended run's worker to finish closing (its relay
 gives the worker 10 s)."""
+
+
+def describe(handle: RunHandle) -> str:
+    """ "run <id> (<scheme>, α <alpha>, β₀ <beta0>)": a run named as a stop reason names it."""
+    replay = handle.config.replay
+    return f"run {handle.id} ({replay.scheme}, α {replay.alpha:g}, β₀ {replay.beta0:g})"
 
 
 class ServerBusy(RuntimeError):
@@ -92,9 +95,7 @@ class RunRegistry:
         # (run, start it paused): new runs, and paused ones waiting to resume (`unpause`)
         self._queue: list[tuple[RunHandle, bool]] = []
         self._paused_since: dict[str, float] = {}
-        self._owners: dict[str, str] = {}  # run id -> the session it belongs to (not forgotten)
-        self._sessions: dict[str, int] = {}  # owner -> its sessions open now (browser tabs)
-        self.live_pages = LivePages()  # the run each browser shows, and the classes following
+        self._owners: dict[str, str] = {}  # run id -> the owner it belongs to (not forgotten)
         atexit.register(self.shutdown)
 
     def warm_up_progress(self) -> WarmUp:
@@ -326,6 +327,11 @@ class RunRegistry:
             ids = [handle.id for handle, _ in self._queue]
             return (ids.index(run_id) + 1, len(ids)) if run_id in ids else None
 
+    def queued_ids(self) -> list[str]:
+        """The ids of the queued runs, first in line first."""
+        with self._lock:
+            return [handle.id for handle, _ in self._queue]
+
     def _on_exit(self, handle: RunHandle) -> None:
         self.pump()
 
@@ -333,28 +339,8 @@ class RunRegistry:
         with self._lock:
             return self._runs.get(run_id)
 
-    def attach_session(self, owner: str) -> None:
-        """A session of ``owner`` opened (a tab, or the same tab reloaded): its runs stay while
-        any session of the owner is attached (`release_session`)."""
-        with self._lock:
-            self._sessions[owner] = self._sessions.get(owner, 0) + 1
-
-    def release_session(
-        self, owner: str, reason: str = "stopped: its browser tab was closed"
-    ) -> int:
-        """A session of ``owner`` went away: when it was the owner's last one, stop the owner's
-        runs (`stop_owner`); a reload attaches its new session first, so nothing stops. Returns
-        how many runs were stopped."""
-        with self._lock:  # held across the stop: a session attaching now waits, then starts anew
-            left = self._sessions.get(owner, 0) - 1
-            if left > 0:
-                self._sessions[owner] = left
-                return 0
-            self._sessions.pop(owner, None)
-            return self.stop_owner(owner, reason)
-
     def touch_owner(self, owner: str) -> None:
-        """A page of this session is open: none of its runs is idle."""
+        """The owner is here (a page of it is open): none of its runs is idle."""
         now = time.monotonic()
         for handle in self.runs(owner):
             handle.last_polled = now
@@ -389,13 +375,14 @@ class RunRegistry:
         owner: str | None = None,
         paused: bool = False,
         queue: bool = False,
+        reason: str | None = None,
         **kwargs: Any,
     ) -> RunHandle:
         """Stop run ``old_id`` and start a run of ``config`` in its place, in one step: the
         old run's training slot (or its place in the queue) goes to the new run, never to a
         run queued meanwhile. Otherwise as `start` (``old_id`` None: just `start`). The old
-        run is asked to stop and ends by itself shortly after (it still counts as training
-        until then)."""
+        run is asked to stop, with ``reason`` (default: "replaced by run <id> (<settings>)"),
+        and ends by itself shortly after (it still counts as training until then)."""
         with self._lock:
             old = self._runs.get(old_id) if old_id is not None else None
             if old is None or old.status in FINAL_STATUSES:
@@ -414,7 +401,7 @@ class RunRegistry:
             place = places[0] if places else 0 if old.status == "running" else None
             handle = self._handle(config, owner, kwargs)
             self._queue = [entry for entry in self._queue if entry[0] is not old]
-            old.stop(wait=False)
+            old.stop(wait=False, reason=reason or f"stopped: replaced by {describe(handle)}")
             return self._admit(handle, active, paused, place=place)
 
     def delete(self, run_id: str, *, owner: str | None = None) -> None:
@@ -430,11 +417,10 @@ class RunRegistry:
             self.store.delete_run(run_id)
 
     def stop_owner(self, owner: str, reason: str = "stopped: its browser tab was closed") -> int:
-        """Stop every run of one session (its tab went away), without waiting for them, and end
-        its class; returns how many runs were stopped."""
+        """Stop every run of one owner (its browser went away), without waiting for them;
+        returns how many runs were stopped."""
         with self._lock:
-            self.live_pages.forget(owner)
-            # Its runs become nobody's: any session may resume them, only the admin delete them.
+            # Its runs become nobody's: any owner may resume them, only the admin delete them.
             self._owners = {run_id: who for run_id, who in self._owners.items() if who != owner}
         handles = [h for h in self.runs(owner) if h.status not in FINAL_STATUSES]
         # Drop the queued ones first, so that stopping a running one does not start them.

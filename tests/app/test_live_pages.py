@@ -17,7 +17,7 @@ from dashboard.config_widgets import FORM_FIELDS, field_label
 from dashboard.live import RESTARTS, SETTLE_SECONDS, STEP_AFTER_THE_END, STEPPED_AFTER_THE_END
 from dashboard.params import URL_ALIASES
 from dashboard.share import CLASS_CODE
-from dashboard.state import checked_token, owner_for, registry
+from dashboard.state import checked_token, live_pages, owner_for, registry
 from dashboard.text import plain
 from rdqn.config import config_field
 from rdqn.presets import preset
@@ -78,7 +78,8 @@ def test_live_page_counters_curves_and_alpha_restart(monkeypatch: pytest.MonkeyP
     assert not at.exception
     second = at.session_state["live.run_id"]
     assert second != first, "moving alpha must restart the run"
-    assert at.session_state["live.previous_run_id"] == first, "one restart, from the first run"
+    owner = registry().get(second).owner
+    assert live_pages().previous_run(owner) == first, "one restart, from the first run"
     assert registry().get(second).config.replay.alpha == 0.9
     assert registry().get(second).config.seed == registry().get(first).config.seed
     assert at.query_params["alpha"] == "0.9"
@@ -391,7 +392,7 @@ def test_students_follow_the_teachers_current_run_and_can_fork_it() -> None:
     teacher.switch_page("pages/live.py").run()
     teacher.button(key="live.start").click().run()
     first = teacher.session_state["live.run_id"]
-    code = registry().live_pages.class_code(registry().get(first).owner)
+    code = live_pages().class_code(registry().get(first).owner)
 
     student = AppTest.from_file(APP, default_timeout=60)
     student.query_params["follow"] = code
@@ -477,7 +478,7 @@ def test_a_guided_lesson_sets_the_controls_and_its_runs_step_by_step() -> None:
     at.button(key="live.lesson_next").click().run()  # step 2: a new run, α = 1
     second = at.session_state["live.run_id"]
     assert second != first and registry().get(second).config.replay.alpha == 1.0
-    assert at.session_state["live.previous_run_id"] == first
+    assert live_pages().previous_run(registry().get(second).owner) == first
     at.button(key="live.lesson_next").click().run()  # step 3: β = 0 throughout
     third = registry().get(at.session_state["live.run_id"]).config.replay
     assert (third.alpha, third.beta0, third.beta_end) == (1.0, 0.0, 0.0)
@@ -592,7 +593,7 @@ def test_a_reload_shows_the_browsers_run_again_and_does_not_stop_it(
     assert again.slider(key="live.alpha").value == 0.3
     # Still the browser's, never asked to stop (a stop would have made it nobody's).
     assert registry().owner_of(run_id) == owner_for(TOKEN)
-    assert registry().live_pages.live_run(owner_for(TOKEN)) == run_id
+    assert live_pages().live_run(owner_for(TOKEN)) == run_id
     assert registry().get(run_id).status in ("created", "running")
     assert again.button(key="live.start").disabled and not again.button(key="live.pause").disabled
 

@@ -41,7 +41,10 @@ def another_browser(
 def streamlit_server(
     home: Path, log_name: str, **settings: str
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """The dashboard's server on a free local port, its output in test-artifacts/<log_name>."""
+    """The dashboard's server on a free local port, its output in test-artifacts/<log_name>.
+
+    Once it has stopped, its log must hold no Python traceback: an error a page showed, or one
+    only the server saw (a callback, a relay thread), fails the test that used the server."""
     # Several sessions train at once here: more than the default cap (the cores but one); a
     # closed tab's runs stop 3 s after it (not the default 10), so the flows wait less.
     env = {
@@ -58,6 +61,8 @@ def streamlit_server(
     finally:
         process.terminate()
         process.wait(timeout=30)
+    log = (ARTIFACTS / log_name).read_text(encoding="utf-8", errors="replace")
+    assert "Traceback (most recent call last)" not in log, f"{log_name}:\n{log[-6000:]}"
 
 
 def metric(page: Page, label: str) -> int:

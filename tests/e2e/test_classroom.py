@@ -189,13 +189,28 @@ def test_a_full_server_queues_a_student_shows_the_wait_and_starts_by_itself(
         watch = student.get_by_role("link", name="Watch the teacher instead")
         assert f"follow={code}" in (watch.get_attribute("href") or "")
         student.screenshot(path=str(ARTIFACTS / "queued-student.png"))
-        # A student who came without the class link is offered the class on show too.
+        # A student who came without the class link is offered the class on show too, and
+        # place 2 gets an estimate as well (the teacher's time left, then the run ahead's).
         latecomer = another_browser(page, timeout_s=120)
         latecomer.goto(f"{url}/live?steps=1000000")
         latecomer.get_by_role("button", name="Start", exact=True).click()
-        latecomer.get_by_text("place 2 of 2").wait_for()
+        second = latecomer.locator('[data-testid="stAlert"]', has_text="place 2 of 2")
+        wait_until_shown(latecomer, second)
         offered = latecomer.get_by_role("link", name="Watch the teacher instead")
         assert f"follow={code}" in (offered.get_attribute("href") or "")
+        latecomer.wait_for_function(
+            f"""() => [...document.querySelectorAll('[data-testid="stAlert"]')]
+                     .some(a => a.innerText.includes('place 2 of 2')
+                                && /{estimate}/.test(a.innerText))"""
+        )
+        # The queued student keeps the way back to the class while waiting (it once vanished
+        # within seconds): 15 s of page refreshes later, still there.
+        waiting = student.locator('[data-testid="stAlert"]', has_text="waits in the queue")
+        end = time.monotonic() + 15
+        while time.monotonic() < end:
+            assert watch.count() == 1, "the 'Watch the teacher instead' button went away"
+            assert "place 1 of 2" in waiting.inner_text()
+            time.sleep(0.5)
         latecomer.context.close()
 
         teacher.get_by_role("button", name="Pause").click()

@@ -1,11 +1,14 @@
-"""Which run each browser's live page shows, and the class codes that follow them.
+"""Which run each browser's live page shows, the run it showed before, and the class codes
+that follow them.
 
 A teacher's browser gets a four-character class code on first use (`class_code`); students who
 open ``?follow=<code>`` see whatever run that browser's live page shows now (`followed_run`),
-switching when the teacher restarts. `classes` lists the codes students followed lately (what a
-queued student may watch instead), and `fork_once` makes a browser's "try this setup myself" of
-one run start one run, however often it arrives. Thread-safe; owned by the run registry
-(`RunRegistry.live_pages`), which forgets a browser here when it goes away (`forget`).
+switching when the teacher restarts, with the run shown before as the same dashed overlay
+(`previous_run`). `classes` lists the codes students followed lately (what a queued student may
+watch instead), and `fork_once` makes a browser's "try this setup myself" of one run start one
+run, however often it arrives. Thread-safe and process-wide (`dashboard.state.live_pages`); a
+browser is forgotten here when its last session goes away (`forget`). Owners are the browsers'
+opaque tokens (`dashboard.state.Session.owner`).
 """
 
 from __future__ import annotations
@@ -29,18 +32,32 @@ class LivePages:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._live: dict[str, str] = {}  # owner -> the run on its live page
+        self._previous: dict[str, str] = {}  # owner -> the run its live page showed before
         self._classes: dict[str, str] = {}  # class code -> owner
         self._followed_at: dict[str, float] = {}  # class code -> when a student last looked
         self._forking = threading.Lock()  # held while a fork starts its run
         self._forks: dict[tuple[str, str], tuple[float, str]] = {}  # (owner, source) -> run
 
-    def set_live_run(self, owner: str, run_id: str) -> None:
-        """The run a browser now shows on its live page (what its class follows)."""
+    def show(self, owner: str, run_id: str, *, previous: str | None = None) -> None:
+        """The run a browser now shows on its live page (what its class follows); ``previous``:
+        the run it replaced on screen (its overlay; None keeps the one known, if any)."""
         with self._lock:
+            if self._live.get(owner) != run_id and previous is None:
+                self._previous.pop(owner, None)
             self._live[owner] = run_id
+            if previous is not None and previous != run_id:
+                self._previous[owner] = previous
+
+    def previous_run(self, owner: str, run_id: str | None = None) -> str | None:
+        """The run ``owner``'s live page showed before its current one (the dashed overlay);
+        with ``run_id``, only while that run is the one on screen."""
+        with self._lock:
+            if run_id is not None and self._live.get(owner) != run_id:
+                return None
+            return self._previous.get(owner)
 
     def live_run(self, owner: str) -> str | None:
-        """The run ``owner`` last showed on its live page (`set_live_run`), while it is known."""
+        """The run ``owner`` last showed on its live page (`show`), while it is known."""
         with self._lock:
             return self._live.get(owner)
 
@@ -77,10 +94,17 @@ class LivePages:
 
     def followed_run(self, code: str) -> str | None:
         """The run the browser behind a class code shows now (None: no class, or no run yet)."""
+        return self.followed(code)[0]
+
+    def followed(self, code: str) -> tuple[str | None, str | None]:
+        """(the run the browser behind a class code shows now, the run it showed before): what
+        its students see, overlay included."""
         with self._lock:
             self._followed_at[code] = time.monotonic()
             owner = self._classes.get(code)
-            return None if owner is None else self._live.get(owner)
+            if owner is None:
+                return None, None
+            return self._live.get(owner), self._previous.get(owner)
 
     def fork_once(self, owner: str, source: str, fork: Callable[[], str | None]) -> str | None:
         """The run of ``owner``'s fork of run ``source``: ``fork()`` starts it (returning its id,
@@ -105,4 +129,5 @@ class LivePages:
         """The browser went away: its live run and its class end."""
         with self._lock:
             self._live.pop(owner, None)
+            self._previous.pop(owner, None)
             self._classes = {code: who for code, who in self._classes.items() if who != owner}

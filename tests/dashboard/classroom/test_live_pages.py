@@ -1,15 +1,17 @@
-"""Tests for rdqn.runs.live_pages: a browser's fork of one run starts one run."""
+"""Tests for dashboard.classroom.live_pages: class codes follow a browser's run and its overlay;
+a browser's fork of one run starts one run."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from types import SimpleNamespace
 
 import pytest
 
-from rdqn.runs import live_pages
-from rdqn.runs.live_pages import FORK_WINDOW, LivePages
+from dashboard.classroom import live_pages
+from dashboard.classroom.live_pages import FORK_WINDOW, LivePages
 
 
 def forks(*run_ids: str) -> tuple[list[str], object]:
@@ -74,3 +76,39 @@ def test_two_sessions_forking_at_once_start_one_run() -> None:
     for session in sessions:
         session.join()
     assert started == ["run-1"] and shown == ["run-1", "run-1"]
+
+
+def test_a_class_code_follows_its_browsers_current_run_and_the_one_before() -> None:
+    pages = LivePages()
+    code = pages.class_code("teacher")
+    assert pages.class_code("teacher") == code  # one code per browser
+    assert re.fullmatch(r"[A-HJ-NP-Z2-9]{4}", code)
+    assert pages.class_code("other") != code
+    assert pages.has_class(code) and pages.followed(code) == (None, None)  # no run yet
+    pages.show("teacher", "run-1")
+    assert pages.followed(code) == ("run-1", None)
+    pages.show("teacher", "run-2", previous="run-1")  # the teacher moved alpha
+    assert pages.followed(code) == ("run-2", "run-1")  # the students see the dashed run too
+    assert pages.previous_run("teacher", "run-2") == "run-1"
+    assert pages.previous_run("teacher", "run-1") is None  # only for the run on screen
+    pages.show("teacher", "run-2")  # the same run again (a reload): its overlay stays
+    assert pages.followed(code) == ("run-2", "run-1")
+    pages.show("teacher", "run-3")  # a run put on screen with nothing replaced: no overlay
+    assert pages.followed(code) == ("run-3", None)
+    pages.forget("teacher")  # the teacher's browser went away
+    assert not pages.has_class(code) and pages.followed(code) == (None, None)
+    assert pages.followed_run("ZZZZ") is None
+
+
+def test_the_classes_on_show_are_followed_and_show_a_run() -> None:
+    pages = LivePages()
+    teacher = pages.class_code("teacher")
+    pages.class_code("other")
+    pages.show("teacher", "run1")
+    pages.show("other", "run2")
+    assert pages.classes() == []  # nobody follows either yet
+    assert pages.followed_run(teacher) == "run1"  # a student looks
+    assert pages.classes() == [teacher]
+    assert pages.classes(besides="teacher") == []
+    time.sleep(0.01)
+    assert pages.classes(within=0.005) == []  # not followed lately

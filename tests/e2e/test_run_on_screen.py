@@ -1,0 +1,240 @@
+"""The run on screen owns its settings: whatever puts a run on the live page (a lesson step,
+Resume, a reload, a server restart) keeps that run, and its α, β₀, scheme and speed are what the
+controls show; only a person moving a control restarts it. Walked across pages, reloads, a
+server restart and two browsers, with each run's settings read back from the run store."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page
+
+from rdqn.runs.store import RunStore
+from tests.e2e.browser import (
+    ARTIFACTS,
+    another_browser,
+    assert_no_exception,
+    progress_text,
+    saying_what_the_page_shows,
+    steps_done,
+    streamlit_server,
+)
+
+KEPT_S = 30.0
+"""How long a run put on screen must stay the one on screen (the bug replaced it in seconds)."""
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("rdqn-home")
+
+
+@pytest.fixture(scope="module")
+def served(home: Path) -> Iterator[str]:
+    with streamlit_server(home, "server-run-on-screen.log") as (url, _):
+        yield url
+
+
+def stored(home: Path, run_id: str) -> dict[str, object]:
+    """The run's stored replay settings, its status and why it stopped."""
+    with RunStore(home / "rdqn.db") as store:
+        record = store.get_run(run_id)
+    replay = record.config["replay"]
+    return {
+        "alpha": replay["alpha"],
+        "beta0": replay["beta0"],
+        "scheme": replay["scheme"],
+        "status": record.status,
+        "error": record.error,
+    }
+
+
+def run_ids(home: Path) -> set[str]:
+    with RunStore(home / "rdqn.db") as store:
+        return set(store.list_runs()["id"])
+
+
+def wait_for_run(tab: Page, right: Callable[[str], bool], timeout: float = 60.0) -> str:
+    """Until the run on the live page satisfies ``right(run_id)``; returns its id."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with saying_what_the_page_shows(tab):
+            tab.locator('[data-testid="stProgress"]').first.wait_for()
+        shown = re.search(r"run ([0-9a-f]{12})", progress_text(tab))
+        if shown and right(shown.group(1)):
+            return shown.group(1)
+        assert time.monotonic() < deadline, f"the page shows {progress_text(tab)} at {tab.url}"
+        time.sleep(0.25)
+
+
+def stays_on_screen(tab: Page, run_id: str, seconds: float = KEPT_S) -> None:
+    """The page shows ``run_id`` for ``seconds`` (checked four times a second), with no error."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        shown = re.search(r"run ([0-9a-f]{12})", progress_text(tab))
+        assert shown and shown.group(1) == run_id, f"{run_id} replaced: {progress_text(tab)}"
+        time.sleep(0.25)
+    assert_no_exception(tab)
+
+
+def slider_value(tab: Page, label: str) -> str:
+    """The value a slider shows (its thumb's aria-valuetext or -valuenow)."""
+    thumb = tab.locator('[data-testid="stSlider"]', has_text=label).get_by_role("slider")
+    return thumb.get_attribute("aria-valuetext") or thumb.get_attribute("aria-valuenow") or ""
+
+
+def test_every_lesson_step_runs_its_own_settings_and_keeps_its_run(
+    page: Page, served: str, home: Path
+) -> None:
+    """alpha-beta: α 0, α 1, β 0, back to the α 1 run, α 0.6 / β₀ 0.4; each step's run has the
+    step's settings in the store, stays on screen, and no other run is started meanwhile."""
+    tab = another_browser(page, 1600, 1000, timeout_s=120)
+    tab.goto(f"{served}/live?lesson=alpha-beta")
+    panel = tab.locator(".st-key-live_lesson")
+    panel.get_by_text("step 1 of 5").wait_for()
+    tab.get_by_role("button", name="Start", exact=True).click()
+    runs = [wait_for_run(tab, lambda _: True)]
+    expected = {1: (0.0, 0.4), 2: (1.0, 0.4), 3: (1.0, 0.0), 4: (1.0, 0.4), 5: (0.6, 0.4)}
+    for number in range(2, 6):
+        tab.get_by_role("button", name="Next").click()
+        panel.get_by_text(f"step {number} of 5").wait_for()
+        if number == 4:  # back to step 2's run
+            runs.append(wait_for_run(tab, lambda shown: shown == runs[1]))
+        else:
+            runs.append(wait_for_run(tab, lambda shown: shown not in runs))
+        settings = stored(home, runs[-1])
+        assert (settings["alpha"], settings["beta0"]) == expected[number], (
+            number,
+            settings,
+            panel.inner_text(),
+            {run: stored(home, run) for run in run_ids(home)},
+        )
+        if tab.locator('[data-testid="stSlider"]', has_text="prioritization").count():
+            assert float(slider_value(tab, "prioritization")) == expected[number][0]
+        stays_on_screen(tab, runs[-1], 8.0 if number < 5 else KEPT_S)
+    assert run_ids(home) >= set(runs)
+    started = {run for run in run_ids(home) if run not in set(runs)}
+    assert not started, f"runs nobody asked for: {[stored(home, r) for r in started]}"
+    # Every run a step left behind says why it stopped.
+    for run in runs[:3]:
+        settings = stored(home, run)
+        if settings["status"] == "stopped":
+            assert "lesson step" in str(settings["error"]), settings
+    tab.screenshot(path=str(ARTIFACTS / "lesson-alpha-beta-step-5.png"))
+    tab.context.close()
+
+
+def test_a_reload_after_a_slider_stopped_run_shows_it_resumable(
+    page: Page, served: str, home: Path
+) -> None:
+    """Start, one arrow-key press on α (the run restarts), wait for the new run to finish,
+    reload: the page draws without an error and offers the stopped run with its reason."""
+    tab = another_browser(page, timeout_s=120)
+    tab.goto(f"{served}/live?steps=20000")
+    tab.get_by_role("button", name="Start", exact=True).click()
+    first = wait_for_run(tab, lambda _: True)
+    tab.locator('[data-testid="stSlider"]', has_text="prioritization").get_by_role("slider").press(
+        "ArrowRight"
+    )
+    second = wait_for_run(tab, lambda shown: shown != first)
+    tab.locator('[data-testid="stProgress"]', has_text="finished").first.wait_for()
+    assert "replaced by run " + second in str(stored(home, first)["error"])
+    tab.reload()
+    tab.get_by_text("Curve smoothing (EMA)").wait_for()
+    tab.get_by_text(f"Run {first} (").wait_for()
+    assert "replaced by run" in tab.get_by_text(f"Run {first} (").inner_text()
+    assert_no_exception(tab)
+    tab.context.close()
+
+
+def test_speed_belongs_to_the_run_across_pages_and_a_reload(page: Page, served: str) -> None:
+    tab = another_browser(page, timeout_s=120)
+    tab.goto(f"{served}/live?steps=1000000")
+    tab.get_by_role("button", name="Start", exact=True).click()
+    run_id = wait_for_run(tab, lambda _: True)
+    speed = tab.locator('[data-testid="stSlider"]', has_text="Speed").get_by_role("slider")
+    speed.press("ArrowLeft")
+    speed.press("ArrowLeft")  # full speed -> 1,000 -> 100 steps/s
+    tab.wait_for_function(
+        """() => [...document.querySelectorAll('[data-testid="stSlider"]')]
+                 .some(s => s.innerText.includes('Speed') && s.innerText.includes('100 steps/s'))"""
+    )
+    for leave in ("Sum tree", None):  # another page and back, then a reload
+        if leave:
+            tab.get_by_role("link", name=leave).first.click()
+            tab.get_by_role("button", name="Draw a batch").first.wait_for()
+            tab.get_by_role("link", name="Live training").first.click()
+        else:
+            tab.reload()
+        assert wait_for_run(tab, lambda shown: shown == run_id) == run_id
+        assert "100 steps/s" in slider_value(tab, "Speed")
+        before = steps_done(tab)
+        stays_on_screen(tab, run_id, 4.0)
+        assert steps_done(tab) - before < 1_000, "the run went on at full speed"
+    tab.get_by_role("button", name="Pause").click()
+    tab.context.close()
+
+
+def test_resume_after_a_server_restart_is_the_same_run_with_its_own_settings(
+    page: Page, tmp_path: Path
+) -> None:
+    browser = page.context.browser
+    assert browser is not None
+    context = browser.new_context()  # one browser: its cookie outlives the server
+    tab = context.new_page()
+    tab.set_default_timeout(120_000)
+    with streamlit_server(tmp_path, "server-restart-1.log") as (url, _):
+        tab.goto(f"{url}/live?steps=1000000&alpha=0.55&scheme=rank&beta=0.3")
+        tab.get_by_role("button", name="Start", exact=True).click()
+        run_id = wait_for_run(tab, lambda _: True)
+        tab.wait_for_function(
+            """() => /\\d\\d,\\d{3} of [\\d,]+ steps/.test(document.body.innerText)"""
+        )
+    done_before = stored(tmp_path, run_id)
+    assert done_before["status"] == "stopped"
+    with streamlit_server(tmp_path, "server-restart-2.log") as (url, _):
+        tab.goto(f"{url}/live")
+        tab.get_by_text(f"Run {run_id} (").wait_for()
+        tab.get_by_role("button", name="Resume").first.click()
+        assert wait_for_run(tab, lambda shown: shown == run_id) == run_id
+        tab.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()
+        assert steps_done(tab) >= 10_000
+        assert float(slider_value(tab, "prioritization")) == 0.55
+        assert float(slider_value(tab, "IS correction")) == 0.3
+        scheme = tab.locator('[data-testid="stSelectbox"]', has_text="Replay scheme")
+        assert scheme.get_by_role("combobox").input_value() == "rank"
+        stays_on_screen(tab, run_id)
+        assert run_ids(tmp_path) == {run_id}
+        settings = stored(tmp_path, run_id)
+        assert (settings["alpha"], settings["beta0"], settings["scheme"]) == (0.55, 0.3, "rank")
+        tab.get_by_role("button", name="Pause").click()
+    context.close()
+
+
+def test_a_follower_sees_the_teachers_previous_run_dashed(page: Page, served: str) -> None:
+    teacher = another_browser(page, timeout_s=120)
+    teacher.goto(f"{served}/live?steps=1000000")
+    teacher.get_by_role("button", name="Start", exact=True).click()
+    first = wait_for_run(teacher, lambda _: True)
+    teacher.get_by_role("button", name="Share with the class").click()
+    link = teacher.locator('[data-testid="stPopoverBody"] [data-testid="stCode"]').first
+    code = re.search(r"follow=([A-Z0-9]{4})", link.inner_text())
+    assert code, link.inner_text()
+    teacher.keyboard.press("Escape")
+    teacher.locator('[data-testid="stSlider"]', has_text="prioritization").get_by_role(
+        "slider"
+    ).press("ArrowRight")
+    second = wait_for_run(teacher, lambda shown: shown != first)
+
+    student = another_browser(page, timeout_s=120)
+    student.goto(f"{served}/live?follow={code.group(1)}")
+    assert wait_for_run(student, lambda shown: shown == second) == second
+    student.locator(".st-key-live_area_reward .legendtext", has_text="previous:").first.wait_for()
+    assert_no_exception(student)
+    teacher.get_by_role("button", name="Pause").click()
+    for tab in (teacher, student):
+        tab.context.close()
