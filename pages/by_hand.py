@@ -3,6 +3,7 @@
 import streamlit as st
 
 from dashboard import figures
+from dashboard.by_hand_table import transition_columns
 from dashboard.display import show_chart
 from dashboard.state import ensure_app_frame
 from dashboard.text import plain
@@ -34,36 +35,7 @@ with inputs:
     edited = st.data_editor(
         ss["hand.base"],
         key=f"hand.editor_{ss['hand.editor']}",
-        column_config={
-            "reward": st.column_config.NumberColumn(
-                "rᵢ", help="Reward", step=0.1, format=DECIMALS, width="small"
-            ),
-            "terminated": st.column_config.CheckboxColumn(
-                "dᵢ", help="Terminated: sᵢ′ ends the episode (no bootstrap)", width="small"
-            ),
-            "q": st.column_config.NumberColumn(
-                "Q(sᵢ,aᵢ)",
-                help="The online network's value of the action taken",
-                step=0.1,
-                format=DECIMALS,
-                width="small",
-            ),
-            "next_max_q": st.column_config.NumberColumn(
-                "max Q′",
-                help="max over a′ of Q_target(sᵢ′, a′): the target network's best "
-                "value in the next state",
-                step=0.1,
-                format=DECIMALS,
-                width="small",
-            ),
-            "priority": st.column_config.NumberColumn(
-                "pᵢ",
-                help="Current priority, the one the batch was drawn with",
-                step=0.1,
-                format=DECIMALS,
-                width="small",
-            ),
-        },
+        column_config=transition_columns(DECIMALS),
         num_rows="fixed",
         width="stretch",
     )
