@@ -67,6 +67,8 @@ class RdqnSampler:
     def __init__(self, n: int) -> None:
         self.sampler = ProportionalSampler(alpha=ALPHA, eps=EPS)
         self.sampler.attach(n)
+        for slot in range(n):  # stored, as a buffer's adds would: only stored slots update
+            self.sampler.on_add(slot)
         self.sampler.update_priorities(np.arange(n), initial_magnitudes(n))
         self.rng, self.n = np.random.default_rng(2), n
 
