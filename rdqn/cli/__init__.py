@@ -22,6 +22,7 @@ bars, and a module per command (`train`, `compare`, `runs`, `presets`, `warm_up`
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,6 +39,8 @@ from rdqn.runs.executors import ExecutorUnavailable
 from rdqn.runs.store import RunStore, StoreError, StoreMissing, default_home
 
 __all__ = ["NAME_MAX", "Comparison", "Progress", "UsageError", "build_parser", "main", "train_one"]
+
+_LINE_BREAKS = re.compile(r"\s*\n\s*")
 
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "rdqn") -> int:
@@ -76,7 +79,9 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "rdqn") -> int:
         finally:
             store.close()
     except (UsageError, ValueError, ExecutorUnavailable, StoreError) as err:
-        print(f"rdqn: error: {err}", file=sys.stderr)
+        # One line, whatever a library's message (torch's span several) holds.
+        message = _LINE_BREAKS.sub(" ", str(err).strip())
+        print(f"rdqn: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("rdqn: interrupted; the run is saved as 'stopped'", file=sys.stderr)

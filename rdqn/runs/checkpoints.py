@@ -1,7 +1,8 @@
 """Checkpoint files: atomic writes and safe, well-explained loads.
 
 A checkpoint is one ``torch.save`` zip archive holding a dict: the caller's state plus the marker
-``{"format": "rdqn-checkpoint", "version": 2}``. Two properties matter:
+``{"format": "rdqn-checkpoint", "version": 2}``, then a line with the archive's digest. Three
+properties matter:
 
 * **Atomic save.** The bytes go to a temporary file in the target's directory, are flushed and
   fsynced, and only then ``os.replace`` moves them over the old checkpoint (a rename within one
@@ -11,9 +12,18 @@ A checkpoint is one ``torch.save`` zip archive holding a dict: the caller's stat
   checkpoint) behind: `remove_orphan_temporaries` deletes those whose writer is gone.
 * **Safe load.** ``torch.load(weights_only=True)`` unpickles only tensors and plain containers, so
   opening a checkpoint from elsewhere cannot run code. Every failure becomes a
-  :class:`CheckpointError` that names the file and says which of missing / corrupt / foreign /
-  unsupported version it is. :func:`save_checkpoint` refuses state that ``weights_only`` could
-  not load back (numpy arrays, arbitrary objects), so a save never produces an unloadable file.
+  :class:`CheckpointError` that names the file and says which of missing / corrupt / damaged /
+  foreign / unsupported version it is. :func:`save_checkpoint` refuses state that
+  ``weights_only`` could not load back (numpy arrays, arbitrary objects), so a save never
+  produces an unloadable file.
+* **Digest.** The archive is followed by one line, ``\nrdqn-sha256:<64 hex digits>\n``, the
+  SHA-256 of the archive's bytes, checked before anything is unpickled: damaged bytes are refused
+  as "damaged (digest mismatch)" instead of reaching torch's unpickler or, worse, the replay
+  kernels (in issue 30, 10 flipped bits in a checkpoint let a resumed run train on silently, or
+  crash with a segmentation fault). The digest travels inside the file, so it holds wherever the
+  bytes go (a copied store, a worker sent the bytes) and cannot disagree with a record written
+  a moment apart. ``torch.load`` reads past a trailing line, so the file is still a plain torch
+  archive; files without the line (saved before it existed) load as they did, unchecked.
 
 Versions: 1 held a run's agent (weights, optimizer), config and counters; 2 may add a ``"resume"``
 entry with everything else a stopped run needs to continue (`rdqn.runs.resume`). Both load, and
@@ -23,6 +33,7 @@ the agent's weights sit where they always did (``state["agent"]["online"]``).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import os
 import tempfile
@@ -42,6 +53,7 @@ __all__ = [
     "READABLE_VERSIONS",
     "CheckpointError",
     "checkpoint_bytes",
+    "checkpoint_digest",
     "load_checkpoint",
     "load_checkpoint_bytes",
     "remove_orphan_temporaries",
@@ -54,6 +66,8 @@ CHECKPOINT_VERSION = 2
 READABLE_VERSIONS: tuple[int, ...] = (1, 2)
 _MARKER_KEYS = ("format", "version")
 _ZIP_MAGIC = b"PK\x03\x04"
+_DIGEST_PREFIX = b"\nrdqn-sha256:"
+_DIGEST_LINE = len(_DIGEST_PREFIX) + 64 + 1
 _TMP_SUFFIX = ".tmp"
 STALE_TEMPORARY_S = 600.0
 """Age past which a temporary checkpoint file is an orphan whoever wrote it (a save takes
@@ -105,7 +119,25 @@ def checkpoint_bytes(state: Mapping[str, Any]) -> bytes:
     _check_loadable(payload, "state")
     buffer = io.BytesIO()
     torch.save(payload, buffer)
-    return buffer.getvalue()
+    archive = buffer.getvalue()
+    return archive + _DIGEST_PREFIX + checkpoint_digest(archive).encode("ascii") + b"\n"
+
+
+def checkpoint_digest(archive: bytes) -> str:
+    """The SHA-256 (hex) a checkpoint file carries of its archive's bytes."""
+    return hashlib.sha256(archive).hexdigest()
+
+
+def _verified_archive(data: bytes, source: str) -> bytes:
+    """The archive of a checkpoint's bytes, its digest checked; bytes without a digest line
+    (an older rdqn's) as they are."""
+    line = data[-_DIGEST_LINE:]
+    if len(data) <= _DIGEST_LINE or not (line.startswith(_DIGEST_PREFIX) and line[-1:] == b"\n"):
+        return data
+    archive, stored = data[:-_DIGEST_LINE], line[len(_DIGEST_PREFIX) : -1]
+    if stored != checkpoint_digest(archive).encode("ascii"):
+        raise CheckpointError(f"checkpoint {source} is damaged (digest mismatch)")
+    return archive
 
 
 def write_checkpoint(data: bytes, path: str | os.PathLike[str]) -> Path:
@@ -183,9 +215,10 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Load a checkpoint written by :func:`save_checkpoint`; return the state without the marker.
 
     Tensors are mapped to the CPU. Raises :class:`CheckpointError` (a ``ValueError``) whose message
-    names ``path`` for a missing or unreadable file, a corrupt or truncated archive, a file that is
-    not an rdqn checkpoint (plain pickle, text, a torch file without the marker or holding
-    arbitrary objects), and a checkpoint version this code does not read.
+    names ``path`` for a missing or unreadable file, a file whose digest does not match its bytes,
+    a corrupt or truncated archive, a file that is not an rdqn checkpoint (plain pickle, text, a
+    torch file without the marker or holding arbitrary objects), and a checkpoint version this
+    code does not read.
     """
     source = Path(path)
     try:
@@ -201,6 +234,7 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
 def load_checkpoint_bytes(data: bytes, *, source: str = "checkpoint bytes") -> dict[str, Any]:
     """:func:`load_checkpoint` for the bytes of a checkpoint file (`checkpoint_bytes`, or a file
     read elsewhere); ``source`` names them in errors."""
+    data = _verified_archive(data, source)
     head = data[: len(_ZIP_MAGIC)]
     if len(head) < len(_ZIP_MAGIC):
         raise CheckpointError(f"checkpoint {source} is corrupt or truncated ({len(head)} bytes)")

@@ -53,10 +53,15 @@ from typing import Any
 
 from rdqn.config import RunConfig
 from rdqn.learn.agent import DivergenceError
-from rdqn.runs.checkpoints import checkpoint_bytes, load_checkpoint, load_checkpoint_bytes
+from rdqn.runs.checkpoints import (
+    CheckpointError,
+    checkpoint_bytes,
+    load_checkpoint,
+    load_checkpoint_bytes,
+)
 from rdqn.runs.manifest import manifest_of
 from rdqn.runs.schema import FINAL_STATUSES
-from rdqn.runs.store import RunRecords, RunStore, StoreError
+from rdqn.runs.store import KEPT, ResumeError, RunRecords, RunStore, StoreError
 from rdqn.runs.writer import RunWriter
 from rdqn.training.trainer import Trainer
 
@@ -200,8 +205,10 @@ class RecordedRun:
         """Build the trainer, attach the metric writer and mark the run running (or paused).
 
         A run that is not filed yet is filed only once its trainer is built, so settings the
-        trainer rejects leave nothing behind; a filed run whose trainer fails to build (or to
-        restore ``resume_from``) is recorded as failed. Either way the exception propagates.
+        trainer rejects leave nothing behind; a filed run whose trainer fails to build is
+        recorded as failed. Either way the exception propagates. A checkpoint ``resume_from``
+        that cannot be read or restored (damaged, or of another rdqn: any error) raises
+        `ResumeError` naming the run and the file, and the run stays 'stopped' with that error.
         """
         if self.status != "created":
             raise RuntimeError(f"run {self.id} is {self.status}; only a created run opens")
@@ -210,10 +217,16 @@ class RecordedRun:
             if self.resume_from is not None:
                 try:
                     trainer.restore(self._resume_state())
+                except Exception as err:  # noqa: BLE001 - whatever damaged bytes raise
+                    trainer.close()
+                    raise self._not_resumed(err) from err
                 except BaseException:
                     trainer.close()
                     raise
                 self._saved_at = trainer.env_steps
+        except ResumeError as err:
+            self.close("stopped", str(err))
+            raise
         except BaseException as err:
             if self.id is not None:
                 self.close(*ending(err))
@@ -233,6 +246,17 @@ class RecordedRun:
                 self.close(*ending(err))
             raise
         return trainer
+
+    def _not_resumed(self, error: Exception) -> ResumeError:
+        if isinstance(error, CheckpointError):  # it names the file
+            return ResumeError(f"cannot resume run {self.id}: {error}; {KEPT}")
+        source = self.resume_from
+        where = "bytes" if isinstance(source, bytes) else f"file {source}"
+        detail = " ".join(f"{type(error).__name__}: {error}".split())  # torch's span lines
+        return ResumeError(
+            f"cannot resume run {self.id}: its checkpoint ({where}) cannot be restored: {detail}; "
+            f"{KEPT}"
+        )
 
     def _resume_state(self) -> dict[str, Any]:
         source = self.resume_from

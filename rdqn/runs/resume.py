@@ -14,8 +14,9 @@ from the run's record, without reading the file.
 
 Resuming (`RunRegistry.resume`, `python -m rdqn resume RUN_ID`):
 
-1. `resume_point` checks the run is stopped and its checkpoint loads, resumes and matches the
-   run's config; anything else raises `ResumeError` naming the run and the reason.
+1. `resume_point` checks the run is stopped and its checkpoint loads (its digest matches its
+   bytes, `rdqn.runs.checkpoints`), resumes and matches the run's config; anything else raises
+   `ResumeError` naming the run and the reason, and changes nothing.
 2. `prepare_resume` sets the run back to 'created' with the checkpoint's counters, dropping any
    rows written after the checkpoint (a run that paused, ran on, then died), so the resumed run's
    rows follow the stored ones with nothing repeated and nothing missing.
@@ -27,6 +28,13 @@ Resuming (`RunRegistry.resume`, `python -m rdqn resume RUN_ID`):
 
 A run that was queued but never started when its server stopped is 'stopped' without a
 checkpoint: resuming it starts it from the beginning, under the same id.
+
+Damaged checkpoints (issue 30): damaged bytes are refused at step 1, before anything is
+unpickled, as "checkpoint <file> is damaged (digest mismatch); the run stays listed with its
+rows". A checkpoint without a digest (an older rdqn's) is only found out when step 3 restores it:
+whatever that raises, `RecordedRun.open` turns into a `ResumeError` naming the run and the file,
+and the run is 'stopped' again with it as its error (rows past the checkpoint, dropped at step 2,
+do not come back: no resume could have kept them).
 
 Size: the replay memory dominates, and it is allocated whole, so the size hardly depends on how
 far the run got. Per slot: two float32 observations (obs and next obs) plus 26 bytes of action,
@@ -40,12 +48,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rdqn.config import RunConfig
 from rdqn.runs.checkpoints import CheckpointError, load_checkpoint
 from rdqn.runs.schema import ACTIVE_STATUSES, RunRecord
-from rdqn.runs.store import ResumeError, RunStore
+from rdqn.runs.store import KEPT, ResumeError, RunStore
 from rdqn.training.trainer import RESUME_KEY
+from rdqn.validation import is_integer
 
 __all__ = [
     "ResumeError",
@@ -122,8 +132,9 @@ def resume_point(store: RunStore | None, run_id: str) -> ResumePoint:
 
     Raises `ResumeError` (a ``ValueError``) naming the run and why not: no store, an unknown id,
     a run that is not stopped (queued, running, paused, finished, failed), no resume checkpoint
-    (saved before resuming existed, or none at all), a checkpoint that is missing or unreadable
-    or that belongs to another config.
+    (saved before resuming existed, or none at all), a checkpoint that is missing, unreadable or
+    damaged (its digest does not match its bytes, `rdqn.runs.checkpoints`: refused before
+    anything is unpickled) or that belongs to another config.
     """
     if store is None:
         raise ResumeError(f"cannot resume run {run_id}: runs kept in memory only cannot resume")
@@ -148,8 +159,8 @@ def resume_point(store: RunStore | None, run_id: str) -> ResumePoint:
     try:
         state = load_checkpoint(path)
     except CheckpointError as err:
-        raise ResumeError(f"cannot resume run {run_id}: {err}") from err
-    if RESUME_KEY not in state:
+        raise ResumeError(f"cannot resume run {run_id}: {err}; {KEPT}") from err
+    if not isinstance(state.get(RESUME_KEY), dict):
         raise ResumeError(
             f"cannot resume run {run_id}: its checkpoint {path} holds no resume state"
         )
@@ -161,15 +172,23 @@ def resume_point(store: RunStore | None, run_id: str) -> ResumePoint:
         raise ResumeError(
             f"cannot resume run {run_id}: its checkpoint {path} was saved by another config"
         )
-    counters = state["counters"]
-    return ResumePoint(
-        run_id=run_id,
-        config=config,
-        checkpoint=path,
-        env_steps=int(counters["env_steps"]),
-        updates=int(counters["updates"]),
-        episodes=int(counters["episodes"]),
-    )
+    try:
+        counters = {name: _count(state["counters"][name]) for name in _COUNTERS}
+    except (KeyError, TypeError, ValueError) as err:
+        raise ResumeError(
+            f"cannot resume run {run_id}: checkpoint {path} is damaged (its counters cannot be "
+            f"read: {type(err).__name__}: {err}); {KEPT}"
+        ) from err
+    return ResumePoint(run_id=run_id, config=config, checkpoint=path, **counters)
+
+
+_COUNTERS = ("env_steps", "updates", "episodes")
+
+
+def _count(value: Any) -> int:
+    if not is_integer(value) or value < 0:
+        raise ValueError(f"expected a count, got {value!r}")
+    return int(value)
 
 
 def reopen(store: RunStore, point: ResumePoint) -> None:

@@ -27,6 +27,11 @@ Layout (``default_home()`` is ``$RDQN_HOME`` or ``.rdqn``)::
     <home>/rdqn.db            this store (plus rdqn.db-wal, rdqn.db-shm while open)
     <home>/checkpoints/       checkpoint files; delete_run removes the ones that live here, and
                               opening the store the temporary files of interrupted saves
+
+The ``runs`` table records a checkpoint in the home folder by its path relative to the folder
+(``checkpoints/<id>.pt``), so a copied or moved home resumes from its own files; records read
+(`RunStore.get_run`, `RunStore.list_runs`) give it as a path to open, under the folder the store
+was opened from. Paths recorded before (absolute) are read as they are.
 """
 
 from __future__ import annotations
@@ -126,6 +131,10 @@ class ResumeError(ValueError):
     """A run cannot be resumed; the message names the run and says why."""
 
 
+KEPT = "the run stays listed with its rows"
+"""What a resume refused for its checkpoint leaves: the run, stopped, as it was."""
+
+
 def _check_status(status: str) -> None:
     if status not in STATUSES:
         raise ValueError(f"status must be one of {STATUSES}, got {status!r}")
@@ -165,6 +174,7 @@ class RunStore:
         self.read_only: bool = open_home(db, create=create)
         self.path: Path = db
         self.checkpoint_dir: Path = db.parent / "checkpoints"
+        self._home = db.parent.absolute()  # what relative checkpoint paths are relative to
         self._db = Database(db, read_only=self.read_only, busy_timeout_ms=_BUSY_TIMEOUT_MS)
         self._next_sweep = 0.0
         self._run_columns = ", ".join(RUN_COLUMNS)
@@ -294,8 +304,9 @@ class RunStore:
         resume_env_steps: int | None = None,
     ) -> None:
         """Record the run's latest checkpoint file (``None`` forgets it) and, if it holds a resume
-        state, the env step it resumes from."""
-        value = None if path is None else str(path)
+        state, the env step it resumes from. A file in the store's folder is recorded relative
+        to it (a copied or moved store reads its own files); any other as an absolute path."""
+        value = None if path is None else self._stored_path(Path(path))
         resume = None if value is None or resume_env_steps is None else int(resume_env_steps)
         with self._db.write() as conn:
             self._update_run(
@@ -326,6 +337,22 @@ class RunStore:
         with self._db.write() as conn:
             self._update_run(conn, run_id, "owner_hash = ?", (value,))
 
+    def _stored_path(self, path: Path) -> str:
+        """How the ``runs`` table holds a checkpoint's path: relative to the store's folder
+        (POSIX separators) when the file is in it, else absolute."""
+        absolute = path.absolute()
+        if absolute.is_relative_to(self._home):
+            return absolute.relative_to(self._home).as_posix()
+        return str(absolute)
+
+    def _read_path(self, value: str | None) -> str | None:
+        """A stored checkpoint path as a path to open: relative ones (this store's files) under
+        the store's folder; absolute ones (files elsewhere, and whatever stores recorded before
+        paths were relative) as they are."""
+        if value is None or Path(value).is_absolute():
+            return value
+        return str(self._home / value)
+
     def checkpoint_path_for(self, run_id: str) -> Path:
         """Where a run's checkpoint belongs: ``checkpoint_dir / "<run_id>.pt"``."""
         return self.checkpoint_dir / f"{run_id}.pt"
@@ -342,6 +369,7 @@ class RunStore:
         if row is None:
             raise KeyError(f"no run with id {run_id!r} in {self.path}")
         values = dict(row)
+        values["checkpoint_path"] = self._read_path(values["checkpoint_path"])
         config = json.loads(values.pop("config_json"))
         manifest_json = values.pop("manifest_json")
         manifest = None if manifest_json is None else json.loads(manifest_json)
@@ -362,7 +390,10 @@ class RunStore:
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         sql = f"SELECT {self._run_columns} FROM runs {where} ORDER BY created_at DESC, rowid DESC"
         with self._db.read() as conn:
-            return pd.read_sql_query(sql, conn, params=params)
+            frame = pd.read_sql_query(sql, conn, params=params)
+        paths = [self._read_path(v) if isinstance(v, str) else v for v in frame["checkpoint_path"]]
+        frame["checkpoint_path"] = pd.Series(paths, index=frame.index, dtype=object)
+        return frame
 
     def delete_run(self, run_id: str) -> None:
         """Delete the run, its episode and step rows (cascade), and its checkpoint file if that
@@ -375,7 +406,7 @@ class RunStore:
                 raise KeyError(f"no run with id {run_id!r} in {self.path}")
             conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
         if row[0] is not None:
-            checkpoint = Path(row[0]).resolve()
+            checkpoint = Path(str(self._read_path(row[0]))).resolve()
             if checkpoint.is_relative_to(self.checkpoint_dir.resolve()):
                 checkpoint.unlink(missing_ok=True)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
 import subprocess
@@ -21,6 +22,7 @@ from rdqn.runs.checkpoints import (
     CHECKPOINT_VERSION,
     CheckpointError,
     checkpoint_bytes,
+    checkpoint_digest,
     load_checkpoint,
     load_checkpoint_bytes,
     remove_orphan_temporaries,
@@ -206,13 +208,57 @@ def test_truncated_file_is_corrupt(tmp_path: Path, cut: str) -> None:
         load_checkpoint(path)
 
 
-def test_scrambled_archive_is_corrupt(tmp_path: Path) -> None:
+def test_scrambled_archive_is_damaged(tmp_path: Path) -> None:
     path = save_checkpoint({"w": torch.arange(1000.0)}, tmp_path / "run.pt")
     data = bytearray(path.read_bytes())
     data[4:200] = bytes(196)
     path.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match=r"run\.pt is damaged \(digest mismatch\)"):
+        load_checkpoint(path)
+    path.write_bytes(bytes(data[:-DIGEST_LINE]))  # as an older rdqn wrote it: no digest
     with pytest.raises(CheckpointError, match="corrupt or truncated"):
         load_checkpoint(path)
+
+
+DIGEST_LINE = len("\nrdqn-sha256:") + 64 + 1
+
+
+def test_a_checkpoint_ends_with_the_digest_of_its_archive(tmp_path: Path) -> None:
+    path = save_checkpoint({"w": torch.arange(10.0)}, tmp_path / "run.pt")
+    data = path.read_bytes()
+    archive, line = data[:-DIGEST_LINE], data[-DIGEST_LINE:]
+    assert line == b"\nrdqn-sha256:" + hashlib.sha256(archive).hexdigest().encode() + b"\n"
+    assert checkpoint_digest(archive) == hashlib.sha256(archive).hexdigest()
+    assert torch.equal(torch.load(path, weights_only=True)["w"], torch.arange(10.0))
+
+
+@pytest.mark.parametrize("position", [0.0, 0.1, 0.37, 0.5, 0.81, 0.999, 1.0])
+def test_a_flipped_bit_anywhere_is_refused_before_unpickling(
+    tmp_path: Path, position: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30: flipped bits let a resumed run train on, or crashed it. Every byte of the file
+    is covered, the digest line too; torch's unpickler never sees damaged bytes."""
+    path = save_checkpoint(training_state(), tmp_path / "run.pt")
+    data = bytearray(path.read_bytes())
+    at = min(int(position * len(data)), len(data) - 2)  # the last byte ends the line
+    data[at] ^= 0x10
+    path.write_bytes(bytes(data))
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("damaged bytes reached torch.load")
+
+    monkeypatch.setattr(torch, "load", never)
+    with pytest.raises(CheckpointError, match=r"run\.pt is damaged \(digest mismatch\)"):
+        load_checkpoint(path)
+    with pytest.raises(CheckpointError, match=r"the bytes of run x is damaged"):
+        load_checkpoint_bytes(bytes(data), source="the bytes of run x")
+
+
+def test_a_checkpoint_without_a_digest_still_loads(tmp_path: Path) -> None:
+    """Saved before checkpoints carried a digest: loaded as it is, unchecked."""
+    path = tmp_path / "old.pt"
+    torch.save({"format": CHECKPOINT_FORMAT, "version": 2, "counters": {"env_steps": 5}}, path)
+    assert load_checkpoint(path) == {"counters": {"env_steps": 5}}
 
 
 def test_plain_pickle_is_foreign(tmp_path: Path) -> None:

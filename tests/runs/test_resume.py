@@ -354,3 +354,64 @@ def test_a_resumed_run_whose_worker_cannot_start_stays_resumable(tmp_path: Path)
         assert record.error == "not resumed: RuntimeError: no worker today"
         assert resumable(store, run_id)
         registry.shutdown()
+
+
+# ------------------------------------------------------------------ damaged checkpoints
+def test_the_registry_refuses_a_damaged_checkpoint_and_changes_nothing(
+    executor: Executor, tmp_path: Path
+) -> None:
+    """Issue 30: a checkpoint whose bytes no longer match their digest is refused before a
+    worker starts, in `RunRegistry.resume` as at the command line."""
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run_id = stopped_run(store, tiny(300), 100)
+        before = store.get_run(run_id)
+        path = Path(before.checkpoint_path)
+        data = bytearray(path.read_bytes())
+        data[len(data) // 3] ^= 0x04
+        path.write_bytes(bytes(data))
+        registry = RunRegistry(store, executor=executor)
+        with pytest.raises(ResumeError) as refused:
+            registry.resume(run_id)
+        registry.shutdown()
+        assert str(refused.value) == (
+            f"cannot resume run {run_id}: checkpoint {path} is damaged (digest mismatch); the "
+            "run stays listed with its rows"
+        )
+        assert store.get_run(run_id) == before
+
+
+def test_a_worker_that_cannot_restore_an_older_checkpoint_leaves_the_run_stopped(
+    executor: Executor, tmp_path: Path
+) -> None:
+    """A checkpoint without a digest (an older rdqn's) passes the checks and fails in the
+    worker's restore: the run is 'stopped' again with the reason, not 'failed'."""
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run_id = stopped_run(store, tiny(300), 100)
+        path = Path(store.get_run(run_id).checkpoint_path)
+        state = load_checkpoint(path)
+        del state["resume"]["telemetry"]
+        torch.save({"format": "rdqn-checkpoint", "version": 2, **state}, path)
+        registry = RunRegistry(store, executor=executor)
+        handle = registry.resume(run_id)
+        assert handle.join(60)
+        registry.shutdown()
+        record = store.get_run(run_id)
+        assert record.status == "stopped"
+        assert record.error.startswith(f"cannot resume run {run_id}: its checkpoint (")
+        assert "cannot be restored: KeyError: 'telemetry'" in record.error
+
+
+def test_records_give_a_checkpoint_under_the_folder_the_store_was_opened_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Checkpoint paths are stored relative to the store's folder: a moved store's records
+    (and so `resume_blocker`) name its own files, also when opened by a relative path."""
+    with RunStore(tmp_path / "a" / "rdqn.db") as store:
+        run_id = stopped_run(store, tiny(300), 100)
+    (tmp_path / "a").rename(tmp_path / "b")
+    monkeypatch.chdir(tmp_path)
+    with RunStore(Path("b") / "rdqn.db") as store:
+        expected = str(tmp_path / "b" / "checkpoints" / f"{run_id}.pt")
+        assert store.get_run(run_id).checkpoint_path == expected
+        assert list(store.list_runs()["checkpoint_path"]) == [expected]
+        assert resume_point(store, run_id).checkpoint == Path(expected)

@@ -622,3 +622,28 @@ def test_forked_child_opens_its_own_connection(store: RunStore) -> None:
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert len(store.steps(run_id)) == 2
+
+
+def test_a_checkpoint_in_the_home_is_recorded_relative_to_it(
+    store: RunStore, tmp_path: Path
+) -> None:
+    """A copied or moved home then reads its own files (issue 30: a copy resumed from the
+    original folder's file); a file elsewhere keeps its absolute path, and absolute paths
+    stores recorded before are read as they are."""
+    run_id = new_run(store)
+    path = store.save_checkpoint(run_id, b"resumable", resume_env_steps=40)
+    assert path == store.checkpoint_dir / f"{run_id}.pt"
+    raw = sqlite3.connect(store.path)
+    try:
+        (stored,) = raw.execute("SELECT checkpoint_path FROM runs").fetchone()
+        assert stored == f"checkpoints/{run_id}.pt"
+        assert store.get_run(run_id).checkpoint_path == str(path)
+        elsewhere = tmp_path.parent / "elsewhere.pt"
+        store.set_checkpoint(run_id, elsewhere, resume_env_steps=40)
+        (stored,) = raw.execute("SELECT checkpoint_path FROM runs").fetchone()
+        assert stored == str(elsewhere) == store.get_run(run_id).checkpoint_path
+    finally:
+        raw.close()
+    store.set_checkpoint(run_id, path)
+    store.delete_run(run_id)  # removes the file it records relatively
+    assert not path.exists()
