@@ -116,7 +116,9 @@ class RunProgress:
 def progress_from_handle(handle: RunHandle) -> RunProgress:
     """A live run's row, from its latest snapshot (reading it counts as a poll)."""
     snapshot = handle.snapshot()
-    status = "queued" if handle.status == "created" else handle.status
+    status = handle.status
+    if status == "created":  # waiting for a slot, or for its worker's first report
+        status = "starting" if handle.started else "queued"
     curve = (
         Curve(snapshot.episode_end_steps.copy(), snapshot.episode_returns.copy())
         if snapshot is not None

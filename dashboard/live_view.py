@@ -89,7 +89,7 @@ def run_view(
         elif place is not None:
             _queued(run_id, *place)
         elif handle is not None:
-            _preparing(run_id, handle.status)
+            _preparing(run_id)
         elif record is not None and record.status in FINAL_STATUSES:
             _ending(run_id, record.status, record.error, watching=watching)
         elif watching:
@@ -192,12 +192,12 @@ def _ending(run_id: str, status: str, error: str | None, *, watching: bool) -> N
         st.info(f"Run `{run_id}` {plain(status)}.", icon=":material/check_circle:")
 
 
-def _preparing(run_id: str, status: str) -> None:
+def _preparing(run_id: str) -> None:
     """A run about to train: the server's kernel warm-up while it lasts (a minute on the first
     start of a fresh checkout, seconds later: `python -m rdqn warm-up` does it at install)."""
     warm = registry().warm_up_progress()
     if warm.ready:
-        st.info(f"Run `{run_id}` is {status}: preparing to train…")
+        st.info(f"Run `{run_id}` is starting: preparing to train…")
         return
     what = "compiling" if warm.compiling else "loading"
     first = " (first start only: about a minute)" if warm.compiling else ""

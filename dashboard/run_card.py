@@ -20,7 +20,7 @@ from dashboard.history import (
     run_label,
 )
 from dashboard.ownership import may_control, not_yours_note
-from dashboard.saved_runs import DELETE_RULE, current_record, delete_run, run_counters
+from dashboard.saved_runs import DELETE_RULE, delete_run, run_counters
 from dashboard.state import registry, store
 from dashboard.text import plain
 from rdqn.compare import ROLLING_WINDOW
@@ -47,7 +47,7 @@ def counters(record: RunRecord) -> None:
 def live_counters(run_id: str) -> None:
     """The counters of a run that is still training; the whole page reruns once it ends."""
     try:
-        record = current_record(store().get_run(run_id))
+        record = store().get_run(run_id)
     except KeyError:
         st.rerun()
     if record.status not in ACTIVE_STATUSES:
@@ -56,7 +56,7 @@ def live_counters(run_id: str) -> None:
 
 
 def run_card(record: RunRecord) -> None:
-    """The card of one stored run (``record`` as `current_record` gives it)."""
+    """The card of one stored run."""
     st.subheader(plain(run_label(record.config, record.id)))
     group = f"comparison {record.group_id}" if record.group_id else "single run"
     fields = (record.id, record.status, record.preset or "custom", record.env_id, group)

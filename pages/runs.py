@@ -13,7 +13,6 @@ from dashboard.figures import runs_overlay_figure
 from dashboard.history import runs_table, stored_threshold
 from dashboard.ownership import admin_box
 from dashboard.run_card import run_card
-from dashboard.saved_runs import current_record, current_statuses
 from dashboard.state import ensure_app_frame, store
 from rdqn.compare import Curve
 
@@ -33,7 +32,7 @@ TABLE_COLUMNS = {
 
 st.title("Saved runs")
 admin_box()
-runs = current_statuses(store().list_runs())
+runs = store().list_runs()
 if runs.empty:
     st.info("No saved runs yet — start one on the Live training page.")
     st.page_link("pages/live.py", label="Live training", icon=":material/monitoring:")
@@ -95,4 +94,4 @@ if not runs.empty:
                 "Run card for", chosen, format_func=labels.__getitem__, key="runs.card"
             )
         st.divider()
-        run_card(current_record(store().get_run(card_id)))
+        run_card(store().get_run(card_id))

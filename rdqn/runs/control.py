@@ -156,6 +156,7 @@ def drive(
                 continue
             if action == RUN and run.status == "paused":
                 run.mark("running")
+                publish(snapshot())  # the server learns the run's status from its snapshots
             if trainer.done:
                 status = "finished"
                 break

@@ -7,6 +7,13 @@ events, makes the store writes a remote worker relays, notices a worker that die
 recorded as failed, with the reason and everything it wrote so far) and stops a run nobody has
 looked at for ``idle_timeout`` seconds. `rdqn.runs.registry` caps, queues and reaps handles.
 
+A run's status has one writer, the worker's recorded run: it records every change in the store,
+then sends it (each snapshot carries the status; the last event says how the run ended).
+`status` is the last status received, never what was asked for; `expected_status` is what the
+run will be once its worker has acted on the last request, which the registry counts its
+training slots by. Only where no worker can (one that never started, or died) does the handle
+record the status itself.
+
     created -> running <-> paused -> finished | failed | stopped
 
 A stopped run resumes in a new handle with the same id (`RunHandle.resumed`, `rdqn.runs.resume`).
@@ -99,6 +106,7 @@ class RunHandle:
         self._stop_at_exit = stop_at_exit
         self._lock = threading.Lock()
         self._status = "created"
+        self._asked: str | None = None  # the status the last pause/resume/step request leads to
         self._error: str | None = None
         self._snapshot: Telemetry | None = None
         self._worker: Worker | None = None
@@ -140,7 +148,7 @@ class RunHandle:
             except BaseException as err:
                 self._fail_to_start(err)
                 raise
-            self._status = "paused" if paused else "running"
+            self._asked = "paused" if paused else "running"
             self.last_polled = time.monotonic()
             relay = threading.Thread(target=self._relay_events, name=f"rdqn-relay-{self.id}")
             relay.daemon = True
@@ -173,24 +181,27 @@ class RunHandle:
         if self._worker is not None:
             self._worker.send(command)
 
+    def _expected(self) -> str:
+        return self._status if self._asked is None else self._asked
+
     def pause(self) -> None:
         with self._lock:
-            if self._status == "running":
+            if self._expected() == "running":
                 self._send("pause")
-                self._status = "paused"
+                self._asked = "paused"
 
     def resume(self) -> None:
         with self._lock:
-            if self._status == "paused":
+            if self._expected() == "paused":
                 self._send("resume")
-                self._status = "running"
+                self._asked = "running"
 
     def step_once(self) -> None:
         """Advance exactly one env step (and its update, if one is due), then stay paused."""
         with self._lock:
-            if self._status in ("running", "paused"):
+            if self._expected() in ("running", "paused"):
                 self._send("step")
-                self._status = "paused"
+                self._asked = "paused"
 
     def set_speed(self, speed: float | None) -> None:
         speed = check_speed(speed)
@@ -236,7 +247,20 @@ class RunHandle:
     # ------------------------------------------------------------------- reading
     @property
     def status(self) -> str:
+        """The run's status as its worker last reported it (created until it has started)."""
         return self._status
+
+    @property
+    def started(self) -> bool:
+        """Whether its worker was launched (a queued run's was not, yet)."""
+        return self._worker is not None
+
+    @property
+    def expected_status(self) -> str:
+        """The status the run will have once its worker acts on the last pause / resume / step
+        request (`status` until one is pending): what the registry's slots count."""
+        with self._lock:
+            return self._expected()
 
     @property
     def error(self) -> str | None:
@@ -276,7 +300,7 @@ class RunHandle:
         finally:
             status, error = ended if ended is not None else ("failed", "the run's relay ended")
             with self._lock:
-                self._status, self._error = status, error
+                self._status, self._error, self._asked = status, error, None
             with contextlib.suppress(Exception):
                 worker.join(10.0)
             atexit.unregister(self.stop)
@@ -297,6 +321,8 @@ class RunHandle:
         if kind == "snapshot":
             with self._lock:
                 self._snapshot = event[1]
+                if event[1].status in ("running", "paused"):
+                    self._reported(event[1].status)
         elif kind == "record":
             if self.store is not None:
                 apply_record(self.store, *event[1:])
@@ -307,6 +333,12 @@ class RunHandle:
                 self.store.set_status(self.id, status, error)
             return status, error
         return None
+
+    def _reported(self, status: str) -> None:
+        """The worker reports ``status`` (under the lock): a request it has acted on is done."""
+        self._status = status
+        if self._asked == status:
+            self._asked = None
 
     def _stop_if_idle(self) -> None:
         if self.idle_timeout is None or self._status not in ("running", "paused"):

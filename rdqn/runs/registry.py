@@ -103,8 +103,9 @@ class RunRegistry:
         return self.executor.warm_up_progress()
 
     def _training(self) -> int:
-        """Runs that count against the CPU cap: the ones training now."""
-        return sum(1 for h in self._runs.values() if h.status == "running")
+        """Runs that count against the CPU cap: the ones training now, or about to (a resume
+        or start their workers have not acted on yet; `RunHandle.expected_status`)."""
+        return sum(1 for h in self._runs.values() if h.expected_status == "running")
 
     def start(
         self,
@@ -144,7 +145,7 @@ class RunRegistry:
                 raise NotOwner(f"cannot resume run {run_id}: it belongs to another session")
             current = self._runs.get(run_id)
             if current is not None and current.status not in FINAL_STATUSES:
-                state = "queued" if current.status == "created" else current.status
+                state = current.expected_status if current.started else "queued"
                 raise ResumeError(f"cannot resume run {run_id}: it is {state}, not stopped")
             point = resume_point(self.store, run_id)
             active = self._check_room(queue)
@@ -228,7 +229,7 @@ class RunRegistry:
             if handle is None:
                 return
             self._queue = [entry for entry in self._queue if entry[0] is not handle]
-            if handle.status == "running":
+            if handle.expected_status == "running":
                 handle.pause()
                 self._held_paused(handle)
             self.pump()
@@ -238,9 +239,9 @@ class RunRegistry:
         with self._lock:
             self._check_owner(run_id, owner, "step")
             handle = self._runs.get(run_id)
-            if handle is None or handle.status not in ("running", "paused"):
+            if handle is None or handle.expected_status not in ("running", "paused"):
                 return
-            was_running = handle.status == "running"
+            was_running = handle.expected_status == "running"
             handle.step_once()
             if was_running:
                 self._held_paused(handle)
@@ -252,7 +253,7 @@ class RunRegistry:
         with self._lock:
             self._check_owner(run_id, owner, "resume")
             handle = self._runs.get(run_id)
-            if handle is None or handle.status != "paused":
+            if handle is None or handle.expected_status != "paused":
                 return None
             if self.position(run_id) is None:
                 self._queue.append((handle, False))
@@ -264,7 +265,7 @@ class RunRegistry:
         ones paused longest (each saves a resume checkpoint when it stops)."""
         now = time.monotonic()
         self._paused_since[handle.id] = now
-        paused = [h for h in self._runs.values() if h.status == "paused"]
+        paused = [h for h in self._runs.values() if h.expected_status == "paused"]
         paused.sort(key=lambda h: self._paused_since.get(h.id, now))
         for old in paused[: max(0, len(paused) - self.max_paused)]:
             self._queue = [entry for entry in self._queue if entry[0] is not old]
@@ -310,10 +311,10 @@ class RunRegistry:
         with self._lock:
             while not self._closed and self._queue and self._training() < self.max_active:
                 handle, paused = self._queue.pop(0)
-                if handle.status == "paused":  # waiting to resume (`unpause`)
+                if handle.expected_status == "paused":  # waiting to resume (`unpause`)
                     handle.resume()
                     continue
-                if handle.status != "created":
+                if handle.expected_status != "created":
                     continue  # stopped while it waited
                 # A worker that cannot be launched records its run as failed; go on.
                 with contextlib.suppress(Exception):
@@ -326,6 +327,17 @@ class RunRegistry:
         with self._lock:
             ids = [handle.id for handle, _ in self._queue]
             return (ids.index(run_id) + 1, len(ids)) if run_id in ids else None
+
+    def status_of(self, run_id: str) -> tuple[str, str | None]:
+        """A run's status and its reason, live or stored: its handle's (what its worker last
+        reported) while this server holds it, else the store's. `KeyError` for no such run."""
+        handle = self.get(run_id)
+        if handle is not None:
+            return handle.status, handle.error
+        if self.store is None:
+            raise KeyError(run_id)
+        record = self.store.get_run(run_id)
+        return record.status, record.error
 
     def queued_ids(self) -> list[str]:
         """The ids of the queued runs, first in line first."""
@@ -390,7 +402,7 @@ class RunRegistry:
             self._check_owner(old.id, owner, "restart")
             if self._closed:
                 raise ServerBusy("server busy: it is shutting down")
-            active = self._training() - (1 if old.status == "running" else 0)
+            active = self._training() - (1 if old.expected_status == "running" else 0)
             if active >= self.max_active and not queue:
                 raise ServerBusy(
                     f"server busy: {active} runs training (limit {self.max_active}); "
@@ -398,7 +410,7 @@ class RunRegistry:
                 )
             places = [k for k, entry in enumerate(self._queue) if entry[0] is old]
             # A queued run's place, or a training run's slot (first in line if it is taken).
-            place = places[0] if places else 0 if old.status == "running" else None
+            place = places[0] if places else 0 if old.expected_status == "running" else None
             handle = self._handle(config, owner, kwargs)
             self._queue = [entry for entry in self._queue if entry[0] is not old]
             old.stop(wait=False, reason=reason or f"stopped: replaced by {describe(handle)}")
@@ -424,7 +436,7 @@ class RunRegistry:
             self._owners = {run_id: who for run_id, who in self._owners.items() if who != owner}
         handles = [h for h in self.runs(owner) if h.status not in FINAL_STATUSES]
         # Drop the queued ones first, so that stopping a running one does not start them.
-        handles.sort(key=lambda h: h.status != "created")
+        handles.sort(key=lambda h: h.expected_status != "created")
         for handle in handles:
             self.stop(handle.id, wait=False, reason=reason)
         return len(handles)

@@ -48,7 +48,7 @@ def test_home_renders_formulas_and_start_demo_launches_a_run() -> None:
     at.button(key="home.demo").click().run()
     assert not at.exception
     run_id = at.session_state["live.run_id"]
-    assert run_id and registry().get(run_id).status in ("running", "paused", "finished")
+    assert run_id and registry().get(run_id).expected_status in ("running", "paused", "finished")
 
 
 def test_live_page_counters_curves_and_alpha_restart(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -504,7 +504,7 @@ def test_a_run_waiting_for_the_kernel_warm_up_shows_its_progress(
     def page() -> None:
         from dashboard.live_view import _preparing
 
-        _preparing("abc123", "created")
+        _preparing("abc123")
 
     warm = WarmUp(done=2, total=6, compiling=True, part="uniform replay")
     monkeypatch.setattr(registry(), "warm_up_progress", lambda: warm)

@@ -35,6 +35,7 @@ from rdqn.presets import preset
 from rdqn.runs.handle import RunHandle
 from rdqn.runs.registry import RunRegistry
 from rdqn.runs.store import RunStore
+from tests.run_helpers import wait_for
 
 
 @pytest.fixture
@@ -132,6 +133,7 @@ def test_group_progress_says_why_a_queued_run_waits(store: RunStore) -> None:
     configs = comparison_configs(preset("per-notebook").with_budget(20_000), ["uniform"], [0, 1, 2])
     handles = registry.enqueue(configs, group_id="g3")
     try:
+        wait_for(lambda: handles[0].status == "running")  # as its worker reports it
         rows = group_progress([h.id for h in handles], registry, store)
         assert [r.status for r in rows] == ["running", "queued", "queued"]
         assert [r.waiting for r in rows] == [
@@ -165,6 +167,7 @@ def test_group_progress_prefers_live_handles_and_skips_deleted_runs(store: RunSt
     try:
         stored, deleted = stored_run(store), stored_run(store)
         store.delete_run(deleted)
+        wait_for(lambda: handle.status == "running")  # as its worker reports it
         rows = group_progress([handle.id, stored, deleted], registry, store)
         assert [r.run_id for r in rows] == [handle.id, stored]
         assert rows[0].status == "running"
