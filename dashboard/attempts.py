@@ -1,12 +1,19 @@
-"""A server-wide brake on guessing a secret: at most `limit` wrong tries in any `window` seconds.
+"""Brakes on guessing the admin token that never lock out the one who knows it.
 
 The admin box (`dashboard.ownership`) checks every entered token against the server's
-``RDQN_ADMIN_TOKEN``. Sessions are cheap to open, so a brake per session would not slow a
-script that opens many; this one counts the wrong tries of every session together. Once
-`limit` of them fall within the last `window` seconds, no entry is checked (right or wrong)
-until the oldest of them is `window` seconds old: a guesser gets at most `limit` tries a
-`window`, whatever the number of sessions. The cost is that the admin, too, waits out a burst
-of wrong tries; the command line (``python -m rdqn runs delete``) is never braked.
+``RDQN_ADMIN_TOKEN``. `AdminBrake` counts wrong tries per browser and server-wide:
+
+- a browser with `per_browser` wrong tries in the last `window` seconds has its entries refused
+  unchecked until the oldest of them is a window old: one student guessing is slowed to that;
+- once `server_wide` wrong tries from all browsers fall in a window (a script that opens many
+  browsers), every browser that guessed wrong in that window is refused unchecked too, until
+  its own last wrong try is a window old; a browser that has not guessed wrong is still checked.
+
+So the right token always works from a browser that has not been guessing (the teacher's),
+however much others guess, while a guesser gets at most `per_browser` tries a window per
+browser and, once the server-wide brake is on, one per new browser (a page load each). The
+token is 96 random bits (`secrets.token_urlsafe(12)`, the README's recipe): the brakes are a
+second line. The command line (``python -m rdqn runs delete``) is never braked.
 """
 
 from __future__ import annotations
@@ -16,11 +23,11 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-__all__ = ["WrongTries"]
+__all__ = ["AdminBrake", "WrongTries"]
 
 
 class WrongTries:
-    """The wrong tries of the last `window` seconds, shared by every session (thread-safe).
+    """The wrong tries of the last `window` seconds (thread-safe).
 
     Args:
         limit: wrong tries allowed within any `window` seconds (>= 1).
@@ -59,3 +66,59 @@ class WrongTries:
             now = self._clock()
             self._forget_old(now)
             self._times.append(now)
+
+    def last(self) -> float | None:
+        """When the newest wrong try of the window was made (None: none in it)."""
+        with self._lock:
+            self._forget_old(self._clock())
+            return self._times[-1] if self._times else None
+
+
+class AdminBrake:
+    """Wrong admin tokens counted per browser and server-wide (see the module's rules).
+
+    Args:
+        per_browser: wrong tries one browser may make within any `window` seconds.
+        server_wide: wrong tries from all browsers within a window that turn on the server-wide
+            brake for every browser that guessed wrong.
+        window: seconds.
+        clock: seconds on a monotonic clock (tests pass their own).
+    """
+
+    def __init__(
+        self,
+        per_browser: int = 10,
+        server_wide: int = 30,
+        window: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.per_browser = per_browser
+        self.window = window
+        self._clock = clock
+        self._all = WrongTries(server_wide, window, clock)
+        self._browsers: dict[str, WrongTries] = {}
+        self._lock = threading.Lock()
+
+    def _of(self, browser: str) -> WrongTries:
+        with self._lock:
+            if len(self._browsers) > 10_000:  # forget browsers with no try left in the window
+                self._browsers = {
+                    b: tries for b, tries in self._browsers.items() if tries.last() is not None
+                }
+            if browser not in self._browsers:
+                self._browsers[browser] = WrongTries(self.per_browser, self.window, self._clock)
+            return self._browsers[browser]
+
+    def wait(self, browser: str) -> float:
+        """Seconds until an entry from ``browser`` may be checked (0: check it now)."""
+        own = self._of(browser)
+        wait = own.wait()
+        last = own.last()
+        if wait <= 0 and last is not None and self._all.wait() > 0:
+            wait = last + self.window - self._clock()
+        return max(0.0, wait)
+
+    def record(self, browser: str) -> None:
+        """Count one wrong try from ``browser``, now."""
+        self._of(browser).record()
+        self._all.record()

@@ -14,8 +14,8 @@ The rules, for a classroom where thirty browsers share one server and its links:
 - The admin: whoever runs the server sets ``RDQN_ADMIN_TOKEN``; a session that enters that
   token (the password box on Saved runs; never in a URL) may stop and delete any run, on every
   page, until it leaves admin mode. Without the variable there is no admin. Wrong tokens are
-  braked server-wide (`dashboard.attempts`): after ten within a minute, from any sessions, no
-  token is checked until a minute after the first of them.
+  braked per browser and server-wide (`dashboard.attempts.AdminBrake`), never the right token
+  from a browser that has not been guessing: students cannot lock the teacher out.
 
 `rdqn.runs.registry.RunRegistry` enforces it (`RunRegistry.may_control`, `NotOwner`); this
 module says who the session acts as (`actor`) and draws the admin box (`admin_box`).
@@ -29,7 +29,7 @@ import os
 
 import streamlit as st
 
-from dashboard.attempts import WrongTries
+from dashboard.attempts import AdminBrake
 from dashboard.state import registry, session
 
 __all__ = [
@@ -93,9 +93,9 @@ def stop_reason(run_id: str) -> str | None:
 
 
 @st.cache_resource(show_spinner=False)
-def wrong_tries() -> WrongTries:
-    """The server's count of wrong admin tokens, shared by every session."""
-    return WrongTries()
+def wrong_tries() -> AdminBrake:
+    """The server's count of wrong admin tokens, per browser and in all."""
+    return AdminBrake()
 
 
 def _enter_token() -> None:
@@ -105,14 +105,15 @@ def _enter_token() -> None:
     st.session_state[_INPUT_KEY] = ""
     st.session_state[_TOKEN_KEY] = None
     tries = wrong_tries()
-    wait = tries.wait()
+    browser = session().owner
+    wait = tries.wait(browser)
     if wait > 0:
         st.session_state[_OUTCOME_KEY] = wait
     elif token_matches(entered, os.environ.get(ADMIN_TOKEN_ENV)):
         st.session_state[_TOKEN_KEY] = entered
         st.session_state[_OUTCOME_KEY] = None
     else:
-        tries.record()
+        tries.record(browser)
         st.session_state[_OUTCOME_KEY] = "rejected"
 
 
@@ -141,7 +142,7 @@ def admin_box() -> None:
             st.error("That is not the admin token.", icon=":material/key_off:")
         elif outcome is not None:
             st.error(
-                f"Too many wrong admin tokens on this server in the last minute: that one was "
-                f"not checked. Try again in {math.ceil(outcome)} s.",
+                f"Too many wrong admin tokens from this browser in the last minute: that one "
+                f"was not checked. Try again in {math.ceil(outcome)} s.",
                 icon=":material/timer:",
             )
