@@ -28,7 +28,7 @@ import torch
 
 from dashboard import figures
 from rdqn.presets import preset
-from rdqn.runs.handle import RunHandle
+from rdqn.serve.handle import RunHandle
 from rdqn.training.telemetry import (
     RELATIVE_PROBABILITY_EDGES,
     Histogram,

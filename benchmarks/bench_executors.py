@@ -29,9 +29,9 @@ from pathlib import Path
 import torch
 
 from rdqn.presets import preset
-from rdqn.runs.executors import Executor, ProcessExecutor
-from rdqn.runs.handle import RunHandle
 from rdqn.runs.store import RunStore
+from rdqn.serve.executors import Executor, ProcessExecutor
+from rdqn.serve.handle import RunHandle
 from rdqn.training.trainer import Trainer
 
 CONFIG = preset("per-notebook").with_overrides({"train.total_steps": 10_000_000})
@@ -102,7 +102,7 @@ def main() -> None:
     starts: dict[str, list[float]] = {"worker (zygote)": []}
     ray = None
     if not args.no_ray:
-        from rdqn.runs.ray_executor import RayExecutor
+        from rdqn.serve.ray_executor import RayExecutor
 
         begin = time.perf_counter()
         ray = RayExecutor("local", num_cpus=2)

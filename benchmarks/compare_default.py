@@ -141,9 +141,9 @@ def dashboard_timing(seeds: tuple[int, ...]) -> dict[str, Any]:
     from rdqn.compare import comparison_configs
     from rdqn.config import SCHEMES
     from rdqn.presets import preset
-    from rdqn.runs.executors import executor_from_env
-    from rdqn.runs.registry import RunRegistry
     from rdqn.runs.store import RunStore
+    from rdqn.serve.executors import executor_from_env
+    from rdqn.serve.registry import RunRegistry
 
     configs = comparison_configs(preset(PRESET), SCHEMES, seeds)
     with tempfile.TemporaryDirectory() as home:

@@ -83,7 +83,7 @@ STALL_S = 5.0
 LOG_PATTERN = re.compile(r"Traceback|Exception|Error")
 ACCESS_LINE = re.compile(r'^\S+ \S+ [\d.]+:\d+ - "(?P<request>[^"]*)"(?: (?P<status>\d{3}))?')
 """The server's access log: '<date> <time> 127.0.0.1:<port> - "GET /path HTTP/1.1" 200'."""
-ZYGOTE = "rdqn.runs.zygote"
+ZYGOTE = "rdqn.serve.zygote"
 
 # Runs in every page before Streamlit's own scripts: stamps each WebSocket message, and each
 # change of the steps counter in the live view's status line ("… 12,345 of 1,000,000 steps").

@@ -25,10 +25,10 @@ import pandas as pd
 from rdqn.compare import ROLLING_WINDOW, Curve, comparison_threshold
 from rdqn.config import SCHEMES, RunConfig
 from rdqn.presets import configure, preset
-from rdqn.runs.handle import RunHandle
-from rdqn.runs.registry import RunRegistry
 from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import RunRecord, RunStore
+from rdqn.serve.handle import RunHandle
+from rdqn.serve.registry import RunRegistry
 
 __all__ = [
     "COMPARE_STEP_CAP",

@@ -37,11 +37,11 @@ from rdqn.config import RunConfig
 from rdqn.envs import load_prices_csv, make_env
 from rdqn.limits import check_limits
 from rdqn.presets import configure, preset
-from rdqn.runs.handle import RunHandle
-from rdqn.runs.registry import NotOwner, ResumeError, ServerBusy
 from rdqn.runs.resume import resume_blocker
 from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import owner_hash
+from rdqn.serve.handle import RunHandle
+from rdqn.serve.registry import NotOwner, ResumeError, ServerBusy
 
 __all__ = [
     "MAIN_CONTROLS",

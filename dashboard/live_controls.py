@@ -36,6 +36,15 @@ from dashboard.text import plain
 
 __all__ = ["lesson_panel", "main_controls", "run_buttons", "settings_form"]
 
+LONG_PRESETS: dict[str, str] = {
+    "e14": "The e14 preset trains a recurrent network at tens of env steps per second: its "
+    "50,000 steps take about 30-45 minutes on a two-core machine. For a class, the "
+    "**e14-lesson** preset shows the same effect in about 2 minutes.",
+    "e15": "The e15 preset trains a recurrent network at tens of env steps per second: its "
+    "50,000 steps take about 30-45 minutes on a two-core machine.",
+}
+"""A warning shown before Start for presets whose budget takes far longer than a lesson."""
+
 
 def lesson_panel(lesson: GuidedLesson, number: int, step: LessonStep) -> None:
     """The lesson's step, its notice, Back / Next / Leave, and the outline of its area."""
@@ -54,7 +63,8 @@ def lesson_panel(lesson: GuidedLesson, number: int, step: LessonStep) -> None:
         ahead.button(
             "Next",
             key="live.lesson_next",
-            type="primary",
+            # Until the step's run is started, Start is the one primary button.
+            type="primary" if current_run() is not None else "secondary",
             disabled=number == len(lesson.steps),
             on_click=go_to_step,
             args=(number + 1,),
@@ -66,8 +76,10 @@ def lesson_panel(lesson: GuidedLesson, number: int, step: LessonStep) -> None:
 
 
 def main_controls(visible: set[str] | frozenset[str]) -> None:
-    """α, β₀ and the scheme above the charts (those the lesson step leaves visible)."""
-    top = st.container(key="live_area_controls").columns(3)
+    """α, β₀ and the scheme above the charts (those the lesson step leaves visible); while the
+    run is paused, what moving one does."""
+    area = st.container(key="live_area_controls")
+    top = area.columns(3)
     for column, alias in zip(top, MAIN_CONTROLS, strict=True):
         if alias in visible:
             path = URL_ALIASES[alias]
@@ -80,6 +92,12 @@ def main_controls(visible: set[str] | frozenset[str]) -> None:
                 args=(alias,),
                 help=f"{field_help(path)} {RESTARTS}",
             )
+    handle = current_run()
+    if handle is not None and handle.status == "paused" and visible & set(MAIN_CONTROLS):
+        area.caption(
+            "Paused: moving a control starts a new run from the seed with the new value, paused "
+            "before its first step; this run stays in Saved runs."
+        )
 
 
 def run_buttons() -> None:
@@ -119,6 +137,10 @@ def run_buttons() -> None:
     ):
         restart(reason="stopped: Reset started the run again from its seed")
         st.rerun()
+    if status in (None, "finished", "failed") and (
+        long := LONG_PRESETS.get(st.session_state["live.preset"])
+    ):
+        st.warning(long, icon=":material/schedule:")
     if handle is None:
         for run_id, text in resumable_runs():
             where, go_on = st.columns([5, 1], vertical_alignment="center")

@@ -17,7 +17,7 @@ The rules, for a classroom where thirty browsers share one server and its links:
   braked per browser and server-wide (`dashboard.attempts.AdminBrake`), never the right token
   from a browser that has not been guessing: students cannot lock the teacher out.
 
-`rdqn.runs.registry.RunRegistry` enforces it (`RunRegistry.may_control`, `NotOwner`); this
+`rdqn.serve.registry.RunRegistry` enforces it (`RunRegistry.may_control`, `NotOwner`); this
 module says who the session acts as (`actor`) and draws the admin box (`admin_box`).
 """
 

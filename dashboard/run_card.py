@@ -24,9 +24,9 @@ from dashboard.saved_runs import DELETE_RULE, delete_run, run_counters
 from dashboard.state import registry, store
 from dashboard.text import plain
 from rdqn.compare import ROLLING_WINDOW
-from rdqn.runs.registry import NotOwner
 from rdqn.runs.schema import ACTIVE_STATUSES
 from rdqn.runs.store import RunRecord
+from rdqn.serve.registry import NotOwner
 
 __all__ = ["run_card"]
 

@@ -1,7 +1,7 @@
 """The Saved runs page's actions: what a run has done so far, and deleting it.
 
 A run's status is read from the store: its worker records every change there before it tells
-the server (`rdqn.runs.handle`), so the store is never behind a live run's handle.
+the server (`rdqn.serve.handle`), so the store is never behind a live run's handle.
 
 Deleting is for the browser that started the run, or the server's admin
 (`dashboard.ownership`). Keys: ``runs.selected`` (the selected rows, by run id).
@@ -43,7 +43,7 @@ def run_counters(record: RunRecord) -> tuple[dict[str, int], Telemetry | None]:
 
 def delete_run(record: RunRecord) -> None:
     """Stop the run if this server trains it, delete it and its checkpoint, unselect it
-    (`rdqn.runs.registry.NotOwner` if it is not this session's to delete)."""
+    (`rdqn.serve.registry.NotOwner` if it is not this session's to delete)."""
     registry().delete(record.id, owner=actor())
     st.session_state["runs.selected"] = [
         run_id for run_id in st.session_state["runs.selected"] if run_id != record.id

@@ -37,9 +37,9 @@ from dashboard.classroom.sessions import BrowserSessions
 from dashboard.params import DEFAULT_PRESET
 from dashboard.text import plain
 from rdqn.classroom import tree_demo, worked_example
-from rdqn.runs.executors import ExecutorUnavailable, executor_from_env
-from rdqn.runs.registry import RunRegistry
 from rdqn.runs.store import RunStore, StoreError, default_home
+from rdqn.serve.executors import ExecutorUnavailable, executor_from_env
+from rdqn.serve.registry import RunRegistry
 from rdqn.training.telemetry import Telemetry
 
 __all__ = [

@@ -99,7 +99,11 @@ def live_view() -> None:
     if not watching and ss["live.shown_status"] != (ss["live.run_id"], _status()):
         st.rerun()  # the run started, paused or ended by itself: the buttons follow
     if not watching and restart_pending():
-        st.caption("The run restarts with the new value once the slider settles…")
+        paused = _status() == "paused"
+        st.caption(
+            "The run restarts from its seed with the new value once the slider settles"
+            + ("; the new run stays paused: press Resume to train it." if paused else "…")
+        )
     if parsed.follow:  # the teacher's current run, whichever it is by now, and its overlay
         run_id, previous = live_pages().followed(parsed.follow)
     elif watching:

@@ -707,7 +707,7 @@ def test_python_m_rdqn_subprocess(tmp_path: Path) -> None:
 def test_warm_up_fills_numbas_cache_and_says_where(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from rdqn.runs.worker import kernel_cache_dirs
+    from rdqn.serve.worker import kernel_cache_dirs
 
     code, out, err = cli(capsys, tmp_path / "home", "warm-up")
     assert code == 0, err

@@ -8,9 +8,13 @@ Lowest first; a module may import rdqn modules of its own package or of lower la
     config                RunConfig (composes the configs below it)
     presets, limits       the named RunConfigs; a server's limits on them
     training              trainer, telemetry, timings
-    runs                  lifecycle, control, handles, registry, store, checkpoints, manifest
+    runs                  recording: lifecycle, control, store, checkpoints, manifest, resume
+    serve                 serving: the registry (cap, queue), handles, workers, executors
     compare, classroom    comparisons of recorded runs; the classroom examples
     cli                   `python -m rdqn` (a package: a module per command)
+
+Recording starts no thread and no worker, and nothing in rdqn knows the dashboard's people:
+browsers, cookies, class codes (owners are opaque tokens).
 
 The CLI is a client like the dashboard's pages: it is the one package that prints, and the one
 that may reach the figure layer (`dashboard.figures`, to draw the comparison report), and only
@@ -36,10 +40,11 @@ LAYERS = {
     "limits": 4,
     "training": 5,
     "runs": 6,
-    "compare": 7,
-    "classroom": 7,
-    "cli": 8,
-    "__main__": 9,
+    "serve": 7,
+    "compare": 8,
+    "classroom": 8,
+    "cli": 9,
+    "__main__": 10,
 }
 UI_LIBRARIES = {"streamlit", "plotly", "dashboard", "pages"}
 
@@ -133,3 +138,35 @@ def test_dashboard_figures_do_not_import_streamlit() -> None:
     for path in (RDQN.parent / "dashboard" / "figures").glob("*.py"):
         found = {n.split(".")[0] for n in imports(ast.parse(path.read_text(encoding="utf-8")))}
         assert "streamlit" not in found, path.name
+
+
+RUNS = sorted((RDQN / "runs").glob("*.py"))
+STARTS_WORK = {"threading.Thread", "threading.Timer", "subprocess.Popen", "os.fork"}
+"""Calls that start a thread or a process; `multiprocessing`, `concurrent.futures` and Ray are
+refused as imports."""
+
+
+def dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Attribute):
+        return f"{dotted(node.value)}.{node.attr}"
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+@pytest.mark.parametrize("path", RUNS, ids=lambda p: p.name)
+def test_recording_starts_no_thread_and_no_worker(path: Path) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    calls = {dotted(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    assert not calls & STARTS_WORK
+    pools = {"multiprocessing", "concurrent", "ray"} & {
+        name.split(".")[0] for name in imports(tree)
+    }
+    assert not pools, f"{path.name} imports {pools}"  # (threading's locks are welcome)
+    if "subprocess.run" in calls:
+        assert path.name == "manifest.py"  # the source revision: one `git` query, waited for
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(RDQN)))
+def test_no_core_module_knows_browsers_cookies_or_class_codes(path: Path) -> None:
+    text = path.read_text(encoding="utf-8").lower()
+    for word in ("browser", "cookie", "class code", "class_code", "live_pages"):
+        assert word not in text, f"{path.name} speaks of {word!r}: owners are opaque tokens"

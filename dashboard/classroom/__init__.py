@@ -1,2 +1,2 @@
 """The classroom around the runs: browser sessions, the run each browser shows, class codes,
-follow and fork. The serving layer (`rdqn.runs.registry`) knows owners only as opaque tokens."""
+follow and fork. The serving layer (`rdqn.serve.registry`) knows owners only as opaque tokens."""

@@ -19,11 +19,11 @@ from rdqn.cli.progress import Progress
 from rdqn.compare import Curve, comparison_configs, comparison_threshold, summary_table
 from rdqn.config import RunConfig
 from rdqn.limits import check_comparison_runs, check_threads
-from rdqn.runs.executors import Executor, executor_from_env, usable_cores
-from rdqn.runs.handle import RunHandle
 from rdqn.runs.lifecycle import INTERRUPTED_BY_USER
-from rdqn.runs.registry import RunRegistry
 from rdqn.runs.store import RunStore
+from rdqn.serve.executors import Executor, executor_from_env, usable_cores
+from rdqn.serve.handle import RunHandle
+from rdqn.serve.registry import RunRegistry
 from rdqn.validation import shown
 
 
@@ -77,7 +77,7 @@ def cmd_compare(args: argparse.Namespace, store: RunStore, plan: Comparison) -> 
     group_id = uuid.uuid4().hex[:12]
     registry = RunRegistry(store, executor=executor, max_active=parallel, idle_timeout=None)
     # Ctrl-C (or SIGTERM) stops every run, queued ones too, as 'stopped' and resumable; the
-    # workers ignore SIGINT (`rdqn.runs.zygote`), so this process tells them.
+    # workers ignore SIGINT (`rdqn.serve.zygote`), so this process tells them.
     with StopSignals() as signals:
         try:
             handles = registry.enqueue(configs, group_id=group_id)

@@ -9,7 +9,7 @@ import time
 
 from tqdm import tqdm
 
-from rdqn.runs.worker import WARM_UP_PARTS, WarmUp, kernel_cache_dirs, kernels_cached, warm_up
+from rdqn.serve.worker import WARM_UP_PARTS, WarmUp, kernel_cache_dirs, kernels_cached, warm_up
 
 
 def cmd_warm_up(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@
     set_speed(n)                 at most n env steps per second (None: full speed)
     stop(reason)                 ends the run as 'stopped', with the reason if one is given
 
-The loop blocks while paused, so a paused run costs no CPU. A worker (`rdqn.runs.worker`) runs
+The loop blocks while paused, so a paused run costs no CPU. A worker (`rdqn.serve.worker`) runs
 `drive` and turns the server's commands into these requests.
 """
 

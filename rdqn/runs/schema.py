@@ -117,8 +117,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 3: dead owners. The owner's start time (`rdqn.runs.owners`): with the pid, it tells a
     # process that died (its pid since reused) from a live one. NULL in rows written before.
     ("ALTER TABLE runs ADD COLUMN owner_start INTEGER",),
-    # 4: whose runs. A hash of the owner (a browser) that started or last resumed the run
-    # (`rdqn.runs.store.owner_hash`), so that only that browser is offered to resume it, even
+    # 4: whose runs. A hash of the owner (an opaque token) that started or last resumed the run
+    # (`rdqn.runs.store.owner_hash`), so that only that owner is offered to resume it, even
     # after a server restart. NULL for runs nobody owned (the command line) and older rows.
     ("ALTER TABLE runs ADD COLUMN owner_hash TEXT",),
 )

@@ -103,7 +103,7 @@ def default_home() -> Path:
 
 def owner_hash(owner: str) -> str:
     """What the store keeps of a run's owner: the first 16 hex digits of its SHA-256, enough to
-    tell one browser's runs from another's, never the owner (a secret a browser holds) itself."""
+    tell one owner's runs from another's, never the owner (a client's secret) itself."""
     return hashlib.sha256(owner.encode()).hexdigest()[:16]
 
 
@@ -111,7 +111,7 @@ class RunRecords(Protocol):
     """The writes a run makes about itself while it trains (`rdqn.runs.lifecycle`).
 
     `RunStore` makes them; a worker that cannot reach the server's store relays them to it
-    (`rdqn.runs.worker.RecordRelay`), and the server's `RunStore` makes them there.
+    (`rdqn.serve.worker.RecordRelay`), and the server's `RunStore` makes them there.
     """
 
     def set_status(self, run_id: str, status: str, error: str | None = None) -> None: ...

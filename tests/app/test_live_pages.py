@@ -499,7 +499,7 @@ def test_a_guided_lesson_sets_the_controls_and_its_runs_step_by_step() -> None:
 def test_a_run_waiting_for_the_kernel_warm_up_shows_its_progress(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from rdqn.runs.worker import WarmUp
+    from rdqn.serve.worker import WarmUp
 
     def page() -> None:
         from dashboard.live_view import _preparing

@@ -10,8 +10,8 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.figures import SCHEME_COLORS
 from rdqn.presets import preset
-from rdqn.runs.handle import RunHandle
 from rdqn.runs.store import RunStore
+from rdqn.serve.handle import RunHandle
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 TINY = {

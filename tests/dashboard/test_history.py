@@ -32,9 +32,9 @@ from dashboard.history import (
 )
 from rdqn.compare import Curve, comparison_configs, summary_table
 from rdqn.presets import preset
-from rdqn.runs.handle import RunHandle
-from rdqn.runs.registry import RunRegistry
 from rdqn.runs.store import RunStore
+from rdqn.serve.handle import RunHandle
+from rdqn.serve.registry import RunRegistry
 from tests.run_helpers import wait_for
 
 

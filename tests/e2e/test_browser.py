@@ -194,7 +194,7 @@ def test_a_new_session_is_served_while_runs_train_in_worker_processes(
     assert_no_exception(newcomer)
     newcomer.screenshot(path=str(ARTIFACTS / "live-while-others-train.png"))
     # The runs train in worker processes forked by the zygote: one per training session.
-    zygotes = [pid for pid, (_, command) in _processes().items() if "rdqn.runs.zygote" in command]
+    zygotes = [pid for pid, (_, command) in _processes().items() if "rdqn.serve.zygote" in command]
     workers = {pid for zygote in zygotes for pid in _descendants(zygote)}
     assert len(workers) >= 3, (zygotes, workers)
     newcomer.get_by_role("button", name="Pause").click()

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page
 
+from dashboard.guided import LESSON_FOLDER, load_lesson
 from rdqn.runs.store import RunStore
 from tests.e2e.browser import (
     ARTIFACTS,
@@ -87,44 +88,49 @@ def slider_value(tab: Page, label: str) -> str:
     return thumb.get_attribute("aria-valuetext") or thumb.get_attribute("aria-valuenow") or ""
 
 
+@pytest.mark.parametrize("key", ["alpha-beta", "schemes"])
 def test_every_lesson_step_runs_its_own_settings_and_keeps_its_run(
-    page: Page, served: str, home: Path
+    page: Page, served: str, home: Path, key: str
 ) -> None:
-    """alpha-beta: α 0, α 1, β 0, back to the α 1 run, α 0.6 / β₀ 0.4; each step's run has the
-    step's settings in the store, stays on screen, and no other run is started meanwhile."""
+    """Each step's run has the step's settings in the store (α, β₀, scheme, as the lesson file
+    says), a ``keep`` step keeps the run, a ``restore`` step brings back the earlier one, each
+    stays on screen, and no other run is started meanwhile."""
+    lesson = load_lesson(LESSON_FOLDER / f"{key}.toml")
     tab = another_browser(page, 1600, 1000, timeout_s=120)
-    tab.goto(f"{served}/live?lesson=alpha-beta")
+    tab.goto(f"{served}/live?lesson={key}")
     panel = tab.locator(".st-key-live_lesson")
-    panel.get_by_text("step 1 of 5").wait_for()
+    steps = len(lesson.steps)
+    panel.get_by_text(f"step 1 of {steps}").wait_for()
     tab.get_by_role("button", name="Start", exact=True).click()
-    runs = [wait_for_run(tab, lambda _: True)]
-    expected = {1: (0.0, 0.4), 2: (1.0, 0.4), 3: (1.0, 0.0), 4: (1.0, 0.4), 5: (0.6, 0.4)}
-    for number in range(2, 6):
-        tab.get_by_role("button", name="Next").click()
-        panel.get_by_text(f"step {number} of 5").wait_for()
-        if number == 4:  # back to step 2's run
-            runs.append(wait_for_run(tab, lambda shown: shown == runs[1]))
-        else:
-            runs.append(wait_for_run(tab, lambda shown: shown not in runs))
-        settings = stored(home, runs[-1])
-        assert (settings["alpha"], settings["beta0"]) == expected[number], (
-            number,
-            settings,
-            panel.inner_text(),
-            {run: stored(home, run) for run in run_ids(home)},
-        )
+    runs = {1: wait_for_run(tab, lambda _: True)}
+    before = run_ids(home) - {runs[1]}
+    for number in range(1, steps + 1):
+        step = lesson.step(number)
+        if number > 1:
+            tab.get_by_role("button", name="Next").click()
+            panel.get_by_text(f"step {number} of {steps}").wait_for()
+            if step.run == "start":
+                runs[number] = wait_for_run(tab, lambda shown: shown not in runs.values())
+            else:
+                wanted = runs[lesson.run_step(number)]
+                runs[number] = wait_for_run(tab, lambda shown, wanted=wanted: shown == wanted)
+        config = lesson.config(number).replay
+        settings = stored(home, runs[number])
+        assert (settings["scheme"], settings["alpha"], settings["beta0"]) == (
+            config.scheme,
+            config.alpha,
+            config.beta0,
+        ), (number, settings, {run: stored(home, run) for run in run_ids(home)})
         if tab.locator('[data-testid="stSlider"]', has_text="prioritization").count():
-            assert float(slider_value(tab, "prioritization")) == expected[number][0]
-        stays_on_screen(tab, runs[-1], 8.0 if number < 5 else KEPT_S)
-    assert run_ids(home) >= set(runs)
-    started = {run for run in run_ids(home) if run not in set(runs)}
+            assert float(slider_value(tab, "prioritization")) == config.alpha
+        stays_on_screen(tab, runs[number], KEPT_S if number == steps else 8.0)
+    started = run_ids(home) - before - set(runs.values())
     assert not started, f"runs nobody asked for: {[stored(home, r) for r in started]}"
-    # Every run a step left behind says why it stopped.
-    for run in runs[:3]:
+    for number, run in runs.items():  # every run a step left behind says why it stopped
         settings = stored(home, run)
         if settings["status"] == "stopped":
-            assert "lesson step" in str(settings["error"]), settings
-    tab.screenshot(path=str(ARTIFACTS / "lesson-alpha-beta-step-5.png"))
+            assert "lesson step" in str(settings["error"]), (number, settings)
+    tab.screenshot(path=str(ARTIFACTS / f"lesson-{key}-last-step.png"))
     tab.context.close()
 
 

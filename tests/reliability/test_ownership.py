@@ -25,8 +25,8 @@ from dashboard import ownership
 from dashboard.attempts import AdminBrake
 from dashboard.ownership import token_matches
 from dashboard.state import registry
-from rdqn.runs.registry import NotOwner, RunRegistry, ServerBusy
 from rdqn.runs.store import RunStore
+from rdqn.serve.registry import NotOwner, RunRegistry, ServerBusy
 from tests.app.conftest import isolated_app  # noqa: F401 - autouse: private RDQN_HOME
 from tests.run_helpers import tiny, wait_for
 
@@ -112,6 +112,7 @@ def select_row(at: AppTest, run_id: str) -> None:
 
 def test_saved_runs_cannot_delete_another_sessions_live_run() -> None:
     theirs = registry().start(tiny(LONG), owner=OTHER, paused=True)
+    wait_for(lambda: theirs.status == "paused")  # its worker has recorded it
     at = open_page("pages/runs.py")
     select_row(at, theirs.id)
     assert at.checkbox(key=f"runs.sure.{theirs.id}").disabled
@@ -131,6 +132,7 @@ def test_saved_runs_cannot_delete_another_sessions_live_run() -> None:
 def test_the_admin_token_lets_a_session_delete_any_run(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RDQN_ADMIN_TOKEN", "teacher-only")
     theirs = registry().start(tiny(LONG), owner=OTHER, paused=True)
+    wait_for(lambda: theirs.status == "paused")  # its worker has recorded it
     at = open_page("pages/runs.py")
     at.text_input(key="app.admin_input").input("wrong").run()
     assert "not the admin token" in at.error[0].value
@@ -189,6 +191,7 @@ def test_without_a_token_set_there_is_no_admin(monkeypatch: pytest.MonkeyPatch) 
     assert not at.expander and not at.text_input
     at.session_state["app.admin_token"] = ""  # an empty token is no token
     theirs = registry().start(tiny(LONG), owner=OTHER, paused=True)
+    wait_for(lambda: theirs.status == "paused")  # its worker has recorded it
     at.run()
     select_row(at, theirs.id)
     assert at.checkbox(key=f"runs.sure.{theirs.id}").disabled

@@ -21,9 +21,9 @@ import pytest
 
 from rdqn.cli import main
 from rdqn.learn.agent import DivergenceError, DQNAgent
-from rdqn.runs.handle import RunHandle
 from rdqn.runs.lifecycle import RecordedRun, run_to_end
 from rdqn.runs.store import RunStore
+from rdqn.serve.handle import RunHandle
 from rdqn.training.trainer import Trainer
 from tests.run_helpers import tiny
 
@@ -131,7 +131,7 @@ def test_a_loop_that_returns_short_of_its_budget_is_failed_not_finished(
 def test_an_exception_in_a_worker_fails_the_run_with_the_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The dashboard's path: a worker (`rdqn.runs.worker.run_worker`, here on a thread so the
+    """The dashboard's path: a worker (`rdqn.serve.worker.run_worker`, here on a thread so the
     fault can be injected) drives the run with `rdqn.runs.control.drive`."""
     crash_at(monkeypatch, 70, MemoryError())
     with RunStore(tmp_path / "rdqn.db") as store:

@@ -18,7 +18,6 @@ from rdqn.learn.agent import DivergenceError
 from rdqn.presets import preset
 from rdqn.runs import lifecycle
 from rdqn.runs.checkpoints import load_checkpoint
-from rdqn.runs.handle import RunHandle
 from rdqn.runs.lifecycle import (
     CHECKPOINT_EVERY_S,
     RecordedRun,
@@ -29,6 +28,7 @@ from rdqn.runs.lifecycle import (
 )
 from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import RunStore, StoreError
+from rdqn.serve.handle import RunHandle
 from rdqn.training.trainer import Trainer
 from tests.run_helpers import tiny
 

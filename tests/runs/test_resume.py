@@ -16,10 +16,7 @@ import torch
 
 from rdqn.runs.checkpoints import load_checkpoint
 from rdqn.runs.control import RunControls, drive
-from rdqn.runs.executors import Executor, ThreadExecutor
-from rdqn.runs.handle import RunHandle
 from rdqn.runs.lifecycle import RecordedRun, run_to_end
-from rdqn.runs.registry import RunRegistry, ServerBusy
 from rdqn.runs.resume import (
     ResumeError,
     prepare_resume,
@@ -28,6 +25,9 @@ from rdqn.runs.resume import (
     resume_point,
 )
 from rdqn.runs.store import RunStore
+from rdqn.serve.executors import Executor, ThreadExecutor
+from rdqn.serve.handle import RunHandle
+from rdqn.serve.registry import RunRegistry, ServerBusy
 from rdqn.training.trainer import Trainer
 from tests.run_helpers import tiny, wait_for
 from tests.runs.store_helpers import new_run

@@ -6,11 +6,11 @@ worker and replay memory; past the cap the longest-paused one is stopped, which 
 `resume`), queues runs until a slot frees, finds runs by id for read-only watchers,
 resumes stopped runs under their own ids (`resume`), replaces a run by a new one in its slot
 (`replace`), and stops an owner's runs on request (`stop_owner`). Runs train in the registry's
-executor's workers (`rdqn.runs.executors`); a run nobody polls for `idle_timeout` seconds stops
-itself (a closed browser tab sends no signal).
+executor's workers (`rdqn.serve.executors`); a run nobody polls for `idle_timeout` seconds stops
+itself (an owner that goes away may send no signal).
 
 Ownership: a run belongs to the owner that started or resumed it, an opaque token (the
-dashboard's browsers, `dashboard.classroom`), until `stop_owner` ends that. Every control
+dashboard's, `dashboard.classroom`), until `stop_owner` ends that. Every control
 (`pause`, `step`, `unpause`, `stop`, `replace`, `delete`, `resume`) takes an ``owner``: it is
 checked (`NotOwner` if the run is another owner's), None means the caller may control any run
 (the command line, the server's admin). A run nobody owns (its owner ended, a server restart,
@@ -28,11 +28,11 @@ from typing import Any
 
 from rdqn.config import RunConfig
 from rdqn.limits import check_limits
-from rdqn.runs.executors import Executor, ThreadExecutor, WarmUp
-from rdqn.runs.handle import RunHandle
 from rdqn.runs.resume import reopen, resume_point
 from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import ResumeError, RunStore
+from rdqn.serve.executors import Executor, ThreadExecutor, WarmUp
+from rdqn.serve.handle import RunHandle
 from rdqn.validation import check_integer
 
 __all__ = ["NotOwner", "ResumeError", "RunRegistry", "ServerBusy"]
@@ -428,8 +428,8 @@ class RunRegistry:
         if self.store is not None:
             self.store.delete_run(run_id)
 
-    def stop_owner(self, owner: str, reason: str = "stopped: its browser tab was closed") -> int:
-        """Stop every run of one owner (its browser went away), without waiting for them;
+    def stop_owner(self, owner: str, reason: str = "stopped: its owner went away") -> int:
+        """Stop every run of one owner (it went away), without waiting for them;
         returns how many runs were stopped."""
         with self._lock:
             # Its runs become nobody's: any owner may resume them, only the admin delete them.

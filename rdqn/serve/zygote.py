@@ -1,6 +1,6 @@
 """Worker processes forked from a zygote: one process that imported rdqn and its kernels once.
 
-    server (ProcessExecutor)                zygote: python -m rdqn.runs.zygote
+    server (ProcessExecutor)                zygote: python -m rdqn.serve.zygote
     launch(spec) --- requests socket --->   a run's socket end + its spec: fork ----> worker
              <---- reports socket ------   ("warm-up", "", WarmUp)  while it warms up, then
                                            ("started", id, pid)  ("exited", id, code)
@@ -21,7 +21,7 @@ server's end reads end-of-file, which does not depend on the zygote (a restarted
 nothing of an earlier one's children).
 
 The zygote ends when its server does (its sockets close); each worker ends when its own link
-closes (`rdqn.runs.worker`), so nothing outlives the server.
+closes (`rdqn.serve.worker`), so nothing outlives the server.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from rdqn.runs.worker import (
+from rdqn.serve.worker import (
     WARM_UP_PARTS,
     RunSpec,
     WarmUp,
@@ -156,7 +156,7 @@ class Zygote:
         }
         fds = (zygote_requests.fileno(), zygote_reports.fileno())
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "rdqn.runs.zygote", *map(str, fds)],
+            [sys.executable, "-m", "rdqn.serve.zygote", *map(str, fds)],
             pass_fds=fds,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -324,7 +324,7 @@ def main(requests_fd: int, reports_fd: int) -> None:
     """The zygote: warm up (reporting each part), then serve launches until the server goes
     away. Launches asked for meanwhile wait in the requests socket."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from rdqn.runs.worker import warm_up
+    from rdqn.serve.worker import warm_up
 
     reports = Connection(reports_fd)
     with contextlib.suppress(OSError, EOFError):  # the server went away

@@ -1,11 +1,11 @@
 """A run as the server sees it: a `RunHandle` relays between the pages and the run's worker.
 
-The run trains in a worker (`rdqn.runs.executors`: a process by default, a thread in tests, a
+The run trains in a worker (`rdqn.serve.executors`: a process by default, a thread in tests, a
 Ray actor on a cluster). The handle sends the owner's controls to it and keeps the latest
 `Telemetry` snapshot the worker sent, which pages read; a relay thread receives the worker's
 events, makes the store writes a remote worker relays, notices a worker that dies (its run is
 recorded as failed, with the reason and everything it wrote so far) and stops a run nobody has
-looked at for ``idle_timeout`` seconds. `rdqn.runs.registry` caps, queues and reaps handles.
+looked at for ``idle_timeout`` seconds. `rdqn.serve.registry` caps, queues and reaps handles.
 
 A run's status has one writer, the worker's recorded run: it records every change in the store,
 then sends it (each snapshot carries the status; the last event says how the run ended).
@@ -31,12 +31,12 @@ from typing import Any
 
 from rdqn.config import RunConfig
 from rdqn.runs.control import check_speed
-from rdqn.runs.executors import Executor, ThreadExecutor, Worker
 from rdqn.runs.lifecycle import RecordedRun, ending
 from rdqn.runs.resume import prepare_resume
 from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import RunStore
-from rdqn.runs.worker import RunSpec, apply_record
+from rdqn.serve.executors import Executor, ThreadExecutor, Worker
+from rdqn.serve.worker import RunSpec, apply_record
 from rdqn.training.telemetry import Telemetry
 
 __all__ = ["RunHandle"]
@@ -58,7 +58,7 @@ class RunHandle:
         snapshot_interval: seconds between snapshots the worker sends.
         speed: env steps per second, or None for full speed.
         idle_timeout: stop the run after this many seconds without a `snapshot()` poll
-            (None: never); a browser tab that closes sends no signal.
+            (None: never); an owner that goes away may send no signal.
         on_exit: called (with this handle) when the run has ended.
         stop_at_exit: stop (and record) the run when the interpreter exits; a registry that
             owns the handle does that itself, for all its runs at once.

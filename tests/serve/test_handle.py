@@ -1,4 +1,4 @@
-"""Tests for rdqn.runs.handle: RunHandle lifecycle, controls, persistence and self-stopping."""
+"""Tests for rdqn.serve.handle: RunHandle lifecycle, controls, persistence and self-stopping."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from rdqn.runs.handle import RunHandle
 from rdqn.runs.store import RunStore
+from rdqn.serve.handle import RunHandle
 from tests.run_helpers import tiny, wait_for
 
 

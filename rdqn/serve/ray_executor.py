@@ -1,7 +1,7 @@
 """Runs as Ray actors, for a class that outgrows one machine (``RDQN_EXECUTOR=ray``).
 
 Each run is an actor holding one CPU. Inside it the run trains exactly as in a worker process
-(`rdqn.runs.worker.run_worker`), linked by two queues to the actor's methods: the server sends
+(`rdqn.serve.worker.run_worker`), linked by two queues to the actor's methods: the server sends
 commands with fire-and-forget calls and collects events by polling. The actor runs one method
 at a time, in the order called, so commands keep their order (pause, then resume). The web
 server only relays and renders. An actor may live on another machine, where the server's SQLite file
@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rdqn.runs.executors import ExecutorUnavailable, QueueLink, Worker, drain
-from rdqn.runs.worker import WARM_UP_PARTS, RunSpec, WarmUp, lower_priority, run_worker
+from rdqn.serve.executors import ExecutorUnavailable, QueueLink, Worker, drain
+from rdqn.serve.worker import WARM_UP_PARTS, RunSpec, WarmUp, lower_priority, run_worker
 
 __all__ = ["RAY_MISSING", "RayExecutor"]
 

@@ -1,4 +1,4 @@
-"""Tests for rdqn.runs.registry: the cap on concurrent runs, the queue, stopping and reaping."""
+"""Tests for rdqn.serve.registry: the cap on concurrent runs, the queue, stopping and reaping."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from rdqn.runs.executors import _ThreadWorker
-from rdqn.runs.registry import RunRegistry, ServerBusy
 from rdqn.runs.resume import resumable
 from rdqn.runs.store import RunStore, owner_hash
+from rdqn.serve.executors import _ThreadWorker
+from rdqn.serve.registry import RunRegistry, ServerBusy
 from tests.run_helpers import rdqn_threads, tiny, wait_for
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from rdqn.runs.executors import ProcessExecutor, ThreadExecutor, WarmUp
-from rdqn.runs.registry import RunRegistry
 from rdqn.runs.store import RunStore
-from rdqn.runs.worker import WARM_UP_PARTS, _kernels, kernels_cached, warm_up
+from rdqn.serve.executors import ProcessExecutor, ThreadExecutor, WarmUp
+from rdqn.serve.registry import RunRegistry
+from rdqn.serve.worker import WARM_UP_PARTS, _kernels, kernels_cached, warm_up
 from tests.run_helpers import wait_for
 
 N = len(WARM_UP_PARTS)
@@ -45,7 +45,7 @@ def test_a_warm_up_leaves_no_kernel_for_any_preset_to_compile() -> None:
     type signature the warm-up did not load (else that preset's first run would compile)."""
     script = """
 from rdqn.presets import PRESETS
-from rdqn.runs.worker import _kernels, _tiny_run, warm_up
+from rdqn.serve.worker import _kernels, _tiny_run, warm_up
 warm_up()
 before = {k: set(k.signatures) for k in _kernels()}
 for name in PRESETS:

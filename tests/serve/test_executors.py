@@ -22,17 +22,17 @@ from pathlib import Path
 import pytest
 
 from rdqn.runs.checkpoints import load_checkpoint
-from rdqn.runs.executors import (
+from rdqn.runs.store import RunStore
+from rdqn.serve.executors import (
     Executor,
     ExecutorUnavailable,
     ProcessExecutor,
     ThreadExecutor,
     executor_from_env,
 )
-from rdqn.runs.handle import RunHandle
-from rdqn.runs.registry import RunRegistry
-from rdqn.runs.store import RunStore
-from rdqn.runs.worker import TRAINING_NICENESS, WARM_UP_PARTS
+from rdqn.serve.handle import RunHandle
+from rdqn.serve.registry import RunRegistry
+from rdqn.serve.worker import TRAINING_NICENESS, WARM_UP_PARTS
 from tests.run_helpers import tiny, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,7 +47,7 @@ def process_executor() -> Iterator[ProcessExecutor]:
 
 @pytest.fixture(scope="module")
 def ray_executor() -> Iterator[Executor]:
-    from rdqn.runs.ray_executor import RayExecutor
+    from rdqn.serve.ray_executor import RayExecutor
 
     executor = RayExecutor("local", num_cpus=2)
     yield executor
@@ -240,8 +240,8 @@ def test_shutdown_stops_every_run_and_leaves_no_worker(store: RunStore) -> None:
 
 SERVER = """
 import sys, time
-from rdqn.runs.executors import ProcessExecutor
-from rdqn.runs.handle import RunHandle
+from rdqn.serve.executors import ProcessExecutor
+from rdqn.serve.handle import RunHandle
 from rdqn.runs.store import RunStore
 from tests.run_helpers import tiny
 
@@ -357,8 +357,8 @@ def test_a_dead_zygotes_end_of_file_leaves_its_successors_runs_alone(store: RunS
 
 EXITING_SERVER = """
 import sys, time
-from rdqn.runs.executors import ProcessExecutor
-from rdqn.runs.registry import RunRegistry
+from rdqn.serve.executors import ProcessExecutor
+from rdqn.serve.registry import RunRegistry
 from rdqn.runs.store import RunStore
 from tests.run_helpers import tiny
 

@@ -1,6 +1,6 @@
 """Where runs train: worker processes by default, threads for tests, Ray for a cluster.
 
-An executor starts a worker (`rdqn.runs.worker.run_worker`) for a `RunSpec` and returns the
+An executor starts a worker (`rdqn.serve.worker.run_worker`) for a `RunSpec` and returns the
 server's end of the link, a `Worker`: send it commands, read its events, ask whether it lives.
 `RunHandle` relays between a `Worker` and the pages; it does not care which executor made it.
 
@@ -8,7 +8,7 @@ server's end of the link, a `Worker`: send it commands, read its events, ask whe
                       run starts in a fraction of a second. The default: training never holds
                       the web server's GIL. Capacity: the machine's cores minus one.
     ThreadExecutor    a thread in this process (tests, and library use without a server).
-    RayExecutor       a Ray actor per run (`rdqn.runs.ray_executor`), for more than one machine.
+    RayExecutor       a Ray actor per run (`rdqn.serve.ray_executor`), for more than one machine.
 
 `executor_from_env` picks one from RDQN_EXECUTOR (process | thread | ray) and RDQN_RAY_ADDRESS.
 """
@@ -20,8 +20,8 @@ import queue
 import threading
 from typing import Any, Protocol
 
-from rdqn.runs.worker import WARM_UP_PARTS, RunSpec, WarmUp, run_worker, warm_up
-from rdqn.runs.zygote import Zygote
+from rdqn.serve.worker import WARM_UP_PARTS, RunSpec, WarmUp, run_worker, warm_up
+from rdqn.serve.zygote import Zygote
 from rdqn.validation import check_choice
 
 __all__ = [
@@ -107,7 +107,7 @@ class Executor(Protocol):
 # --------------------------------------------------------------------------------- processes
 class ProcessExecutor:
     """One worker process per run, forked from a zygote that imported rdqn and loaded its
-    kernels once (`rdqn.runs.zygote`), so a run starts in milliseconds.
+    kernels once (`rdqn.serve.zygote`), so a run starts in milliseconds.
 
     ``capacity`` defaults to the cores but one (one is left for the web server).
     """
@@ -251,7 +251,7 @@ def executor_from_env(environ: dict[str, str] | None = None) -> Executor:
     if name == "thread":
         return ThreadExecutor()
     if name == "ray":
-        from rdqn.runs.ray_executor import RayExecutor
+        from rdqn.serve.ray_executor import RayExecutor
 
         return RayExecutor(address=env.get("RDQN_RAY_ADDRESS", "local"))
     return ProcessExecutor()
