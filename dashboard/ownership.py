@@ -23,12 +23,12 @@ module says who the session acts as (`actor`) and draws the admin box (`admin_bo
 
 from __future__ import annotations
 
-import hmac
 import math
 import os
 
 import streamlit as st
 
+from dashboard.admin import ADMIN_TOKEN_ENV, TOKEN_KEY, is_admin, token_matches
 from dashboard.attempts import AdminBrake
 from dashboard.state import registry, session
 
@@ -43,23 +43,9 @@ __all__ = [
     "token_matches",
 ]
 
-ADMIN_TOKEN_ENV = "RDQN_ADMIN_TOKEN"
-_TOKEN_KEY = "app.admin_token"  # the token this session entered (server memory only)
+_TOKEN_KEY = TOKEN_KEY
 _INPUT_KEY = "app.admin_input"
 _OUTCOME_KEY = "app.admin_outcome"  # the last entry: "rejected", seconds to wait, or None
-
-
-def token_matches(entered: str | None, expected: str | None) -> bool:
-    """Whether ``entered`` is the admin token (compared in constant time); never without one."""
-    if not expected or not entered:
-        return False
-    return hmac.compare_digest(entered.encode(), expected.encode())
-
-
-def is_admin() -> bool:
-    """Whether this session entered the server's admin token (checked against its current
-    value, so changing or unsetting ``RDQN_ADMIN_TOKEN`` ends every admin session)."""
-    return token_matches(st.session_state.get(_TOKEN_KEY), os.environ.get(ADMIN_TOKEN_ENV))
 
 
 def actor() -> str | None:

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import secrets
@@ -32,6 +33,7 @@ import numpy as np
 import streamlit as st
 import torch
 
+from dashboard.admin import is_admin
 from dashboard.classroom.live_pages import LivePages
 from dashboard.classroom.sessions import BrowserSessions
 from dashboard.params import DEFAULT_PRESET
@@ -64,6 +66,8 @@ __all__ = [
     "upload_name",
 ]
 
+_log = logging.getLogger(__name__)
+
 TREE_SEED = 2015
 """Seed of the sum-tree page's draws: the same batches in every session, for a class."""
 
@@ -95,16 +99,31 @@ STORE_HELP = (
 
 
 def store_failed(err: Exception) -> NoReturn:
-    """Show why the run store cannot be used, the path and what to do, and end the page run:
-    a `StoreError` says it itself; any other SQLite error gets the store's path and
-    `STORE_HELP`."""
+    """Show why the run store cannot be used and what to do, and end the page run: a
+    `StoreError` says it itself; any other SQLite error gets the store's path and `STORE_HELP`.
+    The server's paths are for its admin and its log: other sessions (the students) read the
+    same message with the run folder named as ``$RDQN_HOME`` and other paths hidden
+    (`without_paths`)."""
     if isinstance(err, StoreError):
         text = str(err)
     else:
         path = default_home() / "rdqn.db"
         text = f"the run store {path} cannot be read ({err}). {STORE_HELP}"
-    st.error(f"The run store cannot be used: {plain(text)}", icon=":material/database:")
+    _log.error("The run store cannot be used: %s", text)
+    shown = text if is_admin() else without_paths(text, default_home())
+    st.error(f"The run store cannot be used: {plain(shown)}", icon=":material/database:")
     st.stop()
+
+
+_ABSOLUTE_PATH = re.compile(r"(?<![\w$])/(?:[^\s:;,()'\"]+)")
+
+
+def without_paths(text: str, home: Path) -> str:
+    """``text`` with the run folder ``home`` written as ``$RDQN_HOME`` and every other absolute
+    path as ``[a path on the server]``: what a student is shown of a server-side error."""
+    for form in sorted({str(home.resolve()), str(home)}, key=len, reverse=True):
+        text = text.replace(form, "$RDQN_HOME")
+    return _ABSOLUTE_PATH.sub("[a path on the server]", text)
 
 
 @st.cache_resource(show_spinner=False)

@@ -165,13 +165,31 @@ def test_a_damaged_store_is_one_clear_message_on_every_page(tmp_path: Path, dama
         assert_store_message(at, str(tmp_path))
 
 
-def assert_store_message(at: AppTest, home: str) -> None:
+def assert_store_message(at: AppTest, home: str, *, admin: bool = False) -> None:
+    """One message; the server's paths only for its admin (issue 30: every student saw
+    "/srv/.../rdqn.db is not an rdqn run store"), the run folder as $RDQN_HOME for the rest."""
     assert not at.exception, at.exception
     (error,) = at.error
     message = error.value.replace("\\", "")
     assert message.startswith("The run store cannot be used:"), message
-    assert home in message and "RDQN_HOME" in message, message
+    assert "RDQN_HOME" in message, message
+    if admin:
+        assert home in message, message
+    else:
+        assert home not in message and "/tmp" not in message, message
     assert "Traceback" not in message and 'File "' not in message
+
+
+def test_the_admin_reads_the_servers_path_and_the_log_has_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    DAMAGED["garbage"](tmp_path / "rdqn.db")
+    monkeypatch.setenv("RDQN_ADMIN_TOKEN", "teacher-only")
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["app.admin_token"] = "teacher-only"
+    at.run()
+    assert_store_message(at, str(tmp_path), admin=True)
+    assert any(str(tmp_path) in record.getMessage() for record in caplog.records)
 
 
 def test_a_store_error_in_the_middle_of_a_page_is_the_same_message(
