@@ -10,6 +10,7 @@ the run from the same seed; the old run stays on the chart as the overlay.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -313,14 +314,47 @@ def sync_controls() -> None:
     shown = handle.id if handle is not None else None
     stale = ss["live.controls_stale"] or ss["live.controls_run"] != shown
     config = live_config()
-    for alias in MAIN_CONTROLS:
-        if stale or f"live.{alias}" not in ss:
-            ss[f"live.{alias}"] = config.get(URL_ALIASES[alias])
-    if handle is not None and (stale or "live.speed" not in ss):
-        ss["live.speed"] = speed_label(handle.speed)
+    wanted = {f"live.{alias}": config.get(URL_ALIASES[alias]) for alias in MAIN_CONTROLS}
+    if handle is not None:
+        wanted["live.speed"] = speed_label(handle.speed)
+    for key, value in wanted.items():
+        if key not in ss:
+            ss[key] = value
+        elif stale and ss[key] != value:
+            ss["live.replaced"][key] = (ss[key], time.monotonic())
+            ss["live.replaced_by"][key] = value
+            ss[key] = value
     ss.setdefault("live.speed", speed_label(None))
     ss["live.controls_stale"] = False
     ss["live.controls_run"] = shown
+    ss["live.echo_undone"] = False  # the controls are drawn next, with these values
+
+
+ECHO_SECONDS = 5.0
+"""How long after a control took a run's value a message carrying its old value is an echo."""
+
+
+def moved_by_a_person(key: str) -> bool:
+    """Whether control ``key``'s new value came from a person, not an echo: a page refresh that
+    left the browser before the control took the run's value (`sync_controls`) carries the old
+    one and would otherwise restart the run with it. An echo is undone here (the control takes
+    the run's value again, and `echo_undone` asks for the page to be drawn anew, which the
+    browser's control then shows); a person who really goes back to the old value within
+    `ECHO_SECONDS` moves the control once more."""
+    ss = st.session_state
+    old, when = ss["live.replaced"].get(key, (None, -math.inf))
+    if ss.get(key) == old and time.monotonic() - when < ECHO_SECONDS:
+        ss[key] = ss["live.replaced_by"][key]
+        ss["live.echo_undone"] = True
+        return False
+    ss["live.replaced"].pop(key, None)
+    return True
+
+
+def echo_undone() -> bool:
+    """Whether an echo was undone since the page was last drawn (`moved_by_a_person`): the page
+    must be drawn again for the browser's control to show the run's value."""
+    return bool(st.session_state.pop("live.echo_undone", False))
 
 
 def _controls_follow() -> None:
@@ -341,6 +375,8 @@ def speed_label(speed: float | None) -> str:
 def on_speed() -> None:
     """The speed control moved: the run on screen takes the speed (and so do the runs this
     page starts next)."""
+    if not moved_by_a_person("live.speed"):
+        return
     handle = current_run()
     if handle is not None and registry().may_control(handle.id, session().owner):
         handle.set_speed(SPEEDS[st.session_state.get("live.speed", "full speed")])
@@ -426,6 +462,8 @@ def on_main_control(alias: str) -> None:
     """Widget callback of a main control: take its value and restart a run that exists, at once
     for the scheme, once the value settles for a slider (`restart_when_settled`). A value the
     settings already hold changes nothing."""
+    if not moved_by_a_person(f"live.{alias}"):
+        return
     value = st.session_state.get(f"live.{alias}")
     path = URL_ALIASES[alias]
     if value is None or value == live_config().get(path):

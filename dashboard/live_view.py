@@ -28,7 +28,7 @@ from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import RunRecord
 from rdqn.training.telemetry import Telemetry
 
-__all__ = ["highlight_css", "run_view", "share_panel", "stored_run_view"]
+__all__ = ["class_code_button", "highlight_css", "run_view", "share_panel", "stored_run_view"]
 
 CHART_HEIGHT = 330
 """The live charts' height (px): the controls and the reward curve fit a 1280×720 screen."""
@@ -242,14 +242,35 @@ def _queued(run_id: str, place: int, waiting: int) -> None:
         )
 
 
+def _listens_on_network() -> bool:
+    """Whether the server is bound to all interfaces (the default): reachable at the machine's
+    address."""
+    return (st.get_option("server.address") or "") in ("", "0.0.0.0", "::")
+
+
+def _address() -> str:
+    return server_address(
+        st.context.url or "http://localhost:8501/live",
+        network_host=net_util.get_internal_ip() if _listens_on_network() else None,
+    )
+
+
+def class_code_button() -> None:
+    """A button that shows this browser's class code full screen, for the back row."""
+    if st.button(
+        "Class code",
+        icon=":material/fullscreen:",
+        key="live.big_code",
+        help="The class code full screen, large enough for the back row",
+    ):
+        code = live_pages().class_code(session().owner)
+        class_code_full_screen(code, follow_link(_address(), code))
+
+
 def share_panel(run_id: str | None) -> None:
     """The class's links: follow this session's runs (QR code, copyable), or watch one run."""
-    # A server bound to all interfaces (the default) is reachable at the machine's address.
-    listens_on_network = (st.get_option("server.address") or "") in ("", "0.0.0.0", "::")
-    address = server_address(
-        st.context.url or "http://localhost:8501/live",
-        network_host=net_util.get_internal_ip() if listens_on_network else None,
-    )
+    listens_on_network = _listens_on_network()
+    address = _address()
     code = live_pages().class_code(session().owner)
     link = follow_link(address, code)
     if (urlsplit(address).hostname or "") in LOOPBACK:
@@ -275,6 +296,19 @@ def share_panel(run_id: str | None) -> None:
         ("Both open" if run_id else "It opens")
         + " read-only; *Try this setup myself* gives a student a run of their own."
     )
+
+
+@st.dialog("Follow this class", width="large")
+def class_code_full_screen(code: str, link: str) -> None:
+    """The class code as large as a projector shows it to the back row, with its QR code and
+    link: students type the link, or scan the code."""
+    st.html(
+        '<div style="text-align:center;font-size:min(22vw,11rem);font-weight:700;'
+        f'letter-spacing:0.15em;line-height:1.1">{code}</div>'
+    )
+    left, right = st.columns([1, 2], vertical_alignment="center")
+    left.image(qr_png(link), width=260)
+    right.markdown(f"Open **{plain(link)}**, or scan the code.")
 
 
 def stored_run_view(run_id: str) -> None:

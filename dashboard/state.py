@@ -282,6 +282,8 @@ def _defaults() -> dict[str, Any]:
         "live.run_id": None,
         "live.controls_run": None,  # the run whose values the controls show (`sync_controls`)
         "live.controls_stale": True,  # the controls take the settings on the next page run
+        "live.replaced": {},  # control key -> (the value it showed before a sync, when)
+        "live.replaced_by": {},  # control key -> the value that sync gave it
         "live.error": None,
         "live.smoothing": 0.9,
         "live.lesson": None,  # a key of dashboard.lessons.lessons(): kept for the session

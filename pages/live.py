@@ -8,6 +8,7 @@ from dashboard.live import (
     current_lesson,
     current_run,
     current_step,
+    echo_undone,
     load_params_once,
     previous_run_id,
     restart_pending,
@@ -19,7 +20,7 @@ from dashboard.live import (
     try_it_myself,
 )
 from dashboard.live_controls import lesson_panel, main_controls, run_buttons, settings_form
-from dashboard.live_view import run_view, share_panel, stored_run_view
+from dashboard.live_view import class_code_button, run_view, share_panel, stored_run_view
 from dashboard.params import parse_params
 from dashboard.state import ensure_app_frame, live_pages, registry
 from dashboard.text import plain
@@ -83,8 +84,10 @@ else:
     if ss["live.error"]:
         st.error(plain(ss["live.error"]))
     sync_url()
-    with share.popover("Share with the class", icon=":material/qr_code_2:"):
-        share_panel(ss["live.run_id"])
+    with share.container(horizontal=True):
+        with st.popover("Share with the class", icon=":material/qr_code_2:"):
+            share_panel(ss["live.run_id"])
+        class_code_button()
 
 
 def _status() -> str | None:
@@ -94,6 +97,8 @@ def _status() -> str | None:
 
 @st.fragment(run_every=1.0)
 def live_view() -> None:
+    if not watching and echo_undone():
+        st.rerun()  # the whole page: its controls show the run's values again
     if not watching and restart_when_settled():
         st.rerun()  # the whole page: its buttons follow the new run
     if not watching and ss["live.shown_status"] != (ss["live.run_id"], _status()):

@@ -19,7 +19,7 @@ torch.set_num_threads(1)
 
 _ONE_WORKER = {
     "test_browser.py": "browser-a",
-    "test_first_load.py": "browser-a",
+    "test_first_load.py": "browser-b",
     "test_run_on_screen.py": "browser-a",
     "test_classroom.py": "browser-b",
     "test_reload.py": "browser-b",

@@ -12,7 +12,7 @@ from streamlit import config
 from streamlit.runtime.caching.cache_resource_api import _resource_caches
 from streamlit.testing.v1 import AppTest
 
-from dashboard import state
+from dashboard import live, state
 from dashboard.config_widgets import FORM_FIELDS, field_label
 from dashboard.live import RESTARTS, SETTLE_SECONDS, STEP_AFTER_THE_END, STEPPED_AFTER_THE_END
 from dashboard.params import URL_ALIASES
@@ -460,6 +460,37 @@ def test_following_an_unknown_class_says_so() -> None:
 
 def _lesson_line(at: AppTest) -> str:
     return next(m.value for m in at.markdown if m.value.startswith("**Lesson:"))
+
+
+def test_a_late_page_refresh_with_the_old_scheme_does_not_replace_the_steps_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Regression (issue 25, seen in 6 of 6 browser transitions): a page refresh the browser
+    sent before its controls took a lesson step's values carried the old scheme, and the run
+    the step had started was replaced by one with the old scheme within a second. Such an echo
+    is undone; a person who picks the old value again later still restarts."""
+    at = open_app()
+    at.query_params["lesson"] = "schemes"
+    at.switch_page("pages/live.py").run()
+    at.button(key="live.start").click().run()
+    at.button(key="live.lesson_next").click().run()  # step 2: proportional
+    step_run = at.session_state["live.run_id"]
+    assert registry().get(step_run).config.replay.scheme == "proportional"
+    assert at.selectbox(key="live.scheme").value == "proportional"
+    at.selectbox(key="live.scheme").set_value("uniform").run()  # the browser's late refresh
+    assert not at.exception
+    assert at.session_state["live.run_id"] == step_run
+    assert at.selectbox(key="live.scheme").value == "proportional"
+    assert live_config_scheme(at) == "proportional"
+    monkeypatch.setattr(live, "ECHO_SECONDS", 0.0)  # later: a person's choice
+    at.selectbox(key="live.scheme").set_value("uniform").run()
+    assert at.session_state["live.run_id"] != step_run
+    assert registry().get(at.session_state["live.run_id"]).config.replay.scheme == "uniform"
+
+
+def live_config_scheme(at: AppTest) -> str:
+    overrides = at.session_state["live.overrides"]
+    return overrides.get("replay.scheme", "proportional")
 
 
 def test_a_guided_lesson_sets_the_controls_and_its_runs_step_by_step() -> None:

@@ -222,7 +222,7 @@ def test_resume_after_a_server_restart_is_the_same_run_with_its_own_settings(
 
 
 def test_a_follower_sees_the_teachers_previous_run_dashed(page: Page, served: str) -> None:
-    teacher = another_browser(page, timeout_s=120)
+    teacher = another_browser(page, 1280, 720, timeout_s=120)
     teacher.goto(f"{served}/live?steps=1000000")
     teacher.get_by_role("button", name="Start", exact=True).click()
     first = wait_for_run(teacher, lambda _: True)
@@ -230,7 +230,18 @@ def test_a_follower_sees_the_teachers_previous_run_dashed(page: Page, served: st
     link = teacher.locator('[data-testid="stPopoverBody"] [data-testid="stCode"]').first
     code = re.search(r"follow=([A-Z0-9]{4})", link.inner_text())
     assert code, link.inner_text()
-    teacher.keyboard.press("Escape")
+    teacher.keyboard.press("Escape")  # the popover closes
+    link.wait_for(state="hidden")
+    # The back row's view: the code as large as the screen allows.
+    teacher.get_by_role("button", name="Class code").click()
+    dialog = teacher.get_by_test_id("stDialog")
+    big = dialog.get_by_text(code.group(1), exact=True)
+    big.wait_for()
+    size = big.evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
+    assert size >= 100, f"the class code is {size} px on a 1280 px screen"
+    teacher.screenshot(path=str(ARTIFACTS / "class-code-full-screen.png"))
+    dialog.get_by_role("button", name="Close").click()
+    dialog.wait_for(state="detached")
     teacher.locator('[data-testid="stSlider"]', has_text="prioritization").get_by_role(
         "slider"
     ).press("ArrowRight")
