@@ -8,6 +8,7 @@ otherwise (a finished run, or one from before a server restart), so a shared lin
 
 from __future__ import annotations
 
+import contextlib
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -25,7 +26,6 @@ from dashboard.text import plain, why_stopped
 from rdqn.compare import ROLLING_WINDOW
 from rdqn.runs.resume import resume_blocker
 from rdqn.runs.schema import FINAL_STATUSES
-from rdqn.runs.store import RunRecord
 from rdqn.training.telemetry import Telemetry
 
 __all__ = ["class_code_button", "highlight_css", "run_view", "share_panel", "stored_run_view"]
@@ -83,15 +83,16 @@ def run_view(
     snap = handle.snapshot() if handle is not None else None
     if snap is None:
         place = registry().position(run_id) if run_id else None
-        record = _record(run_id) if run_id and handle is None and not watching else None
-        if handle is not None and handle.status in FINAL_STATUSES:
-            _ending(run_id, handle.status, handle.error, watching=watching)
+        ended = None  # (status, reason) of a run that has ended, live or stored
+        if run_id and (handle is not None or not watching):
+            with contextlib.suppress(KeyError):  # a run deleted meanwhile shows as none
+                ended = registry().status_of(run_id)
+        if ended is not None and ended[0] in FINAL_STATUSES:
+            _ending(run_id, *ended, watching=watching)
         elif place is not None:
             _queued(run_id, *place)
         elif handle is not None:
             _preparing(run_id)
-        elif record is not None and record.status in FINAL_STATUSES:
-            _ending(run_id, record.status, record.error, watching=watching)
         elif watching:
             st.info("Waiting for the teacher to start a run…", icon=":material/hourglass_top:")
         else:
@@ -100,9 +101,8 @@ def run_view(
                 "time."
             )
         return
-    # The handle, not the snapshot, says what the run is now: it knows at once what its owner
-    # asked for (a pause) and how the run ended (failed, stopped by someone), even when the
-    # worker sent no snapshot after that.
+    # The handle, not the snapshot, says what the run is now: the worker's last report, and how
+    # the run ended when its worker could not say (it died, or was killed for not stopping).
     status, error = handle.status, handle.error or snap.error
     total = handle.config.train.total_steps
     line = (
@@ -166,13 +166,6 @@ def run_view(
         key="live.loss_chart",
     )
     _metrics(snap, status, handle.config.replay.scheme)
-
-
-def _record(run_id: str) -> RunRecord | None:
-    try:
-        return store().get_run(run_id)
-    except KeyError:
-        return None
 
 
 def _ending(run_id: str, status: str, error: str | None, *, watching: bool) -> None:
