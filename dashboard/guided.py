@@ -16,7 +16,9 @@ reads the loaded lessons.
 from __future__ import annotations
 
 import difflib
+import os
 import re
+import stat
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -37,6 +39,7 @@ __all__ = [
     "GuidedLesson",
     "LessonFileError",
     "LessonStep",
+    "lesson_files",
     "load_lesson",
     "load_lessons",
 ]
@@ -63,6 +66,12 @@ ALL_CONTROLS = frozenset({"alpha", "beta", "scheme", "settings"})
 """Live-page controls a step can leave visible: the URL names of the main controls (α, β₀,
 the scheme) and ``settings``, the sidebar's run settings form."""
 MAX_STEPS = 12
+MAX_FILE_BYTES = 64 * 1024
+"""A lesson is a few kilobytes (12 steps of at most 600-character notices): a larger file is
+refused unread, so a stray dump in the folder is not read into memory on every page load."""
+OTHER_FORMATS = (".yaml", ".yml", ".json")
+"""Files a teacher may drop in the folder for a lesson in another format: each is reported,
+not silently ignored (lessons are TOML)."""
 TITLE_LIMIT = 80
 NOTICE_LIMIT = 600
 """Characters: a notice is read off a projector, about three sentences."""
@@ -379,6 +388,33 @@ def _display_name(path: Path) -> str:
     return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
 
 
+def _read(path: Path, top: _Where) -> str:
+    """The file's text: a regular file of at most `MAX_FILE_BYTES`, UTF-8 (a byte order mark,
+    as some editors write, is dropped). A pipe or device is refused unread (reading one could
+    block or never end); errors name no server path (the page shows them to the class)."""
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise top.error(None, "cannot be read: not a regular file")
+        if info.st_size > MAX_FILE_BYTES:
+            raise top.error(
+                None,
+                f"{info.st_size:,} bytes, at most {MAX_FILE_BYTES:,}: a lesson is a few kilobytes",
+            )
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)  # it may have grown since
+    except OSError as err:
+        raise top.error(None, f"cannot be read: {err.strerror or type(err).__name__}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise top.error(None, f"more than {MAX_FILE_BYTES:,} bytes: a lesson is a few kilobytes")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise top.error(
+            None, f"not UTF-8 text (byte 0x{data[err.start]:02x} at offset {err.start})"
+        ) from None
+
+
 def load_lesson(path: Path) -> GuidedLesson:
     """The lesson in a TOML file (`LessonFileError` naming the step and field of a mistake)."""
     path = Path(path)
@@ -390,15 +426,15 @@ def load_lesson(path: Path) -> GuidedLesson:
             "digits and single hyphens, e.g. alpha-beta.toml",
         )
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(_read(path, top))
     except tomllib.TOMLDecodeError as err:
         text = str(err)
         found = re.search(r"\(at line (\d+), column (\d+)\)", text)
         line = int(found.group(1)) if found else None
         reason = re.sub(r"\s*\(at line \d+, column \d+\)", "", text)
         raise LessonFileError(top.file, f"not valid TOML: {reason}", line=line) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise top.error(None, f"cannot be read: {err}") from None
+    except RecursionError:  # tomllib reads nested arrays and tables recursively
+        raise top.error(None, "not valid TOML: arrays or tables nested too deeply") from None
     _check_keys(top, data, _LESSON_FIELDS)
     title = _text(top, data, "title", TITLE_LIMIT)
     summary = _text(top, data, "summary", NOTICE_LIMIT)
@@ -431,17 +467,30 @@ def load_lesson(path: Path) -> GuidedLesson:
     )
 
 
+def lesson_files(folder: Path = LESSON_FOLDER) -> list[Path]:
+    """The lesson files in ``folder`` (``*.toml``) and those in `OTHER_FORMATS`, by name."""
+    suffixes = (".toml", *OTHER_FORMATS)
+    return sorted(path for path in Path(folder).glob("*") if path.suffix in suffixes)
+
+
 def load_lessons(
     folder: Path = LESSON_FOLDER, *, errors: list[LessonFileError] | None = None
 ) -> dict[str, GuidedLesson]:
     """Every ``*.toml`` lesson in ``folder`` by key, in ``order`` (then by key).
 
-    A bad file raises its `LessonFileError`; with an ``errors`` list, it is appended there and
-    skipped instead, so one broken copy does not hide the other lessons.
+    A bad file (or one in `OTHER_FORMATS`) raises its `LessonFileError`; with an ``errors``
+    list, it is appended there and skipped instead, so one broken copy does not hide the other
+    lessons.
     """
     lessons: list[GuidedLesson] = []
-    for path in sorted(Path(folder).glob("*.toml")):
+    for path in lesson_files(folder):
         try:
+            if path.suffix != ".toml":
+                raise _Where(_display_name(path)).error(
+                    None,
+                    f"not a lesson: lessons are TOML files ({path.stem}.toml), as README.md in "
+                    "the folder shows",
+                )
             lessons.append(load_lesson(path))
         except LessonFileError as err:
             if errors is None:

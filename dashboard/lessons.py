@@ -8,18 +8,46 @@ page to show (`lessons`).
 from __future__ import annotations
 
 import functools
+import os
+from pathlib import Path
 
-from dashboard.guided import LESSON_FOLDER, GuidedLesson, LessonFileError, load_lessons
+from dashboard.guided import (
+    LESSON_FOLDER,
+    GuidedLesson,
+    LessonFileError,
+    lesson_files,
+    load_lessons,
+)
 
-__all__ = ["lessons"]
+__all__ = ["lessons", "unknown_lesson"]
 
 
 def lessons() -> tuple[dict[str, GuidedLesson], tuple[LessonFileError, ...]]:
     """The lessons that load, by key in their order, and the errors of the files that do not."""
-    stamp = tuple(
-        (path.name, path.stat().st_mtime_ns) for path in sorted(LESSON_FOLDER.glob("*.toml"))
-    )
+    stamp = tuple((path.name, *_changed(path)) for path in lesson_files(LESSON_FOLDER))
     return _load(stamp)
+
+
+def unknown_lesson(key: str) -> str:
+    """Why ``?lesson=<key>`` opens no lesson: its file's error (naming the file, step and
+    field), or that there is no such file, with the lessons there are."""
+    found, errors = lessons()
+    for error in errors:
+        if Path(error.file).stem == key:
+            return str(error)
+    if not found:
+        return "no lesson file loads on this server"
+    return f"use one of {', '.join(found)}"
+
+
+def _changed(path: Path) -> tuple[int, int]:
+    """What tells an edited file from the one read before: its time and size (a file removed
+    since it was listed, or a link to nothing, reads as (-1, -1) and fails to load, said so)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return -1, -1
+    return info.st_mtime_ns, info.st_size
 
 
 @functools.lru_cache(maxsize=4)

@@ -131,11 +131,11 @@ def parse_params(params: Mapping[str, str]) -> ParsedParams:
         overrides[path] = value
     lesson = params.get("lesson")
     if lesson is not None:
-        from dashboard.lessons import lessons  # it reads lesson files, which use this module
+        # It reads lesson files, which use this module.
+        from dashboard.lessons import lessons, unknown_lesson
 
-        known = lessons()[0]
-        if lesson not in known:
-            notes.append(f"ignored lesson={lesson!r}: use one of {', '.join(known)}")
+        if lesson not in lessons()[0]:
+            notes.append(f"ignored lesson={lesson!r}: {unknown_lesson(lesson)}")
             lesson = None
     run_id = params.get("run")
     if run_id is not None and not (run_id.isalnum() and len(run_id) <= 32):
