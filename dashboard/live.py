@@ -20,6 +20,7 @@ import numpy as np
 import streamlit as st
 from numpy.typing import NDArray
 
+from dashboard.admin import is_admin
 from dashboard.guided import GuidedLesson, LessonStep
 from dashboard.history import run_label
 from dashboard.lessons import lessons
@@ -32,6 +33,7 @@ from dashboard.state import (
     session,
     store,
     upload_name,
+    without_paths,
 )
 from dashboard.text import plain, why_stopped
 from rdqn.config import RunConfig
@@ -40,7 +42,7 @@ from rdqn.limits import check_limits
 from rdqn.presets import configure, preset
 from rdqn.runs.resume import resume_blocker
 from rdqn.runs.schema import FINAL_STATUSES
-from rdqn.runs.store import owner_hash
+from rdqn.runs.store import StoreError, default_home, owner_hash
 from rdqn.serve.handle import RunHandle
 from rdqn.serve.registry import NotOwner, ResumeError, ServerBusy
 
@@ -422,6 +424,9 @@ def resume_run(run_id: str) -> None:
     except (ResumeError, ServerBusy, NotOwner) as err:
         st.session_state["live.error"] = str(err)
         return
+    except StoreError as err:
+        st.session_state["live.error"] = store_refused(err)
+        return
     st.session_state["live.error"] = None
     _use_settings_of(handle.config)
     _show_run(run_id)
@@ -455,7 +460,19 @@ def restart(paused: bool | None = None, *, reason: str | None = None) -> None:
     if paused is None:
         handle = current_run()
         paused = handle is not None and handle.status == "paused"
-    start_live_run(config, paused=paused, reason=reason)
+    try:
+        start_live_run(config, paused=paused, reason=reason)
+    except StoreError as err:  # nothing started, the run on screen goes on
+        st.session_state["live.error"] = store_refused(err)
+
+
+def store_refused(err: StoreError) -> str:
+    """What the page says when the store cannot record a run (read-only, a full disk): one
+    line, the server's paths for its admin only (as `dashboard.state.store_failed`). Buttons
+    such as Try this setup myself and Resume run as callbacks, outside the app frame that
+    shows a failed store's message on every page: unhandled, theirs was a bare "error"."""
+    text = str(err) if is_admin() else without_paths(str(err), default_home())
+    return f"No run can be started: {text}"
 
 
 def on_main_control(alias: str) -> None:
