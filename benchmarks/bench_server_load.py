@@ -1,0 +1,586 @@
+"""The server alone: what one watching session costs it, and how many one core serves.
+
+The Chromium load test (`benchmarks.load_classroom`) runs 30 browsers on the server's two cores,
+so its figures mostly measure the browsers. Here the sessions are lightweight clients
+(`benchmarks.streamlit_client`: Streamlit's WebSocket protocol, nothing drawn) in this one
+process, and the server is pinned to one core (``--server-core``): every thread of it, so "the
+sessions one core serves" is literal. This script, its clients and the server's child processes
+(the zygote and the worker that trains the run) share the other core; the worker is niced so
+that the clients keep their timing.
+
+The class: one teacher session opens the live page, presses Start (a 10^6-step run, full speed,
+in a worker process) and stays; its class code is read from its page. For each repeat, watchers
+join as students do with ``/live?follow=<code>`` (each a distinct browser: its own ``rdqn_owner``
+cookie), in steps of ``--sessions`` (0, 1, 5, 10, 20, 30 by default: added, never closed, until
+the repeat ends), and each step is measured for ``--seconds`` once every new page has loaded and
+``--settle`` seconds more have passed. Then the watchers close and the next repeat starts with
+new ones. Like a browser, a client asks for its live fragment's rerun every second (the
+fragment's ``run_every``) whether or not the last one has come back.
+
+Measured per step:
+  server CPU      CPU seconds per second of the server process, all its threads (/proc), and
+                  apart from it its children (the training worker) and this script (the clients)
+  per session     the server's CPU per watching session: the slope of server CPU over sessions
+                  (least squares, steps where the server's core is not saturated)
+  update interval between the live fragment's consecutive updates on each watcher's page (what a
+                  student sees; nominal 1 s): p50, p95, max, and the share more than 1 s late
+  response        a fragment rerun asked for until its script_finished message (queueing
+                  included); run: the script's run as the client sees it, first to last message
+  bytes           ForwardMsg bytes per watching session per second
+  memory          the server's RSS, and its growth per session over the ramp
+  first load      a joining watcher's first page run, asked until finished
+Derived: the watching sessions one core serves at one refresh a second, (1 - the server's CPU
+without watchers) / the CPU per session; and whether 30 watchers on one core get their updates
+with a p95 interval of at most 1.5 s (issue 30's goal). With ``--profile SECONDS`` and py-spy
+(``--py-spy PATH``, else on PATH), the server is sampled for that long with the most watchers,
+after the measured repeats, and the top functions are recorded.
+
+Everything is on 127.0.0.1, every wait is bounded (``--timeout`` in all), and the script stops
+what it started. Results: ``--out`` (JSON); ``--table`` prints the README's table from it.
+
+Usage: python -m benchmarks.bench_server_load [--sessions 0 1 5 10 20 30] [--seconds 15]
+       [--repeats 3] [--settle 3] [--profile 20] [--out benchmarks/results/server_load.json]
+       python -m benchmarks.bench_server_load --table [--out ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.dashboard_server import start_dashboard
+from benchmarks.load_classroom import _cpu_s, _status_kb, descendants, read_log, stop_server
+from benchmarks.streamlit_client import Run, StreamlitClient
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "benchmarks/results/server_load.json"
+LIVE_QUERY = "steps=1000000"  # a budget the teacher's run does not finish while measured
+CLASS_CODE = re.compile(r"Class code `([A-HJ-NP-Z2-9]{4})`")
+RUN_ID = re.compile(r"\brun `?([0-9a-f]{12})\b")
+GOAL_SESSIONS = 30
+GOAL_P95_S = 1.5
+LATE_S = 1.0
+"""An update later than its period by more than this is late (a student sees the page stall)."""
+SATURATED = 0.85
+"""A step whose server used more of its core than this is left out of the per-session slope."""
+WORKER_NICE = 10
+
+
+# ---------------------------------------------------------------------------------- the machine
+def pin(pid: int, cores: set[int]) -> None:
+    """Every thread of ``pid`` on ``cores`` (a process's affinity is per thread; threads made
+    later inherit their creator's)."""
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(int(task), cores)
+
+
+def place(server: int, server_core: int, other_core: int) -> list[int]:
+    """The server on its core; its children (zygote, workers) on the other, niced."""
+    pin(server, {server_core})
+    children = descendants(server)
+    for child in children:
+        with contextlib.suppress(OSError):
+            pin(child, {other_core})
+            os.setpriority(os.PRIO_PROCESS, child, WORKER_NICE)
+    return children
+
+
+def cpu_now(server: int) -> dict[str, float]:
+    """CPU seconds so far of the server, of its live children, of this process (the clients)."""
+    times = os.times()
+    return {
+        "server": _cpu_s(server),
+        "children": sum(_cpu_s(child) for child in descendants(server)),
+        "clients": times.user + times.system,
+        "wall": time.monotonic(),
+    }
+
+
+def used(start: dict[str, float], end: dict[str, float]) -> dict[str, float]:
+    """Cores used between two `cpu_now` readings (a child that ended in between is missed)."""
+    wall = end["wall"] - start["wall"]
+    return {k: max(0.0, end[k] - start[k]) / wall for k in ("server", "children", "clients")}
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
+        return out.stdout.strip() + ("+uncommitted" if dirty.stdout.strip() else "")
+    except OSError:
+        return "unknown"
+
+
+def loadavg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+# ---------------------------------------------------------------------------------- statistics
+def pct(values: list[float], q: float) -> float | None:
+    return round(float(np.percentile(values, q)), 1) if values else None
+
+
+def spread(values: list[float | None]) -> dict[str, float | None]:
+    """Median, min and max of the repeats' values."""
+    kept = [v for v in values if v is not None]
+    if not kept:
+        return {"median": None, "min": None, "max": None}
+    return {
+        "median": round(statistics.median(kept), 4),
+        "min": round(min(kept), 4),
+        "max": round(max(kept), 4),
+    }
+
+
+def live_fragment(client: StreamlitClient) -> str | None:
+    """The live view's fragment: the one that reruns every second."""
+    return next((f for f, every in client.intervals.items() if every == 1.0), None)
+
+
+def window_runs(client: StreamlitClient, start: float, end: float) -> list[Run]:
+    """The client's live-fragment runs that finished within [start, end]."""
+    fragment = live_fragment(client)
+    return [
+        run
+        for run in client.runs
+        if run.fragment
+        and fragment in run.fragments
+        and run.finished is not None
+        and start <= run.finished <= end
+    ]
+
+
+# ----------------------------------------------------------------------------------- the class
+async def teacher_session(url: str, timeout: float) -> tuple[StreamlitClient, str, str]:
+    """The teacher's live page with a run training: (its client, the run, the class code)."""
+    teacher = StreamlitClient(url, "/live", LIVE_QUERY)
+    await teacher.open(timeout)
+    await teacher.wait_run(timeout)
+    await teacher.click("live.start")
+    found = await teacher.wait_for(
+        lambda: re.search(r"(?m)^running\b.*", teacher.page_text()), timeout, "the run training"
+    )
+    run = RUN_ID.search(found.group(0)) or RUN_ID.search(teacher.page_text())
+    code = CLASS_CODE.search(teacher.page_text())
+    if run is None or code is None:
+        raise RuntimeError(f"no run id or class code on the teacher's page:\n{teacher.page_text()}")
+    return teacher, run.group(1), code.group(1)
+
+
+async def join(url: str, code: str, run_id: str, timeout: float) -> tuple[StreamlitClient, float]:
+    """A student's browser opens the class's link; returns it and its first page run (s), once
+    its live fragment has shown the teacher's run."""
+    student = StreamlitClient(url, "/live", f"follow={code}")
+    await student.open(timeout)
+    first = await student.wait_run(timeout)
+    await student.wait_for(
+        lambda: run_id in student.page_text(), timeout, f"the teacher's run {run_id}"
+    )
+    assert first.asked is not None and first.finished is not None
+    return student, first.finished - first.asked
+
+
+async def measure_step(
+    server: int, watchers: list[StreamlitClient], seconds: float
+) -> dict[str, Any]:
+    """Everything measured over ``seconds`` with these watchers open."""
+    bytes_before = [w.received_bytes for w in watchers]
+    start_cpu = cpu_now(server)
+    start = time.monotonic()
+    await asyncio.sleep(seconds)
+    end = time.monotonic()
+    cores = used(start_cpu, cpu_now(server))
+    intervals: list[float] = []
+    response: list[float] = []
+    run_time: list[float] = []
+    updates = 0
+    for watcher in watchers:
+        runs = window_runs(watcher, start, end)
+        updates += len(runs)
+        done = [r.finished for r in runs if r.finished is not None]
+        intervals += [1000 * (b - a) for a, b in zip(done, done[1:], strict=False)]
+        response += [1000 * (r.finished - r.asked) for r in runs if r.finished and r.asked]
+        run_time += [
+            1000 * (r.finished - r.first_message) for r in runs if r.finished and r.first_message
+        ]
+    n = len(watchers)
+    received = sum(w.received_bytes - b for w, b in zip(watchers, bytes_before, strict=True))
+    return {
+        "window_s": round(end - start, 2),
+        "server_cores": round(cores["server"], 4),
+        "children_cores": round(cores["children"], 4),
+        "clients_cores": round(cores["clients"], 4),
+        "server_rss_mb": round(_status_kb(server, "VmRSS") / 1024, 1),
+        "server_threads": _status_kb(server, "Threads"),
+        "updates_per_session_s": round(updates / n / (end - start), 3) if n else None,
+        "interval_ms": {
+            "p50": pct(intervals, 50),
+            "p95": pct(intervals, 95),
+            "max": pct(intervals, 100),
+            "n": len(intervals),
+        },
+        "late_share": (
+            round(sum(i > 1000 * (1 + LATE_S) for i in intervals) / len(intervals), 4)
+            if intervals
+            else None
+        ),
+        "response_ms": {"p50": pct(response, 50), "p95": pct(response, 95)},
+        "run_ms": {"p50": pct(run_time, 50), "p95": pct(run_time, 95)},
+        "bytes_per_session_s": round(received / n / (end - start)) if n else None,
+        "sessions_closed": sum(1 for w in watchers if w.closed),
+        "loadavg": loadavg(),
+    }
+
+
+async def ramp(
+    args: argparse.Namespace, server: int, url: str, code: str, run_id: str, repeat: int
+) -> list[dict[str, Any]]:
+    """One repeat: watchers join step by step, each step measured; then they all close."""
+    watchers: list[StreamlitClient] = []
+    steps = []
+    try:
+        for sessions in args.sessions:
+            joined = await asyncio.gather(
+                *(
+                    join(url, code, run_id, args.step_timeout)
+                    for _ in range(sessions - len(watchers))
+                )
+            )
+            watchers += [client for client, _ in joined]
+            place(server, args.server_core, args.other_core)
+            await asyncio.sleep(args.settle)
+            step = await measure_step(server, watchers, args.seconds)
+            step |= {
+                "repeat": repeat,
+                "sessions": sessions,
+                "first_load_ms": {
+                    "p50": pct([1000 * s for _, s in joined], 50),
+                    "p95": pct([1000 * s for _, s in joined], 95),
+                },
+            }
+            steps.append(step)
+            print(
+                f"repeat {repeat} sessions {sessions:3d}: server {step['server_cores']:.3f} cores, "
+                f"interval p50/p95 {step['interval_ms']['p50']}/{step['interval_ms']['p95']} ms, "
+                f"response p95 {step['response_ms']['p95']} ms, "
+                f"{step['bytes_per_session_s']} B/s/session, RSS {step['server_rss_mb']} MiB, "
+                f"load {step['loadavg'][0]}",
+                flush=True,
+            )
+    finally:
+        await asyncio.gather(*(w.close() for w in watchers))
+    return steps
+
+
+def profile(py_spy: str, server: int, seconds: float, out: Path) -> dict[str, Any]:
+    """Sample the server with py-spy for ``seconds`` (without stopping it), the thread holding
+    the GIL only: the share of samples in each function, as the innermost frame (self) and
+    anywhere on the stack (inclusive)."""
+    raw = out.with_suffix(".pyspy.txt")
+    command = [py_spy, "record", "--pid", str(server), "--duration", str(int(seconds))]
+    # --gil: only the thread holding the GIL is sampled, so shares are of the server's Python
+    # CPU time (without it a thread waiting for the GIL, or sleeping in a poll, counts too).
+    command += ["--rate", "100", "--format", "raw", "--output", str(raw), "--nonblocking"]
+    command += ["--gil"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60)
+    if done.returncode != 0 or not raw.exists():
+        return {"error": (done.stderr or done.stdout)[-1000:]}
+    own: Counter[str] = Counter()
+    anywhere: Counter[str] = Counter()
+    total = 0
+    for line in raw.read_text(encoding="utf-8", errors="replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        frames = [shorten(frame) for frame in stack.split(";")]
+        total += int(count)
+        own[frames[-1]] += int(count)
+        for frame in set(frames):
+            anywhere[frame] += int(count)
+    raw.unlink()
+    return {
+        "samples": total,
+        "seconds": seconds,
+        "self_pct": {frame: round(100 * c / total, 1) for frame, c in own.most_common(20)},
+        "inclusive_pct": {
+            frame: round(100 * c / total, 1) for frame, c in anywhere.most_common(40)
+        },
+    }
+
+
+def shorten(frame: str) -> str:
+    """``func (…/site-packages/pkg/mod.py:12)`` -> ``func (pkg/mod.py)``."""
+    match = re.match(r"(.*) \((.*?)(?::\d+)?\)$", frame)
+    if not match:
+        return frame
+    name, path = match.groups()
+    for marker in ("site-packages/", "/lib/python3", str(ROOT) + "/"):
+        if marker in path:
+            path = path.split(marker, 1)[1]
+    return f"{name} ({path})"
+
+
+# ----------------------------------------------------------------------------------- summary
+def slope(steps: list[dict[str, Any]]) -> tuple[float | None, float | None]:
+    """(the server's cores per watching session, its cores without watchers): least squares
+    over the unsaturated steps of one repeat."""
+    kept = [s for s in steps if s["server_cores"] < SATURATED]
+    if len({s["sessions"] for s in kept}) < 2:
+        return None, None
+    per, base = np.polyfit([s["sessions"] for s in kept], [s["server_cores"] for s in kept], 1)
+    return float(per), float(base)
+
+
+def summarise(steps: list[dict[str, Any]], sessions: list[int]) -> dict[str, Any]:
+    by_n = {}
+    for n in sessions:
+        rows = [s for s in steps if s["sessions"] == n]
+        by_n[str(n)] = {
+            "server_cores": spread([r["server_cores"] for r in rows]),
+            "children_cores": spread([r["children_cores"] for r in rows]),
+            "clients_cores": spread([r["clients_cores"] for r in rows]),
+            "interval_p50_ms": spread([r["interval_ms"]["p50"] for r in rows]),
+            "interval_p95_ms": spread([r["interval_ms"]["p95"] for r in rows]),
+            "interval_max_ms": spread([r["interval_ms"]["max"] for r in rows]),
+            "late_share": spread([r["late_share"] for r in rows]),
+            "response_p50_ms": spread([r["response_ms"]["p50"] for r in rows]),
+            "response_p95_ms": spread([r["response_ms"]["p95"] for r in rows]),
+            "run_p50_ms": spread([r["run_ms"]["p50"] for r in rows]),
+            "bytes_per_session_s": spread([r["bytes_per_session_s"] for r in rows]),
+            "server_rss_mb": spread([r["server_rss_mb"] for r in rows]),
+            "first_load_p50_ms": spread([r["first_load_ms"]["p50"] for r in rows]),
+        }
+    repeats = sorted({s["repeat"] for s in steps})
+    fits = [slope([s for s in steps if s["repeat"] == r]) for r in repeats]
+    per_session = spread([f[0] for f in fits])
+    base = spread([f[1] for f in fits])
+    top = max(sessions)
+    rss = [
+        (rows[-1]["server_rss_mb"] - rows[0]["server_rss_mb"])
+        / (rows[-1]["sessions"] - rows[0]["sessions"])
+        for r in repeats
+        if len(rows := sorted((s for s in steps if s["repeat"] == r), key=lambda s: s["sessions"]))
+        > 1
+    ]
+    serves = (
+        int((1 - base["median"]) / per_session["median"])
+        if per_session["median"] and base["median"] is not None and per_session["median"] > 0
+        else None
+    )
+    goal_p95 = by_n.get(str(GOAL_SESSIONS), {}).get("interval_p95_ms", {}).get("median")
+    return {
+        "by_sessions": by_n,
+        "per_session_cores": per_session,
+        "server_cores_without_watchers_fit": base,
+        "sessions_one_core_serves": serves,
+        "rss_per_session_mb": spread(rss),
+        "goal": {
+            "sessions": GOAL_SESSIONS,
+            "interval_p95_limit_ms": 1000 * GOAL_P95_S,
+            "interval_p95_ms": goal_p95,
+            "met": (
+                goal_p95 is not None
+                and goal_p95 <= 1000 * GOAL_P95_S
+                and (serves or 0) >= GOAL_SESSIONS
+            ),
+            "measured": str(GOAL_SESSIONS) in by_n,
+            "top_sessions": top,
+        },
+    }
+
+
+def table(results: dict[str, Any]) -> str:
+    """The README's table, from a results file."""
+    summary = results["summary"]
+    lines = [
+        "| watchers | server CPU (cores) | worker | update interval p50 / p95 / max | late > 1 s "
+        "| response p50 / p95 | per session | server RSS |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+
+    def med(cell: dict[str, Any], fmt: str) -> str:
+        return "–" if cell["median"] is None else format(cell["median"], fmt)
+
+    def rng(cell: dict[str, Any], fmt: str) -> str:
+        if cell["median"] is None:
+            return "–"
+        if cell["min"] == cell["max"]:
+            return format(cell["median"], fmt)
+        return (
+            f"{format(cell['median'], fmt)} ({format(cell['min'], fmt)}-{format(cell['max'], fmt)})"
+        )
+
+    for n, row in summary["by_sessions"].items():
+        late = row["late_share"]["median"]
+        kb = row["bytes_per_session_s"]["median"]
+        late_text = "–" if late is None else f"{100 * late:.1f} %"
+        kb_text = "–" if kb is None else f"{kb / 1000:.1f} kB/s"
+        lines.append(
+            f"| {n} | {rng(row['server_cores'], '.3f')} | {med(row['children_cores'], '.2f')} "
+            f"| {med(row['interval_p50_ms'], '.0f')} / {rng(row['interval_p95_ms'], '.0f')} / "
+            f"{med(row['interval_max_ms'], '.0f')} ms "
+            f"| {late_text} "
+            f"| {med(row['response_p50_ms'], '.0f')} / {med(row['response_p95_ms'], '.0f')} ms "
+            f"| {kb_text} "
+            f"| {med(row['server_rss_mb'], '.0f')} MiB |"
+        )
+    per = summary["per_session_cores"]
+    rss = summary["rss_per_session_mb"]
+    goal = summary["goal"]
+    lines += [
+        "",
+        f"Per watching session: {rng(per, '.4f')} of a core "
+        f"({100 * per['median']:.2f} %), {rng(rss, '.2f')} MiB of RSS; "
+        f"one core serves about **{summary['sessions_one_core_serves']}** watching sessions "
+        f"at one refresh a second. Goal ({goal['sessions']} watchers on one core, update "
+        f"p95 ≤ {goal['interval_p95_limit_ms'] / 1000:g} s): "
+        + ("**met**" if goal["met"] else "**not met**")
+        + f" (p95 {goal['interval_p95_ms']} ms). Load average {results['loadavg_start']} at the "
+        f"start, {results['loadavg_end']} at the end; {results['date']}, {results['commit']}.",
+    ]
+    return "\n".join(lines)
+
+
+# -------------------------------------------------------------------------------------- main
+async def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RDQN_")}
+    env |= {"RDQN_HOME": str(home), "RDQN_EXECUTOR": "process", "RDQN_MAX_RUNS": "1"}
+    log_path = home / "server.log"
+    os.sched_setaffinity(0, {args.other_core})
+    process, url = start_dashboard(env, log_path)
+    server = process.pid
+    deadline = time.monotonic() + args.timeout
+    results: dict[str, Any] = {}
+    try:
+        pin(server, {args.server_core})
+        warm = StreamlitClient(url, "/")  # the first page run imports the dashboard
+        await warm.open(args.step_timeout)
+        await warm.wait_run(args.step_timeout)
+        await warm.close()
+        teacher, run_id, code = await teacher_session(url, args.step_timeout)
+        place(server, args.server_core, args.other_core)
+        print(
+            f"teacher's run {run_id}, class {code}; server pid {server} on core {args.server_core}",
+            flush=True,
+        )
+        steps: list[dict[str, Any]] = []
+        for repeat in range(args.repeats):
+            if time.monotonic() > deadline:
+                print("--timeout reached: no more repeats", flush=True)
+                break
+            steps += await asyncio.wait_for(
+                ramp(args, server, url, code, run_id, repeat),
+                max(1.0, deadline - time.monotonic()),
+            )
+        results["steps"] = steps
+        results["teacher_closed"] = teacher.closed
+        if args.profile and time.monotonic() < deadline:
+            results["profile"] = await profile_top(args, server, url, code, run_id)
+        await teacher.close()
+    finally:
+        results["leaked_processes"] = stop_server(process)
+        results["log"] = read_log(log_path)
+    return results
+
+
+async def profile_top(
+    args: argparse.Namespace, server: int, url: str, code: str, run_id: str
+) -> dict[str, Any]:
+    py_spy = args.py_spy or shutil.which("py-spy")
+    if not py_spy:
+        return {"error": "py-spy not found (--py-spy PATH)"}
+    top = max(args.sessions)
+    joined = await asyncio.gather(*(join(url, code, run_id, args.step_timeout) for _ in range(top)))
+    watchers = [client for client, _ in joined]
+    try:
+        await asyncio.sleep(args.settle)
+        task = asyncio.to_thread(profile, py_spy, server, args.profile, Path(args.out))
+        found = await task
+        found["sessions"] = top
+        return found
+    finally:
+        await asyncio.gather(*(w.close() for w in watchers))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sessions", type=int, nargs="+", default=[0, 1, 5, 10, 20, 30])
+    parser.add_argument("--seconds", type=float, default=15.0, help="measured per step")
+    parser.add_argument("--settle", type=float, default=3.0, help="after a step's pages load")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--server-core", type=int, default=0)
+    parser.add_argument("--other-core", type=int, default=1, help="clients and workers")
+    parser.add_argument("--profile", type=float, default=0.0, help="py-spy seconds (0: none)")
+    parser.add_argument("--py-spy", help="the py-spy binary (default: on PATH)")
+    parser.add_argument("--timeout", type=float, default=900.0, help="for the measures, in all")
+    parser.add_argument("--step-timeout", type=float, default=120.0, help="for one page run")
+    parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--table", action="store_true", help="print the table of --out; no run")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary RDQN_HOME")
+    args = parser.parse_args()
+    if args.table:
+        print(table(json.loads(Path(args.out).read_text(encoding="utf-8"))))
+        return 0
+    args.sessions = sorted(set(args.sessions))
+    if len(os.sched_getaffinity(0) & {args.server_core, args.other_core}) < 2:
+        parser.error(f"cores {args.server_core} and {args.other_core} are not both available")
+    import streamlit
+
+    header = {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "commit": git_commit(),
+        "loadavg_start": loadavg(),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "streamlit": streamlit.__version__,
+            "platform": platform.platform(),
+        },
+        "settings": {
+            key: getattr(args, key)
+            for key in ("sessions", "seconds", "settle", "repeats", "server_core", "other_core")
+        }
+        | {"worker_nice": WORKER_NICE, "late_s": LATE_S, "saturated": SATURATED},
+        "command": "python -m benchmarks.bench_server_load " + " ".join(sys.argv[1:]),
+    }
+    home = Path(tempfile.mkdtemp(prefix="rdqn-server-load-"))
+    try:
+        results = header | asyncio.run(run(args, home))
+    finally:
+        if not args.keep:
+            shutil.rmtree(home, ignore_errors=True)
+    results["loadavg_end"] = loadavg()
+    results["summary"] = summarise(results["steps"], args.sessions)
+    Path(args.out).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    print(table(results))
+    print(f"tracebacks in the server log: {results['log']['tracebacks']}; written {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
