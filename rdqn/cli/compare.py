@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rdqn.cli.interrupts import StopSignals
-from rdqn.cli.options import check_writable, config_from_args
+from rdqn.cli.options import check_writable, config_from_args, write_output
 from rdqn.cli.parser import UsageError
 from rdqn.cli.progress import Progress
 from rdqn.compare import Curve, comparison_configs, comparison_threshold, summary_table
@@ -107,7 +107,7 @@ def cmd_compare(args: argparse.Namespace, store: RunStore, plan: Comparison) -> 
     print(table.to_string(index=False, float_format=lambda v: f"{v:,.1f}"))
     heading = f"{base.env.id}: {', '.join(args.schemes)} ({base.preset}, seeds {args.seeds})"
     # The report is drawn by the figure layer, which needs plotly; the core does not.
-    from dashboard.figures.report import comparison_report, write_comparison_report
+    from dashboard.figures.report import comparison_report
 
     report = comparison_report(
         runs,
@@ -118,14 +118,8 @@ def cmd_compare(args: argparse.Namespace, store: RunStore, plan: Comparison) -> 
         window=args.window,
         configs=configs,
     )
-    try:
-        path = write_comparison_report(report_path, report)
-    except OSError as err:
-        raise UsageError(
-            f"--report {report_path} cannot be written: {err.strerror or err} (the runs are "
-            f"stored, group {group_id})"
-        ) from None
-    print(f"report written to {path} (group {group_id})")
+    write_output(report_path, report, "--report", note=f" (the runs are stored, group {group_id})")
+    print(f"report written to {report_path} (group {group_id})")
     failed = sum(handle.status != "finished" for handle in handles)
     return 0 if failed == 0 else 1
 

@@ -1,12 +1,17 @@
 """Options turned into what the commands use, checked before any work: the run config from the
 run options (``--preset``, ``--env``, ``--steps``, ``--scheme``, ``--set``) and output files
-(``--out``, ``--report``) checked for writing. Each refusal is a `UsageError`.
+(``--out``, ``--report``) checked for writing, then written whole or not at all
+(`write_output`). Each refusal is a `UsageError`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import stat
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -68,3 +73,36 @@ def check_writable(path: Path, option: str) -> None:
         raise UsageError(f"{option} {path} cannot be written: {err.strerror or err}") from None
     if not existed:
         path.unlink(missing_ok=True)
+
+
+def write_output(path: Path, text: str, option: str, *, note: str = "") -> None:
+    """Write an output file whole or not at all: into a temporary file beside it, renamed over
+    it once written, so a disk that fills midway leaves the file as it was (or absent) and no
+    temporary, never a truncated file. A device or pipe (``--out /dev/stdout``) is written
+    directly. A failure is a `UsageError` naming the option, the file and ``note``."""
+    try:
+        target = path.resolve()
+        if target.exists() and not stat.S_ISREG(target.stat().st_mode):
+            target.write_text(text, encoding="utf-8")
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        mode = target.stat().st_mode & 0o777 if target.exists() else 0o666 & ~_umask()
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                os.fchmod(handle.fileno(), mode)  # as a plain write would make it
+                handle.write(text)
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+    except OSError as err:
+        why = err.strerror or err
+        raise UsageError(f"{option} {path} cannot be written: {why}{note}") from None
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from rdqn.cli.options import check_writable
+from rdqn.cli.options import check_writable, write_output
 from rdqn.cli.parser import UsageError
 from rdqn.compare import ROLLING_WINDOW
 from rdqn.runs.resume import resume_blocker
@@ -55,12 +55,7 @@ def cmd_runs(args: argparse.Namespace, store: RunStore) -> int:
             check_writable(Path(args.out), "--out")
         text = store.export_csv(args.run_id, args.kind)
         if args.out:
-            try:
-                Path(args.out).write_text(text, encoding="utf-8")
-            except OSError as err:
-                raise UsageError(
-                    f"--out {args.out} cannot be written: {err.strerror or err}"
-                ) from None
+            write_output(Path(args.out), text, "--out")
             print(f"wrote {args.out}")
         else:
             sys.stdout.write(text)

@@ -20,7 +20,10 @@ Rules kept (the connections and transactions: `rdqn.runs.store_access.Database`)
 Faults: a home that is a file or cannot be created, a file that is not an rdqn store (garbage,
 damaged, another program's database), a read-only store (opened for reading, no migration), a
 full disk, a lock held too long: each is one `StoreError` naming the path and what to do
-(`rdqn.runs.store_access`), at open or at the read or write that meets it.
+(`rdqn.runs.store_access`), at open or at the read or write that meets it. A store opened on a
+full disk is read as a read-only one is, and written again once there is space; a run's final
+status that a full disk keeps out of the file is read from memory until it can be written
+(`RunStore.set_status`).
 
 Layout (``default_home()`` is ``$RDQN_HOME`` or ``.rdqn``)::
 
@@ -40,6 +43,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -55,6 +59,7 @@ from rdqn.runs.schema import (
     ACTIVE_STATUSES,
     EPISODE_COLUMNS,
     EPISODE_KEYS,
+    FINAL_STATUSES,
     INSERT_EPISODES,
     INSERT_STEPS,
     MIGRATIONS,
@@ -74,10 +79,11 @@ from rdqn.runs.store_access import (
     ELSEWHERE,
     Database,
     StoreError,
+    StoreFull,
     StoreMissing,
     checkpoint_error,
+    full_error,
     open_home,
-    read_only_error,
 )
 
 __all__ = [
@@ -86,6 +92,7 @@ __all__ = [
     "RunRecords",
     "RunStore",
     "StoreError",
+    "StoreFull",
     "StoreMissing",
     "default_home",
     "owner_hash",
@@ -171,20 +178,38 @@ class RunStore:
         db = Path(path) if path is not None else default_home() / "rdqn.db"
         if str(db) == ":memory:":
             raise ValueError("path must be a file: an in-memory database is private to one thread")
-        self.read_only: bool = open_home(db, create=create)
+        read_only = open_home(db, create=create)
         self.path: Path = db
         self.checkpoint_dir: Path = db.parent / "checkpoints"
         self._home = db.parent.absolute()  # what relative checkpoint paths are relative to
-        self._db = Database(db, read_only=self.read_only, busy_timeout_ms=_BUSY_TIMEOUT_MS)
+        self._db = Database(db, read_only=read_only, busy_timeout_ms=_BUSY_TIMEOUT_MS)
         self._next_sweep = 0.0
         self._run_columns = ", ".join(RUN_COLUMNS)
+        self._unwritten: dict[str, tuple[str, str | None]] = {}
+        """Final statuses a full disk kept out of the file (`set_status`), by run id."""
+        self._unwritten_lock = threading.Lock()
         try:
-            self._migrate()
+            try:
+                self._migrate()
+            except StoreFull:
+                if read_only:
+                    raise
+                # Too full to open a WAL store even to read it (`rdqn.runs.store_access`):
+                # what is stored is read as a read-only store is, writes wait for space.
+                self._db.close()
+                self._db = Database(db, read_only=True, busy_timeout_ms=_BUSY_TIMEOUT_MS, full=True)
+                self._migrate()
         except BaseException:
             self.close()
             raise
         if not self.read_only:
             remove_orphan_temporaries(self.checkpoint_dir)
+
+    @property
+    def read_only(self) -> bool:
+        """Whether writes are refused: the file or its folder is read-only, or the disk was full
+        when it was opened (until a write finds space again)."""
+        return self._db.read_only
 
     def _migrate(self) -> None:
         """Bring the schema to `SCHEMA_VERSION`; a read-only store is read as it is, columns it
@@ -204,7 +229,10 @@ class RunStore:
             )
         if self.read_only:
             if version == 0:
+                if self._db.full:
+                    raise full_error(self.path)
                 raise StoreError(f"{self.path} is an empty, read-only file: {ELSEWHERE}")
+            self._db.may_write_again = self._db.full and version == SCHEMA_VERSION
             with self._db.read() as conn:
                 present = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
             self._run_columns = ", ".join(
@@ -277,18 +305,48 @@ class RunStore:
         """Set ``status`` (one of :data:`STATUSES`) and ``error`` (``None`` clears it).
 
         Moving to ``'running'`` or ``'paused'`` records this process as the run's owner.
+
+        A final status that a full disk keeps out of the file (`StoreFull`, raised) is kept in
+        memory: this store reads the run with it, and writes it at the first read, every few
+        seconds, that finds space. Otherwise a run that failed because the disk filled read
+        'running' on every page until its server ended, and then 'interrupted'.
         """
         _check_status(status)
-        with self._db.write() as conn:
-            if status in ACTIVE_STATUSES:
-                self._update_run(
-                    conn,
-                    run_id,
-                    "status = ?, error = ?, owner_pid = ?, owner_start = ?",
-                    (status, error, *this_process()),
-                )
-            else:
-                self._update_run(conn, run_id, "status = ?, error = ?", (status, error))
+        try:
+            with self._db.write() as conn:
+                if status in ACTIVE_STATUSES:
+                    self._update_run(
+                        conn,
+                        run_id,
+                        "status = ?, error = ?, owner_pid = ?, owner_start = ?",
+                        (status, error, *this_process()),
+                    )
+                else:
+                    self._update_run(conn, run_id, "status = ?, error = ?", (status, error))
+        except StoreFull:
+            if status in FINAL_STATUSES:
+                with self._unwritten_lock:
+                    self._unwritten[run_id] = (status, error)
+            raise
+        self._written(run_id)
+
+    def _written(self, run_id: str) -> None:
+        """The file has the run's status now (or no such run): nothing is left to write."""
+        if self._unwritten:
+            with self._unwritten_lock:
+                self._unwritten.pop(run_id, None)
+
+    def _write_unwritten(self) -> None:
+        """Write the statuses a full disk kept out (`set_status`), while there is space."""
+        with self._unwritten_lock:
+            pending = list(self._unwritten.items())
+        for run_id, (status, error) in pending:
+            try:
+                self.set_status(run_id, status, error)
+            except KeyError:  # deleted since
+                self._written(run_id)
+            except StoreError:
+                return
 
     def set_manifest(self, run_id: str, manifest: Mapping[str, Any]) -> None:
         """Store the run manifest (see :func:`rdqn.runs.manifest.build_manifest`) as JSON."""
@@ -320,8 +378,7 @@ class RunStore:
         `checkpoint_path_for` and record the file (with ``resume_env_steps`` when it holds a
         resume state, `rdqn.runs.resume`); returns its path."""
         self.get_run(run_id)
-        if self.read_only:
-            raise read_only_error(self.path)
+        self._db.check_writable()
         target = self.checkpoint_path_for(run_id)
         try:
             path = write_checkpoint(data, target)
@@ -369,6 +426,9 @@ class RunStore:
         if row is None:
             raise KeyError(f"no run with id {run_id!r} in {self.path}")
         values = dict(row)
+        values["status"], values["error"] = self._unwritten.get(
+            run_id, (values["status"], values["error"])
+        )
         values["checkpoint_path"] = self._read_path(values["checkpoint_path"])
         config = json.loads(values.pop("config_json"))
         manifest_json = values.pop("manifest_json")
@@ -380,10 +440,12 @@ class RunStore:
         self._sweep()
         clauses: list[str] = []
         params: list[Any] = []
+        unwritten = dict(self._unwritten)
         if status is not None:
             _check_status(status)
-            clauses.append("status = ?")
-            params.append(status)
+            if not unwritten:  # else filtered below, on the statuses as read
+                clauses.append("status = ?")
+                params.append(status)
         if group_id is not None:
             clauses.append("group_id = ?")
             params.append(group_id)
@@ -391,6 +453,10 @@ class RunStore:
         sql = f"SELECT {self._run_columns} FROM runs {where} ORDER BY created_at DESC, rowid DESC"
         with self._db.read() as conn:
             frame = pd.read_sql_query(sql, conn, params=params)
+        for run_id, (run_status, error) in unwritten.items():
+            frame.loc[frame["id"] == run_id, ["status", "error"]] = [run_status, error]
+        if unwritten and status is not None:
+            frame = frame[frame["status"] == status].reset_index(drop=True)
         paths = [self._read_path(v) if isinstance(v, str) else v for v in frame["checkpoint_path"]]
         frame["checkpoint_path"] = pd.Series(paths, index=frame.index, dtype=object)
         return frame
@@ -405,6 +471,7 @@ class RunStore:
             if row is None:
                 raise KeyError(f"no run with id {run_id!r} in {self.path}")
             conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+        self._written(run_id)
         if row[0] is not None:
             checkpoint = Path(str(self._read_path(row[0]))).resolve()
             if checkpoint.is_relative_to(self.checkpoint_dir.resolve()):
@@ -429,10 +496,13 @@ class RunStore:
         """`mark_interrupted` for reads: at most every ``_SWEEP_EVERY_S`` seconds, and this
         process's own runs are alive."""
         now = time.monotonic()
-        if now < self._next_sweep or self.read_only:
+        if now < self._next_sweep or (self.read_only and not self._unwritten):
             return
         self._next_sweep = now + _SWEEP_EVERY_S
-        mark_dead_owners(self._db, startup=False)
+        if self._unwritten:
+            self._write_unwritten()
+        if not self.read_only:
+            mark_dead_owners(self._db, startup=False)
 
     # -- resuming (rdqn.runs.resume) --------------------------------------------------------
 
@@ -459,6 +529,7 @@ class RunStore:
                 f"status = 'created', error = NULL, owner_pid = ?, owner_start = ?, {PROGRESS_SET}",
                 (*this_process(), *counters),
             )
+        self._written(run_id)
 
     # -- metrics ----------------------------------------------------------------------------
 

@@ -9,12 +9,21 @@ error it meets becomes one `StoreError` whose message names the path and says wh
     read-only file or folder                        opened for reading: listing, showing and
                                                     exporting work; a write says "read-only"
     disk full (SQLite, or a checkpoint file)        disk full while ...: free space in <folder>
+    disk full when the store is opened              opened for reading as above; a write says
+                                                    "is full", or works once space is freed
     locked longer than the busy timeout             another process holds it: try again
 
 A read-only store is opened with SQLite's ``mode=ro`` (no switch to WAL, no migration). A WAL
 database whose folder is read-only cannot get the shared-memory file SQLite reads it with, so
 when no write-ahead log is pending it is opened as ``immutable`` instead (nobody can write it:
 the folder is read-only).
+
+A full disk stops a WAL store from being opened at all, even to read: SQLite must first grow the
+shared-memory file (``-shm``, 32 KiB) it reads the log through, and SQLite removes that file when
+the last connection closes, so a store no process holds open cannot be read on a full disk
+(`StoreFull`). `rdqn.runs.store.RunStore` then reads it the read-only way (``immutable`` when no
+log is pending) and refuses writes with `full_error`, until a write finds space again: then it
+reconnects for writing (`Database.write`), so freeing space needs no restart.
 
 `Database` is the store's SQLite file as its threads use it: one connection per thread, never
 shared (a connection carries transaction state, so two threads on one connection interleave each
@@ -37,9 +46,11 @@ import pandas as pd
 __all__ = [
     "Database",
     "StoreError",
+    "StoreFull",
     "StoreMissing",
     "checkpoint_error",
     "connect",
+    "full_error",
     "open_home",
     "read_only_error",
     "store_error",
@@ -55,6 +66,11 @@ class StoreError(RuntimeError):
 
 class StoreMissing(StoreError):
     """There is no run store where one was to be read (`open_home` with ``create=False``)."""
+
+
+class StoreFull(StoreError):
+    """The disk holding the run store is full: SQLite could not write the store, its log, or
+    the shared-memory file it reads a WAL store through."""
 
 
 def _writable(path: Path) -> bool:
@@ -159,7 +175,9 @@ def store_error(error: sqlite3.Error, db: Path) -> StoreError:
             f"away or {ELSEWHERE}"
         )
     if name.startswith("SQLITE_FULL") or "disk is full" in str(error):
-        return StoreError(f"disk full while writing the run store {db}: free space in {folder}")
+        return StoreFull(f"disk full while writing the run store {db}: free space in {folder}")
+    if name.startswith("SQLITE_IOERR_SHMSIZE"):  # the -shm file could not grow: no space
+        return StoreFull(f"disk full while opening the run store {db}: free space in {folder}")
     if name.startswith("SQLITE_READONLY"):
         return read_only_error(db)
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
@@ -180,6 +198,14 @@ def read_only_error(db: Path) -> StoreError:
     return StoreError(
         f"the run store {db} is read-only: runs can be listed, shown and exported, not written; "
         f"make {db.parent} writable or {ELSEWHERE}"
+    )
+
+
+def full_error(db: Path) -> StoreFull:
+    """What a write to a store opened for reading on a full disk says."""
+    return StoreFull(
+        f"the disk holding the run store {db} is full: runs can be listed, shown and exported, "
+        f"not written; free space in {db.parent} or {ELSEWHERE}"
     )
 
 
@@ -204,9 +230,19 @@ class Database:
     process made its read snapshot stale). Any SQLite error inside either is a `StoreError`; a
     write to a ``read_only`` database is one too."""
 
-    def __init__(self, path: Path, *, read_only: bool, busy_timeout_ms: int) -> None:
+    def __init__(
+        self, path: Path, *, read_only: bool, busy_timeout_ms: int, full: bool = False
+    ) -> None:
         self.path = path
         self.read_only = read_only
+        self.full = full
+        """Opened for reading because the disk was full: a write says `full_error`, or, once
+        space is back, reconnects for writing (`check_writable`)."""
+        self.may_write_again = full
+        """Whether a store opened on a full disk may switch to writing when space is back (not
+        one of an older schema: it was read without being migrated)."""
+        self._generation = 0
+        """Bumped when the store switches to writing: connections of an earlier one reopen."""
         self._busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
         self._lock = threading.Lock()
@@ -226,8 +262,12 @@ class Database:
             self._connections = {}
             self._pid = os.getpid()
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is not None:
+        if conn is not None and self._local.generation == self._generation:
             return conn
+        if conn is not None:  # a read-only one, from before the store could be written again
+            with self._lock:
+                self._connections.pop(id(conn), None)
+            conn.close()
         # check_same_thread=False only lets close() reclaim it: one thread uses it.
         conn = connect(self.path, read_only=self.read_only, timeout=self._busy_timeout_ms / 1000)
         try:
@@ -244,7 +284,31 @@ class Database:
                 self._connections.pop(key)[1].close()
             self._connections[id(conn)] = (threading.current_thread(), conn)
         self._local.conn = conn
+        self._local.generation = self._generation
         return conn
+
+    def check_writable(self) -> None:
+        """`StoreError` unless this store can be written: `read_only_error`, or `full_error`
+        for a store opened on a full disk where there is still no space (`write` checks it)."""
+        if self.read_only and not self._writable_again():
+            raise full_error(self.path) if self.full else read_only_error(self.path)
+
+    def _writable_again(self) -> bool:
+        """For a store opened for reading on a full disk: whether a connection for writing can
+        read it now (SQLite could grow its shared-memory file), switching to writing if so."""
+        if not (self.full and self.may_write_again):
+            return False
+        probe = connect(self.path, read_only=False, timeout=self._busy_timeout_ms / 1000)
+        try:
+            probe.execute("PRAGMA user_version").fetchone()
+        except sqlite3.Error:
+            return False
+        finally:
+            probe.close()
+        with self._lock:
+            self.read_only = self.full = False
+            self._generation += 1
+        return True
 
     @contextmanager
     def errors(self) -> Iterator[None]:
@@ -262,8 +326,7 @@ class Database:
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction, committed at the end, rolled back on any exception."""
-        if self.read_only:
-            raise read_only_error(self.path)
+        self.check_writable()
         with self.errors():
             conn = self.connect()
             conn.execute("BEGIN IMMEDIATE")
