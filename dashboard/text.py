@@ -33,9 +33,10 @@ def plain(value: object) -> str:
 
 
 def why_stopped(error: object, default: str = "by its owner") -> str:
-    """Why a run stopped, as a sentence's end: the stored reason without its "stopped: "
-    prefix, or ``default`` where there is none (a store from before reasons were kept reads
-    None, or NaN in a table)."""
+    """Why a run stopped, as a sentence's end: the stored reason without its "stopped"
+    prefix ("stopped: by ...", "stopped to free memory: ..." read "The run stopped: by ...",
+    "... stopped: to free memory: ..."), or ``default`` where there is none (a store from
+    before reasons were kept reads None, or NaN in a table)."""
     if not isinstance(error, str) or not error.strip():
         return default
-    return error.removeprefix("stopped: ").removeprefix("stopped; ")
+    return error.removeprefix("stopped: ").removeprefix("stopped; ").removeprefix("stopped ")
