@@ -176,14 +176,19 @@ def window_runs(client: StreamlitClient, start: float, end: float) -> list[Run]:
 
 
 # ----------------------------------------------------------------------------------- the class
-async def teacher_session(url: str, timeout: float) -> tuple[StreamlitClient, str, str]:
-    """The teacher's live page with a run training: (its client, the run, the class code)."""
+async def teacher_session(
+    url: str, timeout: float, start_timeout: float
+) -> tuple[StreamlitClient, str, str]:
+    """The teacher's live page with a run training: (its client, the run, the class code).
+    ``start_timeout``: for the run to train (a first start compiles the replay kernels)."""
     teacher = StreamlitClient(url, "/live", LIVE_QUERY)
     await teacher.open(timeout)
     await teacher.wait_run(timeout)
     await teacher.click("live.start")
     found = await teacher.wait_for(
-        lambda: re.search(r"(?m)^running\b.*", teacher.page_text()), timeout, "the run training"
+        lambda: re.search(r"(?m)^running\b.*", teacher.page_text()),
+        start_timeout,
+        "the run training",
     )
     run = RUN_ID.search(found.group(0)) or RUN_ID.search(teacher.page_text())
     code = CLASS_CODE.search(teacher.page_text())
@@ -482,7 +487,7 @@ async def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
         await warm.open(args.step_timeout)
         await warm.wait_run(args.step_timeout)
         await warm.close()
-        teacher, run_id, code = await teacher_session(url, args.step_timeout)
+        teacher, run_id, code = await teacher_session(url, args.step_timeout, args.start_timeout)
         place(server, args.server_core, args.other_core)
         print(
             f"teacher's run {run_id}, class {code}; server pid {server} on core {args.server_core}",
@@ -539,6 +544,9 @@ def main() -> int:
     parser.add_argument("--py-spy", help="the py-spy binary (default: on PATH)")
     parser.add_argument("--timeout", type=float, default=900.0, help="for the measures, in all")
     parser.add_argument("--step-timeout", type=float, default=120.0, help="for one page run")
+    parser.add_argument(
+        "--start-timeout", type=float, default=600.0, help="for the teacher's run to train"
+    )
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--table", action="store_true", help="print the table of --out; no run")
     parser.add_argument("--keep", action="store_true", help="keep the temporary RDQN_HOME")
