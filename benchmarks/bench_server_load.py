@@ -479,7 +479,6 @@ async def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
     os.sched_setaffinity(0, {args.other_core})
     process, url = start_dashboard(env, log_path)
     server = process.pid
-    deadline = time.monotonic() + args.timeout
     results: dict[str, Any] = {}
     try:
         pin(server, {args.server_core})
@@ -489,6 +488,7 @@ async def run(args: argparse.Namespace, home: Path) -> dict[str, Any]:
         await warm.close()
         teacher, run_id, code = await teacher_session(url, args.step_timeout, args.start_timeout)
         place(server, args.server_core, args.other_core)
+        deadline = time.monotonic() + args.timeout
         print(
             f"teacher's run {run_id}, class {code}; server pid {server} on core {args.server_core}",
             flush=True,
@@ -542,7 +542,9 @@ def main() -> int:
     parser.add_argument("--other-core", type=int, default=1, help="clients and workers")
     parser.add_argument("--profile", type=float, default=0.0, help="py-spy seconds (0: none)")
     parser.add_argument("--py-spy", help="the py-spy binary (default: on PATH)")
-    parser.add_argument("--timeout", type=float, default=900.0, help="for the measures, in all")
+    parser.add_argument(
+        "--timeout", type=float, default=900.0, help="for the measures, once the run trains"
+    )
     parser.add_argument("--step-timeout", type=float, default=120.0, help="for one page run")
     parser.add_argument(
         "--start-timeout", type=float, default=600.0, help="for the teacher's run to train"
