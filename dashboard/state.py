@@ -24,7 +24,6 @@ import os
 import re
 import secrets
 import sqlite3
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -35,6 +34,8 @@ import torch
 
 from dashboard.admin import is_admin
 from dashboard.classroom.live_pages import LivePages
+from dashboard.classroom.owners import OWNER_COOKIE, checked_token, owner_for
+from dashboard.classroom.presence import PRESENCE
 from dashboard.classroom.sessions import BrowserSessions
 from dashboard.params import DEFAULT_PRESET
 from dashboard.text import plain
@@ -157,8 +158,14 @@ def live_pages() -> LivePages:
 
 @st.cache_resource(show_spinner=False)
 def browser_sessions() -> BrowserSessions:
-    """The open sessions of each browser: the last to go stops its runs (`_release`)."""
-    return BrowserSessions(live_pages(), registry().stop_owner)
+    """The open sessions of each browser: the last to go stops its runs (`_release`), once the
+    browser has shown no sign of life (`PRESENCE`) for the grace period."""
+    return BrowserSessions(
+        live_pages(),
+        registry().stop_owner,
+        grace=_env_number("RDQN_RELEASE_GRACE", RELEASE_GRACE_SECONDS, float),
+        quiet_for=PRESENCE.quiet_for,
+    )
 
 
 def _env_number(name: str, default: Any, kind: type) -> Any:
@@ -188,18 +195,16 @@ class Session:
     """This session's own key (`BrowserSessions`): tabs and reloads of a browser differ."""
 
 
-OWNER_COOKIE = "rdqn_owner"
-"""The cookie that holds a browser's owner token, a `secrets.token_urlsafe(18)` (never in a URL)."""
 OWNER_COOKIE_MAX_AGE = 2 * 24 * 3600
 """Seconds the browser keeps the cookie after its last session began (each session renews it)."""
-_TOKEN = re.compile(r"[A-Za-z0-9_-]{24}")
 
 RELEASE_GRACE_SECONDS = 10.0
 """A session's runs stop this long after it goes away (``$RDQN_RELEASE_GRACE`` seconds, else
-this), unless another session of the same browser is open by then: a reload on a slow network
-or a loaded laptop can take several seconds to connect again. When the server is shutting down
-(which releases every session first), the registry's exit stops them sooner, with the true
-reason."""
+this), unless another session of the same browser is open by then or the browser was heard
+from meanwhile (`PRESENCE`: a page request, an open connection): a reload on a slow network or
+a loaded laptop can take several seconds to connect again, and a reload storm runs no page at
+all while it lasts. When the server is shutting down (which releases every session first), its
+shutdown stops them sooner, with the true reason."""
 
 
 def _browser_token() -> str | None:
@@ -207,28 +212,11 @@ def _browser_token() -> str | None:
     return checked_token(st.context.cookies.get(OWNER_COOKIE))
 
 
-def checked_token(value: object) -> str | None:
-    """``value`` if it is a well-formed owner token (exactly 24 URL-safe characters), else None:
-    a missing or malformed cookie is replaced by a fresh token, never used."""
-    return value if isinstance(value, str) and _TOKEN.fullmatch(value) else None
-
-
-def owner_for(token: str) -> str:
-    """The owner (`Session.owner`) of a browser's token: a hash, so the token itself is kept
-    nowhere on the server."""
-    return hashlib.sha256(f"rdqn owner {token}".encode()).hexdigest()[:32]
-
-
 def _release(value: Session) -> None:
     """The session went away (its tab was closed or reloaded): after the grace period, stop the
-    owner's runs if no other session of it is open (`BrowserSessions.release`)."""
-    timer = threading.Timer(
-        _env_number("RDQN_RELEASE_GRACE", RELEASE_GRACE_SECONDS, float),
-        browser_sessions().release,
-        args=(value.owner, value.key, "stopped: its browser tab was closed"),
-    )
-    timer.daemon = True
-    timer.start()
+    owner's runs if no other session of it is open and the browser is gone
+    (`BrowserSessions.went_away`)."""
+    browser_sessions().went_away(value.owner, value.key, "stopped: its browser tab was closed")
 
 
 @st.cache_resource(scope="session", on_release=_release, show_spinner=False)

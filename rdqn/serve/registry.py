@@ -23,6 +23,7 @@ import atexit
 import contextlib
 import threading
 import time
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -35,11 +36,14 @@ from rdqn.serve.executors import Executor, ThreadExecutor, WarmUp
 from rdqn.serve.handle import RunHandle
 from rdqn.validation import check_integer
 
-__all__ = ["NotOwner", "ResumeError", "RunRegistry", "ServerBusy"]
+__all__ = ["NotOwner", "ResumeError", "RunRegistry", "ServerBusy", "shutdown_all"]
 
 _CLOSING_S = 15.0
 """How long `RunRegistry.shutdown` waits for an ended run's worker to finish closing (its relay
 gives the worker 10 s)."""
+
+_OPEN: weakref.WeakSet[RunRegistry] = weakref.WeakSet()
+"""The registries of this process not yet shut down (`shutdown_all`)."""
 
 
 def describe(handle: RunHandle) -> str:
@@ -97,6 +101,7 @@ class RunRegistry:
         self._paused_since: dict[str, float] = {}
         self._owners: dict[str, str] = {}  # run id -> the owner it belongs to (not forgotten)
         atexit.register(self.shutdown)
+        _OPEN.add(self)
 
     def warm_up_progress(self) -> WarmUp:
         """How far the executor's warm-up has come (the compiled kernels a first run needs)."""
@@ -449,8 +454,9 @@ class RunRegistry:
 
     def shutdown(self, reason: str = "stopped: the server shut down") -> None:
         """Stop everything, all runs at once (queued runs are dropped), and wait for them.
-        Registered to run when the interpreter exits."""
+        Registered to run when the interpreter exits (and see `shutdown_all`)."""
         atexit.unregister(self.shutdown)
+        _OPEN.discard(self)
         with self._lock:
             self._closed = True
             for handle, _ in self._queue:
@@ -469,3 +475,16 @@ class RunRegistry:
         for handle in ended:
             handle.join(_CLOSING_S)
         self.executor.close()
+
+
+def shutdown_all(reason: str = "stopped: the server shut down") -> int:
+    """Shut down every registry of this process (`RunRegistry.shutdown`); returns how many.
+
+    What the interpreter's exit does anyway, for a server that ends without it: an ASGI server
+    that ends on SIGTERM re-raises the signal once it has shut down, and the process then ends
+    without running its exit functions (the runs would be found "stopped: the server went away"
+    at the next start, not "the server shut down")."""
+    registries = list(_OPEN)
+    for registry in registries:
+        registry.shutdown(reason)
+    return len(registries)

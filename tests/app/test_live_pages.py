@@ -13,6 +13,7 @@ from streamlit.runtime.caching.cache_resource_api import _resource_caches
 from streamlit.testing.v1 import AppTest
 
 from dashboard import live, state
+from dashboard.classroom import sessions as browser_sessions
 from dashboard.config_widgets import FORM_FIELDS, field_label
 from dashboard.live import RESTARTS, SETTLE_SECONDS, STEP_AFTER_THE_END, STEPPED_AFTER_THE_END
 from dashboard.params import URL_ALIASES
@@ -593,7 +594,7 @@ def browser(monkeypatch: pytest.MonkeyPatch, token: str | None) -> None:
 @pytest.fixture
 def timers(monkeypatch: pytest.MonkeyPatch) -> GraceTimers:
     fake = GraceTimers()
-    monkeypatch.setattr(state.threading, "Timer", fake)
+    monkeypatch.setattr(browser_sessions.threading, "Timer", fake)
     return fake
 
 

@@ -14,6 +14,7 @@ from tests.e2e.browser import (
     progress_text,
     run_on_screen,
     start_a_run,
+    steps_done,
 )
 
 
@@ -59,4 +60,37 @@ def test_a_reload_keeps_the_run_and_another_browser_is_not_offered_it(
     assert other.get_by_text(f"Run {run_id} (").count() == 0
     assert_no_exception(other)
     other.context.close()
+    context.close()
+
+
+def test_a_reload_storm_keeps_the_run(page: Page, server: str) -> None:
+    """F5 held down (issue 30): reloads faster than the page can connect run no page script, so
+    for the whole storm no session of the browser is attached, for several times the grace
+    period (3 s on the test server). The browser's page requests still reach the server with its
+    cookie, so its run goes on and is back on screen, the same run, when the storm ends."""
+    browser = page.context.browser
+    assert browser is not None
+    context = browser.new_context()
+    tab = context.new_page()
+    tab.set_default_timeout(60_000)
+    start_a_run(tab, server)
+    run_id = run_on_screen(tab)
+
+    started = time.monotonic()
+    while time.monotonic() - started < 12.0:  # four graces long
+        tab.reload(wait_until="commit")
+        tab.wait_for_timeout(100)  # the storm's pace (the issue's: 0.1 s apart), not a wait
+
+    tab.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()
+    assert run_on_screen(tab) == run_id, progress_text(tab)
+    before = steps_done(tab)
+    tab.wait_for_function(  # it trains on
+        """(before) => {
+            const s = document.querySelector('[data-testid="stProgress"]')?.innerText || '';
+            const m = s.match(/([\\d,]+) of [\\d,]+ steps/);
+            return s.startsWith('running') && m && Number(m[1].replace(/,/g, '')) > before;
+        }""",
+        arg=before,
+    )
+    assert_no_exception(tab)
     context.close()

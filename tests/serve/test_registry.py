@@ -90,6 +90,19 @@ def test_stop_owner_stops_only_that_sessions_runs() -> None:
     assert other.status == "stopped" and other.error == "stopped: the server shut down"
 
 
+def test_shutdown_all_stops_the_runs_of_every_open_registry_once() -> None:
+    """What the server's shutdown calls (an ASGI server ends on SIGTERM without atexit)."""
+    from rdqn.serve.registry import shutdown_all
+
+    first, second = RunRegistry(max_active=1), RunRegistry(max_active=1)
+    runs = [r.start(tiny(total_steps=100_000), owner="a") for r in (first, second)]
+    assert shutdown_all() >= 2
+    assert [(run.status, run.error) for run in runs] == [
+        ("stopped", "stopped: the server shut down")
+    ] * 2
+    assert shutdown_all() == 0  # shut down: not again
+
+
 def test_registry_rejects_a_bad_cap() -> None:
     with pytest.raises(ValueError, match="max_active must be an integer >= 1, got 0"):
         RunRegistry(max_active=0)
