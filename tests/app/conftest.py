@@ -1,9 +1,10 @@
 """AppTest isolation: a private RDQN_HOME per test, and no run outlives its test.
 
-The pages are tested with runs in threads (RDQN_EXECUTOR=thread): each test builds a new
-registry, and a worker-process executor would warm up a new zygote for each. The executors
-themselves are tested in tests/runs/test_executors.py, the default (worker processes) end to
-end in tests/e2e.
+The pages are tested on the production path: runs train in worker processes forked from a
+zygote (`ProcessExecutor`). Each test builds a new registry, so one executor serves the whole
+test process (its zygote warms up once) and only the test session ends it. A test that has to
+reach inside a training loop (a patched trainer, an injected failure) runs its runs in threads
+instead: mark it ``@pytest.mark.thread_runs``.
 """
 
 from collections.abc import Iterator
@@ -12,14 +13,41 @@ from pathlib import Path
 import pytest
 import streamlit as st
 
+from rdqn.serve.executors import ProcessExecutor, ThreadExecutor
+
+
+class _SharedProcessExecutor(ProcessExecutor):
+    """The production executor, kept from test to test: a registry's shutdown leaves it open."""
+
+    def close(self) -> None:
+        """Kept for the next test (`end`)."""
+
+    def end(self) -> None:
+        super().close()
+
+
+@pytest.fixture(scope="session")
+def process_executor() -> Iterator[_SharedProcessExecutor]:
+    executor = _SharedProcessExecutor(capacity=4)  # the suite's pages start a few runs at once
+    yield executor
+    executor.end()
+
 
 @pytest.fixture(autouse=True)
-def isolated_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def isolated_app(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    process_executor: _SharedProcessExecutor,
+) -> Iterator[None]:
+    from dashboard import state
+
     monkeypatch.setenv("RDQN_HOME", str(tmp_path))
-    monkeypatch.setenv("RDQN_EXECUTOR", "thread")
+    in_threads = request.node.get_closest_marker("thread_runs") is not None
+    monkeypatch.setattr(
+        state, "executor_from_env", ThreadExecutor if in_threads else lambda: process_executor
+    )
     st.cache_resource.clear()
     yield
-    from dashboard.state import registry
-
-    registry().shutdown()
+    state.registry().shutdown()
     st.cache_resource.clear()

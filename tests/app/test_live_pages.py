@@ -22,6 +22,7 @@ from dashboard.state import checked_token, live_pages, owner_for, registry
 from dashboard.text import plain
 from rdqn.config import config_field
 from rdqn.presets import preset
+from tests.run_helpers import wait_for
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -627,6 +628,8 @@ def test_a_reload_shows_the_browsers_run_again_and_does_not_stop_it(
     assert registry().owner_of(run_id) == owner_for(TOKEN)
     assert live_pages().live_run(owner_for(TOKEN)) == run_id
     assert registry().get(run_id).status in ("created", "running")
+    wait_for(lambda: registry().get(run_id).status == "running", timeout=60)
+    again.run()  # its worker has reported it training: Pause is offered
     assert again.button(key="live.start").disabled and not again.button(key="live.pause").disabled
 
 
