@@ -10,10 +10,13 @@ the executor tests, and the browser flows (`tests/e2e`, whose servers are module
 two groups of about equal length, one per worker, so that neither worker waits on the other.
 """
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
+
+from rdqn.serve.executors import ProcessExecutor
 
 torch.set_num_threads(1)
 
@@ -21,6 +24,7 @@ _ONE_WORKER = {
     "test_browser.py": "browser-a",
     "test_first_load.py": "browser-b",
     "test_run_on_screen.py": "browser-a",
+    "test_lesson_layout.py": "browser-a",
     "test_classroom.py": "browser-b",
     "test_reload.py": "browser-b",
     "test_reliability.py": "browser-b",
@@ -29,11 +33,48 @@ _ONE_WORKER = {
 }
 
 
+_SLOW_MODULES = {
+    "test_executors.py",  # zygotes, worker processes, a local Ray
+    "test_warm_up.py",  # compiles the replay kernels in fresh processes
+    "test_interrupts.py",  # real SIGINTs to `python -m rdqn` while it trains
+    "test_packaging.py",  # builds and installs the wheel
+    "test_replayed_widgets.py",  # a dashboard server and its WebSocket clients
+    "test_run_failures.py",  # killed CLI runs, resumed
+}
+"""Modules marked ``slow``: each test starts processes or servers or trains for seconds.
+Browser flows (tests/e2e) are marked ``browser``. The everyday tier leaves both out:
+``python -m pytest -m "not browser and not slow"``."""
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        group = _ONE_WORKER.get(Path(str(item.path)).name)
+        path = Path(str(item.path))
+        if "e2e" in path.parts:
+            item.add_marker(pytest.mark.browser)
+        if path.name in _SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+        group = _ONE_WORKER.get(path.name)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
         elif "e2e" in Path(str(item.path)).parts:
             raise pytest.UsageError(f"{item.path.name}: give the browser flows a group")
+
+
+class _SharedProcessExecutor(ProcessExecutor):
+    """The production executor, kept from test to test: a registry's shutdown leaves it open."""
+
+    def close(self) -> None:
+        """Kept for the next test (`end`)."""
+
+    def end(self) -> None:
+        super().close()
+
+
+@pytest.fixture(scope="session")
+def process_executor() -> Iterator[_SharedProcessExecutor]:
+    """Worker processes for the dashboard's AppTests (tests/app/conftest.py), one zygote per
+    test process."""
+    executor = _SharedProcessExecutor(capacity=4)  # the suite's pages start a few runs at once
+    yield executor
+    executor.end()

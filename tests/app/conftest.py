@@ -4,7 +4,8 @@ The pages are tested on the production path: runs train in worker processes fork
 zygote (`ProcessExecutor`). Each test builds a new registry, so one executor serves the whole
 test process (its zygote warms up once) and only the test session ends it. A test that has to
 reach inside a training loop (a patched trainer, an injected failure) runs its runs in threads
-instead: mark it ``@pytest.mark.thread_runs``.
+instead: mark it ``@pytest.mark.thread_runs``. Other test folders take `isolated_app` from here
+(`process_executor` is in tests/conftest.py).
 """
 
 from collections.abc import Iterator
@@ -16,29 +17,12 @@ import streamlit as st
 from rdqn.serve.executors import ProcessExecutor, ThreadExecutor
 
 
-class _SharedProcessExecutor(ProcessExecutor):
-    """The production executor, kept from test to test: a registry's shutdown leaves it open."""
-
-    def close(self) -> None:
-        """Kept for the next test (`end`)."""
-
-    def end(self) -> None:
-        super().close()
-
-
-@pytest.fixture(scope="session")
-def process_executor() -> Iterator[_SharedProcessExecutor]:
-    executor = _SharedProcessExecutor(capacity=4)  # the suite's pages start a few runs at once
-    yield executor
-    executor.end()
-
-
 @pytest.fixture(autouse=True)
 def isolated_app(
     request: pytest.FixtureRequest,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    process_executor: _SharedProcessExecutor,
+    process_executor: ProcessExecutor,
 ) -> Iterator[None]:
     from dashboard import state
 

@@ -74,6 +74,7 @@ def disk_fills_up(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Trainer, "step", failing_step)
 
 
+@pytest.mark.thread_runs  # the failure is patched into this process's Trainer
 def test_a_run_that_fails_mid_run_reads_failed_with_its_error_on_every_page(
     disk_fills_up: None,
 ) -> None:
