@@ -330,6 +330,11 @@ def main(requests_fd: int, reports_fd: int) -> None:
     with contextlib.suppress(OSError, EOFError):  # the server went away
         warm_up(lambda progress: reports.send(("warm-up", "", progress)))
         _serve(socket.socket(fileno=requests_fd), reports)
+    # Nothing is left to clean up; the interpreter's own finalization would spend seconds
+    # collecting the garbage of torch and numba while the server waits for this exit.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
