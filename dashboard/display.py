@@ -15,7 +15,7 @@ import streamlit as st
 
 from dashboard.figures.projector import PROJECTOR_TICK_SIZE, for_projector
 
-__all__ = ["PROJECTOR_FLAG", "projector_mode", "projector_toggle", "show_chart"]
+__all__ = ["PROJECTOR_FLAG", "projector_mode", "projector_toggle", "show_chart", "steady_chart"]
 
 PROJECTOR_FLAG = "projector"
 PROJECTOR_HEIGHT = 1.3
@@ -30,9 +30,12 @@ _KEY = "app.projector"
 _TRUE = {"1", "true", "on", "yes"}
 
 # Less empty space above every page's title: the first screen is for controls and charts.
+# A steady chart's two slots lie in one place (`steady_chart`).
 _PAGE_CSS = """
 <style>
 .stMainBlockContainer { padding-top: 2.5rem; }
+[class*="st-key-steady-box_"] { display: grid; grid-template-columns: minmax(0, 1fr); }
+[class*="st-key-steady-box_"] > * { grid-area: 1 / 1; }
 </style>
 """
 # Larger body text, captions and metric values; dark captions (the theme's grey washes out).
@@ -82,9 +85,45 @@ def show_chart(where: Any, fig: go.Figure, *, height: int | None = None, **kwarg
     `CHART_TOOLBAR`, ``height`` px tall if given, restyled for a projector when the session is
     in projector mode (and `PROJECTOR_HEIGHT` times as tall: its larger titles and legends
     would squeeze the plot)."""
+    where.plotly_chart(_styled(fig, height), config=CHART_TOOLBAR, **kwargs)
+
+
+def _styled(fig: go.Figure, height: int | None) -> go.Figure:
     if projector_mode():
         fig = for_projector(fig)
         height = round(height * PROJECTOR_HEIGHT) if height is not None else None
     if height is not None:
         fig.layout.height = height
-    where.plotly_chart(fig, config=CHART_TOOLBAR, **kwargs)
+    return fig
+
+
+def steady_chart(where: Any, fig: go.Figure, *, name: str, height: int) -> None:
+    """`show_chart` for a chart redrawn every second (a fragment's) that never shows a blank
+    frame in between: in a container of its own (key ``steady-box_<name>``) in ``where``.
+
+    Streamlit names a Plotly chart by a hash of its figure, and the browser mounts a chart anew
+    whenever its name changes: every redraw of a live chart mounted a fresh Plotly element,
+    blank until Plotly had drawn it (about one frame a second went blank). So the chart has two
+    slots stacked in one place (`_PAGE_CSS`). Each redraw sends the new figure to one slot and
+    raises it above the other, and sends the other one the figure of the previous redraw,
+    unchanged: that one keeps its name, so the browser keeps it drawn, and it shows through
+    until the new one is drawn over it (the figures' background is opaque). The slot and figure
+    of the last redraw are kept in session state under ``app.steady.<name>``.
+    """
+    memory = f"app.steady.{name}"
+    fig = _styled(fig, height)
+    fig.layout.paper_bgcolor = "white"
+    last = st.session_state.get(memory)  # (the slot drawn last, the figure drawn there)
+    fresh = "b" if last is not None and last[0] == "a" else "a"
+    figures = {fresh: fig} | ({last[0]: last[1]} if last is not None else {})
+    box = where.container(key=f"steady-box_{name}")
+    for slot in ("a", "b"):
+        if slot in figures:
+            box.plotly_chart(
+                figures[slot], config=CHART_TOOLBAR, width="stretch", key=f"steady-{name}_{slot}"
+            )
+    # After the charts: the new figure is raised once its slot has it. Drawn in the box, not
+    # with the page's styles (a style alone goes to the page's event container, and replaced
+    # the toasts there at every redraw).
+    box.html(f"<span hidden></span><style>.st-key-steady-{name}_{fresh} {{ z-index: 1; }}</style>")
+    st.session_state[memory] = (fresh, fig)

@@ -16,7 +16,7 @@ import streamlit as st
 from streamlit import net_util
 
 from dashboard import figures
-from dashboard.display import projector_mode, show_chart
+from dashboard.display import projector_mode, show_chart, steady_chart
 from dashboard.eta import duration_text, queue_wait_seconds, remaining_seconds
 from dashboard.history import run_label
 from dashboard.live import prices_note
@@ -26,6 +26,7 @@ from dashboard.text import plain, why_stopped
 from rdqn.compare import ROLLING_WINDOW
 from rdqn.runs.resume import resume_blocker
 from rdqn.runs.schema import FINAL_STATUSES
+from rdqn.serve.handle import RunHandle
 from rdqn.training.telemetry import Telemetry
 
 __all__ = ["class_code_button", "highlight_css", "run_view", "share_panel", "stored_run_view"]
@@ -78,29 +79,102 @@ def run_view(
     watching: bool = False,
 ) -> None:
     """Counters, progress and curves of a run in the registry; the previous run as an overlay.
-    ``watching``: read-only (a student following the teacher, or watching one run)."""
+    ``watching``: read-only (a student following the teacher, or watching one run).
+
+    Redrawn every second: while a run is on screen the page has the same parts in the same
+    places at every redraw (its state, the two charts, the counters), whatever the run is
+    doing, so that the browser updates the charts in place (`dashboard.display.steady_chart`);
+    a run without a snapshot yet (starting, queued, ended elsewhere) has empty charts."""
     handle = registry().get(run_id) if run_id else None
     snap = handle.snapshot() if handle is not None else None
-    if snap is None:
-        place = registry().position(run_id) if run_id else None
-        ended = None  # (status, reason) of a run that has ended, live or stored
-        if run_id and (handle is not None or not watching):
-            with contextlib.suppress(KeyError):  # a run deleted meanwhile shows as none
-                ended = registry().status_of(run_id)
-        if ended is not None and ended[0] in FINAL_STATUSES:
-            _ending(run_id, *ended, watching=watching)
-        elif place is not None:
-            _queued(run_id, *place)
-        elif handle is not None:
-            _preparing(run_id)
-        elif watching:
-            st.info("Waiting for the teacher to start a run…", icon=":material/hourglass_top:")
-        else:
-            st.info(
-                "Press **Start** to train with these settings, or **Step** to go one step at a "
-                "time."
+    if run_id is None:
+        _no_run(watching=watching)
+        return
+    state = st.container()
+    charts = st.columns([3, 2])
+    if handle is None or snap is None:
+        with state:
+            message = _waiting(run_id, handle is not None, watching=watching)
+        for column, area, title in ((0, "reward", "Episode return"), (1, "loss", "Training loss")):
+            steady_chart(
+                charts[column].container(key=f"live_area_{area}"),
+                figures.empty_figure(title, message),
+                name=f"live_{area}",
+                height=CHART_HEIGHT,
             )
         return
+    with state:
+        status = _run_state(run_id, handle, snap, watching=watching)
+    previous = registry().get(previous_run_id) if previous_run_id else None
+    overlay = td_overlay = overlay_label = None
+    if previous is not None:
+        old = previous.snapshot(touch=False)
+        overlay_label = f"previous: {run_label(previous.config)}"
+        if old is not None and old.episode_returns.size:
+            overlay = (old.episode_end_steps, old.episode_returns)
+        if old is not None and old.td_abs_mean.size:
+            td_overlay = (old.log_updates, old.td_abs_mean)
+    steady_chart(
+        charts[0].container(key="live_area_reward"),
+        figures.reward_curve(
+            snap.episode_end_steps,
+            snap.episode_returns,
+            smoothing=smoothing,
+            overlay=overlay,
+            overlay_label=overlay_label or "previous run",
+            scheme=snap.scheme,
+        ),
+        name="live_reward",
+        height=CHART_HEIGHT,
+    )
+    steady_chart(
+        charts[1].container(key="live_area_loss"),
+        figures.loss_curve(
+            snap.log_updates,
+            snap.losses,
+            snap.td_abs_mean,
+            smoothing=smoothing,
+            overlay=td_overlay,
+            overlay_label=overlay_label or "previous run",
+            scheme=snap.scheme,
+        ),
+        name="live_loss",
+        height=CHART_HEIGHT,
+    )
+    _metrics(snap, status, handle.config.replay.scheme)
+
+
+def _waiting(run_id: str, registered: bool, *, watching: bool) -> str:
+    """What a run with no snapshot is doing (it has ended, waits in the queue, or is about to
+    start), shown at the top; returns what its empty charts say."""
+    place = registry().position(run_id)
+    ended = None  # (status, reason) of a run that has ended, live or stored
+    if registered or not watching:
+        with contextlib.suppress(KeyError):  # a run deleted meanwhile shows as none
+            ended = registry().status_of(run_id)
+    if ended is not None and ended[0] in FINAL_STATUSES:
+        _ending(run_id, *ended, watching=watching)
+        return f"run {ended[0]}: its curves are in Saved runs"
+    if place is not None:
+        _queued(run_id, *place)
+    elif registered:
+        _preparing(run_id)
+    else:
+        _no_run(watching=watching)
+    return figures.EMPTY_MESSAGE
+
+
+def _no_run(*, watching: bool) -> None:
+    if watching:
+        st.info("Waiting for the teacher to start a run…", icon=":material/hourglass_top:")
+    else:
+        st.info(
+            "Press **Start** to train with these settings, or **Step** to go one step at a time."
+        )
+
+
+def _run_state(run_id: str, handle: RunHandle, snap: Telemetry, *, watching: bool) -> str:
+    """The run's status line (state, steps, time left, warm-up) and notices; returns its status."""
     # The handle, not the snapshot, says what the run is now: the worker's last report, and how
     # the run ended when its worker could not say (it died, or was killed for not stopping).
     status, error = handle.status, handle.error or snap.error
@@ -126,46 +200,7 @@ def run_view(
             f"{place[1]} in the queue).",
             icon=":material/hourglass_top:",
         )
-    previous = registry().get(previous_run_id) if previous_run_id else None
-    overlay = td_overlay = overlay_label = None
-    if previous is not None:
-        old = previous.snapshot(touch=False)
-        overlay_label = f"previous: {run_label(previous.config)}"
-        if old is not None and old.episode_returns.size:
-            overlay = (old.episode_end_steps, old.episode_returns)
-        if old is not None and old.td_abs_mean.size:
-            td_overlay = (old.log_updates, old.td_abs_mean)
-    charts = st.columns([3, 2])
-    show_chart(
-        charts[0].container(key="live_area_reward"),
-        figures.reward_curve(
-            snap.episode_end_steps,
-            snap.episode_returns,
-            smoothing=smoothing,
-            overlay=overlay,
-            overlay_label=overlay_label or "previous run",
-            scheme=snap.scheme,
-        ),
-        width="stretch",
-        height=CHART_HEIGHT,
-        key="live.reward_chart",
-    )
-    show_chart(
-        charts[1].container(key="live_area_loss"),
-        figures.loss_curve(
-            snap.log_updates,
-            snap.losses,
-            snap.td_abs_mean,
-            smoothing=smoothing,
-            overlay=td_overlay,
-            overlay_label=overlay_label or "previous run",
-            scheme=snap.scheme,
-        ),
-        width="stretch",
-        height=CHART_HEIGHT,
-        key="live.loss_chart",
-    )
-    _metrics(snap, status, handle.config.replay.scheme)
+    return status
 
 
 def _ending(run_id: str, status: str, error: str | None, *, watching: bool) -> None:
