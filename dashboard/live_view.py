@@ -29,10 +29,25 @@ from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.serve.handle import RunHandle
 from rdqn.training.telemetry import Telemetry
 
-__all__ = ["class_code_button", "highlight_css", "run_view", "share_panel", "stored_run_view"]
+__all__ = [
+    "LESSON_CSS",
+    "class_code_button",
+    "highlight_css",
+    "run_view",
+    "share_panel",
+    "stored_run_view",
+]
 
 CHART_HEIGHT = 330
 """The live charts' height (px): the controls and the reward curve fit a 1280×720 screen."""
+LESSON_CHART_HEIGHT = 280
+"""The live charts' height under a lesson's panel: at 1280×720 the panel and the outlined
+chart's title, legend and plot fit the first screen (its axis titles too at 1280×800)."""
+LESSON_CSS = """<style>
+.st-key-live_lesson { padding: 0.5rem 0.75rem; gap: 0.25rem; }
+</style>"""
+"""A lesson's panel with less padding around its text: the first screen is for the chart it
+points at."""
 
 
 def highlight_css(area: str) -> str:
@@ -77,9 +92,13 @@ def run_view(
     previous_run_id: str | None,
     smoothing: float,
     watching: bool = False,
+    lesson_highlight: str | None = None,
 ) -> None:
     """Counters, progress and curves of a run in the registry; the previous run as an overlay.
     ``watching``: read-only (a student following the teacher, or watching one run).
+    ``lesson_highlight``: under a lesson's panel, the area its step outlines (or ""): shorter
+    charts, and the counters above them when they are the outlined area, so that it is on the
+    first screen.
 
     Redrawn every second: while a run is on screen the page has the same parts in the same
     places at every redraw (its state, the two charts, the counters), whatever the run is
@@ -92,6 +111,7 @@ def run_view(
         return
     state = st.container()
     charts = st.columns([3, 2])
+    height = CHART_HEIGHT if lesson_highlight is None else LESSON_CHART_HEIGHT
     if handle is None or snap is None:
         with state:
             message = _waiting(run_id, handle is not None, watching=watching)
@@ -100,11 +120,13 @@ def run_view(
                 charts[column].container(key=f"live_area_{area}"),
                 figures.empty_figure(title, message),
                 name=f"live_{area}",
-                height=CHART_HEIGHT,
+                height=height,
             )
         return
     with state:
         status = _run_state(run_id, handle, snap, watching=watching)
+        if lesson_highlight == "metrics":  # the outlined counters above the charts
+            _metrics(snap, status, handle.config.replay.scheme)
     previous = registry().get(previous_run_id) if previous_run_id else None
     overlay = td_overlay = overlay_label = None
     if previous is not None:
@@ -125,7 +147,7 @@ def run_view(
             scheme=snap.scheme,
         ),
         name="live_reward",
-        height=CHART_HEIGHT,
+        height=height,
     )
     steady_chart(
         charts[1].container(key="live_area_loss"),
@@ -139,9 +161,10 @@ def run_view(
             scheme=snap.scheme,
         ),
         name="live_loss",
-        height=CHART_HEIGHT,
+        height=height,
     )
-    _metrics(snap, status, handle.config.replay.scheme)
+    if lesson_highlight != "metrics":
+        _metrics(snap, status, handle.config.replay.scheme)
 
 
 def _waiting(run_id: str, registered: bool, *, watching: bool) -> str:

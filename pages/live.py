@@ -20,7 +20,13 @@ from dashboard.live import (
     try_it_myself,
 )
 from dashboard.live_controls import lesson_panel, main_controls, run_buttons, settings_form
-from dashboard.live_view import class_code_button, run_view, share_panel, stored_run_view
+from dashboard.live_view import (
+    LESSON_CSS,
+    class_code_button,
+    run_view,
+    share_panel,
+    stored_run_view,
+)
 from dashboard.params import parse_params
 from dashboard.state import ensure_app_frame, live_pages, registry
 from dashboard.text import plain
@@ -33,14 +39,17 @@ in_lesson = current_lesson()
 step = current_step()
 visible = set(step.controls) if step else ALL_CONTROLS
 
-title, share = st.columns([2, 1], vertical_alignment="bottom")
-title.title("Live training")
+# Wide enough for both share buttons on one line; in a lesson its panel heads the page, and a
+# smaller title leaves the first screen to the panel and the outlined chart.
+title, share = st.columns(2, vertical_alignment="bottom")
+(title.subheader if in_lesson else title.title)("Live training")
 for note in parsed.notes:
     st.info(f"URL note: {plain(note)}", icon=":material/link_off:")
 if parsed.lesson or in_lesson:
     for error in lessons()[1]:
         st.warning(f"A lesson file did not load: {plain(error)}", icon=":material/error:")
 if in_lesson and step is not None:
+    st.html(LESSON_CSS)
     lesson_panel(*in_lesson, step)
 
 # ------------------------------- read-only: follow a class (?follow=) or watch one run (?run=)
@@ -84,7 +93,7 @@ else:
     if ss["live.error"]:
         st.error(plain(ss["live.error"]))
     sync_url()
-    with share.container(horizontal=True):
+    with share.container(horizontal=True, horizontal_alignment="right"):
         with st.popover("Share with the class", icon=":material/qr_code_2:"):
             share_panel(ss["live.run_id"])
         class_code_button()
@@ -115,7 +124,13 @@ def live_view() -> None:
         run_id, previous = parsed.run_id, None
     else:
         run_id, previous = ss["live.run_id"], previous_run_id()
-    run_view(run_id, previous_run_id=previous, smoothing=ss["live.smoothing"], watching=watching)
+    run_view(
+        run_id,
+        previous_run_id=previous,
+        smoothing=ss["live.smoothing"],
+        watching=watching,
+        lesson_highlight=(step.highlight or "") if step is not None else None,
+    )
 
 
 live_view()

@@ -9,6 +9,8 @@ builder stays as it is and the look is switched per browser session.
 
 from __future__ import annotations
 
+import textwrap
+
 import plotly.graph_objects as go
 
 from dashboard.figures._base import BASE_FONT_SIZE
@@ -20,6 +22,10 @@ PROJECTOR_TICK_SIZE = 18
 INK = "#111111"
 """Dark text on the white page: grey ticks wash out on a projector."""
 MIN_LINE_WIDTH = 3.0
+LEGEND_LINE_CHARS = 26
+"""A legend entry longer than this is broken into lines: at `PROJECTOR_TICK_SIZE` px a line of
+it and its symbol take about 240 px, so legends stay whole in the live page's narrow loss chart
+(320 px at 1280×720). Plotly never wraps an entry itself: it ran past the chart's edge."""
 
 
 def for_projector(fig: go.Figure) -> go.Figure:
@@ -28,7 +34,8 @@ def for_projector(fig: go.Figure) -> go.Figure:
     Every x/y axis gets `PROJECTOR_TICK_SIZE` px dark tick labels and larger titles; the legend,
     colour bars and annotations grow to match; every line is at least `MIN_LINE_WIDTH` px
     (twice its width when that is more), markers grow by half and text drawn in the plot (node
-    labels) grows to nearly the tick size.
+    labels) grows to nearly the tick size. Legend entries longer than `LEGEND_LINE_CHARS` are
+    broken into lines (at " · " between a run's settings where it can).
     """
     axis_style = {
         "tickfont": {"size": PROJECTOR_TICK_SIZE, "color": INK},
@@ -47,6 +54,8 @@ def for_projector(fig: go.Figure) -> go.Figure:
         size = annotation.font.size or BASE_FONT_SIZE
         annotation.font.size = max(size, PROJECTOR_TICK_SIZE)
     for trace in fig.data:
+        if trace.name and len(trace.name) > LEGEND_LINE_CHARS and "<br>" not in trace.name:
+            trace.name = _wrapped(trace.name)
         if trace.type == "heatmap":
             trace.colorbar.tickfont = {"size": PROJECTOR_TICK_SIZE, "color": INK}
         if trace.type != "scatter":
@@ -61,3 +70,17 @@ def for_projector(fig: go.Figure) -> go.Figure:
         if trace.text is not None:
             trace.textfont.size = max(trace.textfont.size or 0, PROJECTOR_TICK_SIZE - 2)
     return fig
+
+
+def _wrapped(name: str) -> str:
+    """``name`` in lines of at most `LEGEND_LINE_CHARS` characters where its words allow,
+    joined by Plotly's line break: whole " · "-separated parts (a run's settings: "α 0.6")
+    where they fit, else words."""
+    lines: list[str] = []
+    for part in name.split(" · "):
+        joined = f"{lines[-1]} · {part}" if lines else part
+        if lines and len(joined) <= LEGEND_LINE_CHARS:
+            lines[-1] = joined
+        else:
+            lines.extend(textwrap.wrap(part, LEGEND_LINE_CHARS, break_long_words=False))
+    return "<br>".join(lines)

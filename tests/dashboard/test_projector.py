@@ -3,7 +3,13 @@
 import numpy as np
 
 from dashboard import figures
-from dashboard.figures.projector import INK, MIN_LINE_WIDTH, PROJECTOR_TICK_SIZE, for_projector
+from dashboard.figures.projector import (
+    INK,
+    LEGEND_LINE_CHARS,
+    MIN_LINE_WIDTH,
+    PROJECTOR_TICK_SIZE,
+    for_projector,
+)
 
 
 def test_every_axis_gets_large_dark_ticks_and_titles() -> None:
@@ -38,3 +44,29 @@ def test_invisible_lines_stay_invisible() -> None:
     fig.add_scatter(x=[0, 1], y=[0, 1], line={"width": 0}, fill="tonexty")
     for_projector(fig)
     assert fig.data[-1].line.width == 0
+
+
+def test_long_legend_entries_are_broken_into_lines() -> None:
+    """At 18 px the previous run's label ran past the narrow loss chart's edge: entries longer
+    than LEGEND_LINE_CHARS are broken between a run's settings (" · "), else between words;
+    short ones stay as they are."""
+    fig = figures.loss_curve(
+        np.arange(5),
+        np.ones(5),
+        np.ones(5),
+        smoothing=0.9,
+        overlay=(np.arange(5), np.ones(5)),
+        overlay_label="previous: proportional · α 0 · β₀ 0.4 · seed 1",
+    )
+    for_projector(fig)
+    names = [trace.name for trace in fig.data]
+    assert names == [
+        "loss (EMA 0.9)",
+        "mean |TD error| (EMA 0.9)",
+        "previous: proportional<br>α 0 · β₀ 0.4 · seed 1",
+    ]
+    assert all(len(line) <= LEGEND_LINE_CHARS for name in names for line in name.split("<br>"))
+    words = figures.reward_curve(np.arange(3), np.ones(3))
+    words.data[0].name = "a legend entry of many words without any separator"
+    for_projector(words)
+    assert words.data[0].name == "a legend entry of many<br>words without any<br>separator"

@@ -1,4 +1,6 @@
-"""The live page's charts never go blank between their redraws (issue 25), in a browser.
+"""A lesson on a projector's first screen (issue 25): at 1280×720 the lesson panel and the area
+its step outlines are on screen without scrolling, projector legends stay inside their charts,
+and the live charts never go blank between their redraws.
 
 The server's log holds no traceback (`streamlit_server` asserts it)."""
 
@@ -10,14 +12,61 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page
 
+from dashboard.guided import LESSON_FOLDER, GuidedLesson, load_lesson
 from tests.e2e.browser import (
+    ARTIFACTS,
     another_browser,
+    assert_no_exception,
     run_on_screen,
     saying_what_the_page_shows,
     streamlit_server,
 )
 
 WIDTH, HEIGHT = 1280, 720
+
+# The chart a live chart area shows: of its two stacked slots
+# (`dashboard.display.steady_chart`), the one raised above the other, or the only one.
+TOP_CHART = """area => {
+  const charts = [...area.querySelectorAll('[data-testid="stPlotlyChart"]')];
+  const raised = charts.filter(c => {
+    const slot = c.closest('.stElementContainer');
+    return slot && getComputedStyle(slot).zIndex === '1';
+  });
+  return raised[0] || charts[charts.length - 1];
+}"""
+# Where the lesson panel, the outlined area and, for a chart, its legend and plot area lie
+# (viewport pixels: left, top, right, bottom).
+BOXES = f"""() => {{
+  const topChart = {TOP_CHART};
+  const box = e => {{ const b = e.getBoundingClientRect();
+                     return [b.left, b.top, b.right, b.bottom]; }};
+  const drawn = e => e && e.getBoundingClientRect().width > 0;
+  const outlined = [...document.querySelectorAll('[class*="st-key-live_area_"]')]
+    .filter(e => getComputedStyle(e).outlineStyle === 'solid');
+  const area = outlined[0];
+  const chart = area && /live_area_(reward|loss)/.test(area.className) ? topChart(area) : null;
+  const legend = chart && chart.querySelector('.legend');
+  const plot = chart && chart.querySelector('.nsewdrag');
+  return {{
+    panel: box(document.querySelector('.st-key-live_lesson')),
+    outlined: outlined.map(e => e.className.match(/live_area_(\\w+)/)[1]),
+    area: area ? box(area) : null,
+    chart: !!chart,
+    legend: drawn(legend) ? box(legend) : null,
+    plot: drawn(plot) ? box(plot) : null,
+  }};
+}}"""
+# Whether the outlined area is drawn: a chart with its legend (its run has data), or the
+# controls or counters.
+OUTLINED_DRAWN = f"""() => {{
+  const topChart = {TOP_CHART};
+  const area = [...document.querySelectorAll('[class*="st-key-live_area_"]')]
+    .find(e => getComputedStyle(e).outlineStyle === 'solid');
+  if (!area) return false;
+  if (!/live_area_(reward|loss)/.test(area.className)) return area.offsetHeight > 0;
+  const legend = topChart(area)?.querySelector('.legend');
+  return !!legend && legend.getBoundingClientRect().width > 0;
+}}"""
 
 
 @pytest.fixture(scope="module")
@@ -29,6 +78,110 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def served(home: Path) -> Iterator[str]:
     with streamlit_server(home, "server-lesson-layout.log") as (url, _):
         yield url
+
+
+def lesson(key: str) -> GuidedLesson:
+    return load_lesson(LESSON_FOLDER / f"{key}.toml")
+
+
+def open_lesson(page: Page, served: str, key: str, *, projector: bool = False) -> Page:
+    """A 1280×720 browser of its own at step 1 of lesson ``key``, its run started."""
+    tab = another_browser(page, WIDTH, HEIGHT, timeout_s=120)
+    tab.goto(f"{served}/live?lesson={key}")
+    panel = tab.locator(".st-key-live_lesson")
+    with saying_what_the_page_shows(tab):
+        panel.get_by_text(f"step 1 of {len(lesson(key).steps)}").wait_for()
+        tab.get_by_role("button", name="Start", exact=True).click()
+        tab.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()
+    return tab
+
+
+def go_to(tab: Page, key: str, number: int, button: str = "Next") -> None:
+    """Next (or Back) to step ``number``; returns once its outlined area is drawn."""
+    tab.get_by_role("button", name=button, exact=True).click()
+    with saying_what_the_page_shows(tab):
+        tab.locator(".st-key-live_lesson").get_by_text(
+            f"step {number} of {len(lesson(key).steps)}"
+        ).wait_for()
+        tab.wait_for_function(OUTLINED_DRAWN)
+
+
+def assert_first_screen_holds_the_step(tab: Page, key: str, number: int) -> None:
+    """The panel whole, the outlined area from its top: the counters or controls whole; a
+    chart's title, legend and plot area (its axis labels may lie below)."""
+    with saying_what_the_page_shows(tab):
+        tab.wait_for_function(OUTLINED_DRAWN)
+    boxes = tab.evaluate(BOXES)
+    shown = f"{key} step {number} at {WIDTH}×{HEIGHT}: {boxes}"
+    assert boxes["outlined"] == [lesson(key).step(number).highlight], shown
+    left, top, right, bottom = boxes["panel"]
+    assert top >= 0 and bottom <= HEIGHT, f"the panel is cut: {shown}"
+    area_top, area_bottom = boxes["area"][1], boxes["area"][3]
+    assert 0 <= area_top < HEIGHT, f"the outlined area starts below the first screen: {shown}"
+    if not boxes["chart"]:  # the counters or the controls
+        assert area_bottom <= HEIGHT, f"the outlined area is cut: {shown}"
+    else:
+        assert boxes["legend"] is not None and boxes["legend"][3] <= HEIGHT, shown
+        assert boxes["plot"] is not None and boxes["plot"][3] <= HEIGHT, (
+            f"the outlined chart's plot is cut: {shown}"
+        )
+
+
+def test_every_alpha_beta_step_fits_the_first_screen(page: Page, served: str) -> None:
+    """Steps 1-3 outline the loss chart, step 4 the counters, step 5 the controls. Before: the
+    charts began 554 px down (the loss plot ended at 884), the counters at 900."""
+    tab = open_lesson(page, served, "alpha-beta")
+    for number in range(1, 6):
+        if number > 1:
+            go_to(tab, "alpha-beta", number)
+        assert_first_screen_holds_the_step(tab, "alpha-beta", number)
+        tab.screenshot(path=str(ARTIFACTS / f"lesson-layout-alpha-beta-{number}.png"))
+        assert_no_exception(tab)
+    tab.context.close()
+
+
+@pytest.mark.parametrize("key", ["schemes", "why-prioritize"])
+def test_the_first_step_of_a_lesson_fits_the_first_screen(
+    page: Page, served: str, key: str
+) -> None:
+    tab = open_lesson(page, served, key)
+    assert_first_screen_holds_the_step(tab, key, 1)
+    tab.screenshot(path=str(ARTIFACTS / f"lesson-layout-{key}-1.png"))
+    tab.context.close()
+
+
+def test_projector_legends_stay_inside_their_charts(page: Page, served: str) -> None:
+    """Step 2 of alpha-beta draws the previous run's long label in both legends; at 18 px it ran
+    past the right edge of the narrow loss chart (1243 px for a chart ending at 1200)."""
+    tab = open_lesson(page, served, "alpha-beta")
+    go_to(tab, "alpha-beta", 2)
+    tab.get_by_text("Projector mode", exact=True).click()
+    with saying_what_the_page_shows(tab):
+        tab.wait_for_function(
+            """() => [...document.querySelectorAll('.st-key-live_area_loss .legendtext')]
+                     .some(t => t.textContent.startsWith('previous:')
+                                && parseFloat(getComputedStyle(t).fontSize) >= 18)"""
+        )
+    legends = tab.evaluate(
+        """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')]
+                 .filter(c => c.getBoundingClientRect().width > 0 && c.querySelector('.legend'))
+                 .map(c => { const b = c.getBoundingClientRect();
+                             const l = c.querySelector('.legend').getBoundingClientRect();
+                             return {chart: [b.left, b.top, b.right, b.bottom],
+                                     legend: [l.left, l.top, l.right, l.bottom],
+                                     font: parseFloat(getComputedStyle(
+                                       c.querySelector('.legendtext')).fontSize)}; })"""
+    )
+    projected = [each for each in legends if each["font"] >= 18]
+    assert len(projected) >= 2, legends  # the reward and the loss chart
+    for each in projected:
+        chart, legend = each["chart"], each["legend"]
+        assert chart[0] <= legend[0] and legend[2] <= chart[2] + 0.5, f"legend cut: {each}"
+        assert chart[1] <= legend[1] and legend[3] <= chart[3], f"legend cut: {each}"
+    tab.locator(".st-key-live_area_loss").screenshot(
+        path=str(ARTIFACTS / "lesson-layout-projector-loss.png")
+    )
+    tab.context.close()
 
 
 # Counts, once per animation frame (what a person sees), the frames in which a live chart's
