@@ -1,20 +1,106 @@
 """How long a run has left, and how long a queued run will wait, in words a class reads at a glance.
 
-remaining = (total env steps - env steps done) / steps per second, measured over the run's recent
-steps. A queued run waits for a training slot: the slots free as the runs training now end, and
-each run ahead of it in the queue then holds a slot for its own duration (its budget at the
-rate the training runs reach). So the run at place k starts when the k-th slot frees in that
-schedule; with no run ahead, that is the k-th shortest remaining time (sooner if someone stops a
-run).
+remaining = (total env steps - env steps done) / steps per second, at the run's smoothed rate
+(`smooth_rate`): the rate its worker measures over the last few seconds swings with everything
+else the machine does (other runs, evaluation episodes), and the time left swung with it
+(2 min, 50 s, 2 min again on one page).
+
+A queued run waits for a training slot: the slots free as the runs training now end, and each
+run ahead of it in the queue then holds a slot for its own duration (its budget at the rate the
+training runs reach). So the run at place k starts when the k-th slot frees in that schedule;
+with no run ahead, that is the k-th shortest remaining time (sooner if someone stops a run).
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
-__all__ = ["duration_text", "queue_wait_seconds", "remaining_seconds"]
+__all__ = [
+    "FORGET_AFTER_S",
+    "HALF_LIFE_S",
+    "RunRates",
+    "SmoothedRate",
+    "duration_text",
+    "queue_wait_seconds",
+    "remaining_seconds",
+    "smooth_rate",
+]
+
+HALF_LIFE_S = 10.0
+"""Seconds after which a measured rate counts half in the smoothed one: a rate that doubles
+for a second moves the time left by about 7 %; a new speed shows within half a minute."""
+FORGET_AFTER_S = 600.0
+"""A run not seen for this long is forgotten (`RunRates`)."""
+
+
+@dataclass(frozen=True)
+class SmoothedRate:
+    """A run's exponentially smoothed rate (env steps per second)."""
+
+    rate: float
+    seen_at: float
+    """When the last measured rate was folded in (seconds of a monotonic clock)."""
+    speed: float | None
+    """The run's speed setting then (None: full speed); another speed starts afresh."""
+
+
+def smooth_rate(
+    previous: SmoothedRate | None,
+    measured: float,
+    now: float,
+    *,
+    speed: float | None = None,
+    half_life: float = HALF_LIFE_S,
+) -> SmoothedRate:
+    """Fold the rate ``measured`` at time ``now`` into the smoothed rate ``previous``.
+
+    An exponential moving average over time, not over readings (pages redraw about once a
+    second, several pages may read one run, a busy server redraws late):
+
+        r_now = r_prev + a * (x - r_prev),   a = 1 - 2^(-dt / h)
+
+    with x the measured rate, dt = now - seen_at the seconds since the last reading and h the
+    half-life: a reading's weight halves every h seconds, whatever the number of readings in
+    between, and two readings at the same moment count as one. The first reading (``previous``
+    None), or the first after the run's speed setting changed, is taken as it is. A reading
+    that is not a positive finite rate (a paused run, no steps yet) changes nothing.
+
+    h = 10 s: from r = 100 a reading x = 200 one second later gives a = 1 - 2^-0.1 = 0.0670,
+    r = 106.7; ten seconds later, a = 0.5 and r = 150.
+    """
+    if not math.isfinite(measured) or measured <= 0:
+        return previous if previous is not None else SmoothedRate(0.0, now, speed)
+    if previous is None or previous.rate <= 0 or previous.speed != speed:
+        return SmoothedRate(measured, now, speed)
+    weight = 1.0 - 2.0 ** (-max(0.0, now - previous.seen_at) / half_life)
+    return SmoothedRate(previous.rate + weight * (measured - previous.rate), now, speed)
+
+
+class RunRates:
+    """The smoothed rate of every run this server trains, by run id: the one place the dashboard
+    keeps it, so every page that shows a run (its owner's, followers', a queued student's)
+    reads the same time left. A run's snapshots say what its worker measured; this keeps only
+    the smoothing across page redraws. Safe to use from several sessions' threads."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._rates: dict[str, SmoothedRate] = {}
+        self._lock = threading.Lock()
+
+    def observe(self, run_id: str, measured: float, *, speed: float | None = None) -> float:
+        """Fold in the rate a run's latest snapshot reports; its smoothed rate (0: none yet)."""
+        now = self._clock()
+        with self._lock:
+            smoothed = smooth_rate(self._rates.get(run_id), measured, now, speed=speed)
+            self._rates[run_id] = smoothed
+            for old in [key for key, r in self._rates.items() if now - r.seen_at > FORGET_AFTER_S]:
+                del self._rates[old]
+        return smoothed.rate
 
 
 def remaining_seconds(env_steps: int, total_steps: int, steps_per_second: float) -> float | None:

@@ -17,7 +17,7 @@ from streamlit import net_util
 
 from dashboard import figures
 from dashboard.display import projector_mode, show_chart, steady_chart
-from dashboard.eta import duration_text, queue_wait_seconds, remaining_seconds
+from dashboard.eta import RunRates, duration_text, queue_wait_seconds, remaining_seconds
 from dashboard.history import run_label
 from dashboard.live import prices_note
 from dashboard.share import LOOPBACK, follow_link, qr_png, run_link, server_address
@@ -57,6 +57,18 @@ def highlight_css(area: str) -> str:
         f"<style>.st-key-live_area_{area} {{ outline: 4px solid #f5a623; outline-offset: 6px; "
         "border-radius: 6px; }</style>"
     )
+
+
+@st.cache_resource(show_spinner=False)
+def _run_rates() -> RunRates:
+    """The smoothed rate of every run on this server, by run id, for every session's pages."""
+    return RunRates()
+
+
+def _smoothed_rate(handle: RunHandle, snap: Telemetry) -> float:
+    """The run's rate for its time left: what its latest snapshot measured, smoothed over the
+    page redraws (`dashboard.eta.smooth_rate`); 0 while it has none."""
+    return _run_rates().observe(handle.id, snap.steps_per_second, speed=handle.speed)
 
 
 def _metrics(snap: Telemetry, status: str, scheme: str) -> None:
@@ -207,7 +219,7 @@ def _run_state(run_id: str, handle: RunHandle, snap: Telemetry, *, watching: boo
         f"{snap.env_steps:,} of {total:,} steps"
     )
     if status == "running":
-        left = remaining_seconds(snap.env_steps, total, snap.steps_per_second)
+        left = remaining_seconds(snap.env_steps, total, _smoothed_rate(handle, snap))
         line += f" · {duration_text(left)} left" if left is not None else ""
     if snap.updates == 0 and (warm_up := handle.config.train.learning_starts) > snap.env_steps:
         # Until then nothing learns: no loss, Updates stays 0, a Step only moves the counters.
@@ -265,11 +277,10 @@ def _queued(run_id: str, place: int, waiting: int) -> None:
     for other in registry().runs():
         snap = other.snapshot(touch=False) if other.status == "running" else None
         total = other.config.train.total_steps
-        if snap is not None and snap.steps_per_second > 0:
-            rates.append(snap.steps_per_second)
-        remaining.append(
-            remaining_seconds(snap.env_steps, total, snap.steps_per_second) if snap else None
-        )
+        rate = _smoothed_rate(other, snap) if snap is not None else 0.0
+        if rate > 0:
+            rates.append(rate)
+        remaining.append(remaining_seconds(snap.env_steps, total, rate) if snap else None)
     rate = sum(rates) / len(rates) if rates else 0.0
     ahead = [
         remaining_seconds(0, registry().get(queued).config.train.total_steps, rate)
