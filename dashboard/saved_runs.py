@@ -1,4 +1,5 @@
-"""The Saved runs page's actions: what a run has done so far, and deleting it.
+"""The Saved runs page's table and actions: why each run stopped, what a run has done so far,
+and deleting it.
 
 A run's status is read from the store: its worker records every change there before it tells
 the server (`rdqn.serve.handle`), so the store is never behind a live run's handle.
@@ -9,21 +10,43 @@ Deleting is for the browser that started the run, or the server's admin
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from dashboard.history import stored_counters
 from dashboard.ownership import actor
 from dashboard.state import registry, store
+from dashboard.text import why_stopped
 from rdqn.runs.store import RunRecord
 from rdqn.training.telemetry import Telemetry
 
-__all__ = ["DELETE_RULE", "delete_run", "run_counters"]
+__all__ = ["DELETE_RULE", "STOP_COLUMN", "delete_run", "run_counters", "stop_reasons"]
+
+STOP_COLUMN = "why it stopped"
+"""The table's column of stop reasons (beside the status)."""
 
 DELETE_RULE = (
     "Only the browser that started a run may delete it (or stop it), while one of its tabs "
     "is open; the server's admin (who knows its RDQN_ADMIN_TOKEN) may delete any run, and so "
     "does `python -m rdqn runs delete ID` on the server."
 )
+
+
+def stop_reasons(runs: pd.DataFrame) -> list[str]:
+    """Why each run of ``runs`` (`RunStore.list_runs`) stopped, as the table says it: the
+    recorded reason of a stopped run ('replaced by run 3f2a... (α 0.8)', 'nobody watched this
+    run for 120 s'; 'no reason recorded' in a store from before reasons were kept), the error
+    of a failed one, nothing for the others."""
+    reasons = []
+    for status, error in zip(runs["status"], runs["error"], strict=True):
+        if status == "stopped":
+            reasons.append(why_stopped(error, default="no reason recorded"))
+        elif status == "failed":
+            told = error.strip() if isinstance(error, str) else ""
+            reasons.append(told or "no error recorded")
+        else:
+            reasons.append("")
+    return reasons
 
 
 def run_counters(record: RunRecord) -> tuple[dict[str, int], Telemetry | None]:

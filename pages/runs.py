@@ -13,6 +13,7 @@ from dashboard.figures import runs_overlay_figure
 from dashboard.history import runs_table, stored_threshold
 from dashboard.ownership import admin_box
 from dashboard.run_card import run_card
+from dashboard.saved_runs import STOP_COLUMN, stop_reasons
 from dashboard.state import ensure_app_frame, store
 from rdqn.compare import Curve
 
@@ -23,6 +24,7 @@ ensure_app_frame()
 TABLE_COLUMNS = {
     "run": st.column_config.TextColumn(width=290),
     "name": st.column_config.TextColumn(width="small"),
+    STOP_COLUMN: st.column_config.TextColumn(width="medium"),
     "created": st.column_config.DatetimeColumn(format="MMM D, HH:mm"),
     "env steps": st.column_config.NumberColumn(width="small"),
     "episodes": st.column_config.NumberColumn(width="small"),
@@ -55,6 +57,7 @@ else:
         st.caption("No run has the statuses chosen above.")
 if not runs.empty:
     table = runs_table(runs)
+    table.insert(table.columns.get_loc("status") + 1, STOP_COLUMN, stop_reasons(runs))
     ids = table["id"].tolist()
     labels = dict(zip(ids, table["run"], strict=True))
     schemes = table.pop("scheme").tolist()

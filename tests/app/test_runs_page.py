@@ -139,3 +139,24 @@ def test_the_status_filter_hides_stopped_runs(home: Path) -> None:
     pills.set_value([]).run()
     assert not at.dataframe
     assert "No run has the statuses chosen above." in [c.value for c in at.caption]
+
+
+def test_the_table_says_why_each_run_stopped(home: Path) -> None:
+    """Beside the status: a stopped run's recorded reason (without its 'stopped: '), a failed
+    run's error, 'no reason recorded' for a stop a store from before reasons kept none."""
+    replaced, silent, failed, finished = finished_runs(
+        home, ("uniform", "proportional", "rank", "uniform")
+    )
+    store = RunStore(home / "rdqn.db")
+    store.set_status(replaced, "stopped", "stopped: replaced by run 3f2a9c01 (α 0.8)")
+    store.set_status(silent, "stopped")
+    store.set_status(failed, "failed", "non-finite TD error at update 12")
+    store.close()
+    at = open_page()
+    table = at.dataframe[0].value.set_index("id")
+    columns = table.columns.tolist()
+    assert columns[columns.index("status") + 1] == "why it stopped"
+    assert table.loc[replaced, "why it stopped"] == "replaced by run 3f2a9c01 (α 0.8)"
+    assert table.loc[silent, "why it stopped"] == "no reason recorded"
+    assert table.loc[failed, "why it stopped"] == "non-finite TD error at update 12"
+    assert table.loc[finished, "why it stopped"] == ""
