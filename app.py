@@ -5,7 +5,9 @@ Streamlit runs this file twice over, in two roles:
 - **The server** (`app`): `streamlit run` finds an `st.App` here and serves it, with
   `PresenceMiddleware` in front, which notes each browser's requests and connections
   (`dashboard.classroom.presence`): a browser reloading faster than its page can run is still
-  there, and keeps its runs. When it shuts down, it stops the runs.
+  there, and keeps its runs; `EndedConnectionMiddleware` logs in one line, not as a
+  traceback, the error Streamlit raises when a browser goes away while it writes to it. When
+  the server shuts down, it stops the runs.
 - **The page frame** (`frame`, on every page run): page config, navigation over `pages/`, the
   one state initializer, then the page.
 """
@@ -72,6 +74,7 @@ else:  # `streamlit run app.py` imports this file for its server
     from starlette.middleware import Middleware
 
     from dashboard.classroom.presence import PresenceMiddleware
+    from dashboard.connections import EndedConnectionMiddleware
 
     @asynccontextmanager
     async def _stop_runs_at_exit(_: object) -> AsyncIterator[None]:
@@ -82,4 +85,8 @@ else:  # `streamlit run app.py` imports this file for its server
         if serving is not None:
             await asyncio.to_thread(serving.shutdown_all)
 
-    app = st.App("app.py", middleware=[Middleware(PresenceMiddleware)], lifespan=_stop_runs_at_exit)
+    app = st.App(
+        "app.py",
+        middleware=[Middleware(PresenceMiddleware), Middleware(EndedConnectionMiddleware)],
+        lifespan=_stop_runs_at_exit,
+    )
