@@ -1,11 +1,13 @@
 """A lesson on a projector's first screen (issue 25): at 1280×720 the lesson panel and the area
 its step outlines are on screen without scrolling, projector legends stay inside their charts,
-and the live charts never go blank between their redraws.
+the live charts never go blank between their redraws, an unknown ``?lesson=`` is named without
+a traceback, and Back from step 5 to 4 of alpha-beta is step 4 again.
 
 The server's log holds no traceback (`streamlit_server` asserts it)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import pytest
 from playwright.sync_api import Page
 
 from dashboard.guided import LESSON_FOLDER, GuidedLesson, load_lesson
+from rdqn.runs.store import RunStore
 from tests.e2e.browser import (
     ARTIFACTS,
     another_browser,
@@ -233,4 +236,67 @@ def test_the_charts_never_go_blank_between_redraws(page: Page, served: str) -> N
     assert seen["frames"] >= 50, seen  # the page was drawn throughout
     assert seen["blank"] == 0, f"{seen['blank']} of {seen['frames']} frames lacked a chart: {seen}"
     tab.get_by_role("button", name="Pause").click()
+    tab.context.close()
+
+
+def test_an_unknown_lesson_is_named_with_the_lessons_there_are(page: Page, served: str) -> None:
+    """``?lesson=broken``: a note names the link's lesson and the lessons on offer; no panel, no
+    error, and the page works as without the link."""
+    tab = another_browser(page, WIDTH, HEIGHT)
+    tab.goto(f"{served}/live?lesson=broken")
+    note = tab.locator('[data-testid="stAlert"]', has_text="URL note")
+    with saying_what_the_page_shows(tab):
+        note.first.wait_for()
+        tab.get_by_role("button", name="Start", exact=True).wait_for()
+    text = note.first.inner_text().replace("\\", "")
+    assert "lesson='broken'" in text and "alpha-beta" in text, text
+    assert tab.locator(".st-key-live_lesson").count() == 0
+    assert_no_exception(tab)
+    tab.screenshot(path=str(ARTIFACTS / "lesson-layout-broken.png"))
+    tab.context.close()
+
+
+def stored_replay(home: Path, run_id: str) -> tuple[str, float, float]:
+    with RunStore(home / "rdqn.db") as store:
+        replay = store.get_run(run_id).config["replay"]
+    return replay["scheme"], replay["alpha"], replay["beta0"]
+
+
+def test_back_from_step_5_to_4_is_step_4(page: Page, served: str, home: Path) -> None:
+    """alpha-beta step 4 brings back step 2's run (α 1, β₀ 0.4): Back from step 5 shows step
+    4's title and notice as the lesson file has them, outlines its area, and shows that run
+    with those settings in the store; no error (it once raised KeyError 'live.alpha')."""
+    key = "alpha-beta"
+    alpha_beta = lesson(key)
+    tab = open_lesson(page, served, key)
+    runs = {1: run_on_screen(tab)}
+    for number in range(2, 6):
+        go_to(tab, key, number)
+        if alpha_beta.step(number).run == "start":
+            with saying_what_the_page_shows(tab):
+                tab.wait_for_function(
+                    """old => [...document.querySelectorAll('[data-testid="stProgress"]')]
+                             .some(p => /run [0-9a-f]{12}/.test(p.innerText)
+                                        && !old.some(run => p.innerText.includes(run)))""",
+                    arg=list(runs.values()),
+                )
+            runs[number] = run_on_screen(tab)
+    go_to(tab, key, 4, button="Back")
+    step = alpha_beta.step(4)
+    panel = tab.locator(".st-key-live_lesson").inner_text()
+    assert step.title in panel, panel
+    notice = re.sub(r"\*\*(.+?)\*\*", r"\1", step.notice)  # as Markdown draws it
+    assert notice in " ".join(panel.split()), panel
+    wanted = runs[alpha_beta.run_step(4)]
+    with saying_what_the_page_shows(tab):
+        tab.wait_for_function(
+            """run => [...document.querySelectorAll('[data-testid="stProgress"]')]
+                     .some(p => p.innerText.includes('run ' + run))""",
+            arg=wanted,
+        )
+    config = alpha_beta.config(4).replay
+    assert stored_replay(home, wanted) == (config.scheme, config.alpha, config.beta0)
+    assert tab.evaluate(BOXES)["outlined"] == [step.highlight]
+    assert_no_exception(tab)
+    tab.screenshot(path=str(ARTIFACTS / "lesson-layout-back-to-4.png"))
     tab.context.close()
