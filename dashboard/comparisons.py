@@ -26,7 +26,7 @@ from dashboard.history import (
     summary_decimals,
 )
 from dashboard.ownership import may_control, stop_reason
-from dashboard.state import registry, session, store
+from dashboard.state import for_this_viewer, registry, session, store
 from rdqn.compare import ROLLING_WINDOW, summary_table
 from rdqn.config import RunConfig
 from rdqn.limits import check_comparison_runs, check_limits
@@ -145,7 +145,9 @@ def comparison_results(run_ids: list[str], threshold: float | None, live: bool) 
         return
     status = progress_frame(rows)
     schemes = status.pop("scheme").tolist()
-    if not status["error"].any():
+    if status["error"].any():
+        status["error"] = [for_this_viewer(e) if isinstance(e, str) else e for e in status["error"]]
+    else:
         status = status.drop(columns="error")
     returns = f"return (last {ROLLING_WINDOW})"
     decimals = return_decimals(status[returns])

@@ -21,7 +21,7 @@ from dashboard.eta import RunRates, duration_text, queue_wait_seconds, remaining
 from dashboard.history import run_label
 from dashboard.live import prices_note
 from dashboard.share import LOOPBACK, follow_link, qr_png, run_link, server_address
-from dashboard.state import live_pages, registry, session, store
+from dashboard.state import for_this_viewer, live_pages, registry, session, store
 from dashboard.text import plain, why_stopped
 from rdqn.compare import ROLLING_WINDOW
 from rdqn.runs.resume import resume_blocker
@@ -241,10 +241,10 @@ def _run_state(run_id: str, handle: RunHandle, snap: Telemetry, *, watching: boo
 def _ending(run_id: str, status: str, error: str | None, *, watching: bool) -> None:
     """How a run ended: failed with its error, stopped with its reason (and how to go on)."""
     if status == "failed":
-        why = error or "no error was recorded"
+        why = for_this_viewer(error or "no error was recorded")
         st.error(f"The run failed: {plain(why)}", icon=":material/error:")
     elif status == "stopped":
-        why = why_stopped(error)
+        why = for_this_viewer(why_stopped(error))
         goes_on = (
             " Press **Resume** to go on where it stopped."
             if not watching and resume_blocker(store(), run_id) is None

@@ -21,7 +21,7 @@ from dashboard.history import (
 )
 from dashboard.ownership import may_control, not_yours_note
 from dashboard.saved_runs import DELETE_RULE, delete_run, run_counters
-from dashboard.state import registry, store
+from dashboard.state import for_this_viewer, registry, store
 from dashboard.text import plain
 from rdqn.compare import ROLLING_WINDOW
 from rdqn.runs.schema import ACTIVE_STATUSES
@@ -64,9 +64,11 @@ def run_card(record: RunRecord) -> None:
         fields = (record.name, *fields)
     st.caption(" · ".join(plain(field) for field in fields))
     if record.status == "failed":
-        st.error(plain(record.error or "no error was recorded"), icon=":material/error:")
+        st.error(
+            plain(for_this_viewer(record.error or "no error was recorded")), icon=":material/error:"
+        )
     elif record.error:
-        st.warning(plain(record.error), icon=":material/stop_circle:")
+        st.warning(plain(for_this_viewer(record.error)), icon=":material/stop_circle:")
     if record.status in ACTIVE_STATUSES:
         live_counters(record.id)
     else:

@@ -53,6 +53,7 @@ __all__ = [
     "RELEASE_GRACE_SECONDS",
     "checked_token",
     "ensure_app_frame",
+    "for_this_viewer",
     "init_state",
     "keep_session_runs_alive",
     "latest_snapshot",
@@ -111,9 +112,17 @@ def store_failed(err: Exception) -> NoReturn:
         path = default_home() / "rdqn.db"
         text = f"the run store {path} cannot be read ({err}). {STORE_HELP}"
     _log.error("The run store cannot be used: %s", text)
-    shown = text if is_admin() else without_paths(text, default_home())
-    st.error(f"The run store cannot be used: {plain(shown)}", icon=":material/database:")
+    st.error(
+        f"The run store cannot be used: {plain(for_this_viewer(text))}", icon=":material/database:"
+    )
     st.stop()
+
+
+def for_this_viewer(text: str) -> str:
+    """A server-side message (a store error, a run's error) as this session may read it: whole
+    for the admin, else with the run folder written as ``$RDQN_HOME`` and other paths hidden
+    (`without_paths`). The server's log keeps the whole message."""
+    return text if is_admin() else without_paths(text, default_home())
 
 
 _ABSOLUTE_PATH = re.compile(r"(?<![\w$])/(?:[^\s:;,()'\"]+)")

@@ -14,7 +14,7 @@ from dashboard.history import runs_table, stored_threshold
 from dashboard.ownership import admin_box
 from dashboard.run_card import run_card
 from dashboard.saved_runs import STOP_COLUMN, stop_reasons
-from dashboard.state import ensure_app_frame, store
+from dashboard.state import ensure_app_frame, for_this_viewer, store
 from rdqn.compare import Curve
 
 ensure_app_frame()
@@ -57,7 +57,11 @@ else:
         st.caption("No run has the statuses chosen above.")
 if not runs.empty:
     table = runs_table(runs)
-    table.insert(table.columns.get_loc("status") + 1, STOP_COLUMN, stop_reasons(runs))
+    table.insert(
+        table.columns.get_loc("status") + 1,
+        STOP_COLUMN,
+        [for_this_viewer(why) for why in stop_reasons(runs)],
+    )
     ids = table["id"].tolist()
     labels = dict(zip(ids, table["run"], strict=True))
     schemes = table.pop("scheme").tolist()

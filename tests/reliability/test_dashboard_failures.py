@@ -27,6 +27,7 @@ import pytest
 from streamlit import config as st_config
 from streamlit.testing.v1 import AppTest
 
+from dashboard.saved_runs import STOP_COLUMN
 from dashboard.state import registry
 from rdqn.runs.store import RunStore
 from rdqn.training.trainer import Trainer
@@ -102,6 +103,54 @@ def test_a_run_that_fails_mid_run_reads_failed_with_its_error_on_every_page(
     status = next(f.value for f in compare.dataframe if "progress" in f.value.columns)
     assert status["status"].tolist() == ["failed"]
     assert FULL_DISK in status["error"].iloc[0]
+
+
+@pytest.mark.thread_runs  # the failure is patched into this process's Trainer
+@pytest.mark.parametrize("admin", [False, True])
+def test_a_runs_error_shows_the_servers_paths_to_the_admin_only(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, admin: bool
+) -> None:
+    """Issue 30: a failed run's error showed every student the server's paths (its checkpoint
+    in the run folder, a file elsewhere) on the live page, Saved runs and Compare."""
+    step = Trainer.step
+    inside, outside = tmp_path / "checkpoints" / "run.pt", "/srv/secret/prices.csv"
+
+    def failing_step(self: Trainer) -> None:
+        if self.env_steps >= 100:
+            raise OSError(f"cannot write {inside} after reading {outside}")
+        step(self)
+
+    monkeypatch.setattr(Trainer, "step", failing_step)
+    monkeypatch.setenv("RDQN_ADMIN_TOKEN", "teacher-only")
+    at = AppTest.from_file(APP, default_timeout=60)
+    if admin:
+        at.session_state["app.admin_token"] = "teacher-only"
+    at.run()
+    at.switch_page("pages/live.py").run()
+    at.session_state["live.overrides"] = TINY
+    at.button(key="live.start").click().run()
+    handle = registry().get(at.session_state["live.run_id"])
+    assert handle.join(30) and handle.status == "failed"
+    group = registry().enqueue([tiny(1_000)], group_id="pathgroup1")[0]
+    assert group.join(30) and group.status == "failed"
+    at.run()
+    pages = {"live": shown(at)}
+    at.switch_page("pages/runs.py").run()
+    pages["saved runs table"] = " ".join(at.dataframe[0].value[STOP_COLUMN].astype(str))
+    at.session_state[at.dataframe[0].key] = {"selection": {"rows": [0], "columns": [], "cells": []}}
+    at.run()
+    pages["run card"] = shown(at)
+    at.query_params["group"] = "pathgroup1"
+    at.switch_page("pages/compare.py").run()
+    status = next(f.value for f in at.dataframe if "progress" in f.value.columns)
+    pages["compare"] = status["error"].iloc[0]
+    for page, text in pages.items():
+        assert "cannot write" in text, (page, text)
+        if admin:
+            assert str(inside) in text and outside in text, (page, text)
+        else:
+            assert "$RDQN_HOME/checkpoints/run.pt" in text, (page, text)
+            assert str(tmp_path) not in text and outside not in text, (page, text)
 
 
 def test_a_run_the_admin_stopped_reads_stopped_with_the_reason_on_its_owners_page(
