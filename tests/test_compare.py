@@ -264,6 +264,7 @@ def test_comparison_threshold(env_id: str, threshold: float | None) -> None:
     assert comparison_threshold(env_id) == threshold
 
 
+@pytest.mark.slow  # trains or starts a process for seconds
 def test_the_lesson_comparison_is_valid_and_trains() -> None:
     """The Compare page's default builds for every scheme and a short budget of it trains (the
     "prioritization wins" measurement is benchmarks/compare_default.py, minutes long)."""

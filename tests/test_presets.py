@@ -116,6 +116,7 @@ def test_e14_lessons_feed_forward_partner_differs_only_in_memory() -> None:
     assert partner.overrides_from(lesson) == {"agent.network": "mlp", "replay.window": 1}
 
 
+@pytest.mark.slow  # trains or starts a process for seconds
 @pytest.mark.parametrize("overrides", [{}, FEED_FORWARD_LESSON], ids=["recurrent", "feed-forward"])
 def test_e14_lesson_trains_a_few_hundred_steps(overrides: dict[str, object]) -> None:
     config = configure("e14-lesson", {**overrides, "train.total_steps": 200})

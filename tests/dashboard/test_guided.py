@@ -98,6 +98,7 @@ def test_speed_labels_are_the_live_pages() -> None:
     assert tuple(SPEEDS) == SPEED_LABELS
 
 
+@pytest.mark.slow  # trains or starts a process for seconds
 def test_loading_lessons_does_not_import_streamlit() -> None:
     code = "import sys, dashboard.guided as g; g.load_lessons(); print('streamlit' in sys.modules)"
     out = subprocess.run(

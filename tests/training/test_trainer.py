@@ -40,6 +40,7 @@ class ListSink:
         self.steps.append(row)
 
 
+@pytest.mark.slow  # trains or starts a process for seconds
 @pytest.mark.parametrize("name", list(PRESETS))
 def test_every_preset_runs_a_few_hundred_steps(name: str) -> None:
     config = tiny(name)
@@ -132,6 +133,7 @@ def _acted_and_replayed(**overrides: object) -> tuple[Trainer, dict[int, np.ndar
     return trainer, acted
 
 
+@pytest.mark.slow  # trains or starts a process for seconds
 def test_the_window_acted_on_is_the_window_replayed() -> None:
     trainer, acted = _acted_and_replayed(**{"train.total_steps": 150})
     slots = np.arange(len(trainer.buffer))
