@@ -168,7 +168,9 @@ def start_lesson(key: str) -> None:
 def go_to_step(number: int) -> None:
     """Next/Back: show step ``number`` with its controls and its run: the run on screen goes on
     (``keep``), or the step's run (a ``start`` step's own, or the one a ``restore`` step names)
-    comes back if the registry still has it, else starts from the step's settings."""
+    comes back if the registry still has it, and goes on where it stopped if a later step
+    replaced it before it finished (the step's text speaks of a run that trains), else starts
+    from the step's settings."""
     now = current_lesson()
     if now is None:
         return
@@ -186,6 +188,8 @@ def go_to_step(number: int) -> None:
         else:
             _use_settings_of(handle.config)
             _show_run(handle.id, reason=f"stopped: lesson step {number} showed run {handle.id}")
+            if handle.status == "stopped" and run_is_resumable(handle.id):
+                resume_run(handle.id)  # a later step replaced it: it goes on where it stopped
     _use_speed(step)
 
 

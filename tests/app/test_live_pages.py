@@ -514,9 +514,12 @@ def test_a_guided_lesson_sets_the_controls_and_its_runs_step_by_step() -> None:
     assert live_pages().previous_run(registry().get(second).owner) == first
     at.button(key="live.lesson_next").click().run()  # step 3: β = 0 throughout
     third = registry().get(at.session_state["live.run_id"]).config.replay
+    wait_for(lambda: registry().get(second).status == "stopped", timeout=60)  # replaced
     assert (third.alpha, third.beta0, third.beta_end) == (1.0, 0.0, 0.0)
     at.button(key="live.lesson_next").click().run()  # step 4 restores step 2's run
     assert at.session_state["live.run_id"] == second
+    # step 3 stopped it before the end of its budget: it goes on where it stopped
+    wait_for(lambda: registry().get(second).status == "running", timeout=60)
     assert "step 4 of 5" in _lesson_line(at)
     at.button(key="live.lesson_back").click().run()  # back to step 3: its run again
     assert registry().get(at.session_state["live.run_id"]).config.replay == third

@@ -265,7 +265,8 @@ def stored_replay(home: Path, run_id: str) -> tuple[str, float, float]:
 def test_back_from_step_5_to_4_is_step_4(page: Page, served: str, home: Path) -> None:
     """alpha-beta step 4 brings back step 2's run (α 1, β₀ 0.4): Back from step 5 shows step
     4's title and notice as the lesson file has them, outlines its area, and shows that run
-    with those settings in the store; no error (it once raised KeyError 'live.alpha')."""
+    training on (its notice has the β counter rise) with those settings in the store; no error
+    (it once raised KeyError 'live.alpha')."""
     key = "alpha-beta"
     alpha_beta = lesson(key)
     tab = open_lesson(page, served, key)
@@ -288,10 +289,11 @@ def test_back_from_step_5_to_4_is_step_4(page: Page, served: str, home: Path) ->
     notice = re.sub(r"\*\*(.+?)\*\*", r"\1", step.notice)  # as Markdown draws it
     assert notice in " ".join(panel.split()), panel
     wanted = runs[alpha_beta.run_step(4)]
-    with saying_what_the_page_shows(tab):
+    with saying_what_the_page_shows(tab):  # trains on where step 3 stopped it ("β rises")
         tab.wait_for_function(
             """run => [...document.querySelectorAll('[data-testid="stProgress"]')]
-                     .some(p => p.innerText.includes('run ' + run))""",
+                     .some(p => p.innerText.startsWith('running')
+                                && p.innerText.includes('run ' + run))""",
             arg=wanted,
         )
     config = alpha_beta.config(4).replay
