@@ -26,11 +26,8 @@ def _page_drawn(tab: Page) -> None:
 def test_a_reload_keeps_the_run_and_another_browser_is_not_offered_it(
     page: Page, server: str
 ) -> None:
-    browser = page.context.browser
-    assert browser is not None
-    context = browser.new_context()
-    tab = context.new_page()
-    tab.set_default_timeout(60_000)
+    tab = another_browser(page)
+    context = tab.context
     start_a_run(tab, server)
     run_id = run_on_screen(tab)
     cookie = {c["name"]: c for c in context.cookies()}.get("rdqn_owner")
@@ -68,11 +65,8 @@ def test_a_reload_storm_keeps_the_run(page: Page, server: str) -> None:
     for the whole storm no session of the browser is attached, for several times the grace
     period (3 s on the test server). The browser's page requests still reach the server with its
     cookie, so its run goes on and is back on screen, the same run, when the storm ends."""
-    browser = page.context.browser
-    assert browser is not None
-    context = browser.new_context()
-    tab = context.new_page()
-    tab.set_default_timeout(60_000)
+    tab = another_browser(page)
+    context = tab.context
     start_a_run(tab, server)
     run_id = run_on_screen(tab)
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from streamlit.runtime import pages_manager
 
+from rdqn.cli import main
 from rdqn.runs.lifecycle import RecordedRun, run_to_end
 from rdqn.runs.store import RunStore
 from tests.run_helpers import tiny
@@ -97,6 +98,42 @@ def snapshot(home: Path) -> dict[str, bytes]:
         for p in sorted(home.rglob("*"))
         if p.is_file() and p.name != "filler"
     }
+
+
+def run_cli(home: Path, args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """Exit status and stdout of one command; stderr must be empty (exit 0) or one line."""
+    code = main(["--home", str(home), *args])
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert code in (0, 2), (args, code, err)
+    assert (code == 0 and not lines) or (code == 2 and len(lines) == 1), (args, err)
+    return code, out if code == 0 else lines[0]
+
+
+def assert_the_reads_work(
+    home: Path,
+    runs: tuple[str, str],
+    shown: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """What reads a home (its runs: a finished and a stopped one) works: listing, showing (the
+    stopped run's JSON holds ``shown``), exporting to stdout and to a file elsewhere, the presets
+    and the warm-up (numba's cache, not the home)."""
+    finished, stopped = runs
+    code, out = run_cli(home, ["runs", "list"], capsys)
+    assert code == 0 and finished in out and stopped in out
+    code, out = run_cli(home, ["runs", "show", stopped], capsys)
+    assert code == 0 and '"status": "stopped"' in out and shown in out
+    code, csv = run_cli(home, ["runs", "export", finished], capsys)
+    assert code == 0 and csv.startswith("episode,env_steps,") and len(csv.splitlines()) > 2
+    target = tmp_path / "episodes.csv"
+    code, _ = run_cli(home, ["runs", "export", finished, "--out", str(target)], capsys)
+    assert code == 0 and target.read_text() == csv
+    code, out = run_cli(home, ["presets"], capsys)
+    assert code == 0 and "per-notebook" in out
+    code, out = run_cli(home, ["warm-up", "--quiet"], capsys)
+    assert code == 0 and "numba's cache" in out
 
 
 @pytest.fixture

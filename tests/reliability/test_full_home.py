@@ -31,15 +31,16 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from rdqn.cli import main
 from rdqn.runs import store_access
 from rdqn.runs.checkpoints import load_checkpoint
 from rdqn.runs.store import RunStore, StoreFull
 from tests.app.conftest import isolated_app  # noqa: F401 - autouse: private RDQN_HOME, threads
 from tests.reliability.home_mounts import (
+    assert_the_reads_work,
     fill,
     frame_on_every_run,  # noqa: F401 - a fixture
     needs_mount,
+    run_cli,
     snapshot,
     store_with_runs,
     tmpfs,
@@ -76,16 +77,6 @@ def stored(home: Path) -> dict[str, bytes]:
     return files
 
 
-def run_cli(home: Path, args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    """Exit status and stdout of one command; stderr must be empty (exit 0) or one line."""
-    code = main(["--home", str(home), *args])
-    out, err = capsys.readouterr()
-    lines = err.strip().splitlines()
-    assert code in (0, 2), (args, code, err)
-    assert (code == 0 and not lines) or (code == 2 and len(lines) == 1), (args, err)
-    return code, out if code == 0 else lines[0]
-
-
 @needs_mount
 def test_every_command_reads_or_refuses_in_one_line_and_writes_once_space_is_freed(
     full_home: tuple[Path, str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -110,19 +101,7 @@ def test_every_command_reads_or_refuses_in_one_line_and_writes_once_space_is_fre
     code, line = run_cli(home, ["runs", "export", finished, "--out", str(home / "x.csv")], capsys)
     assert code == 2 and line.endswith("cannot be written: No space left on device")
 
-    code, out = run_cli(home, ["runs", "list"], capsys)
-    assert code == 0 and finished in out and stopped in out
-    code, out = run_cli(home, ["runs", "show", stopped], capsys)
-    assert code == 0 and '"status": "stopped"' in out and '"resumable": true' in out
-    code, csv = run_cli(home, ["runs", "export", finished], capsys)
-    assert code == 0 and csv.startswith("episode,env_steps,") and len(csv.splitlines()) > 2
-    target = tmp_path / "episodes.csv"
-    code, _ = run_cli(home, ["runs", "export", finished, "--out", str(target)], capsys)
-    assert code == 0 and target.read_text() == csv
-    code, out = run_cli(home, ["presets"], capsys)
-    assert code == 0 and "per-notebook" in out
-    code, out = run_cli(home, ["warm-up", "--quiet"], capsys)  # numba's cache, not the home
-    assert code == 0 and "numba's cache" in out
+    assert_the_reads_work(home, (finished, stopped), '"resumable": true', tmp_path, capsys)
     assert stored(home) == before  # old.csv too: nothing lost, nothing half-written
 
     (home / "filler").unlink()

@@ -19,12 +19,13 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from rdqn.cli import main
 from tests.app.conftest import isolated_app  # noqa: F401 - autouse: private RDQN_HOME, threads
 from tests.reliability.home_mounts import (
+    assert_the_reads_work,
     can_mount,
     frame_on_every_run,  # noqa: F401 - a fixture
     remount_read_only,
+    run_cli,
     snapshot,
     store_with_runs,
     tmpfs,
@@ -61,16 +62,6 @@ def read_only_home(
         pytest.skip("root without the right to mount: nothing here is read-only to it")
 
 
-def run_cli(home: Path, args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    """Exit status and stdout of one command; stderr must be empty (exit 0) or one line."""
-    code = main(["--home", str(home), *args])
-    out, err = capsys.readouterr()
-    lines = err.strip().splitlines()
-    assert code in (0, 2), (args, code, err)
-    assert (code == 0 and not lines) or (code == 2 and len(lines) == 1), (args, err)
-    return code, out if code == 0 else lines[0]
-
-
 def test_every_command_reads_or_refuses_in_one_line(
     read_only_home: tuple[Path, str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -91,19 +82,7 @@ def test_every_command_reads_or_refuses_in_one_line(
     code, line = run_cli(home, ["runs", "export", finished, "--out", str(home / "x.csv")], capsys)
     assert code == 2 and line.startswith(f"rdqn: error: --out {home / 'x.csv'} cannot be written")
 
-    code, out = run_cli(home, ["runs", "list"], capsys)
-    assert code == 0 and finished in out and stopped in out
-    code, out = run_cli(home, ["runs", "show", stopped], capsys)
-    assert code == 0 and '"status": "stopped"' in out and '"env_steps": 100' in out
-    code, csv = run_cli(home, ["runs", "export", finished], capsys)
-    assert code == 0 and csv.startswith("episode,env_steps,") and len(csv.splitlines()) > 2
-    target = tmp_path / "episodes.csv"
-    code, _ = run_cli(home, ["runs", "export", finished, "--out", str(target)], capsys)
-    assert code == 0 and target.read_text() == csv
-    code, out = run_cli(home, ["presets"], capsys)
-    assert code == 0 and "per-notebook" in out
-    code, out = run_cli(home, ["warm-up", "--quiet"], capsys)  # numba's cache, not the home
-    assert code == 0 and "numba's cache" in out
+    assert_the_reads_work(home, (finished, stopped), '"env_steps": 100', tmp_path, capsys)
     assert snapshot(home) == before
     assert not report.exists()
 
