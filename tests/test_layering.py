@@ -11,6 +11,7 @@ Lowest first; a module may import rdqn modules of its own package or of lower la
     runs                  recording: lifecycle, control, store, checkpoints, manifest, resume
     serve                 serving: the registry (cap, queue), handles, workers, executors
     compare, classroom    comparisons of recorded runs; the classroom examples
+    sweeps                grids of recorded runs on the serving layer; a parallel map of tasks
     cli                   `python -m rdqn` (a package: a module per command)
 
 Recording starts no thread and no worker, and nothing in rdqn knows the dashboard's people:
@@ -43,8 +44,9 @@ LAYERS = {
     "serve": 7,
     "compare": 8,
     "classroom": 8,
-    "cli": 9,
-    "__main__": 10,
+    "sweeps": 9,
+    "cli": 10,
+    "__main__": 11,
 }
 UI_LIBRARIES = {"streamlit", "plotly", "dashboard", "pages"}
 

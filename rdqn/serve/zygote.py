@@ -22,6 +22,9 @@ nothing of an earlier one's children).
 
 The zygote ends when its server does (its sockets close); each worker ends when its own link
 closes (`rdqn.serve.worker`), so nothing outlives the server.
+
+A launch is a `RunSpec` (a run, `rdqn.serve.worker.run_worker`) or a `Job`: any other work a
+worker does over its link (`rdqn.sweeps.tasks`: one call of a function).
 """
 
 from __future__ import annotations
@@ -38,21 +41,22 @@ import threading
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from rdqn.serve.worker import (
-    WARM_UP_PARTS,
-    RunSpec,
-    WarmUp,
-    kernels_cached,
-    lower_priority,
-    run_worker,
-)
+from rdqn.serve.protocol import WARM_UP_PART_NAMES, RunSpec, WarmUp
 
-__all__ = ["Zygote", "ZygoteWorker"]
+__all__ = ["Job", "Zygote", "ZygoteWorker"]
 
 _ROOT = Path(__file__).resolve().parents[2]
 _NEVER_STARTED = "the worker zygote ended before it started the run"
+
+
+class Job(Protocol):
+    """Work other than a run for a worker process: named like a run, done over the link."""
+
+    run_id: str
+
+    def work(self, link: Connection) -> None: ...
 
 
 class ZygoteWorker:
@@ -129,7 +133,7 @@ class Zygote:
         # The zygote each run was sent to: when one ends, only its runs are affected, not those
         # a zygote started after it already has (a launch can follow a zygote's death at once).
         self._sent_to: dict[str, subprocess.Popen[bytes]] = {}
-        self._warm_up = WarmUp(0, len(WARM_UP_PARTS))
+        self._warm_up = WarmUp(0, len(WARM_UP_PART_NAMES))
 
     def warm_up_progress(self) -> WarmUp:
         """How far the zygote's warm-up has come ((0, n) until it is started and reports)."""
@@ -144,8 +148,10 @@ class Zygote:
     def _ensure_running(self) -> None:
         if self._process is not None and self._process.poll() is None:
             return
-        with self._changed:  # a fresh zygote warms up again (its first report says the same)
-            self._warm_up = WarmUp(0, len(WARM_UP_PARTS), compiling=not kernels_cached())
+        # A fresh zygote warms up again; its first report says whether it compiles (the server
+        # does not load the kernels' modules to find out: they import torch).
+        with self._changed:
+            self._warm_up = WarmUp(0, len(WARM_UP_PART_NAMES))
         requests, zygote_requests = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         reports, zygote_reports = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         env = {
@@ -170,7 +176,7 @@ class Zygote:
             target=self._listen, args=(Connection(reports.detach()), self._process), daemon=True
         ).start()
 
-    def launch(self, spec: RunSpec) -> ZygoteWorker:
+    def launch(self, spec: RunSpec | Job) -> ZygoteWorker:
         """Ask the zygote to fork a worker for ``spec``; returns at once (the worker's link
         carries its events as soon as it runs)."""
         server_end, worker_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -233,7 +239,7 @@ class Zygote:
                     for run_id in (its & self._pids.keys()) - self._exits.keys():
                         self._lost.setdefault(run_id, "the worker zygote ended; exit unknown")
                     if self._process is zygote:  # nothing is warm until the next launch
-                        self._warm_up = WarmUp(0, len(WARM_UP_PARTS), self._warm_up.compiling)
+                        self._warm_up = WarmUp(0, len(WARM_UP_PART_NAMES), self._warm_up.compiling)
                     self._changed.notify_all()
                 return
             with self._changed:
@@ -266,10 +272,15 @@ class Zygote:
 
 
 # ------------------------------------------------------------------------------ the zygote
-def _worker_main(spec: RunSpec, fd: int) -> None:
+def _worker_main(spec: RunSpec | Job, fd: int) -> None:
+    from rdqn.serve.worker import lower_priority, run_worker  # loaded by the zygote's warm-up
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     lower_priority()
-    run_worker(spec, Connection(fd))
+    if isinstance(spec, RunSpec):
+        run_worker(spec, Connection(fd))
+    else:
+        spec.work(Connection(fd))
 
 
 def _reap(children: dict[int, str], reports: Connection) -> None:
@@ -297,7 +308,7 @@ def _serve(requests: socket.socket, reports: Connection) -> None:
         _, fds, _, _ = socket.recv_fds(requests, 1, 1)
         if not fds:
             return  # the server closed the channel
-        spec: RunSpec = pickle.loads(spec_reader.recv_bytes())
+        spec: RunSpec | Job = pickle.loads(spec_reader.recv_bytes())
         try:
             pid = os.fork()
         except OSError as err:
