@@ -30,7 +30,6 @@ from typing import Any, NoReturn
 
 import numpy as np
 import streamlit as st
-import torch
 
 from dashboard.admin import is_admin
 from dashboard.classroom.live_pages import LivePages
@@ -139,9 +138,6 @@ def without_paths(text: str, home: Path) -> str:
 @st.cache_resource(show_spinner=False)
 def registry() -> RunRegistry:
     """The process-wide run registry; closing the server stops its runs and ends its workers."""
-    # With RDQN_EXECUTOR=thread the runs share this process's cores: one intra-op thread each
-    # avoids the oversubscription that makes every run slower.
-    torch.set_num_threads(1)
     try:
         executor = executor_from_env()
         max_runs = _env_number("RDQN_MAX_RUNS", None, int)

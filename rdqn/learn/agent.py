@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 from torch import nn
 
 from rdqn.learn.agent_config import AgentConfig, resolve_device
+from rdqn.learn.errors import DivergenceError
 from rdqn.learn.fused_mlp import FusedMLP, fused_update_supported
 from rdqn.learn.nets import build_q_network
 from rdqn.validation import check_integer
@@ -43,10 +44,6 @@ __all__ = [
     "DivergenceError",
     "LearnResult",
 ]
-
-
-class DivergenceError(RuntimeError):
-    """A non-finite loss, TD error or gradient norm; raised before the optimizer step."""
 
 
 class BatchLike(Protocol):

@@ -1,5 +1,8 @@
 """Learner hyperparameters (`AgentConfig`) and the torch device they resolve to.
 
+Importing this module does not import torch (the dashboard's server validates configs without
+it; only `resolve_device` needs torch, and imports it when called).
+
 Every field is a `rdqn.validation.setting`: a one-line doc (CLI help, dashboard tooltips), a rule
 and a label; invalid values raise ``ValueError`` naming the field, the value and what is allowed.
 """
@@ -7,21 +10,25 @@ and a label; invalid values raise ``ValueError`` naming the field, the value and
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import torch
-
-from rdqn.learn.nets import NETWORK_KINDS
 from rdqn.validation import Choice, Flag, Integer, Real, check_choice, check_fields, setting
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "DEVICES",
     "LOSSES",
+    "NETWORK_KINDS",
     "OPTIMIZERS",
     "TARGET_UPDATES",
     "AgentConfig",
     "resolve_device",
 ]
 
+NETWORK_KINDS: tuple[str, ...] = ("recurrent", "mlp", "linear")
+"""Values accepted by ``AgentConfig.network`` (and `rdqn.learn.nets.build_q_network`)."""
 LOSSES: tuple[str, ...] = ("huber", "mse")
 OPTIMIZERS: tuple[str, ...] = ("adam", "sgd")
 TARGET_UPDATES: tuple[str, ...] = ("soft", "hard")
@@ -119,6 +126,8 @@ class AgentConfig:
 
 def resolve_device(name: str) -> torch.device:
     """``"auto"`` -> CUDA when available, else CPU; ``"cuda"`` without CUDA is a ``ValueError``."""
+    import torch
+
     check_choice("device", name, DEVICES)
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")

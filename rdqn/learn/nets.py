@@ -38,6 +38,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from rdqn.learn.agent_config import NETWORK_KINDS
 from rdqn.validation import check_integer
 
 __all__ = [
@@ -51,9 +52,6 @@ __all__ = [
     "init_default_",
     "parameter_bytes",
 ]
-
-NETWORK_KINDS: tuple[str, ...] = ("recurrent", "mlp", "linear")
-"""Values accepted by :func:`build_q_network` (and ``AgentConfig.network``)."""
 
 LSTM_HIDDEN = 128
 HEAD_HIDDEN = 64

@@ -28,6 +28,9 @@ properties matter:
 Versions: 1 held a run's agent (weights, optimizer), config and counters; 2 may add a ``"resume"``
 entry with everything else a stopped run needs to continue (`rdqn.runs.resume`). Both load, and
 the agent's weights sit where they always did (``state["agent"]["online"]``).
+
+Importing this module does not import torch (the dashboard's server cleans up checkpoint files
+without it); writing or reading a checkpoint does.
 """
 
 from __future__ import annotations
@@ -42,8 +45,6 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-
-import torch
 
 from rdqn.runs.owners import owner_alive
 
@@ -74,9 +75,7 @@ STALE_TEMPORARY_S = 600.0
 seconds at most)."""
 
 # Exact types (not subclasses: np.float64 subclasses float but does not load with weights_only).
-_LEAF_TYPES: frozenset[type] = frozenset(
-    {type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device}
-)
+_LEAF_TYPES: frozenset[type] = frozenset({type(None), bool, int, float, complex, str, bytes})
 _CONTAINER_TYPES: tuple[type, ...] = (dict, list, tuple, set)
 
 
@@ -86,8 +85,14 @@ class CheckpointError(ValueError):
 
 def _check_loadable(value: Any, where: str) -> None:
     """Raise ``TypeError`` naming the first value ``torch.load(weights_only=True)`` would refuse."""
+    import torch
+
     kind = type(value)
-    if kind in _LEAF_TYPES or isinstance(value, torch.Tensor):
+    if (
+        kind in _LEAF_TYPES
+        or kind in (torch.dtype, torch.device)
+        or isinstance(value, torch.Tensor)
+    ):
         return
     if kind in (dict, OrderedDict):
         for key, item in value.items():
@@ -117,6 +122,8 @@ def checkpoint_bytes(state: Mapping[str, Any]) -> bytes:
         raise ValueError(f"state must not use the reserved checkpoint keys {clash}")
     payload = {"format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, **state}
     _check_loadable(payload, "state")
+    import torch
+
     buffer = io.BytesIO()
     torch.save(payload, buffer)
     archive = buffer.getvalue()
@@ -240,6 +247,8 @@ def load_checkpoint_bytes(data: bytes, *, source: str = "checkpoint bytes") -> d
         raise CheckpointError(f"checkpoint {source} is corrupt or truncated ({len(head)} bytes)")
     if head != _ZIP_MAGIC:
         raise CheckpointError(f"{source} is not an rdqn checkpoint: it is not a torch.save archive")
+    import torch
+
     try:
         loaded = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
     except Exception as exc:

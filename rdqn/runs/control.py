@@ -21,11 +21,14 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rdqn.runs.lifecycle import RecordedRun, ending
 from rdqn.training.telemetry import Telemetry
-from rdqn.training.trainer import Trainer
 from rdqn.validation import Real
+
+if TYPE_CHECKING:
+    from rdqn.training.trainer import Trainer
 
 __all__ = ["RunControls", "drive"]
 

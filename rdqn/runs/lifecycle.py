@@ -49,21 +49,22 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rdqn.config import RunConfig
-from rdqn.learn.agent import DivergenceError
+from rdqn.learn.errors import DivergenceError
 from rdqn.runs.checkpoints import (
     CheckpointError,
     checkpoint_bytes,
     load_checkpoint,
     load_checkpoint_bytes,
 )
-from rdqn.runs.manifest import manifest_of
 from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import KEPT, ResumeError, RunRecords, RunStore, StoreError
 from rdqn.runs.writer import RunWriter
-from rdqn.training.trainer import Trainer
+
+if TYPE_CHECKING:  # the trainer (and torch) load only where a run trains, not in a web server
+    from rdqn.training.trainer import Trainer
 
 __all__ = [
     "CHECKPOINT_EVERY_S",
@@ -212,6 +213,8 @@ class RecordedRun:
         """
         if self.status != "created":
             raise RuntimeError(f"run {self.id} is {self.status}; only a created run opens")
+        from rdqn.training.trainer import Trainer
+
         try:
             trainer = Trainer(self.config)
             if self.resume_from is not None:
@@ -338,6 +341,8 @@ class RecordedRun:
             if self._writer is not None:
                 self._writer.close()
             if self.store is not None and trainer is not None and self.id is not None:
+                from rdqn.runs.manifest import manifest_of
+
                 self.store.set_manifest(self.id, manifest_of(trainer))
                 resumable = status == "stopped" and trainer.between_steps
                 self._save_checkpoint(trainer, resumable=resumable)

@@ -54,7 +54,7 @@ from rdqn.config import RunConfig
 from rdqn.runs.checkpoints import CheckpointError, load_checkpoint
 from rdqn.runs.schema import ACTIVE_STATUSES, RunRecord
 from rdqn.runs.store import KEPT, ResumeError, RunStore
-from rdqn.training.trainer import RESUME_KEY
+from rdqn.training.state import RESUME_KEY
 from rdqn.validation import is_integer
 
 __all__ = [

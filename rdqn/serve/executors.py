@@ -20,7 +20,7 @@ import queue
 import threading
 from typing import Any, Protocol
 
-from rdqn.serve.worker import WARM_UP_PARTS, RunSpec, WarmUp, run_worker, warm_up
+from rdqn.serve.protocol import WARM_UP_PART_NAMES, RunSpec, WarmUp
 from rdqn.serve.zygote import Zygote
 from rdqn.validation import check_choice
 
@@ -203,7 +203,7 @@ class ThreadExecutor:
     shares_store = True
 
     def __init__(self) -> None:
-        self._warm_up = WarmUp(0, len(WARM_UP_PARTS))
+        self._warm_up = WarmUp(0, len(WARM_UP_PART_NAMES))
 
     @property
     def capacity(self) -> int:
@@ -214,6 +214,8 @@ class ThreadExecutor:
         # Not a daemon, said explicitly (a thread inherits its creator's flag, and a Streamlit
         # script thread is a daemon): an interpreter that exits in the middle of the warm-up
         # aborts inside numba or torch ("terminate called without an active exception").
+        from rdqn.serve.worker import warm_up  # torch: only where runs train in this process
+
         threading.Thread(
             target=warm_up, args=(self._heard,), name="rdqn-warm-up", daemon=False
         ).start()
@@ -227,6 +229,8 @@ class ThreadExecutor:
         return self._warm_up
 
     def launch(self, spec: RunSpec) -> Worker:
+        from rdqn.serve.worker import run_worker
+
         commands: queue.Queue[Any] = queue.Queue()
         events: queue.Queue[Any] = queue.Queue()
         thread = threading.Thread(

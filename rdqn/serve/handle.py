@@ -36,7 +36,7 @@ from rdqn.runs.resume import prepare_resume
 from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import RunStore
 from rdqn.serve.executors import Executor, ThreadExecutor, Worker
-from rdqn.serve.worker import RunSpec, apply_record
+from rdqn.serve.protocol import RunSpec, apply_record
 from rdqn.training.telemetry import Telemetry
 
 __all__ = ["RunHandle"]

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rdqn.serve.executors import ExecutorUnavailable, QueueLink, Worker, drain
-from rdqn.serve.worker import WARM_UP_PARTS, RunSpec, WarmUp, lower_priority, run_worker
+from rdqn.serve.protocol import WARM_UP_PART_NAMES, RunSpec, WarmUp
 
 __all__ = ["RAY_MISSING", "RayExecutor"]
 
@@ -49,6 +49,8 @@ class _RunActor:
     def __init__(self, spec: RunSpec) -> None:
         self._commands: queue.Queue[Any] = queue.Queue()
         self._events: queue.Queue[Any] = queue.Queue()
+        from rdqn.serve.worker import lower_priority, run_worker  # torch: in the actor's process
+
         link = QueueLink(self._commands, self._events)
         lower_priority()  # the actor's process is the run's own
         self._thread = threading.Thread(target=run_worker, args=(spec, link), daemon=True)
@@ -138,7 +140,7 @@ class RayExecutor:
     def warm_up_progress(self) -> WarmUp:
         """Ready: there is nothing to wait for here. Each actor loads the kernels it needs
         when its run starts (numba's cache on its node; `python -m rdqn warm-up` fills it)."""
-        return WarmUp(len(WARM_UP_PARTS), len(WARM_UP_PARTS))
+        return WarmUp(len(WARM_UP_PART_NAMES), len(WARM_UP_PART_NAMES))
 
     def launch(self, spec: RunSpec) -> Worker:
         actor = self._actor_class.options(name=f"rdqn-run-{spec.run_id}").remote(spec)

@@ -10,6 +10,7 @@ threads, a Ray actor's mailbox. The messages:
                        ("record", method, args, kwargs)  a write for the server's run store
                        ("done", status, error)     the run is closed; nothing follows
 
+The messages and the run's spec are `rdqn.serve.protocol`'s (torch-free, for the server).
 A worker on the server's machine opens the server's SQLite store itself (`RunSpec.store_path`);
 one that cannot (a Ray node elsewhere) relays every write instead (`RecordRelay`: status, metric
 rows, manifest, checkpoint bytes) and the server makes it (`apply_record`). Either way the writes
@@ -25,17 +26,16 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from functools import partial
 from types import ModuleType
-from typing import Any, Protocol
+from typing import Any
 
 import numba
 import numpy as np
 import torch
 
-from rdqn.config import SCHEMES, RunConfig
+from rdqn.config import SCHEMES
 from rdqn.learn import fused_mlp
 from rdqn.presets import preset
 from rdqn.replay import (
@@ -53,9 +53,18 @@ from rdqn.replay.sumtree import SumTree
 from rdqn.runs.control import RunControls, drive
 from rdqn.runs.lifecycle import RecordedRun, ending
 from rdqn.runs.store import RunRecords, RunStore
+from rdqn.serve.protocol import (
+    COMMANDS,
+    SERVER_GONE,
+    WARM_UP_PART_NAMES,
+    Link,
+    RecordRelay,
+    RunSpec,
+    WarmUp,
+    apply_record,
+)
 from rdqn.training import telemetry
 from rdqn.training.trainer import Trainer
-from rdqn.validation import check_choice
 
 __all__ = [
     "COMMANDS",
@@ -74,68 +83,8 @@ __all__ = [
     "warm_up",
 ]
 
-COMMANDS: tuple[str, ...] = ("pause", "resume", "step", "speed", "stop")
-RECORD_METHODS: tuple[str, ...] = ("set_status", "write_metrics", "set_manifest", "save_checkpoint")
-SERVER_GONE = "stopped: the server went away"
 TRAINING_NICENESS = 10
 """How much a worker process lowers its CPU priority (`os.nice`): see `lower_priority`."""
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """What a worker needs to train a run the server has filed."""
-
-    run_id: str
-    config: RunConfig
-    store_path: str | None
-    """The server's run store, if the worker can open it; None: relay the writes."""
-    paused: bool = False
-    speed: float | None = None
-    snapshot_interval: float = 0.5
-    resume_from: str | bytes | None = None
-    """A stopped run's resume checkpoint (`rdqn.runs.resume`): a file the worker can read, or
-    its bytes; None: the run starts from the beginning."""
-
-
-class Link(Protocol):
-    """The worker's end of its connection to the server."""
-
-    def send(self, message: tuple[Any, ...]) -> None: ...
-
-    def recv(self) -> tuple[Any, ...]:
-        """The next command; raises ``EOFError`` (or ``OSError``) once the server is gone."""
-        ...
-
-
-class RecordRelay:
-    """`RunRecords` that sends each write to the server instead of making it."""
-
-    def __init__(self, send: Callable[[tuple[Any, ...]], None]) -> None:
-        self._send = send
-
-    def set_status(self, run_id: str, status: str, error: str | None = None) -> None:
-        self._send(("record", "set_status", (run_id, status, error), {}))
-
-    def write_metrics(self, run_id: str, **rows: Any) -> None:
-        self._send(("record", "write_metrics", (run_id,), rows))
-
-    def set_manifest(self, run_id: str, manifest: Mapping[str, Any]) -> None:
-        self._send(("record", "set_manifest", (run_id, dict(manifest)), {}))
-
-    def save_checkpoint(
-        self, run_id: str, data: bytes, *, resume_env_steps: int | None = None
-    ) -> None:
-        self._send(
-            ("record", "save_checkpoint", (run_id, data), {"resume_env_steps": resume_env_steps})
-        )
-
-
-def apply_record(
-    store: RunStore, method: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]
-) -> None:
-    """Make a write a worker relayed (one of `RECORD_METHODS`) in the server's store."""
-    check_choice("record method", method, RECORD_METHODS)
-    getattr(store, method)(*args, **kwargs)
 
 
 def _listen(link: Link, controls: RunControls) -> None:
@@ -157,24 +106,6 @@ def _listen(link: Link, controls: RunControls) -> None:
         elif name == "stop":
             controls.stop(args[0] if args else None)
             return
-
-
-@dataclass(frozen=True)
-class WarmUp:
-    """How far a warm-up (`warm_up`) has come: ``done`` of ``total`` parts."""
-
-    done: int
-    total: int
-    compiling: bool = False
-    """Whether numba compiles the kernels (a fresh checkout: tens of seconds) rather than
-    loading them from its on-disk cache (about a second)."""
-    part: str = ""
-    """The part in progress ("" once ready)."""
-
-    @property
-    def ready(self) -> bool:
-        """Every part is done: no run waits for a kernel."""
-        return self.done >= self.total
 
 
 def _tiny_run(name: str, scheme: str | None = None) -> None:
@@ -208,15 +139,22 @@ def _sum_tree() -> None:
     tree.find(np.array([0.5, 3.5]))
 
 
-WARM_UP_PARTS: tuple[tuple[str, Callable[[], None]], ...] = (
-    ("fused MLP update", fused_mlp.warm_up),
-    ("sum tree", _sum_tree),
-    *((f"{scheme} replay", partial(_tiny_run, "per-notebook", scheme)) for scheme in SCHEMES),
-    # Windows of observations and the LSTM (e14, e14-lesson, e15): no numba kernel of its own
-    # beyond the window gather, but its first call sets up torch's recurrent path.
-    ("recurrent net", partial(_tiny_run, "e14-lesson")),
+WARM_UP_PARTS: tuple[tuple[str, Callable[[], None]], ...] = tuple(
+    zip(
+        WARM_UP_PART_NAMES,
+        (
+            fused_mlp.warm_up,
+            _sum_tree,
+            *(partial(_tiny_run, "per-notebook", scheme) for scheme in SCHEMES),
+            # Windows of observations and the LSTM (e14, e14-lesson, e15): no numba kernel of
+            # its own beyond the window gather, but its first call sets up torch's recurrent path.
+            partial(_tiny_run, "e14-lesson"),
+        ),
+        strict=True,
+    )
 )
-"""The warm-up, in the parts it reports: each loads (or compiles) the kernels of one path."""
+"""The warm-up, in the parts it reports (`WARM_UP_PART_NAMES`): each loads (or compiles) the
+kernels of one path."""
 
 KERNEL_MODULES: tuple[ModuleType, ...] = (
     fused_mlp,

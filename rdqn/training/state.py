@@ -5,6 +5,9 @@
 the telemetry into tensors and :func:`from_checkpoint` turns them back, dtype for dtype. A numpy
 ``Generator``'s state (``bit_generator.state``) is plain already: the bit generator's name and
 Python ints (PCG64's 128-bit words included, which the weights-only unpickler reads).
+
+`RESUME_KEY` names the entry of a checkpoint that holds all of this; reading the name does not
+import torch (the server checks a checkpoint's shape without it).
 """
 
 from __future__ import annotations
@@ -12,14 +15,18 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import torch
 
-__all__ = ["env_rng", "from_checkpoint", "to_checkpoint"]
+__all__ = ["RESUME_KEY", "env_rng", "from_checkpoint", "to_checkpoint"]
+
+RESUME_KEY = "resume"
+"""The entry of `Trainer.checkpoint_state(resumable=True)` that `Trainer.restore` reads."""
 
 
 def to_checkpoint(value: Any) -> Any:
     """``value`` with every numpy array a tensor (a copy) and every numpy scalar a Python one;
     dicts, lists and tuples are rebuilt, anything else is returned as it is."""
+    import torch
+
     if isinstance(value, np.ndarray):
         return torch.from_numpy(np.array(value, copy=True, order="C"))
     if isinstance(value, np.generic):
@@ -33,6 +40,8 @@ def to_checkpoint(value: Any) -> Any:
 
 def from_checkpoint(value: Any) -> Any:
     """The inverse of :func:`to_checkpoint`: every tensor back to a numpy array."""
+    import torch
+
     if isinstance(value, torch.Tensor):
         return value.numpy()
     if isinstance(value, dict):

@@ -48,7 +48,7 @@ from rdqn.replay import (
     WindowBuilder,
 )
 from rdqn.training.sampler_check import GoodnessOfFit, check_sampler
-from rdqn.training.state import env_rng, from_checkpoint, to_checkpoint
+from rdqn.training.state import RESUME_KEY, env_rng, from_checkpoint, to_checkpoint
 from rdqn.training.telemetry import (
     Telemetry,
     TelemetryRecorder,
@@ -61,8 +61,6 @@ __all__ = ["RESUME_KEY", "MetricsSink", "Trainer", "build_sampler"]
 FIT_BINS = 16
 FIT_BATCHES = 16
 TREE_LEVELS = 5
-RESUME_KEY = "resume"
-"""The entry of `Trainer.checkpoint_state(resumable=True)` that `Trainer.restore` reads."""
 
 
 class MetricsSink(Protocol):

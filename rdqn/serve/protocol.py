@@ -1,0 +1,122 @@
+"""What the server and a run's worker say to each other: torch-free, so the web server that
+serves the pages never imports torch (workers and the zygote do, `rdqn.serve.worker`).
+
+    server -> worker   ("pause",)  ("resume",)  ("step",)  ("speed", steps_per_second | None)
+                       ("stop", reason | None)
+    worker -> server   ("snapshot", Telemetry)
+                       ("record", method, args, kwargs)  a write for the server's run store
+                       ("done", status, error)     the run is closed; nothing follows
+
+A `RunSpec` says which run a worker trains; a worker that cannot open the server's store sends
+its writes (`RecordRelay`) and the server makes them (`apply_record`). A `WarmUp` says how far
+the loading of the compiled kernels has come, part by part (`WARM_UP_PART_NAMES`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from rdqn.config import SCHEMES, RunConfig
+from rdqn.runs.store import RunStore
+from rdqn.validation import check_choice
+
+__all__ = [
+    "COMMANDS",
+    "RECORD_METHODS",
+    "SERVER_GONE",
+    "WARM_UP_PART_NAMES",
+    "Link",
+    "RecordRelay",
+    "RunSpec",
+    "WarmUp",
+    "apply_record",
+]
+
+COMMANDS: tuple[str, ...] = ("pause", "resume", "step", "speed", "stop")
+RECORD_METHODS: tuple[str, ...] = ("set_status", "write_metrics", "set_manifest", "save_checkpoint")
+SERVER_GONE = "stopped: the server went away"
+
+WARM_UP_PART_NAMES: tuple[str, ...] = (
+    "fused MLP update",
+    "sum tree",
+    *(f"{scheme} replay" for scheme in SCHEMES),
+    "recurrent net",
+)
+"""The parts of a warm-up, in order (`rdqn.serve.worker.WARM_UP_PARTS` does each)."""
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What a worker needs to train a run the server has filed."""
+
+    run_id: str
+    config: RunConfig
+    store_path: str | None
+    """The server's run store, if the worker can open it; None: relay the writes."""
+    paused: bool = False
+    speed: float | None = None
+    snapshot_interval: float = 0.5
+    resume_from: str | bytes | None = None
+    """A stopped run's resume checkpoint (`rdqn.runs.resume`): a file the worker can read, or
+    its bytes; None: the run starts from the beginning."""
+
+
+class Link(Protocol):
+    """The worker's end of its connection to the server."""
+
+    def send(self, message: tuple[Any, ...]) -> None: ...
+
+    def recv(self) -> tuple[Any, ...]:
+        """The next command; raises ``EOFError`` (or ``OSError``) once the server is gone."""
+        ...
+
+
+class RecordRelay:
+    """`RunRecords` that sends each write to the server instead of making it."""
+
+    def __init__(self, send: Callable[[tuple[Any, ...]], None]) -> None:
+        self._send = send
+
+    def set_status(self, run_id: str, status: str, error: str | None = None) -> None:
+        self._send(("record", "set_status", (run_id, status, error), {}))
+
+    def write_metrics(self, run_id: str, **rows: Any) -> None:
+        self._send(("record", "write_metrics", (run_id,), rows))
+
+    def set_manifest(self, run_id: str, manifest: Mapping[str, Any]) -> None:
+        self._send(("record", "set_manifest", (run_id, dict(manifest)), {}))
+
+    def save_checkpoint(
+        self, run_id: str, data: bytes, *, resume_env_steps: int | None = None
+    ) -> None:
+        self._send(
+            ("record", "save_checkpoint", (run_id, data), {"resume_env_steps": resume_env_steps})
+        )
+
+
+def apply_record(
+    store: RunStore, method: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> None:
+    """Make a write a worker relayed (one of `RECORD_METHODS`) in the server's store."""
+    check_choice("record method", method, RECORD_METHODS)
+    getattr(store, method)(*args, **kwargs)
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    """How far a warm-up (`rdqn.serve.worker.warm_up`) has come: ``done`` of ``total`` parts."""
+
+    done: int
+    total: int
+    compiling: bool = False
+    """Whether numba compiles the kernels (a fresh checkout: tens of seconds) rather than
+    loading them from its on-disk cache (about a second)."""
+    part: str = ""
+    """The part in progress ("" once ready)."""
+
+    @property
+    def ready(self) -> bool:
+        """Every part is done: no run waits for a kernel."""
+        return self.done >= self.total

@@ -1,0 +1,64 @@
+"""The web server never imports torch: pages, figures and the tree and by-hand examples need
+numpy (and the compiled replay kernels at most); runs train in worker processes that do.
+
+A fresh interpreter (this test process imported torch long ago) opens every page, starts the
+demo and draws its live page until the run's first snapshot arrives, then reports what it holds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+_SERVE_EVERY_PAGE = r"""
+import json, sys, time
+from pathlib import Path
+from streamlit.testing.v1 import AppTest
+
+from dashboard.state import registry
+
+at = AppTest.from_file("app.py", default_timeout=120)
+at.run()
+failures = []
+for page in sorted(Path("pages").glob("*.py")):
+    at.switch_page(str(page)).run()
+    if at.exception:
+        failures.append(f"{page}: {at.exception[0].message}")
+at.switch_page("pages/home.py").run()
+at.button(key="home.demo").click().run()
+run_id = at.session_state["live.run_id"]
+handle = registry().get(run_id)
+deadline = time.monotonic() + 120
+while handle.snapshot() is None and time.monotonic() < deadline:
+    at.run()
+    time.sleep(0.2)
+shown = handle.snapshot() is not None
+registry().shutdown()
+print(json.dumps({"failures": failures, "snapshot": shown, "torch": "torch" in sys.modules}))
+"""
+
+
+@pytest.mark.slow
+def test_serving_every_page_and_a_run_does_not_import_torch(tmp_path: Path) -> None:
+    env = {**os.environ, "RDQN_HOME": str(tmp_path), "RDQN_EXECUTOR": "process"}
+    done = subprocess.run(
+        [sys.executable, "-c", _SERVE_EVERY_PAGE],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["failures"] == []
+    assert report["snapshot"], "the demo's run sent no snapshot to the page"
+    assert not report["torch"], "the server imported torch"
