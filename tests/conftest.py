@@ -30,6 +30,8 @@ _ONE_WORKER = {
     "test_reliability.py": "browser-b",
     "test_admin.py": "browser-b",
     "test_executors.py": "executors",
+    "test_tasks.py": "executors",  # rdqn.sweeps: zygotes and a local Ray, like the executors'
+    "test_runner.py": "executors",
 }
 
 

@@ -6,6 +6,7 @@
     python -m rdqn compare --preset per-notebook --steps 30000 --seeds 0 1 2
     python -m rdqn runs list | show ID | export ID [--kind steps] [--out FILE] | delete ID
     python -m rdqn warm-up           # compile the kernels once, at install (numba's disk cache)
+    python -m rdqn sweep --preset paper --grid replay.alpha=0,0.6,1 --seeds 5   # docs/sweeps.md
 
 Every run is written to the run store ($RDQN_HOME or ./.rdqn, or --home). Bad arguments print one
 line naming the argument and its value and exit with status 2, before any run is filed: configs
@@ -16,7 +17,7 @@ them. Reading commands (``runs``, ``resume``) create no store where there is non
 SIGTERM) while a command trains stops its runs between two steps, 'stopped' and resumable, with
 exit status 130 (143); a second Ctrl-C aborts at once (`interrupts`). This package is the one
 place in `rdqn` that prints: `parser` and `options` read the arguments, `progress` draws the
-bars, and a module per command (`train`, `compare`, `runs`, `presets`, `warm_up`) runs it;
+bars, and a module per command (`train`, `compare`, `runs`, `sweep`, `presets`, `warm_up`) runs it;
 `main` dispatches.
 """
 
@@ -32,6 +33,7 @@ from rdqn.cli.parser import UsageError, build_parser, cached_parser
 from rdqn.cli.presets import cmd_presets
 from rdqn.cli.progress import Progress
 from rdqn.cli.runs import cmd_runs, cmd_without_store
+from rdqn.cli.sweep import cmd_sweep
 from rdqn.cli.train import NAME_MAX, cmd_resume, cmd_train, train_config, train_one
 from rdqn.cli.warm_up import cmd_warm_up
 from rdqn.limits import check_threads
@@ -52,6 +54,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "rdqn") -> int:
             return cmd_presets()
         if args.command == "warm-up":
             return cmd_warm_up(args)
+        if args.command == "sweep":
+            return cmd_sweep(args)  # it opens the store as its action needs
         if getattr(args, "threads", 1) < 1:
             raise UsageError(f"--threads must be >= 1, got {args.threads}")
         if hasattr(args, "threads"):

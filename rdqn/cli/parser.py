@@ -116,6 +116,9 @@ def build_parser(prog: str = "rdqn") -> argparse.ArgumentParser:
     delete = runs_sub.add_parser("delete", help="delete a run and its checkpoint")
     delete.add_argument("run_id")
 
+    from rdqn.cli.sweep import add_sweep_parser  # the sweep command keeps its options
+
+    add_sweep_parser(sub)
     sub.add_parser("presets", help="list the presets")
     warm = sub.add_parser(
         "warm-up",
