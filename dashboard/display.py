@@ -8,14 +8,23 @@ keeps it. It enlarges the page's text and, through `show_chart`, restyles every 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard.figures.projector import PROJECTOR_TICK_SIZE, for_projector
+from dashboard.shared_figures import SharedFigures
 
-__all__ = ["PROJECTOR_FLAG", "projector_mode", "projector_toggle", "show_chart", "steady_chart"]
+__all__ = [
+    "PROJECTOR_FLAG",
+    "projector_mode",
+    "projector_toggle",
+    "shared_steady_chart",
+    "show_chart",
+    "steady_chart",
+]
 
 PROJECTOR_FLAG = "projector"
 PROJECTOR_HEIGHT = 1.3
@@ -110,9 +119,42 @@ def steady_chart(where: Any, fig: go.Figure, *, name: str, height: int) -> None:
     until the new one is drawn over it (the figures' background is opaque). The slot and figure
     of the last redraw are kept in session state under ``app.steady.<name>``.
     """
-    memory = f"app.steady.{name}"
+    _steady_slots(where, _for_steady_chart(fig, height), name)
+
+
+def shared_steady_chart(
+    where: Any,
+    build: Callable[[], go.Figure],
+    *,
+    key: Hashable,
+    pins: Sequence[object],
+    name: str,
+    height: int,
+) -> None:
+    """`steady_chart` of the figure ``build()`` makes, built once for every session that
+    draws the same ``key`` from the same ``pins`` (a run's snapshots) with the same projector
+    mode and height, and shared by them (`dashboard.shared_figures`): what thirty students
+    following one run cost the server is one figure per snapshot, not thirty."""
+    figure = _shared_figures().get(
+        (key, projector_mode(), height), pins, lambda: _for_steady_chart(build(), height)
+    )
+    _steady_slots(where, figure, name)
+
+
+@st.cache_resource(show_spinner=False)
+def _shared_figures() -> SharedFigures:
+    """The server's one store of shared figures."""
+    return SharedFigures()
+
+
+def _for_steady_chart(fig: go.Figure, height: int) -> go.Figure:
     fig = _styled(fig, height)
-    fig.layout.paper_bgcolor = "white"
+    fig.layout.paper_bgcolor = "white"  # opaque: the slot underneath must not show through
+    return fig
+
+
+def _steady_slots(where: Any, fig: go.Figure, name: str) -> None:
+    memory = f"app.steady.{name}"
     last = st.session_state.get(memory)  # (the slot drawn last, the figure drawn there)
     fresh = "b" if last is not None and last[0] == "a" else "a"
     figures = {fresh: fig} | ({last[0]: last[1]} if last is not None else {})

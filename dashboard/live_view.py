@@ -12,11 +12,12 @@ import contextlib
 from urllib.parse import urlsplit
 
 import numpy as np
+import plotly.graph_objects as go
 import streamlit as st
 from streamlit import net_util
 
 from dashboard import figures
-from dashboard.display import projector_mode, show_chart, steady_chart
+from dashboard.display import projector_mode, shared_steady_chart, show_chart
 from dashboard.eta import RunRates, duration_text, queue_wait_seconds, remaining_seconds
 from dashboard.history import run_label
 from dashboard.live import prices_note
@@ -128,9 +129,11 @@ def run_view(
         with state:
             message = _waiting(run_id, handle is not None, watching=watching)
         for column, area, title in ((0, "reward", "Episode return"), (1, "loss", "Training loss")):
-            steady_chart(
+            shared_steady_chart(
                 charts[column].container(key=f"live_area_{area}"),
-                figures.empty_figure(title, message),
+                lambda title=title: figures.empty_figure(title, message),
+                key=("live empty", title, message),
+                pins=(),
                 name=f"live_{area}",
                 height=height,
             )
@@ -140,43 +143,59 @@ def run_view(
         if lesson_highlight == "metrics":  # the outlined counters above the charts
             _metrics(snap, status, handle.config.replay.scheme)
     previous = registry().get(previous_run_id) if previous_run_id else None
-    overlay = td_overlay = overlay_label = None
-    if previous is not None:
-        old = previous.snapshot(touch=False)
-        overlay_label = f"previous: {run_label(previous.config)}"
-        if old is not None and old.episode_returns.size:
-            overlay = (old.episode_end_steps, old.episode_returns)
-        if old is not None and old.td_abs_mean.size:
-            td_overlay = (old.log_updates, old.td_abs_mean)
-    steady_chart(
+    old = previous.snapshot(touch=False) if previous is not None else None
+    overlay_label = f"previous: {run_label(previous.config)}" if previous is not None else None
+    # One figure per snapshot for every session drawing it (a class follows one run).
+    pins = (snap, old)
+    shared_steady_chart(
         charts[0].container(key="live_area_reward"),
-        figures.reward_curve(
-            snap.episode_end_steps,
-            snap.episode_returns,
-            smoothing=smoothing,
-            overlay=overlay,
-            overlay_label=overlay_label or "previous run",
-            scheme=snap.scheme,
-        ),
+        lambda: _reward_figure(snap, old, overlay_label, smoothing),
+        key=("live reward", run_id, smoothing, overlay_label),
+        pins=pins,
         name="live_reward",
         height=height,
     )
-    steady_chart(
+    shared_steady_chart(
         charts[1].container(key="live_area_loss"),
-        figures.loss_curve(
-            snap.log_updates,
-            snap.losses,
-            snap.td_abs_mean,
-            smoothing=smoothing,
-            overlay=td_overlay,
-            overlay_label=overlay_label or "previous run",
-            scheme=snap.scheme,
-        ),
+        lambda: _loss_figure(snap, old, overlay_label, smoothing),
+        key=("live loss", run_id, smoothing, overlay_label),
+        pins=pins,
         name="live_loss",
         height=height,
     )
     if lesson_highlight != "metrics":
         _metrics(snap, status, handle.config.replay.scheme)
+
+
+def _reward_figure(
+    snap: Telemetry, old: Telemetry | None, overlay_label: str | None, smoothing: float
+) -> go.Figure:
+    """The run's returns, and the smoothed returns of the run it replaced (``old``)."""
+    has_old = old is not None and old.episode_returns.size > 0
+    return figures.reward_curve(
+        snap.episode_end_steps,
+        snap.episode_returns,
+        smoothing=smoothing,
+        overlay=(old.episode_end_steps, old.episode_returns) if has_old else None,
+        overlay_label=overlay_label or "previous run",
+        scheme=snap.scheme,
+    )
+
+
+def _loss_figure(
+    snap: Telemetry, old: Telemetry | None, overlay_label: str | None, smoothing: float
+) -> go.Figure:
+    """The run's loss and mean |TD error|, and the |TD error| of the run it replaced."""
+    has_old = old is not None and old.td_abs_mean.size > 0
+    return figures.loss_curve(
+        snap.log_updates,
+        snap.losses,
+        snap.td_abs_mean,
+        smoothing=smoothing,
+        overlay=(old.log_updates, old.td_abs_mean) if has_old else None,
+        overlay_label=overlay_label or "previous run",
+        scheme=snap.scheme,
+    )
 
 
 def _waiting(run_id: str, registered: bool, *, watching: bool) -> str:
