@@ -12,6 +12,7 @@ Lowest first; a module may import rdqn modules of its own package or of lower la
     serve                 serving: the registry (cap, queue), handles, workers, executors
     compare, classroom    comparisons of recorded runs; the classroom examples
     sweeps                grids of recorded runs on the serving layer; a parallel map of tasks
+    experiments           the PER paper's Blind Cliffwalk figure, the PER notebook's study
     cli                   `python -m rdqn` (a package: a module per command)
 
 Recording starts no thread and no worker, and nothing in rdqn knows the dashboard's people:
@@ -45,6 +46,7 @@ LAYERS = {
     "compare": 8,
     "classroom": 8,
     "sweeps": 9,
+    "experiments": 9,
     "cli": 10,
     "__main__": 11,
 }
@@ -106,7 +108,9 @@ def test_core_module_imports_no_ui_library(path: Path) -> None:
         top = {name.split(".")[0] for name in imports(tree, top_level_only=True)}
         assert not top & UI_LIBRARIES
         assert {n for n in imports(tree) if n.split(".")[0] in UI_LIBRARIES} <= {
-            "dashboard.figures.report"
+            "dashboard.figures.report",
+            "dashboard.figures.experiments",
+            "dashboard.figures.experiment_report",
         }
     else:
         assert not everywhere & UI_LIBRARIES
@@ -118,7 +122,7 @@ def test_only_the_cli_reaches_the_figure_layer_and_it_does() -> None:
         for path in FILES
         if any(n.split(".")[0] in UI_LIBRARIES for n in imports(ast.parse(path.read_text("utf-8"))))
     }
-    assert reaching == {"rdqn.cli.compare"}
+    assert reaching == {"rdqn.cli.compare", "rdqn.cli.experiment"}
 
 
 @pytest.mark.parametrize(

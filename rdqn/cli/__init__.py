@@ -6,6 +6,7 @@
     python -m rdqn compare --preset per-notebook --steps 30000 --seeds 0 1 2
     python -m rdqn runs list | show ID | export ID [--kind steps] [--out FILE] | delete ID
     python -m rdqn warm-up           # compile the kernels once, at install (numba's disk cache)
+    python -m rdqn experiment cliffwalk | per-notebook | tables   # docs/experiments.md
     python -m rdqn sweep --preset paper --grid replay.alpha=0,0.6,1 --seeds 5   # docs/sweeps.md
 
 Every run is written to the run store ($RDQN_HOME or ./.rdqn, or --home). Bad arguments print one
@@ -29,6 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rdqn.cli.compare import Comparison, cmd_compare, comparison
+from rdqn.cli.experiment import cmd_experiment
 from rdqn.cli.parser import UsageError, build_parser, cached_parser
 from rdqn.cli.presets import cmd_presets
 from rdqn.cli.progress import Progress
@@ -54,6 +56,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "rdqn") -> int:
             return cmd_presets()
         if args.command == "warm-up":
             return cmd_warm_up(args)
+        if args.command == "experiment":  # runs no recorded run: no store
+            return cmd_experiment(args)
         if args.command == "sweep":
             return cmd_sweep(args)  # it opens the store as its action needs
         if getattr(args, "threads", 1) < 1:

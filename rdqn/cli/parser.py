@@ -130,6 +130,9 @@ def build_parser(prog: str = "rdqn") -> argparse.ArgumentParser:
         "writable). Seconds when the cache is already warm.",
     )
     warm.add_argument("--quiet", action="store_true", help="no progress bar")
+    from rdqn.cli.experiment import add_experiment_parser  # it imports UsageError from here
+
+    add_experiment_parser(sub, _Parser)
     return parser
 
 

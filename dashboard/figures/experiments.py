@@ -1,0 +1,369 @@
+"""Figures of the experiments (`rdqn.experiments`): the PER paper's Blind Cliffwalk figure and the
+PER notebook's study. Pure builders: a results file's parsed rows in, a `go.Figure` out (the
+notebook's figures are described where they are built, below).
+
+Blind Cliffwalk (Schaul et al. 2015, figure 1): learner updates until the Q-values are learned
+against the number of transitions in the fixed memory, N = 2^(n+1) - 2, both on log scales; one
+line per replay scheme through the median over the seeds, with a band from the fastest to the
+slowest seed. A point where half the seeds or more did not learn within the cap is left out
+(the line breaks there); a band whose slowest seed did not learn stops at its fastest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from dashboard.figures._base import (
+    SCHEME_COLORS,
+    _hline,
+    _log_axis,
+    _log_ticks,
+    _rgba,
+    _style,
+    empty_figure,
+)
+from dashboard.figures.distributions import heatmap_over_time
+
+__all__ = [
+    "EXPERIMENT_COLORS",
+    "SCHEME_NAMES",
+    "buffer_td_figure",
+    "cliffwalk_figure",
+    "probe_heatmap",
+    "reward_bands_figure",
+    "stage_histograms_figure",
+]
+
+EXPERIMENT_COLORS: dict[str, str] = {**SCHEME_COLORS, "oracle": "#111111"}
+"""The schemes' colours of every page, and black for the paper's oracle."""
+SCHEME_NAMES: dict[str, str] = {
+    "uniform": "uniform",
+    "proportional": "proportional",
+    "rank": "rank-based",
+    "oracle": "oracle",
+}
+
+
+def cliffwalk_figure(
+    summary: Sequence[Mapping[str, Any]],
+    *,
+    threshold: float | None = None,
+    title: str = "Blind Cliffwalk: updates until Q is learned",
+    height: int = 480,
+) -> go.Figure:
+    """The figure of the module docstring from `rdqn.experiments.cliffwalk.cliffwalk_summary`
+    rows (scheme, n, memory_size, median, min, max, learned, seeds)."""
+    if not summary:
+        return empty_figure(title)
+    traces: list[dict[str, Any]] = []
+    values: list[float] = []
+    for scheme in dict.fromkeys(row["scheme"] for row in summary):
+        rows = sorted((r for r in summary if r["scheme"] == scheme), key=lambda r: r["n"])
+        color = EXPERIMENT_COLORS.get(scheme, "#5b6b8c")
+        x = np.array([r["memory_size"] for r in rows], dtype=np.float64)
+        median = _column(rows, "median")
+        low, high = _column(rows, "min"), _column(rows, "max")
+        high = np.where(np.isnan(high), low, high)
+        values += [v for v in (*median, *low, *high) if np.isfinite(v)]
+        name = SCHEME_NAMES.get(scheme, scheme)
+        band_x = np.concatenate([x, x[::-1]])
+        band_y = np.concatenate([high, low[::-1]])
+        keep = np.isfinite(band_y)
+        traces.append(
+            {
+                "type": "scatter",
+                "x": band_x[keep],
+                "y": band_y[keep],
+                "mode": "lines",
+                "fill": "toself",
+                "fillcolor": _rgba(color, 0.15),
+                "line": {"width": 0},
+                "hoverinfo": "skip",
+                "showlegend": False,
+                "legendgroup": scheme,
+            }
+        )
+        hover = [
+            f"n = {r['n']}, N = {r['memory_size']:,}<br>median {_number(r['median'])}, "
+            f"range {_number(r['min'])}-{_number(r['max'])}<br>"
+            f"learned {r['learned']}/{len(r['seeds'])}"
+            for r in rows
+        ]
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "x": x,
+                "y": median,
+                "name": name,
+                "legendgroup": scheme,
+                "line": {"color": color, "width": 3},
+                "marker": {"size": 7},
+                "text": hover,
+                "hovertemplate": "%{text}<extra>" + name + "</extra>",
+            }
+        )
+    sizes = np.array([r["memory_size"] for r in summary], dtype=np.float64)
+    what = f"MSE to Q* < {threshold:g}" if threshold is not None else "Q learned"
+    layout = _style(
+        title=title,
+        x_title="transitions in the replay memory, N = 2^(n+1) - 2",
+        y_title=f"updates until {what}",
+        legend=True,
+        height=height,
+        xaxis=_log_axis(sizes),
+        yaxis=_log_axis(np.array(values)) if values else {"type": "log"},
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
+def _column(rows: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
+    return np.array([np.nan if r[key] is None else r[key] for r in rows], dtype=np.float64)
+
+
+def _number(value: float | None) -> str:
+    return "not learned" if value is None else f"{value:,.0f}"
+
+
+# ------------------------------------------------------------------ the PER notebook's study
+#
+# Figures of `rdqn.experiments.per_notebook` trials (the results file's "trials"): curves are the
+# median over the seeds with a band from the lowest to the highest seed; histograms add up the
+# seeds' counts and show each as a fraction of its total.
+
+
+def _by_scheme(trials: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    schemes: dict[str, list[Mapping[str, Any]]] = {}
+    for trial in sorted(trials, key=lambda t: (t["scheme"] != "uniform", t["seed"])):
+        schemes.setdefault(trial["scheme"], []).append(trial)
+    return schemes
+
+
+def _band_traces(
+    x: np.ndarray, stacked: np.ndarray, scheme: str, name: str, *, dash: str = "solid"
+) -> list[dict[str, Any]]:
+    """Median line over the rows of ``stacked`` (seeds x points) and its min-max band."""
+    color = EXPERIMENT_COLORS.get(scheme, "#5b6b8c")
+    with np.errstate(all="ignore"):
+        valid = ~np.isnan(stacked).all(axis=0)
+        x, stacked = x[valid], stacked[:, valid]
+        median = np.nanmedian(stacked, axis=0)
+        low, high = np.nanmin(stacked, axis=0), np.nanmax(stacked, axis=0)
+    return [
+        {
+            "type": "scatter",
+            "x": np.concatenate([x, x[::-1]]),
+            "y": np.concatenate([high, low[::-1]]),
+            "mode": "lines",
+            "fill": "toself",
+            "fillcolor": _rgba(color, 0.15),
+            "line": {"width": 0},
+            "hoverinfo": "skip",
+            "showlegend": False,
+            "legendgroup": name,
+        },
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": x,
+            "y": median,
+            "name": name,
+            "legendgroup": name,
+            "line": {"color": color, "width": 3, "dash": dash},
+            "hovertemplate": "step %{x:,}<br>%{y:.3g}<extra>" + name + "</extra>",
+        },
+    ]
+
+
+def _scheme_name(trial: Mapping[str, Any]) -> str:
+    if trial["scheme"] == "uniform":
+        return "uniform"
+    return f"{trial['scheme']} (α {trial['alpha']:g}, β₀ {trial['beta0']:g} → 1)"
+
+
+def reward_bands_figure(
+    trials: Sequence[Mapping[str, Any]],
+    *,
+    threshold: float | None = None,
+    window: int = 20,
+    points: int = 300,
+    title: str = "Return: rolling mean of 20 episodes",
+    height: int = 440,
+) -> go.Figure:
+    """Each scheme's learning curve (the rolling mean of ``window`` returns as a step function
+    of env steps, `rdqn.compare.learning_curve`), median over the seeds with a min-max band."""
+    from rdqn.compare import Curve, learning_curve
+
+    if not trials:
+        return empty_figure(title)
+    total = max(int(t["env_steps"]) for t in trials)
+    grid = np.linspace(0, total, points).astype(np.int64)
+    traces: list[dict[str, Any]] = []
+    for scheme, runs in _by_scheme(trials).items():
+        curves = [
+            Curve(np.array(r["end_steps"], np.int64), np.array(r["returns"], np.float64))
+            for r in runs
+        ]
+        stacked = np.vstack([learning_curve(c, grid, window) for c in curves])
+        name = f"{_scheme_name(runs[0])}, {len(runs)} seeds"
+        traces += _band_traces(grid.astype(np.float64), stacked, scheme, name)
+    extra: dict[str, Any] = {}
+    if threshold is not None:
+        shape, note = _hline(threshold, f"threshold {threshold:g}", below=True)
+        extra = {"shapes": [shape], "annotations": [note]}
+    layout = _style(
+        title=title,
+        x_title="environment steps",
+        y_title="return",
+        legend=True,
+        height=height,
+        **extra,
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
+def buffer_td_figure(
+    trials: Sequence[Mapping[str, Any]],
+    *,
+    title: str = "Mean |TD error|: the whole buffer (solid) and the sampled batches (dashed)",
+    height: int = 440,
+) -> go.Figure:
+    """At each probe, the mean |delta| over every stored transition under the current nets, and
+    the mean |delta| of the batches replayed since the previous probe; median over the seeds with
+    a min-max band, log scale."""
+    if not trials:
+        return empty_figure(title)
+    traces: list[dict[str, Any]] = []
+    values: list[float] = []
+    for scheme, runs in _by_scheme(trials).items():
+        x = np.array(runs[0]["probes"]["env_steps"], dtype=np.float64)
+        for key, label, dash in (
+            ("buffer_td_mean", "buffer", "solid"),
+            ("sampled_td_mean", "sampled", "dash"),
+        ):
+            stacked = np.array(
+                [
+                    [np.nan if v is None else v for v in r["probes"][key]][: x.shape[0]]
+                    for r in runs
+                ],
+                dtype=np.float64,
+            )
+            values += stacked[np.isfinite(stacked)].tolist()
+            name = f"{scheme}: {label}"
+            traces += _band_traces(x, stacked, scheme, name, dash=dash)
+    layout = _style(
+        title=title,
+        x_title="environment steps",
+        y_title="mean |TD error|",
+        legend=True,
+        height=height,
+        yaxis=_log_axis(np.array(values)),
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
+def _panels(count: int, gap: float = 0.04) -> list[tuple[float, float]]:
+    width = (1.0 - gap * (count - 1)) / count
+    return [(k * (width + gap), k * (width + gap) + width) for k in range(count)]
+
+
+def stage_histograms_figure(
+    trials: Sequence[Mapping[str, Any]],
+    key: str,
+    edges_key: str,
+    *,
+    title: str,
+    schemes: Sequence[str] | None = None,
+    height: int = 360,
+) -> go.Figure:
+    """One panel per training stage (its axis title names the stage's updates): the histogram
+    ``key`` of the sampled batches (the trials' "stages"), summed over the seeds, as fractions,
+    one bar series per scheme; the x axes hold log10 values labelled as powers of ten, and the
+    figure's title names the quantity."""
+    chosen = [t for t in trials if schemes is None or t["scheme"] in schemes]
+    if not chosen:
+        return empty_figure(title)
+    labels = chosen[0]["stages"]["labels"]
+    edges = np.array(chosen[0]["edges"][edges_key], dtype=np.float64)
+    centers = 0.5 * (edges[1:] + edges[:-1])
+    ticks, text = _log_ticks(float(edges[0]), float(edges[-1]))
+    traces: list[dict[str, Any]] = []
+    layout_axes: dict[str, Any] = {}
+    for k, (start, end) in enumerate(_panels(len(labels))):
+        suffix = "" if k == 0 else str(k + 1)
+        layout_axes[f"xaxis{suffix}"] = {
+            "domain": [start, end],
+            "tickmode": "array",
+            "tickvals": ticks,
+            "ticktext": text,
+            "anchor": f"y{suffix}",
+            "title": {"text": f"updates {labels[k]}"},
+        }
+        layout_axes[f"yaxis{suffix}"] = {
+            "anchor": f"x{suffix}",
+            "tickformat": ".0%",
+            "matches": "y" if k else None,
+            "showticklabels": k == 0,
+        }
+        for scheme, runs in _by_scheme(chosen).items():
+            counts = np.sum([np.array(r["stages"][key][k], np.float64) for r in runs], axis=0)
+            total = counts.sum()
+            traces.append(
+                {
+                    "type": "bar",
+                    "x": centers,
+                    "y": counts / total if total else counts,
+                    "name": scheme,
+                    "legendgroup": scheme,
+                    "showlegend": k == 0,
+                    "marker": {"color": EXPERIMENT_COLORS.get(scheme, "#5b6b8c")},
+                    "opacity": 0.7,
+                    "xaxis": f"x{suffix}",
+                    "yaxis": f"y{suffix}",
+                    "hovertemplate": "10^%{x:.1f}: %{y:.1%}<extra>" + scheme + "</extra>",
+                }
+            )
+    for axis in layout_axes.values():
+        if axis.get("matches") is None:
+            axis.pop("matches", None)
+    layout = _style(
+        title=title,
+        legend=True,
+        height=height,
+        barmode="overlay",
+        bargap=0.05,
+        **layout_axes,
+    )
+    return go.Figure(data=traces, layout=layout)
+
+
+def probe_heatmap(
+    trials: Sequence[Mapping[str, Any]],
+    key: str,
+    edges_key: str,
+    *,
+    title: str,
+    y_title: str,
+    height: int = 380,
+) -> go.Figure:
+    """A distribution over the buffer at every probe (the trials' probe histograms ``key``),
+    summed over the given trials: x = learner updates, y = log10 bins labelled as powers of ten,
+    colour = the fraction of that probe's transitions (`heatmap_over_time`)."""
+    from rdqn.training.telemetry import HistogramHistory
+
+    chosen = [t for t in trials if t["probes"].get(key)]
+    if not chosen:
+        return empty_figure(title)
+    rows = min(len(t["probes"][key]) for t in chosen)
+    counts = np.sum([np.array(t["probes"][key][:rows], np.float64) for t in chosen], axis=0)
+    history = HistogramHistory(
+        edges=np.array(chosen[0]["edges"][edges_key], np.float64),
+        steps=np.array(chosen[0]["probes"]["updates"][:rows], np.int64),
+        counts=counts,
+    )
+    figure = heatmap_over_time(history, title=title, y_title=y_title, log_y_labels=True)
+    return figure.update_layout(height=height)

@@ -1,0 +1,378 @@
+"""``rdqn experiment``: the studies of `rdqn.experiments`, run on worker processes or Ray.
+
+    python -m rdqn experiment cliffwalk --out benchmarks/results/cliffwalk.json
+    python -m rdqn experiment per-notebook --out benchmarks/results/per_notebook.json
+    python -m rdqn experiment cliffwalk --from benchmarks/results/cliffwalk.json --table
+    python -m rdqn experiment tables --write docs/experiments.md
+
+Trials go through `rdqn.sweeps.map_tasks` (``--workers``, ``--ray``), with a progress bar; a
+trial that fails is reported and recorded with its error, and the others go on. The results file
+(``--out``) is rewritten after every finished trial, so an interrupted experiment keeps what it
+finished. ``--from FILE`` reads a results file instead of running anything, to redraw its figure
+(``--plot``, ``--report``) or print its table (``--table``). ``tables`` prints every table of the
+docs from the results files, or rewrites the generated blocks of a Markdown file (``--write``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rdqn.cli.options import check_writable, parse_set, write_output
+from rdqn.cli.parser import UsageError
+from rdqn.validation import shown
+
+__all__ = ["add_experiment_parser", "cmd_experiment"]
+
+RESULTS = Path("benchmarks/results")
+
+
+def add_experiment_parser(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
+    """The ``experiment`` command and its three subcommands."""
+    from rdqn.experiments.cliffwalk import (
+        CLIFFWALK_SCHEMES,
+        DEFAULT_MAX_UPDATES,
+        DEFAULT_THRESHOLD,
+    )
+    from rdqn.experiments.oracle import ORACLE_LOSSES
+    from rdqn.experiments.per_notebook import DEFAULT_PROBES, PER_NOTEBOOK_SCHEMES
+
+    experiment = sub.add_parser(
+        "experiment",
+        help="the PER paper's Blind Cliffwalk figure, the PER notebook's CartPole study, tables",
+    )
+    kinds = experiment.add_subparsers(dest="experiment", required=True, parser_class=parser_class)
+
+    cliff = kinds.add_parser(
+        "cliffwalk",
+        help="updates until Blind Cliffwalk's Q-values are learned, by size (paper, figure 1)",
+        description="Schaul et al. 2015, figure 1: a fixed memory of all 2^n action sequences "
+        "of Blind Cliffwalk run to termination (2^(n+1) - 2 transitions, one rewarded); the "
+        "`paper` preset's tabular learner replays it one transition per update until the mean "
+        "squared error of its Q-values to the true ones is below --threshold.",
+    )
+    cliff.add_argument(
+        "--sizes", nargs="+", default=["2-16"], help="chain sizes n: numbers or ranges A-B"
+    )
+    cliff.add_argument(
+        "--schemes", nargs="+", choices=CLIFFWALK_SCHEMES, default=list(CLIFFWALK_SCHEMES)
+    )
+    cliff.add_argument(
+        "--threshold", type=float, default=DEFAULT_THRESHOLD, help="MSE to Q* that counts"
+    )
+    cliff.add_argument("--max-updates", type=int, default=DEFAULT_MAX_UPDATES)
+    cliff.add_argument(
+        "--oracle-loss",
+        choices=ORACLE_LOSSES,
+        default=ORACLE_LOSSES[0],
+        help="the global loss the oracle minimises (q-error: to Q*, known in hindsight)",
+    )
+    cliff.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a field of the learner's config (agent.lr, agent.gamma, replay.alpha...)",
+    )
+    _common(cliff, "cliffwalk.json", plot=True)
+
+    notebook = kinds.add_parser(
+        "per-notebook",
+        help="uniform vs proportional replay on CartPole-v1 with probes (the PER notebook)",
+        description="The PER notebook's study: the per-notebook preset on CartPole-v1, uniform "
+        "against proportional replay (alpha .6, beta .4 -> 1), with probes of the buffer's TD "
+        "errors and priorities and of the sampled priorities and IS weights.",
+    )
+    notebook.add_argument("--steps", type=int, help="env steps per run (default: the preset's)")
+    notebook.add_argument(
+        "--schemes", nargs="+", choices=PER_NOTEBOOK_SCHEMES, default=list(PER_NOTEBOOK_SCHEMES)
+    )
+    notebook.add_argument(
+        "--threshold", type=float, default=475.0, help="20-episode mean return that counts"
+    )
+    notebook.add_argument(
+        "--probes", type=int, default=DEFAULT_PROBES, help="probes of the buffer per run"
+    )
+    notebook.add_argument("--set", action="append", metavar="KEY=VALUE", help="config override")
+    _common(notebook, "per_notebook.json", plot=False)
+    notebook.add_argument("--report", help="HTML report (default: --out with .html)")
+
+    tables = kinds.add_parser(
+        "tables",
+        help="the docs' learning tables, generated from the results files",
+        description="Print every learning table of the docs from its results file, or rewrite "
+        "the generated blocks (<!-- table: NAME --> ... <!-- /table -->) of a Markdown file.",
+    )
+    tables.add_argument("--results", default=str(RESULTS), help="folder of the results files")
+    tables.add_argument("--write", help="Markdown file whose table blocks to rewrite")
+    tables.add_argument("--check", help="Markdown file to check: exit 1 if a table is stale")
+
+
+def _common(parser: argparse.ArgumentParser, out: str, *, plot: bool) -> None:
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--out", default=out, help=f"results JSON (default {out})")
+    if plot:
+        parser.add_argument("--plot", help="HTML figure (default: --out with .html)")
+    parser.add_argument(
+        "--from", dest="source", help="read this results file instead of running anything"
+    )
+    parser.add_argument("--table", action="store_true", help="print the Markdown table")
+    parser.add_argument("--workers", type=int, help="trials at once (default: one per core)")
+    parser.add_argument(
+        "--ray", metavar="ADDRESS", help="run trials as Ray tasks: 'local' or a cluster address"
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def parse_sizes(items: Sequence[str]) -> list[int]:
+    """``--sizes`` items (``8``, ``2-16``) as sorted distinct sizes; `UsageError` otherwise."""
+    sizes: set[int] = set()
+    for item in items:
+        low, sep, high = item.partition("-")
+        try:
+            first, last = int(low), int(high if sep else low)
+        except ValueError:
+            raise UsageError(f"--sizes expects numbers or ranges A-B, got {shown(item)}") from None
+        if not 2 <= first <= last <= 24:
+            raise UsageError(f"--sizes must lie in 2-24 with A <= B, got {shown(item)}")
+        sizes.update(range(first, last + 1))
+    return sorted(sizes)
+
+
+def cmd_experiment(args: argparse.Namespace) -> int:
+    """Run (or read) one experiment; see the module docstring."""
+    if args.experiment == "tables":
+        return _cmd_tables(args)
+    if args.seeds and (min(args.seeds) < 0 or len(set(args.seeds)) != len(args.seeds)):
+        raise UsageError(f"--seeds must be distinct non-negative integers, got {args.seeds}")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    if args.experiment == "cliffwalk":
+        return _cmd_cliffwalk(args)
+    return _cmd_per_notebook(args)
+
+
+# ------------------------------------------------------------------------------ cliffwalk
+
+
+def _cmd_cliffwalk(args: argparse.Namespace) -> int:
+    from rdqn.experiments.cliffwalk import (
+        cliffwalk_summary,
+        cliffwalk_trials,
+        run_cliffwalk_trial,
+    )
+    from rdqn.experiments.tables import cliffwalk_table
+
+    out = Path(args.out)
+    plot = Path(args.plot) if args.plot else out.with_suffix(".html")
+    if args.source:
+        report = _read(Path(args.source))
+    else:
+        overrides = parse_set(args.set or [])
+        trials = cliffwalk_trials(
+            parse_sizes(args.sizes),
+            args.schemes,
+            args.seeds,
+            threshold=args.threshold,
+            max_updates=args.max_updates,
+            oracle_loss=args.oracle_loss,
+            overrides=overrides,
+        )
+        for path, option in ((out, "--out"), (plot, "--plot")):
+            check_writable(path, option)
+        head = {
+            "experiment": "cliffwalk",
+            "command": _command(),
+            "what": "Schaul et al. 2015, figure 1: learner updates until the MSE of Blind "
+            "Cliffwalk's Q-values to Q* is below the threshold, from a fixed memory of all 2^n "
+            "action sequences run to termination",
+            "threshold": args.threshold,
+            "max_updates": args.max_updates,
+            "oracle_loss": args.oracle_loss,
+            "overrides": overrides,
+            "learner": trials[0].config["agent"],
+            "replay": {k: v for k, v in trials[0].config["replay"].items() if k != "capacity"},
+        }
+        report = _run(run_cliffwalk_trial, trials, head, cliffwalk_summary, out, args, "cliffwalk")
+    if not args.source or args.plot:
+        _write_plot(plot, report, args)
+    if args.table:
+        print(cliffwalk_table(report))
+    return 0 if not report.get("failed") else 1
+
+
+def _write_plot(path: Path, report: dict[str, Any], args: argparse.Namespace) -> None:
+    from dashboard.figures.experiments import cliffwalk_figure
+
+    figure = cliffwalk_figure(report["summary"], threshold=report.get("threshold"))
+    write_output(path, figure.to_html(include_plotlyjs=True, full_html=True), "--plot")
+    if not args.quiet:
+        print(f"figure: {path}", file=sys.stderr)
+
+
+# --------------------------------------------------------------------------- per-notebook
+
+
+def _cmd_per_notebook(args: argparse.Namespace) -> int:
+    from rdqn.experiments.per_notebook import (
+        per_notebook_summary,
+        per_notebook_trials,
+        run_per_notebook_trial,
+    )
+    from rdqn.experiments.tables import per_notebook_table
+
+    out = Path(args.out)
+    page = Path(args.report) if args.report else out.with_suffix(".html")
+    if args.source:
+        report = _read(Path(args.source))
+    else:
+        overrides = parse_set(args.set or [])
+        trials = per_notebook_trials(
+            args.schemes,
+            args.seeds,
+            steps=args.steps,
+            threshold=args.threshold,
+            probes=args.probes,
+            overrides=overrides,
+        )
+        for path, option in ((out, "--out"), (page, "--report")):
+            check_writable(path, option)
+        head = {
+            "experiment": "per-notebook",
+            "command": _command(),
+            "what": "the PER notebook's study: uniform vs proportional replay on CartPole-v1 "
+            "(per-notebook preset), with probes of TD errors, priorities and IS weights",
+            "threshold": args.threshold,
+            "overrides": overrides,
+            "config": trials[0].config,
+        }
+        report = _run(
+            run_per_notebook_trial, trials, head, per_notebook_summary, out, args, "per-notebook"
+        )
+    if not args.source or args.report:
+        from dashboard.figures.experiment_report import per_notebook_report
+
+        write_output(page, per_notebook_report(report), "--report")
+        if not args.quiet:
+            print(f"report: {page}", file=sys.stderr)
+    if args.table:
+        print(per_notebook_table(report))
+    return 0 if not report.get("failed") else 1
+
+
+# ------------------------------------------------------------------------------- running
+
+
+def _run(
+    func: Callable[[Any], dict[str, Any]],
+    trials: list[Any],
+    head: dict[str, Any],
+    summarize: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+    out: Path,
+    args: argparse.Namespace,
+    label: str,
+) -> dict[str, Any]:
+    """Every trial through `map_tasks`; the results file rewritten after each one."""
+    from rdqn.sweeps import map_tasks
+
+    started = time.time()
+    head = {**head, "machine": _machine(), "workers": args.workers, "ray": args.ray}
+    results: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
+    outcomes = map_tasks(
+        func,
+        trials,
+        workers=args.workers,
+        ray=args.ray,
+        progress=None if args.quiet else label,
+    )
+    for trial, outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            fields = {k: v for k, v in vars(trial).items() if k != "config"}
+            failed.append({**fields, "error": f"{type(outcome).__name__}: {outcome}"})
+            print(f"rdqn: trial {fields} failed: {outcome}", file=sys.stderr)
+        else:
+            results.append(outcome)
+        report = _report(head, results, failed, summarize, time.time() - started)
+        write_output(out, json.dumps(report, indent=1) + "\n", "--out")
+    report = _report(head, results, failed, summarize, time.time() - started)
+    if not args.quiet:
+        print(f"results: {out} ({len(results)} trials, {len(failed)} failed)", file=sys.stderr)
+    return report
+
+
+def _report(
+    head: dict[str, Any],
+    results: list[dict[str, Any]],
+    failed: list[dict[str, Any]],
+    summarize: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+    seconds: float,
+) -> dict[str, Any]:
+    ordered = sorted(results, key=lambda r: (str(r.get("scheme")), r.get("n", 0), r["seed"]))
+    return {
+        **head,
+        "wall_seconds": seconds,
+        "summary": summarize(ordered) if ordered else [],
+        "failed": failed,
+        "trials": ordered,
+    }
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise UsageError(f"--from {path} cannot be read: {err.strerror or err}") from None
+    except ValueError as err:
+        raise UsageError(f"--from {path} is not JSON: {err}") from None
+    if not isinstance(report, dict) or "summary" not in report:
+        raise UsageError(f"--from {path} is not a results file of `rdqn experiment`")
+    return report
+
+
+def _machine() -> dict[str, Any]:
+    import numpy
+    import torch
+
+    return {
+        "python": platform.python_version(),
+        "numpy": numpy.__version__,
+        "torch": torch.__version__,
+        "cpus": os.cpu_count(),
+        "load_average_at_start": list(os.getloadavg()),
+    }
+
+
+def _command() -> str:
+    return "python -m rdqn " + " ".join(sys.argv[1:]) if sys.argv[1:] else "python -m rdqn"
+
+
+# -------------------------------------------------------------------------------- tables
+
+
+def _cmd_tables(args: argparse.Namespace) -> int:
+    from rdqn.experiments.tables import all_tables, check_blocks, rewrite_blocks
+
+    tables = all_tables(Path(args.results))
+    if args.write:
+        path = Path(args.write)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as err:
+            raise UsageError(f"--write {path} cannot be read: {err.strerror or err}") from None
+        write_output(path, rewrite_blocks(text, tables), "--write")
+        return 0
+    if args.check:
+        stale = check_blocks(Path(args.check).read_text(encoding="utf-8"), tables)
+        for name in stale:
+            print(f"stale table: {name}", file=sys.stderr)
+        return 1 if stale else 0
+    for name, table in tables.items():
+        print(f"<!-- table: {name} -->\n{table}<!-- /table -->\n")
+    return 0

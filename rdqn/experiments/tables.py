@@ -1,0 +1,277 @@
+"""The docs' learning tables, generated from the results files that the experiments and the
+learning benchmarks write, never typed by hand.
+
+Each table function takes the parsed results file and returns Markdown (ending in a newline).
+`all_tables` reads every results file present in a folder; `rewrite_blocks` puts the tables into
+a Markdown document between its markers, and `check_blocks` names the blocks that differ from
+what the files say (``python -m rdqn experiment tables --write | --check docs/experiments.md``;
+a test checks docs/experiments.md)::
+
+    <!-- table: cliffwalk -->
+    | n | ... |
+    <!-- /table -->
+
+Numbers: medians with the range over the seeds in parentheses, "-" where there is none.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "RESULTS_FILES",
+    "all_tables",
+    "cartpole_sweep_table",
+    "chain_lesson_table",
+    "check_blocks",
+    "cliffwalk_table",
+    "e14_lesson_table",
+    "memory_table",
+    "per_notebook_table",
+    "rewrite_blocks",
+]
+
+
+def _count(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def _span(median: float | None, low: float | None, high: float | None, fmt=_count) -> str:
+    """``median (low-high)``; ``median (low-)`` for an open top; ``-`` without a median."""
+    if median is None:
+        return "-"
+    if low is None:
+        return fmt(median)
+    top = "" if high is None else fmt(high)
+    return f"{fmt(median)} ({fmt(low)}-{top})" if low != high else fmt(median)
+
+
+def _stats(values: Sequence[float | None]) -> tuple[float | None, float | None, float | None]:
+    done = [v for v in values if v is not None]
+    if not done:
+        return None, None, None
+    return statistics.median(done), min(done), max(done)
+
+
+def _seeds(seeds: Sequence[int]) -> str:
+    ordered = sorted(seeds)
+    if ordered == list(range(ordered[0], ordered[-1] + 1)) and len(ordered) > 2:
+        return f"{ordered[0]}-{ordered[-1]}"
+    return ", ".join(str(s) for s in ordered)
+
+
+def _per_seed(values: Sequence[float | None], fmt=_count) -> str:
+    return ", ".join(fmt(v) for v in values)
+
+
+# ---------------------------------------------------------------------------- experiments
+
+
+def cliffwalk_table(report: Mapping[str, Any]) -> str:
+    """Updates until the MSE to Q* falls below the threshold: one row per n, one column per
+    scheme, median (min-max) over the seeds ("-" top: a seed did not learn within the cap)."""
+    rows = report["summary"]
+    schemes = list(dict.fromkeys(r["scheme"] for r in rows))
+    by_key = {(r["scheme"], r["n"]): r for r in rows}
+    sizes = sorted({r["n"] for r in rows})
+    seeds = _seeds(rows[0]["seeds"]) if rows else ""
+    lines = [
+        f"| n | memory N | {' | '.join(schemes)} |",
+        "|---:|---:|" + "---:|" * len(schemes),
+    ]
+    for n in sizes:
+        cells = []
+        for scheme in schemes:
+            row = by_key.get((scheme, n))
+            if row is None:
+                cells.append("")
+                continue
+            cell = _span(row["median"], row["min"], row["max"])
+            if row["learned"] < len(row["seeds"]):
+                cell += f" [{row['learned']}/{len(row['seeds'])}]"
+            cells.append(cell)
+        memory = next(r["memory_size"] for r in rows if r["n"] == n)
+        lines.append(f"| {n} | {memory:,} | {' | '.join(cells)} |")
+    note = (
+        f"\nLearner updates until the MSE of the Q-values to Q* is below "
+        f"{report['threshold']:g}, median (min-max) over seeds {seeds}"
+    )
+    if any(r["learned"] < len(r["seeds"]) for r in rows):
+        note += f"; [k/m]: k of m seeds learned within {report['max_updates']:,} updates"
+    return "\n".join(lines) + note + ".\n"
+
+
+def per_notebook_table(report: Mapping[str, Any]) -> str:
+    """Per scheme: seeds reaching the threshold, env steps to it, best and final 20-episode
+    means (median (range), then per seed), and sampled over buffer mean |TD error|."""
+    threshold = f"{report['threshold']:g}"
+    lines = [
+        f"| scheme | reached {threshold} | env steps to {threshold}, median (range) | per seed "
+        "| best 20-episode mean | per seed | final 20-episode mean | per seed "
+        "| sampled / buffer mean abs TD error |",
+        "|---|---:|---|---|---|---|---|---|---|",
+    ]
+    for row in report["summary"]:
+        label = row["scheme"]
+        if label != "uniform":
+            label += f" (α {row['alpha']:g}, β₀ {row['beta0']:g})"
+        spans = {
+            key: _span(row[f"{key}_median"], row[f"{key}_min"], row[f"{key}_max"])
+            for key in ("steps", "best_mean20", "final_mean20")
+        }
+        ratio = _span(
+            row["sampled_over_buffer_td_median"],
+            row["sampled_over_buffer_td_min"],
+            row["sampled_over_buffer_td_max"],
+            fmt=lambda v: f"{v:.2f}",
+        )
+        lines.append(
+            f"| {label} | {row['reached']}/{len(row['seeds'])} "
+            f"| {spans['steps']} | {_per_seed(row['steps_to_threshold'])} "
+            f"| {spans['best_mean20']} | {_per_seed(row['best_mean20'])} "
+            f"| {spans['final_mean20']} | {_per_seed(row['final_mean20'])} | {ratio} |"
+        )
+    seeds = _seeds(report["summary"][0]["seeds"]) if report["summary"] else ""
+    steps = report["config"]["train"]["total_steps"]
+    return (
+        "\n".join(lines)
+        + f"\n{steps:,} env steps per run, seeds {seeds}; '-': not reached within the budget.\n"
+    )
+
+
+# ----------------------------------------------------------------------------- benchmarks
+
+
+def cartpole_sweep_table(results: Sequence[Mapping[str, Any]]) -> str:
+    """``bench_learning cartpole-sweep``: per variant, seeds reaching 475 and the best
+    20-episode mean, median (range) and per seed."""
+    variants = list(dict.fromkeys(r["variant"] for r in results))
+    lines = [
+        "| variant | reached 475 | env steps to 475, median (range) | best 20-episode mean, "
+        "median (range) | per seed |",
+        "|---|---:|---|---|---|",
+    ]
+    for variant in variants:
+        runs = sorted((r for r in results if r["variant"] == variant), key=lambda r: r["seed"])
+        steps = [r["steps_to_threshold"] for r in runs]
+        best = [r["best_mean20"] for r in runs]
+        reached = sum(s is not None for s in steps)
+        lines.append(
+            f"| {variant} | {reached}/{len(runs)} | {_span(*_stats(steps))} "
+            f"| {_span(*_stats(best))} | {_per_seed(best)} |"
+        )
+    seeds = _seeds([r["seed"] for r in results if r["variant"] == variants[0]])
+    return "\n".join(lines) + f"\nProportional replay, seeds {seeds}.\n"
+
+
+def memory_table(results: Sequence[Mapping[str, Any]]) -> str:
+    """``bench_learning memory``: per agent, best and final 20-episode means."""
+    names = {
+        "e14": "`e14`: two-LSTM recurrent net, windows of T = 8, PER, soft target",
+        "per-notebook": "`per-notebook`'s MLP (sees one observation)",
+    }
+    lines = [
+        "| agent | best 20-episode mean, median (range) | per seed | final 20-episode mean, "
+        "median (range) | per seed |",
+        "|---|---|---|---|---|",
+    ]
+    for preset in dict.fromkeys(r["preset"] for r in results):
+        runs = sorted((r for r in results if r["preset"] == preset), key=lambda r: r["seed"])
+        best = [r["best_mean20"] for r in runs]
+        final = [r["final_mean20"] for r in runs]
+        lines.append(
+            f"| {names.get(preset, preset)} | {_span(*_stats(best))} | {_per_seed(best)} "
+            f"| {_span(*_stats(final))} | {_per_seed(final)} |"
+        )
+    seeds = _seeds(sorted({r["seed"] for r in results}))
+    return "\n".join(lines) + f"\nSeeds {seeds}.\n"
+
+
+def e14_lesson_table(report: Mapping[str, Any]) -> str:
+    """``benchmarks/recurrent_lesson.py``: recurrent against feed-forward, final and best
+    20-episode means, median (range) and per seed, and CPU minutes per run."""
+    names = {
+        "recurrent": "`e14-lesson` (recurrent)",
+        "feed-forward": "same budget, feed-forward",
+    }
+    lines = [
+        "| agent | final 20-episode mean, median (range) | per seed | best 20-episode mean, "
+        "median (range) | per seed | CPU minutes per run, median |",
+        "|---|---|---|---|---|---:|",
+    ]
+    for label in ("recurrent", "feed-forward"):
+        runs = sorted((r for r in report["runs"] if r["label"] == label), key=lambda r: r["seed"])
+        if not runs:
+            continue
+        final = [r["final_mean20"] for r in runs]
+        best = [r["best_mean20"] for r in runs]
+        cpu = statistics.median(r["cpu_seconds"] for r in runs) / 60
+        lines.append(
+            f"| {names[label]} | {_span(*_stats(final))} | {_per_seed(final)} "
+            f"| {_span(*_stats(best))} | {_per_seed(best)} | {cpu:.1f} |"
+        )
+    return "\n".join(lines) + f"\nSeeds {_seeds(report['seeds'])}.\n"
+
+
+def chain_lesson_table(report: Mapping[str, Any]) -> str:
+    """``benchmarks/compare_default.py``: per variant and scheme, seeds reaching 0.8 and env
+    steps to it, median (range)."""
+    lines = [
+        "| variant | scheme | reached 0.8 | env steps to 0.8, median (range) |",
+        "|---|---|---:|---|",
+    ]
+    for row in report["summary"]:
+        scheme = row["scheme"]
+        if scheme != "uniform":
+            scheme += f", α {row['alpha']:g}"
+        lines.append(
+            f"| {row['variant']} | {scheme} | {row['reached']} "
+            f"| {_span(*_stats(row['steps_to_threshold']))} |"
+        )
+    seeds = _seeds(report["summary"][0]["seeds"]) if report["summary"] else ""
+    return "\n".join(lines) + f"\nSeeds {seeds}; the range is over the seeds that got there.\n"
+
+
+RESULTS_FILES: dict[str, tuple[str, Callable[[Any], str]]] = {
+    "cliffwalk": ("cliffwalk.json", cliffwalk_table),
+    "per-notebook": ("per_notebook.json", per_notebook_table),
+    "cartpole-sweep": ("cartpole_sweep.json", cartpole_sweep_table),
+    "memory": ("memory.json", memory_table),
+    "e14-lesson": ("recurrent_lesson.json", e14_lesson_table),
+    "chain-lesson": ("compare_default.json", chain_lesson_table),
+}
+"""Table name -> (results file in the results folder, its table function)."""
+
+
+def all_tables(folder: Path) -> dict[str, str]:
+    """Every table whose results file is in ``folder``, by name (`RESULTS_FILES` order)."""
+    tables = {}
+    for name, (file, table) in RESULTS_FILES.items():
+        path = folder / file
+        if path.exists():
+            tables[name] = table(json.loads(path.read_text(encoding="utf-8")))
+    return tables
+
+
+_BLOCK = re.compile(r"(<!-- table: ([\w-]+) -->\n)(.*?)(<!-- /table -->)", re.DOTALL)
+
+
+def rewrite_blocks(text: str, tables: Mapping[str, str]) -> str:
+    """``text`` with each table block's body replaced by its table (unknown names kept)."""
+
+    def body(match: re.Match[str]) -> str:
+        name = match.group(2)
+        new = tables.get(name, match.group(3))
+        return f"{match.group(1)}{new}{match.group(4)}"
+
+    return _BLOCK.sub(body, text)
+
+
+def check_blocks(text: str, tables: Mapping[str, str]) -> list[str]:
+    """Names of the table blocks in ``text`` whose body is not their table (or has none)."""
+    return [m.group(2) for m in _BLOCK.finditer(text) if tables.get(m.group(2)) != m.group(3)]
