@@ -68,6 +68,9 @@ LOST_WORKER: tuple[str, ...] = (
 )
 """How the serving layer's errors begin when a run's worker died under it
 (`rdqn.serve.zygote.ZygoteWorker.exit_reason`, `rdqn.serve.ray_executor`)."""
+SNAPSHOT_INTERVAL_S = 2.0
+"""Seconds between a trial's snapshots (about 30 KB each): nobody watches a trial's live curves
+closely, and under Ray every snapshot crosses the network."""
 MAX_ATTEMPTS = 2
 """Runs a trial gets in one call when its workers die: the first and one retry."""
 _POLL_S = 0.2
@@ -269,7 +272,10 @@ class _Sweep:
             if slot.action == "resume" and slot.before is not None:
                 try:
                     slot.handle = self.registry.resume(
-                        slot.before.run_id, owner=self.owner, queue=True
+                        slot.before.run_id,
+                        owner=self.owner,
+                        queue=True,
+                        snapshot_interval=SNAPSHOT_INTERVAL_S,
                     )
                     slot.runs += 1
                     continue
@@ -284,6 +290,7 @@ class _Sweep:
             owner=self.owner,
             name=f"sweep {self.spec.id}: {slot.trial.key}",
             group_id=self.spec.id,
+            snapshot_interval=SNAPSHOT_INTERVAL_S,
         )
         slot.runs += 1
 
