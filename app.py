@@ -41,6 +41,7 @@ def frame() -> None:
         "Study": [
             st.Page("pages/compare.py", title="Compare schemes", icon=":material/compare_arrows:"),
             st.Page("pages/runs.py", title="Saved runs", icon=":material/history:"),
+            st.Page("pages/experiments.py", title="Experiments", icon=":material/science:"),
         ],
     }
     navigation = st.navigation(pages)
