@@ -209,7 +209,7 @@ def reward_bands_figure(
             for r in runs
         ]
         stacked = np.vstack([learning_curve(c, grid, window) for c in curves])
-        name = f"{_scheme_name(runs[0])}, {len(runs)} seeds"
+        name = f"{_scheme_name(runs[0])}, {len(runs)} seed{'s' if len(runs) != 1 else ''}"
         traces += _band_traces(grid.astype(np.float64), stacked, scheme, name)
     extra: dict[str, Any] = {}
     if threshold is not None:

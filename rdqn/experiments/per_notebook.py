@@ -116,7 +116,10 @@ def _bins(values: NDArray[np.float64], edges: NDArray[np.float64]) -> NDArray[np
 
 
 def _log10(values: NDArray[np.float64], floor: float) -> NDArray[np.float64]:
-    return np.log10(np.maximum(values, floor))
+    """log10 of the values (at least ``floor``), rounded to 9 decimals so that a value equal to
+    a bin edge up to floating-point rounding (N * P(i) = 1 under uniform replay) lands in the
+    bin that starts there."""
+    return np.round(np.log10(np.maximum(values, floor)), 9)
 
 
 def buffer_td_errors(trainer: Any) -> NDArray[np.float64]:
@@ -184,7 +187,7 @@ class _Probes:
         bins = _bins(_log10(relative, 1e-300), RELATIVE_PROBABILITY_EDGES)
         np.add.at(self.stage_rel[stage], bins, 1.0)
         weights = np.clip(np.asarray(batch.weights, dtype=np.float64), *WEIGHT_RANGE)
-        np.add.at(self.stage_weight[stage], _bins(np.log10(weights), WEIGHT_EDGES), 1.0)
+        np.add.at(self.stage_weight[stage], _bins(_log10(weights, 0.0), WEIGHT_EDGES), 1.0)
         self._sampled_sum += float(td.sum())
         self._sampled_count += td.shape[0]
 
