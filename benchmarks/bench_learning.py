@@ -1,24 +1,31 @@
 """Learning checks: does the agent actually learn, and does prioritized replay help?
 
-Three experiments (issue "learning core", section "Learning must actually work"):
+Experiments (issue "learning core", section "Learning must actually work"):
 
   cartpole  `per-notebook` on CartPole-v1, 100,000 env steps, 5 seeds, proportional vs uniform:
-            does the mean return of the last 20 episodes reach 475?
-  cliffwalk Blind Cliffwalk (Schaul et al. 2015, fig. 1) at n = 8 and 12, 5 seeds: learner updates
-            until the tabular Q-values are within tolerance of Q*, proportional vs uniform.
+            does the mean return of 20 consecutive episodes reach 475? (The docs' table comes
+            from ``python -m rdqn experiment per-notebook``, the same runs with probes.)
+  cliffwalk Blind Cliffwalk at n = 8 and 12, 5 seeds, from a memory of random-policy episodes:
+            a random behaviour policy fills it with 10 * 2^n env steps, then it is held fixed
+            while the `paper` preset's learner (batch 32) replays it; learner updates until
+            max |Q - Q*| < 0.05, checked every 25 updates, proportional vs uniform. The paper's
+            figure itself (every action sequence in memory, the oracle, n = 2..16) is
+            ``python -m rdqn experiment cliffwalk``.
   memory    velocity-masked CartPole: `e14` (recurrent, window 8) vs `per-notebook`'s MLP.
   cartpole-sweep
             the cartpole check, proportional only, for variants of the preset (Double DQN,
             learning rate, target period): how robust is reaching 475?
 
-Runs execute in parallel worker processes (one torch thread each). Results go to a JSON file that
-`--report` turns into the README's tables.
+Runs execute in parallel worker processes (one torch thread each). Results go to a JSON file;
+``--table`` prints the docs' Markdown table of a results file (`rdqn.experiments.tables`)
+instead of running anything.
 
-Usage:
-    python -m benchmarks.bench_learning cartpole --workers 2 --out benchmarks/results/cartpole.json
-    python -m benchmarks.bench_learning cliffwalk --out benchmarks/results/cliffwalk.json
-    python -m benchmarks.bench_learning memory --out benchmarks/results/memory.json
-    python -m benchmarks.bench_learning cartpole-sweep --out benchmarks/results/cartpole_sweep.json
+Usage (R = benchmarks/results):
+    python -m benchmarks.bench_learning cartpole --workers 2 --out R/cartpole.json
+    python -m benchmarks.bench_learning cliffwalk --out R/cliffwalk_random_memory.json
+    python -m benchmarks.bench_learning memory --seeds 5 --out R/memory.json
+    python -m benchmarks.bench_learning cartpole-sweep --out R/cartpole_sweep.json
+    python -m benchmarks.bench_learning cartpole-sweep --table --out R/cartpole_sweep.json
 """
 
 from __future__ import annotations
@@ -92,7 +99,8 @@ def run_curve(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_cliffwalk(job: dict[str, Any]) -> dict[str, Any]:
-    """Updates until max |Q - Q*| over all (state, action) pairs stays below the tolerance."""
+    """Fill the memory with the random policy's warm-up, hold it fixed, replay it until
+    max |Q - Q*| over all (state, action) pairs is below the tolerance."""
     import torch
 
     from rdqn.config import RunConfig
@@ -101,27 +109,34 @@ def run_cliffwalk(job: dict[str, Any]) -> dict[str, Any]:
     torch.set_num_threads(1)
     config = RunConfig.from_dict(job["config"])
     trainer = Trainer(config)
+    while trainer.env_steps < config.train.learning_starts:
+        trainer.step()  # no update before learning_starts: only the memory fills
+    buffer, agent = trainer.buffer, trainer.agent
+    writes = buffer.storage.writes
     env = trainer.env.unwrapped
     q_star = env.optimal_q_values(config.agent.gamma)
     states = np.eye(env.n, dtype=np.float32)[:, None, :]
-    net = trainer.agent.online
-    solved_at = None
-    errors = []
-    while not trainer.done:
-        trainer.step()
-        if trainer.updates and trainer.updates % job["check_every"] == 0:
+    solved_at, error, updates = None, float("nan"), 0
+    while updates < job["max_updates"]:
+        batch = buffer.sample(config.replay.batch_size, beta=config.replay.beta0)
+        result = agent.learn(batch)
+        buffer.update_priorities(batch, np.abs(result.td_errors))
+        updates += 1
+        if updates % job["check_every"] == 0:
             with torch.no_grad():
-                q = net(torch.from_numpy(states)).numpy()
+                q = agent.online(torch.from_numpy(states)).numpy()
             error = float(np.abs(q - q_star).max())
-            errors.append((trainer.updates, error))
-            if error < job["tolerance"] and solved_at is None:
-                solved_at = trainer.updates
+            if error < job["tolerance"]:
+                solved_at = updates
                 break
+    assert buffer.storage.writes == writes, "the memory must stay fixed while it is replayed"
     return {
         **{k: v for k, v in job.items() if k != "config"},
+        "memory_size": len(buffer),
+        "rewarded": int(np.count_nonzero(buffer.storage.rewards[: len(buffer)])),
         "updates_to_solve": solved_at,
-        "final_error": errors[-1][1] if errors else None,
-        "updates": trainer.updates,
+        "final_error": error,
+        "updates": updates,
     }
 
 
@@ -171,9 +186,10 @@ def cartpole_sweep_jobs(steps: int) -> list[dict[str, Any]]:
 
 
 def cliffwalk_jobs(sizes: tuple[int, ...]) -> list[dict[str, Any]]:
-    """A random behaviour policy first fills the memory with about 5 * 2^n episodes (about five
-    of them reach the goal, each with probability 2^-n), then the tabular learner (`paper`
-    preset) replays; the count is learner updates until max |Q - Q*| < tolerance."""
+    """A random behaviour policy first fills the memory with 10 * 2^n env steps (about five
+    episodes reach the goal, each with probability 2^-n), then the tabular learner (`paper`
+    preset, batch 32) replays it, the memory held fixed; the count is learner updates until
+    max |Q - Q*| < tolerance."""
     from rdqn.presets import preset
 
     jobs = []
@@ -206,6 +222,7 @@ def cliffwalk_jobs(sizes: tuple[int, ...]) -> list[dict[str, Any]]:
                         "seed": seed,
                         "tolerance": 0.05,
                         "check_every": 25,
+                        "max_updates": 30_000,
                         "config": config.to_dict(),
                     }
                 )
@@ -245,13 +262,32 @@ def _run(job: dict[str, Any]) -> dict[str, Any]:
     return run_cliffwalk(job) if job["kind"] == "cliffwalk" else run_curve(job)
 
 
+TABLES = {
+    "cartpole-sweep": "cartpole_sweep_table",
+    "memory": "memory_table",
+    "cliffwalk": "cliffwalk_random_memory_table",
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("experiment", choices=["cartpole", "cartpole-sweep", "cliffwalk", "memory"])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--steps", type=int, default=None, help="env steps per run")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (memory: 3)")
     parser.add_argument("--out", required=True)
+    parser.add_argument(
+        "--table", action="store_true", help="print the Markdown table of --out; run nothing"
+    )
     args = parser.parse_args()
+    if args.table:
+        from rdqn.experiments import tables
+
+        if args.experiment not in TABLES:
+            parser.error(f"no docs table for {args.experiment} (its table: rdqn experiment)")
+        results = json.loads(Path(args.out).read_text(encoding="utf-8"))
+        print(getattr(tables, TABLES[args.experiment])(results), end="")
+        return
     if args.experiment == "cartpole":
         jobs = cartpole_jobs(args.steps or 100_000)
     elif args.experiment == "cartpole-sweep":
@@ -259,7 +295,7 @@ def main() -> None:
     elif args.experiment == "cliffwalk":
         jobs = cliffwalk_jobs((8, 12))
     else:
-        jobs = memory_jobs(args.steps or 40_000, (0, 1, 2))
+        jobs = memory_jobs(args.steps or 40_000, tuple(range(args.seeds or 3)))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     results = []
@@ -276,6 +312,7 @@ def main() -> None:
                 "best_mean20",
                 "steps_to_threshold",
                 "updates_to_solve",
+                "rewarded",
                 "env_steps_per_second",
             )
             print({k: result[k] for k in keys if k in result}, flush=True)

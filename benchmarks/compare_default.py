@@ -21,8 +21,10 @@ not; both are recorded, with the load average at the start.
 The JSON holds every run's curve; a short Markdown summary is written beside it (same name,
 ``.md``).
 
-Usage (about 3 CPU minutes for the curves, 1-2 minutes of wall time for the dashboard timing):
+Usage (about 3 CPU minutes for the curves, 1-2 minutes of wall time for the dashboard timing;
+``--table`` prints the docs' table of a results file, `rdqn.experiments.tables`):
     python -m benchmarks.compare_default --out benchmarks/results/compare_default.json
+    python -m benchmarks.compare_default --table --out benchmarks/results/compare_default.json
 """
 
 from __future__ import annotations
@@ -245,7 +247,13 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", required=True)
     parser.add_argument("--skip-dashboard", action="store_true")
+    parser.add_argument("--table", action="store_true", help="print the table of --out; no run")
     args = parser.parse_args()
+    if args.table:
+        from rdqn.experiments.tables import chain_lesson_table
+
+        print(chain_lesson_table(json.loads(Path(args.out).read_text(encoding="utf-8"))), end="")
+        return
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {

@@ -19,8 +19,10 @@ time other processes held the core, CPU seconds do not (on an idle core the two 
 second are given over the whole run and over the learning phase (after the warm-up), where the
 per-step cost is that of an update; the e14 ratio compares learning phases.
 
-Usage (about 7 CPU minutes in all, so 4 minutes on two idle cores; two workers):
+Usage (about 22 CPU minutes in all, so 11 minutes on two idle cores; two workers; ``--table``
+prints the docs' table of a results file, `rdqn.experiments.tables.e14_lesson_table`):
     python -m benchmarks.recurrent_lesson --out benchmarks/results/recurrent_lesson.json
+    python -m benchmarks.recurrent_lesson --table --out benchmarks/results/recurrent_lesson.json
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import numpy as np
 
 from rdqn.presets import FEED_FORWARD_LESSON
 
-SEEDS = (0, 1, 2)
+SEEDS = (0, 1, 2, 3, 4)
 FINAL_EPISODES = 20
 
 
@@ -173,12 +175,18 @@ def main() -> None:
     parser.add_argument("--e14-updates", type=int, default=300, help="e14 updates to time")
     parser.add_argument("--steps", type=int, help="env steps per lesson run (default: its budget)")
     parser.add_argument("--out", default="benchmarks/results/recurrent_lesson.json")
+    parser.add_argument("--table", action="store_true", help="print the table of --out; no run")
     parser.add_argument(
         "--resummarize",
         action="store_true",
         help="recompute the summary of the runs already in --out (no training)",
     )
     args = parser.parse_args()
+    if args.table:
+        from rdqn.experiments.tables import e14_lesson_table
+
+        print(e14_lesson_table(json.loads(Path(args.out).read_text(encoding="utf-8"))), end="")
+        return
     if args.resummarize:
         out = Path(args.out)
         report = json.loads(out.read_text(encoding="utf-8"))

@@ -29,6 +29,7 @@ __all__ = [
     "cartpole_sweep_table",
     "chain_lesson_table",
     "check_blocks",
+    "cliffwalk_random_memory_table",
     "cliffwalk_table",
     "e14_lesson_table",
     "memory_table",
@@ -147,6 +148,37 @@ def per_notebook_table(report: Mapping[str, Any]) -> str:
 # ----------------------------------------------------------------------------- benchmarks
 
 
+def cliffwalk_random_memory_table(results: Sequence[Mapping[str, Any]]) -> str:
+    """``bench_learning cliffwalk``: per n and scheme, the rewarded transitions in each seed's
+    random-episode memory and the updates until max |Q - Q*| < 0.05 ("-": not within the cap)."""
+    lines = [
+        "| n | scheme | rewarded transitions in memory, per seed | updates, median (range) "
+        "| per seed |",
+        "|---:|---|---|---|---|",
+    ]
+    for n in sorted({r["n"] for r in results}):
+        for scheme in ("proportional", "uniform"):
+            runs = sorted(
+                (r for r in results if r["n"] == n and r["scheme"] == scheme),
+                key=lambda r: r["seed"],
+            )
+            if not runs:
+                continue
+            counts = [r["updates_to_solve"] for r in runs]
+            reached = sum(c is not None for c in counts)
+            middle = (
+                _span(*_stats(counts))
+                if reached == len(counts)
+                else (f"{reached}/{len(counts)} within {runs[0]['max_updates']:,}")
+            )
+            lines.append(
+                f"| {n} | {scheme} | {_per_seed([r['rewarded'] for r in runs])} | {middle} "
+                f"| {_per_seed(counts)} |"
+            )
+    seeds = _seeds(sorted({r["seed"] for r in results}))
+    return "\n".join(lines) + f"\nSeeds {seeds}; the memory held fixed while it is replayed.\n"
+
+
 def cartpole_sweep_table(results: Sequence[Mapping[str, Any]]) -> str:
     """``bench_learning cartpole-sweep``: per variant, seeds reaching 475 and the best
     20-episode mean, median (range) and per seed."""
@@ -240,6 +272,7 @@ def chain_lesson_table(report: Mapping[str, Any]) -> str:
 RESULTS_FILES: dict[str, tuple[str, Callable[[Any], str]]] = {
     "cliffwalk": ("cliffwalk.json", cliffwalk_table),
     "per-notebook": ("per_notebook.json", per_notebook_table),
+    "cliffwalk-random-memory": ("cliffwalk_random_memory.json", cliffwalk_random_memory_table),
     "cartpole-sweep": ("cartpole_sweep.json", cartpole_sweep_table),
     "memory": ("memory.json", memory_table),
     "e14-lesson": ("recurrent_lesson.json", e14_lesson_table),

@@ -4,6 +4,7 @@ from rdqn.experiments.tables import (
     cartpole_sweep_table,
     chain_lesson_table,
     check_blocks,
+    cliffwalk_random_memory_table,
     cliffwalk_table,
     e14_lesson_table,
     memory_table,
@@ -100,3 +101,17 @@ def test_blocks_are_rewritten_and_checked() -> None:
     rewritten = rewrite_blocks(text, tables)
     assert rewritten == text.replace("old\n", "| new |\n")
     assert check_blocks(rewritten, tables) == ["z"]
+
+
+def test_cliffwalk_random_memory_table() -> None:
+    results = [
+        {"n": 8, "scheme": "uniform", "seed": s, "rewarded": r, "updates_to_solve": u,
+         "max_updates": 30000}
+        for s, r, u in ((0, 5, 4400), (1, 1, 15550), (2, 5, None))
+    ]  # fmt: skip
+    lines = cliffwalk_random_memory_table(results).splitlines()
+    assert lines[2] == "| 8 | uniform | 5, 1, 5 | 2/3 within 30,000 | 4,400, 15,550, - |"
+    results[2]["updates_to_solve"] = 4000
+    assert cliffwalk_random_memory_table(results).splitlines()[2] == (
+        "| 8 | uniform | 5, 1, 5 | 4,400 (4,000-15,550) | 4,400, 15,550, 4,000 |"
+    )
