@@ -46,14 +46,10 @@ def frame() -> None:
     }
     navigation = st.navigation(pages)
 
-    # The server's first page run imports the dashboard (and with it PyTorch, SciPy and the
+    # The server's first page run imports the dashboard (and with it pandas, Plotly and the
     # compiled replay kernels); later runs find them imported.
     first_run = "dashboard.state" not in sys.modules
-    with (
-        st.spinner("Starting the dashboard: loading PyTorch and the replay kernels (once)…")
-        if first_run
-        else nullcontext()
-    ):
+    with st.spinner("Starting the dashboard (once)…") if first_run else nullcontext():
         from dashboard.display import projector_toggle
         from dashboard.state import init_state, keep_session_runs_alive, session, store_failed
         from rdqn.runs.store import StoreError

@@ -1,0 +1,195 @@
+"""A fresh server, as a teacher meets it: how soon Home's *Start demo* is on screen, how much
+memory the server holds before any run, and how soon the demo's run shows its first counters.
+
+Each repeat starts ``streamlit run app.py`` (a new RDQN_HOME, numba's kernel cache warm: the
+script runs ``python -m rdqn warm-up`` first) and a Chromium page, launched before the server,
+asks for Home until the *Start demo* button is visible:
+
+  home      seconds from starting the server to *Start demo* on screen
+  rss       the server process's resident memory (VmRSS) then, before any run; its children
+            (the zygote that forks the workers) apart
+  first run seconds from the click on *Start demo* (right when it shows) to the live page's
+            first counters (the run's first snapshot; the page redraws every second)
+
+Python's bytecode caches are written as ``pip install`` writes them (``PYTHONDONTWRITEBYTECODE``
+is dropped from the server's environment, and a first start that writes them is not counted):
+a machine that set it would compile every module of Streamlit, pandas and rdqn at each start.
+
+Everything is on 127.0.0.1; the server is stopped with SIGINT (Ctrl-C) after each repeat.
+Results: ``--out`` (JSON); ``--table`` prints the docs' table from it.
+
+Usage: python -m benchmarks.bench_server_start [--repeats 5] [--out FILE] [--nice -10]
+       python -m benchmarks.bench_server_start --table [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import sync_playwright
+
+from benchmarks.chromium import CHROMIUM, CHROMIUM_ARGS
+from benchmarks.dashboard_server import ROOT, free_port
+
+OUT = ROOT / "benchmarks" / "results" / "server_start.json"
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children = (task / "children").read_text().split()
+        found += [int(child) for child in children]
+    return found
+
+
+def _environment() -> dict[str, str]:
+    return {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+
+
+def one_repeat(browser: Any, timeout: float) -> dict[str, Any]:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    with tempfile.TemporaryDirectory(prefix="rdqn-start-") as home:
+        env = {**_environment(), "RDQN_HOME": home}
+        start = time.monotonic()
+        server = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
+            + ["--server.address", "127.0.0.1", "--server.headless", "true"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        try:
+            deadline = start + timeout
+            while True:
+                try:
+                    page.goto(url, timeout=timeout * 1000)
+                    break
+                except PlaywrightError:
+                    if time.monotonic() > deadline or server.poll() is not None:
+                        raise
+                    page.wait_for_timeout(50)
+            demo = page.get_by_role("button", name="Start demo")
+            demo.wait_for(state="visible", timeout=timeout * 1000)
+            home_s = time.monotonic() - start
+            rss = _rss_mb(server.pid)
+            children = [_rss_mb(child) for child in _children(server.pid)]
+            clicked = time.monotonic()
+            demo.click()
+            page.get_by_text("Env steps").first.wait_for(state="visible", timeout=timeout * 1000)
+            first_run_s = time.monotonic() - clicked
+        finally:
+            page.close()
+            os.killpg(server.pid, signal.SIGINT)
+            try:
+                server.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+                server.wait(10)
+    return {
+        "home_s": round(home_s, 3),
+        "server_rss_mb": round(rss, 1),
+        "children_rss_mb": [round(value, 1) for value in children],
+        "first_run_s": round(first_run_s, 3),
+    }
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def measure(repeats: int, timeout: float) -> dict[str, Any]:
+    subprocess.run(
+        [sys.executable, "-m", "rdqn", "warm-up"], cwd=ROOT, check=True, env=_environment()
+    )
+    rows = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            print(f"a first start, not counted: {one_repeat(browser, timeout)}", flush=True)
+            for index in range(repeats):
+                rows.append(one_repeat(browser, timeout))
+                print(f"repeat {index + 1}/{repeats}: {rows[-1]}", flush=True)
+        finally:
+            browser.close()
+    return {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "commit": subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout.strip(),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "loadavg": list(os.getloadavg()),
+        "command": "python -m benchmarks.bench_server_start " + " ".join(sys.argv[1:]),
+        "repeats": rows,
+        "home_s": _summary([row["home_s"] for row in rows]),
+        "server_rss_mb": _summary([row["server_rss_mb"] for row in rows]),
+        "first_run_s": _summary([row["first_run_s"] for row in rows]),
+    }
+
+
+def table(results: dict[str, Any]) -> str:
+    def cell(name: str, unit: str, digits: int) -> str:
+        s = results[name]
+        return (
+            f"{s['median']:.{digits}f} {unit} "
+            f"({s['min']:.{digits}f}-{s['max']:.{digits}f} {unit})"
+        )
+
+    return "\n".join(
+        [
+            "| fresh server, warm kernel cache | median (range) |",
+            "|---|---|",
+            f"| `streamlit run` to Home's *Start demo* on screen | {cell('home_s', 's', 2)} |",
+            f"| server memory (RSS) before any run | {cell('server_rss_mb', 'MB', 0)} |",
+            f"| *Start demo* clicked to the run's first counters | {cell('first_run_s', 's', 2)} |",
+            "",
+            f"{len(results['repeats'])} repeats, {results['date'][:10]}, commit "
+            f"{results['commit']}, load average {results['loadavg'][0]:.1f} "
+            f"(`{results['command']}`).",
+        ]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--timeout", type=float, default=120.0, help="per wait, seconds")
+    parser.add_argument("--nice", type=int, default=0, help="this script's niceness change")
+    parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--table", action="store_true", help="print the table of --out")
+    args = parser.parse_args()
+    if args.table:
+        print(table(json.loads(Path(args.out).read_text())))
+        return
+    if args.nice:
+        os.nice(args.nice)
+    results = measure(args.repeats, args.timeout)
+    Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
+    print(table(results))
+
+
+if __name__ == "__main__":
+    main()
