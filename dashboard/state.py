@@ -26,7 +26,7 @@ import secrets
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 import streamlit as st
@@ -42,7 +42,9 @@ from rdqn.classroom import tree_demo, worked_example
 from rdqn.runs.store import RunStore, StoreError, default_home
 from rdqn.serve.executors import ExecutorUnavailable, executor_from_env
 from rdqn.serve.registry import RunRegistry
-from rdqn.training.telemetry import Telemetry
+
+if TYPE_CHECKING:
+    from rdqn.training.telemetry import Telemetry
 
 __all__ = [
     "SPEEDS",

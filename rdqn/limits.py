@@ -51,7 +51,6 @@ from typing import TYPE_CHECKING, Any
 
 from rdqn.envs.options import observation_size
 from rdqn.envs.prices_csv import CsvLimits
-from rdqn.replay.buffer import replay_nbytes
 from rdqn.validation import is_integer, parse_count
 
 if TYPE_CHECKING:
@@ -219,6 +218,8 @@ def memory_estimate(config: RunConfig) -> int:
     else:
         parameters = obs * _ACTIONS
         activations = 0
+    from rdqn.replay.buffer import replay_nbytes  # compiled kernels: not with a server's Home
+
     return (
         replay_nbytes(replay.capacity, obs, replay.scheme)
         + batch

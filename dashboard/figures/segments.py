@@ -26,7 +26,6 @@ from dashboard.figures._base import (
     empty_figure,
 )
 from dashboard.figures.tree import leaf_heap
-from rdqn.replay import SumTree
 
 
 def segments_figure(
@@ -106,6 +105,8 @@ def segments_figure(
     ]
     q = _as_1d(queries) if queries is not None else np.zeros(0)
     if q.size:
+        from rdqn.replay import SumTree  # compiled: loads when a tree is drawn
+
         tree = SumTree(leaves, track_min=False)
         tree.update(np.arange(leaves), nodes[leaves:])
         hit = tree.find(q)

@@ -22,7 +22,6 @@ from dashboard.figures._base import (
     empty_figure,
 )
 from rdqn.classroom.tree_demo import tree_leaf_count
-from rdqn.replay import SumTree
 
 
 def leaf_heap(leaf_masses: ArrayLike) -> tuple[NDArray[np.float64], int, int]:
@@ -30,6 +29,8 @@ def leaf_heap(leaf_masses: ArrayLike) -> tuple[NDArray[np.float64], int, int]:
     root, leaf i at node P + i), so the drawing shows exactly what the library computes."""
     masses = _as_1d(leaf_masses)
     n = masses.size
+    from rdqn.replay import SumTree  # compiled: loads when a tree is drawn
+
     tree = SumTree(max(n, 2), track_min=False)
     tree.update(np.arange(n), masses)
     return tree.sum_nodes.copy(), tree.offset, n

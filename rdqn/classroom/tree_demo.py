@@ -21,14 +21,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from rdqn.replay import SumTree
 from rdqn.validation import check_real, is_real
+
+if TYPE_CHECKING:  # the compiled tree loads when a page builds one, not with the server's Home
+    from rdqn.replay import SumTree
 
 __all__ = [
     "BatchDraw",
@@ -155,6 +157,8 @@ def tree_leaf_count(capacity: int) -> int:
 
 def build_tree(leaf_masses: ArrayLike) -> SumTree:
     """A `SumTree` holding `leaf_masses` (one leaf each)."""
+    from rdqn.replay import SumTree
+
     m = np.asarray(leaf_masses, dtype=np.float64).reshape(-1)
     tree = SumTree(m.size, track_min=False)
     tree.update(np.arange(m.size), m)

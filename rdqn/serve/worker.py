@@ -63,7 +63,7 @@ from rdqn.serve.protocol import (
     WarmUp,
     apply_record,
 )
-from rdqn.training import telemetry
+from rdqn.training import telemetry_kernels
 from rdqn.training.trainer import Trainer
 
 __all__ = [
@@ -167,7 +167,7 @@ KERNEL_MODULES: tuple[ModuleType, ...] = (
     storage,
     windows,
     checks,
-    telemetry,
+    telemetry_kernels,
 )
 
 

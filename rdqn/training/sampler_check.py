@@ -42,12 +42,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
-from rdqn.replay import ProportionalSampler, RankBasedSampler, Sampler, UniformSampler
 from rdqn.validation import check_integer
+
+if TYPE_CHECKING:  # the samplers (compiled) load in the workers that check them
+    from rdqn.replay import Sampler
 
 __all__ = ["GoodnessOfFit", "check_draws", "check_sampler", "stratification"]
 
@@ -88,6 +91,8 @@ def stratification(sampler: Sampler, size: int) -> tuple[bool, NDArray[np.int64]
     The sum tree cuts the total in slot order (None); rank-based replay in rank order (slots not
     yet ranked have P = 0 and go last); uniform replay draws independently.
     """
+    from rdqn.replay import ProportionalSampler, RankBasedSampler, UniformSampler
+
     if isinstance(sampler, UniformSampler):
         return False, None
     if isinstance(sampler, ProportionalSampler):
@@ -125,7 +130,7 @@ def check_sampler(
         bins=bins,
         rng=rng,
         replicates=replicates,
-        axis="rank" if isinstance(sampler, RankBasedSampler) else "buffer slot",
+        axis="rank" if order is not None else "buffer slot",
     )
 
 

@@ -26,7 +26,6 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
 
@@ -55,29 +54,6 @@ AGE_BINS = 20
 TD_STAGES = (0.1, 0.25, 0.5, 1.0)
 """Fractions of the planned updates at which the |TD error| distribution is kept."""
 _STAGE_KEYS = tuple((stage, f"{stage:.0%}") for stage in TD_STAGES)
-
-
-@numba.njit(cache=True, nogil=True)
-def count_batch_kernel(
-    weights: NDArray[np.float64],
-    ages: NDArray[np.int64],
-    buffer_size: int,
-    weight_edges: NDArray[np.float64],
-    low: float,
-    high: float,
-    weight_counts: NDArray[np.float64],
-    age_counts: NDArray[np.float64],
-) -> None:
-    """Count one batch into the running histograms: log10(clip(w, low, high)) on `weight_edges`
-    (bins [e_k, e_{k+1}), the last one closed), and each age a into bin
-    min(a * bins // max(buffer_size, 1), bins - 1) of `age_counts` (bins = its length)."""
-    last = weight_edges.shape[0] - 2
-    for k in range(weights.shape[0]):
-        log_weight = np.log10(min(max(weights[k], low), high))
-        weight_counts[min(np.searchsorted(weight_edges, log_weight, side="right") - 1, last)] += 1
-    bins = age_counts.shape[0]
-    for k in range(ages.shape[0]):
-        age_counts[min(ages[k] * bins // max(buffer_size, 1), bins - 1)] += 1
 
 
 def effective_sample_size(weights: NDArray[np.float64]) -> float:
@@ -224,6 +200,9 @@ class TelemetryRecorder:
     """Mutable accumulator owned by the training loop (one thread); see `snapshot` for readers."""
 
     def __init__(self, *, planned_updates: int, max_points: int = 20_000) -> None:
+        from rdqn.training.telemetry_kernels import count_batch_kernel  # not in a web server
+
+        self._count_batch = count_batch_kernel
         self.planned_updates = planned_updates
         self.episode_returns: list[float] = []
         self.episode_end_steps: list[int] = []
@@ -311,7 +290,7 @@ class TelemetryRecorder:
             ess=effective_sample_size(weights),
         )
         self.last_batch = view
-        count_batch_kernel(
+        self._count_batch(
             np.ascontiguousarray(weights, np.float64),
             np.ascontiguousarray(ages, np.int64),
             buffer_size,

@@ -9,9 +9,9 @@ from rdqn.training.telemetry import (
     WEIGHT_EDGES,
     WEIGHT_RANGE,
     TelemetryRecorder,
-    count_batch_kernel,
     weight_histogram,
 )
+from rdqn.training.telemetry_kernels import count_batch_kernel
 
 
 def record(recorder: TelemetryRecorder, weights: np.ndarray, update: int) -> None:
