@@ -1,20 +1,5 @@
-"""The browser that the benchmarks and the browser tests drive: Debian's Chromium, headless.
+"""Moved to `harness.chromium`, which the tests share; kept for the benchmarks' imports."""
 
-Playwright's own browser download is not available on these machines, so every launch uses
-``executable_path=CHROMIUM`` with these flags; the last one sends every host name but
-127.0.0.1 nowhere, so a page (or injected markup on it) cannot reach beyond this machine.
-"""
+from harness.chromium import CHROMIUM, CHROMIUM_ARGS
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
-]
+__all__ = ["CHROMIUM", "CHROMIUM_ARGS"]

@@ -176,3 +176,14 @@ def test_no_core_module_knows_browsers_cookies_or_class_codes(path: Path) -> Non
     text = path.read_text(encoding="utf-8").lower()
     for word in ("browser", "cookie", "class code", "class_code", "live_pages"):
         assert word not in text, f"{path.name} speaks of {word!r}: owners are opaque tokens"
+
+
+def test_no_test_imports_the_benchmarks() -> None:
+    """Tests and benchmarks share what drives the dashboard through `harness`; a test that
+    imported a benchmark would test the benchmark, or break when it changes."""
+    importing = [
+        str(path.relative_to(RDQN.parent))
+        for path in sorted((RDQN.parent / "tests").rglob("*.py"))
+        if any(n.split(".")[0] == "benchmarks" for n in imports(ast.parse(path.read_bytes())))
+    ]
+    assert importing == []

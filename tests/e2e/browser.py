@@ -14,7 +14,7 @@ from pathlib import Path
 from playwright.sync_api import Locator, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from benchmarks.dashboard_server import start_dashboard
+from harness.dashboard_server import start_dashboard
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, sync_playwright
 
-from benchmarks.chromium import CHROMIUM, CHROMIUM_ARGS
+from harness.chromium import CHROMIUM, CHROMIUM_ARGS
 from tests.e2e.browser import ARTIFACTS, streamlit_server
 
 

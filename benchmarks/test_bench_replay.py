@@ -1,8 +1,13 @@
-"""The replay benchmark's main-environment implementations do the protocol's cycle, exactly.
+"""The replay benchmark's self-check: its main-environment implementations do the protocol's
+cycle, exactly. Run it before publishing `bench_replay` figures:
+
+    python -m pytest benchmarks/test_bench_replay.py
 
 rdqn's ProportionalSampler and the NumPy references are checked against the prefix-sum oracle
 of `benchmarks.peers.protocol` (same masses -> same leaves and P(i), then the same write); the
 peer libraries are checked by `.venv-peers/bin/python -m benchmarks.peers.driver --check`.
+It checks the benchmark, not rdqn (the replay tests check the sampler itself), so it lives
+here, outside the test suite: tests do not import `benchmarks`.
 """
 
 from __future__ import annotations

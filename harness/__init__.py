@@ -1,0 +1,11 @@
+"""What the tests and the benchmarks drive the dashboard with, from the outside.
+
+    dashboard_server   `streamlit run app.py` on a free port of 127.0.0.1, ready once it
+                       answers its health check
+    chromium           the browser they drive: Debian's Chromium, headless, loopback only
+    streamlit_client   a browser without a browser: one Streamlit session over the server's
+                       WebSocket, drawing nothing (load measurements; exact replayed messages)
+
+Shared by `tests/` and `benchmarks/`, so that neither imports the other. Not part of the `rdqn`
+package (the wheel holds `rdqn` and `dashboard` only): it runs from a checkout.
+"""
