@@ -1,11 +1,20 @@
-"""Helpers shared by the run and registry tests: tiny configs and polling."""
+"""Helpers shared by the tests: tiny configs, and the one way a test waits.
+
+A test never sleeps for a time: it waits for a state (`wait_for`), with a deadline that only
+a broken or badly overloaded machine reaches. Where a test must pass time it does not want to
+wait for (a grace period, a debounce), it moves a clock forward instead (`ShiftedTime`).
+"""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from rdqn.presets import preset
+
+T = TypeVar("T")
 
 
 def tiny(total_steps: int = 400, **overrides: object):  # noqa: ANN201
@@ -19,12 +28,47 @@ def tiny(total_steps: int = 400, **overrides: object):  # noqa: ANN201
     return preset("per-notebook").with_overrides(values)
 
 
-def wait_for(condition, timeout: float = 20.0) -> None:  # noqa: ANN001
+def wait_for(
+    condition: Callable[[], T],
+    timeout: float = 20.0,
+    *,
+    what: str | Callable[[], str] = "condition not met",
+    every: float = 0.01,
+) -> T:
+    """Check ``condition()`` every ``every`` seconds until it returns something truthy, and
+    return that. After ``timeout`` seconds, raise `AssertionError` with ``what`` (a text, or a
+    function that says what was seen instead). The condition may raise to fail at once (a
+    process that died, say). The only place in the tests that sleeps: the pause between two
+    checks of a state."""
     deadline = time.monotonic() + timeout
-    while not condition():
+    while True:
+        value = condition()
+        if value:
+            return value
         if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.01)
+            message = what() if callable(what) else what
+            raise AssertionError(f"{message} (after {timeout:g} s)")
+        time.sleep(every)
+
+
+class ShiftedTime:
+    """The `time` module, with a monotonic clock that the test moves forward (`skip`).
+
+    Patch it over a module's ``time`` (``monkeypatch.setattr(module, "time", ShiftedTime())``)
+    to let that module's deadlines pass at once; real time goes on as well, and every other
+    function of `time` is the real one."""
+
+    def __init__(self) -> None:
+        self.skipped = 0.0
+
+    def monotonic(self) -> float:
+        return time.monotonic() + self.skipped
+
+    def skip(self, seconds: float) -> None:
+        self.skipped += seconds
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
 
 
 def rdqn_threads() -> list[threading.Thread]:

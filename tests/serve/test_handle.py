@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
 from rdqn.runs.store import RunStore
+from rdqn.serve import handle as handle_module
 from rdqn.serve.handle import RunHandle
-from tests.run_helpers import tiny, wait_for
+from tests.run_helpers import ShiftedTime, tiny, wait_for
 
 
 def test_a_run_finishes_and_publishes_its_last_snapshot() -> None:
@@ -47,11 +47,10 @@ def test_paused_start_then_step_once_advances_exactly_one_step() -> None:
     for expected in (1, 2, 3):
         handle.step_once()
         wait_for(lambda expected=expected: handle.snapshot().env_steps == expected)
-    time.sleep(0.3)
-    assert handle.snapshot().env_steps == 3
     assert handle.status == "paused"
     handle.stop()
     assert handle.status == "stopped"
+    assert handle.snapshot().env_steps == 3  # its last snapshot: no step after the third
 
 
 def test_step_once_past_learning_starts_makes_exactly_one_update() -> None:
@@ -71,27 +70,30 @@ def test_pause_really_pauses_and_resume_continues() -> None:
     handle = RunHandle(tiny(total_steps=100_000), snapshot_interval=0.02).start()
     wait_for(lambda: (handle.snapshot() or None) is not None and handle.snapshot().env_steps > 50)
     handle.pause()
-    time.sleep(0.2)  # let the step in flight finish and publish
+    wait_for(lambda: handle.status == "paused")  # the loop published its pause: it waits
     frozen = handle.snapshot().env_steps
-    time.sleep(0.5)
-    assert handle.snapshot().env_steps == frozen
+    handle.step_once()  # one step on a paused run is exactly one
+    wait_for(lambda: handle.snapshot().env_steps != frozen)
+    assert handle.snapshot().env_steps == frozen + 1
     handle.resume()
     wait_for(lambda: handle.snapshot().env_steps > frozen + 20)
     handle.stop()
 
 
 def test_speed_throttles_the_loop() -> None:
-    handle = RunHandle(tiny(total_steps=100_000), snapshot_interval=0.05, speed=20.0).start()
-    wait_for(lambda: handle.snapshot() is not None)
-    time.sleep(0.2)
-    start = handle.snapshot().env_steps
-    time.sleep(1.0)
-    advanced = handle.snapshot().env_steps - start
-    assert 5 <= advanced <= 40, advanced
+    """At one step per 1,000 s the loop takes its first step and waits; a request wakes it (a
+    step, here: the first and the asked one, nothing between); full speed then runs on. The pace
+    itself is rdqn.runs.control's (tests/runs/test_control.py, on a fake clock)."""
+    handle = RunHandle(tiny(total_steps=100_000), snapshot_interval=0.0, speed=1e-3).start()
+    wait_for(lambda: (handle.snapshot() or None) is not None and handle.snapshot().env_steps >= 1)
+    handle.step_once()
+    wait_for(lambda: handle.status == "paused")
+    assert handle.snapshot().env_steps == 2
     with pytest.raises(ValueError, match="speed must be None"):
         handle.set_speed(0)
     handle.set_speed(None)
-    wait_for(lambda: handle.snapshot().env_steps > start + 200)
+    handle.resume()
+    wait_for(lambda: handle.snapshot().env_steps > 200)
     handle.stop()
 
 
@@ -126,10 +128,21 @@ def test_a_run_nobody_watches_stops_by_itself(paused: bool) -> None:
     assert "nobody watched this run for 0.5 s" in (handle.error or "")
 
 
-def test_polling_keeps_a_run_alive() -> None:
-    handle = RunHandle(tiny(total_steps=100_000), idle_timeout=0.5).start()
-    for _ in range(15):
-        handle.snapshot()
-        time.sleep(0.1)
+def test_polling_keeps_a_run_alive(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a clock the test moves: polled every 20 s for 100 s, a run whose idle timeout is 30 s
+    trains on; left alone for 40 s, it stops by itself."""
+    clock = ShiftedTime()
+    monkeypatch.setattr(handle_module, "time", clock)
+    handle = RunHandle(tiny(total_steps=100_000), idle_timeout=30.0, snapshot_interval=0.01)
+    handle.start()
+    wait_for(lambda: handle.status == "running")
+    for _ in range(5):
+        clock.skip(20.0)
+        handle.snapshot()  # a watcher's poll
+        polled = handle.snapshot(touch=False)
+        # A later snapshot: the relay, which checks for idleness after each, has looked since.
+        wait_for(lambda polled=polled: handle.snapshot(touch=False) is not polled)
     assert handle.status == "running"
-    handle.stop()
+    clock.skip(40.0)
+    assert handle.join(30)
+    assert (handle.status, handle.error) == ("stopped", "stopped: nobody watched this run for 30 s")
