@@ -19,13 +19,18 @@ from dashboard.guided import (
     load_lessons,
 )
 
-__all__ = ["lessons", "unknown_lesson"]
+__all__ = ["lesson_note", "lessons", "unknown_lesson"]
 
 
 def lessons() -> tuple[dict[str, GuidedLesson], tuple[LessonFileError, ...]]:
     """The lessons that load, by key in their order, and the errors of the files that do not."""
     stamp = tuple((path.name, *_changed(path)) for path in lesson_files(LESSON_FOLDER))
     return _load(stamp)
+
+
+def lesson_note(key: str) -> str | None:
+    """None when ``?lesson=<key>`` opens a lesson, else why not (`unknown_lesson`)."""
+    return None if key in lessons()[0] else unknown_lesson(key)
 
 
 def unknown_lesson(key: str) -> str:

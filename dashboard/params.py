@@ -9,7 +9,7 @@ with a note for the page to show, never an exception.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,8 +106,12 @@ def check_setting(path: str, value: Any) -> Any:
     return value
 
 
-def parse_params(params: Mapping[str, str]) -> ParsedParams:
+def parse_params(
+    params: Mapping[str, str], *, lesson_note: Callable[[str], str | None]
+) -> ParsedParams:
     """Validated live-page settings from URL query parameters, with a note per ignored value.
+    ``lesson_note(key)`` says why ``?lesson=<key>`` opens no lesson, None when it does
+    (`dashboard.lessons.lesson_note`: lesson files are read with this module's checks).
 
     Each override is also checked against the ones before it (a batch larger than the capacity
     is ignored, not the capacity).
@@ -131,11 +135,9 @@ def parse_params(params: Mapping[str, str]) -> ParsedParams:
         overrides[path] = value
     lesson = params.get("lesson")
     if lesson is not None:
-        # It reads lesson files, which use this module.
-        from dashboard.lessons import lessons, unknown_lesson
-
-        if lesson not in lessons()[0]:
-            notes.append(f"ignored lesson={lesson!r}: {unknown_lesson(lesson)}")
+        why = lesson_note(lesson)
+        if why is not None:
+            notes.append(f"ignored lesson={lesson!r}: {why}")
             lesson = None
     run_id = params.get("run")
     if run_id is not None and not (run_id.isalnum() and len(run_id) <= 32):

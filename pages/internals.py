@@ -7,6 +7,7 @@ from dashboard.assets import explanation
 from dashboard.display import show_chart
 from dashboard.figures.distributions import p_value_text
 from dashboard.internals_notes import notice
+from dashboard.lessons import lesson_note
 from dashboard.params import parse_params
 from dashboard.state import ensure_app_frame, registry
 from rdqn.training.telemetry import relative_probability_histogram, weight_histogram
@@ -16,7 +17,7 @@ ensure_app_frame()
 CHART_HEIGHT = 380
 
 st.title("Replay internals")
-parsed = parse_params(st.query_params.to_dict())
+parsed = parse_params(st.query_params.to_dict(), lesson_note=lesson_note)
 run_id = parsed.run_id or st.session_state.get("live.run_id")
 if not run_id:
     st.info("No run yet. Start one on the Live training page; its replay memory appears here.")

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from dashboard.guided import ALL_CONTROLS
-from dashboard.lessons import lessons
+from dashboard.lessons import lesson_note, lessons
 from dashboard.live import (
     current_lesson,
     current_run,
@@ -33,7 +33,7 @@ from dashboard.text import plain
 
 ensure_app_frame()
 ss = st.session_state
-parsed = parse_params(st.query_params.to_dict())
+parsed = parse_params(st.query_params.to_dict(), lesson_note=lesson_note)
 load_params_once(parsed)
 in_lesson = current_lesson()
 step = current_step()

@@ -20,7 +20,15 @@ import queue
 import threading
 from typing import Any, Protocol
 
-from rdqn.serve.protocol import WARM_UP_PART_NAMES, RunSpec, WarmUp
+from rdqn.serve.protocol import (
+    WARM_UP_PART_NAMES,
+    ExecutorUnavailable,
+    QueueLink,
+    RunSpec,
+    WarmUp,
+    Worker,
+    drain,
+)
 from rdqn.serve.zygote import Zygote
 from rdqn.validation import check_choice
 
@@ -41,42 +49,12 @@ __all__ = [
 EXECUTORS: tuple[str, ...] = ("process", "thread", "ray")
 
 
-class ExecutorUnavailable(RuntimeError):
-    """The executor asked for cannot run here (Ray missing, or its cluster out of reach)."""
-
-
 def usable_cores() -> int:
     """The cores this process may run on (its CPU affinity), not all the machine's."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
-
-
-class Worker(Protocol):
-    """The server's end of one worker."""
-
-    def send(self, command: tuple[Any, ...]) -> None:
-        """Send a command (a lost worker ignores it)."""
-        ...
-
-    def events(self, timeout: float) -> list[tuple[Any, ...]]:
-        """The events that arrived, waiting up to ``timeout`` s for the first one."""
-        ...
-
-    def alive(self) -> bool: ...
-
-    def exit_reason(self) -> str:
-        """Why a worker that is no longer alive ended (for the run's error)."""
-        ...
-
-    def kill(self) -> None:
-        """End the worker at once (its run is recorded as it stood)."""
-        ...
-
-    def join(self, timeout: float) -> None:
-        """Wait for a worker that has closed its run to end, and release it."""
-        ...
 
 
 class Executor(Protocol):
@@ -141,34 +119,6 @@ class ProcessExecutor:
 
 
 # ----------------------------------------------------------------------------------- threads
-def drain(events: queue.Queue[Any], timeout: float) -> list[Any]:
-    """Every item waiting in ``events``, after waiting up to ``timeout`` s for the first."""
-    out = []
-    try:
-        out.append(events.get(timeout=timeout))
-        while True:
-            out.append(events.get_nowait())
-    except queue.Empty:
-        return out
-
-
-class QueueLink:
-    """The worker's end of a link made of two queues (a thread, or inside a Ray actor)."""
-
-    def __init__(self, commands: queue.Queue[Any], events: queue.Queue[Any]) -> None:
-        self._commands = commands
-        self._events = events
-
-    def send(self, message: tuple[Any, ...]) -> None:
-        self._events.put(message)
-
-    def recv(self) -> tuple[Any, ...]:
-        message = self._commands.get()
-        if message is None:
-            raise EOFError("the server closed the link")
-        return message
-
-
 class _ThreadWorker:
     def __init__(
         self, thread: threading.Thread, commands: queue.Queue[Any], events: queue.Queue[Any]

@@ -7,13 +7,16 @@ serves the pages never imports torch (workers and the zygote do, `rdqn.serve.wor
                        ("record", method, args, kwargs)  a write for the server's run store
                        ("done", status, error)     the run is closed; nothing follows
 
-A `RunSpec` says which run a worker trains; a worker that cannot open the server's store sends
+A `Worker` is the server's end of a worker's link, whatever runs it (a process, a thread, a Ray
+actor); `QueueLink` is a worker's end made of two queues (`drain` reads one). A `RunSpec` says
+which run a worker trains; a worker that cannot open the server's store sends
 its writes (`RecordRelay`) and the server makes them (`apply_record`). A `WarmUp` says how far
 the loading of the compiled kernels has come, part by part (`WARM_UP_PART_NAMES`).
 """
 
 from __future__ import annotations
 
+import queue
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -24,6 +27,10 @@ from rdqn.validation import check_choice
 
 __all__ = [
     "COMMANDS",
+    "ExecutorUnavailable",
+    "QueueLink",
+    "Worker",
+    "drain",
     "RECORD_METHODS",
     "SERVER_GONE",
     "WARM_UP_PART_NAMES",
@@ -120,3 +127,61 @@ class WarmUp:
     def ready(self) -> bool:
         """Every part is done: no run waits for a kernel."""
         return self.done >= self.total
+
+
+class ExecutorUnavailable(RuntimeError):
+    """The executor asked for cannot run here (Ray missing, or its cluster out of reach)."""
+
+
+class Worker(Protocol):
+    """The server's end of one worker."""
+
+    def send(self, command: tuple[Any, ...]) -> None:
+        """Send a command (a lost worker ignores it)."""
+        ...
+
+    def events(self, timeout: float) -> list[tuple[Any, ...]]:
+        """The events that arrived, waiting up to ``timeout`` s for the first one."""
+        ...
+
+    def alive(self) -> bool: ...
+
+    def exit_reason(self) -> str:
+        """Why a worker that is no longer alive ended (for the run's error)."""
+        ...
+
+    def kill(self) -> None:
+        """End the worker at once (its run is recorded as it stood)."""
+        ...
+
+    def join(self, timeout: float) -> None:
+        """Wait for a worker that has closed its run to end, and release it."""
+        ...
+
+
+def drain(events: queue.Queue[Any], timeout: float) -> list[Any]:
+    """Every item waiting in ``events``, after waiting up to ``timeout`` s for the first."""
+    out = []
+    try:
+        out.append(events.get(timeout=timeout))
+        while True:
+            out.append(events.get_nowait())
+    except queue.Empty:
+        return out
+
+
+class QueueLink:
+    """The worker's end of a link made of two queues (a thread, or inside a Ray actor)."""
+
+    def __init__(self, commands: queue.Queue[Any], events: queue.Queue[Any]) -> None:
+        self._commands = commands
+        self._events = events
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        self._events.put(message)
+
+    def recv(self) -> tuple[Any, ...]:
+        message = self._commands.get()
+        if message is None:
+            raise EOFError("the server closed the link")
+        return message

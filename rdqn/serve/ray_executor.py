@@ -22,8 +22,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rdqn.serve.executors import ExecutorUnavailable, QueueLink, Worker, drain
-from rdqn.serve.protocol import WARM_UP_PART_NAMES, RunSpec, WarmUp
+from rdqn.serve.protocol import (
+    WARM_UP_PART_NAMES,
+    ExecutorUnavailable,
+    QueueLink,
+    RunSpec,
+    WarmUp,
+    Worker,
+    drain,
+)
 
 __all__ = ["RAY_MISSING", "RayExecutor"]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from dashboard.lessons import lesson_note
 from dashboard.params import URL_ALIASES, parse_params, to_params
 from rdqn.config import config_field
 from rdqn.presets import configure
@@ -26,7 +27,8 @@ def test_parse_reads_values_as_their_fields_types() -> None:
             "capacity": "20000",
             "target": "hard",
             "env": "CartPole-v1",
-        }
+        },
+        lesson_note=lesson_note,
     )
     assert parsed.notes == []
     assert parsed.preset == "e14"
@@ -64,13 +66,13 @@ def test_parse_reads_values_as_their_fields_types() -> None:
     ],
 )
 def test_bad_values_are_ignored_with_a_note(params: dict[str, str], note: str) -> None:
-    parsed = parse_params(params)
+    parsed = parse_params(params, lesson_note=lesson_note)
     assert parsed.overrides == {} and parsed.preset is None and parsed.run_id is None
     assert len(parsed.notes) == 1 and parsed.notes[0].startswith(note), parsed.notes
 
 
 def test_a_value_that_conflicts_with_an_earlier_one_is_ignored() -> None:
-    parsed = parse_params({"capacity": "64", "batch": "128"})
+    parsed = parse_params({"capacity": "64", "batch": "128"}, lesson_note=lesson_note)
     assert parsed.overrides == {"replay.capacity": 64}
     assert parsed.notes == [
         "ignored batch='128': replay.batch_size must be <= capacity (64), got 128"
@@ -78,7 +80,7 @@ def test_a_value_that_conflicts_with_an_earlier_one_is_ignored() -> None:
 
 
 def test_lesson_and_run() -> None:
-    parsed = parse_params({"lesson": "alpha", "run": "abc123"})
+    parsed = parse_params({"lesson": "alpha", "run": "abc123"}, lesson_note=lesson_note)
     assert parsed.lesson == "alpha" and parsed.run_id == "abc123"
 
 
@@ -86,7 +88,7 @@ def test_to_params_round_trips_through_parse() -> None:
     overrides = {"replay.alpha": 0.7, "seed": 4, "replay.scheme": "uniform", "env.kwargs": {}}
     params = to_params("per-notebook", overrides)
     assert params == {"preset": "per-notebook", "scheme": "uniform", "alpha": "0.7", "seed": "4"}
-    parsed = parse_params(params)
+    parsed = parse_params(params, lesson_note=lesson_note)
     assert parsed.preset == "per-notebook"
     assert parsed.overrides == {k: v for k, v in overrides.items() if k != "env.kwargs"}
 
@@ -107,7 +109,7 @@ def test_every_field_the_page_edits_has_a_url_name() -> None:
     ],
 )
 def test_values_beyond_the_servers_limits_are_ignored(params: dict[str, str], note: str) -> None:
-    parsed = parse_params(params)
+    parsed = parse_params(params, lesson_note=lesson_note)
     assert parsed.overrides == {}
     assert note in parsed.notes[0]
 
@@ -115,5 +117,5 @@ def test_values_beyond_the_servers_limits_are_ignored(params: dict[str, str], no
 def test_floats_travel_exactly_and_warm_up_has_a_name() -> None:
     params = to_params("per-notebook", {"replay.alpha": 0.123456789, "train.learning_starts": 64})
     assert params["alpha"] == "0.123456789" and params["warmup"] == "64"
-    parsed = parse_params(params)
+    parsed = parse_params(params, lesson_note=lesson_note)
     assert parsed.overrides == {"replay.alpha": 0.123456789, "train.learning_starts": 64}
