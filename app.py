@@ -42,6 +42,7 @@ def frame() -> None:
             st.Page("pages/compare.py", title="Compare schemes", icon=":material/compare_arrows:"),
             st.Page("pages/runs.py", title="Saved runs", icon=":material/history:"),
             st.Page("pages/experiments.py", title="Experiments", icon=":material/science:"),
+            st.Page("pages/sweeps.py", title="Sweeps", icon=":material/grid_on:"),
         ],
     }
     navigation = st.navigation(pages)

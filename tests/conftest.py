@@ -29,6 +29,7 @@ _ONE_WORKER = {
     "test_reload.py": "browser-b",
     "test_reliability.py": "browser-b",
     "test_admin.py": "browser-b",
+    "test_sweeps.py": "browser-a",
     "test_executors.py": "executors",
     "test_tasks.py": "executors",  # rdqn.sweeps: zygotes and a local Ray, like the executors'
     "test_runner.py": "executors",
