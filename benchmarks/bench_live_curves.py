@@ -14,6 +14,11 @@ Then the thinned figures are serialised as `st.plotly_chart` does (`plotly.io.to
 validate=False)`) with each of Plotly's JSON engines, interleaved: the standard library's `json`
 and `orjson` (the default whenever it is installed; requirements.txt names it).
 
+Last, what each watching session pays per redraw for the two charts once they are built, as
+``st.plotly_chart`` turns a figure into its message (`Figure.to_dict`, then the JSON):
+``session_plain`` for figures each session builds itself, ``session_shared`` for the frozen
+figures every session shares (`dashboard.shared_figures`: the dict is made once per snapshot).
+
 Usage: python -m benchmarks.bench_live_curves [--rounds 5] [--json OUT.json]
 """
 
@@ -32,9 +37,11 @@ from unittest import mock
 import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
+from plotly.tools import return_figure_from_figure_or_data
 
 from dashboard import figures
 from dashboard.figures import _base, curves
+from dashboard.shared_figures import FrozenFigure
 
 EPISODES = (500, 5_000, 50_000)
 LOSS_POINTS = 20_000
@@ -107,6 +114,21 @@ def engine_seconds(run: dict[str, np.ndarray], rounds: int) -> dict[str, float]:
     return {engine: statistics.median(times) for engine, times in seconds.items()}
 
 
+def session_seconds(run: dict[str, np.ndarray], rounds: int) -> dict[str, float]:
+    """Median seconds a session spends turning the two built figures into chart messages, as
+    `st.plotly_chart` does, for plain and for shared (frozen) figures, interleaved."""
+    plain = live_figures(run)
+    shared = tuple(FrozenFigure(figure) for figure in plain)
+    seconds: dict[str, list[float]] = {"plain": [], "shared": []}
+    for _ in range(rounds):
+        for way, charts in (("plain", plain), ("shared", shared)):
+            start = time.perf_counter()
+            for figure in charts:
+                pio.to_json(return_figure_from_figure_or_data(figure, True), validate=False)
+            seconds[way].append(time.perf_counter() - start)
+    return {way: statistics.median(times) for way, times in seconds.items()}
+
+
 def synthetic_run(episodes: int, seed: int = 0) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     lengths = rng.integers(10, 200, size=episodes)
@@ -137,12 +159,14 @@ def main() -> None:
                     sent[way] = live_charts(run)
                     seconds[way].append(time.perf_counter() - start)
         engines = engine_seconds(run, 5 * args.rounds)
+        sessions = session_seconds(run, 5 * args.rounds)
         row = {
             "episodes": episodes,
             "loss_points": LOSS_POINTS,
             **{f"{way}_ms": 1e3 * statistics.median(seconds[way]) for way in seconds},
             **{f"{way}_kb": sent[way] / 1e3 for way in sent},
             **{f"to_json_{engine}_ms": 1e3 * engines[engine] for engine in engines},
+            **{f"session_{way}_ms": 1e3 * sessions[way] for way in sessions},
         }
         rows.append(row)
         print(
@@ -153,6 +177,8 @@ def main() -> None:
             f" | to_json: json {row['to_json_json_ms']:.2f} ms,"
             f" orjson {row['to_json_orjson_ms']:.2f} ms"
             f" (x{engines['json'] / engines['orjson']:.1f})"
+            f" | per session: plain {row['session_plain_ms']:.2f} ms,"
+            f" shared {row['session_shared_ms']:.2f} ms"
         )
     print(f"(at most {_base.CURVE_POINTS} samples per trace, markers up to {curves.MAX_MARKERS})")
     if args.json:
