@@ -14,7 +14,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -95,13 +94,15 @@ def test_pause_step_resume_speed_and_stop(executor: Executor, store: RunStore) -
     for expected in (1, 2):
         handle.step_once()
         wait_for(lambda expected=expected: handle.snapshot().env_steps == expected)
-    handle.set_speed(20.0)
+    handle.set_speed(1e-3)  # a step per 1,000 s: resumed, the run takes one, then waits
     handle.resume()
     wait_for(lambda: store.get_run(handle.id).status == "running")
+    handle.step_once()  # a request wakes it: one step more, then paused
+    wait_for(lambda: (s := handle.snapshot()).status == "paused" and s.env_steps > 2)
     start = handle.snapshot().env_steps
-    time.sleep(1.0)
-    assert 5 <= handle.snapshot().env_steps - start <= 45
+    assert start == 4  # two steps, the resumed one, the asked one: none at full speed
     handle.set_speed(None)
+    handle.resume()
     running(handle, start + 500)
     handle.stop(reason="stopped by its owner")
     assert (handle.status, handle.error) == ("stopped", "stopped by its owner")
@@ -172,9 +173,13 @@ def test_the_cap_and_the_queue(executor: Executor, store: RunStore) -> None:
     registry = RunRegistry(store, executor=executor, max_active=1)
     handles = registry.enqueue([tiny(200, seed=seed) for seed in range(3)])
     most = 0
-    while not all(handle.join(0) for handle in handles):
+
+    def all_finished() -> bool:
+        nonlocal most
         most = max(most, sum(h.status in ("running", "paused") for h in handles))
-        time.sleep(0.01)
+        return all(handle.join(0) for handle in handles)
+
+    wait_for(all_finished, timeout=120)
     assert most == 1
     assert [h.status for h in handles] == ["finished"] * 3
     assert set(store.list_runs()["status"]) == {"finished"}
@@ -239,18 +244,17 @@ def test_shutdown_stops_every_run_and_leaves_no_worker(store: RunStore) -> None:
 
 
 SERVER = """
-import sys, time
+import signal, sys
 from rdqn.serve.executors import ProcessExecutor
 from rdqn.serve.handle import RunHandle
 from rdqn.runs.store import RunStore
-from tests.run_helpers import tiny
+from tests.run_helpers import tiny, wait_for
 
 executor = ProcessExecutor()
 handle = RunHandle(tiny(1_000_000), store=RunStore(sys.argv[1]), executor=executor).start()
-while handle.snapshot() is None or handle.snapshot().env_steps < 100:
-    time.sleep(0.05)
+wait_for(lambda: handle.snapshot() is not None and handle.snapshot().env_steps >= 100, 120)
 print(handle.id, handle._worker.pid, executor._zygote._process.pid, flush=True)
-time.sleep(600)
+signal.pause()  # until the test kills this server
 """
 
 
@@ -356,16 +360,15 @@ def test_a_dead_zygotes_end_of_file_leaves_its_successors_runs_alone(store: RunS
 
 
 EXITING_SERVER = """
-import sys, time
+import sys
 from rdqn.serve.executors import ProcessExecutor
 from rdqn.serve.registry import RunRegistry
 from rdqn.runs.store import RunStore
-from tests.run_helpers import tiny
+from tests.run_helpers import tiny, wait_for
 
 registry = RunRegistry(RunStore(sys.argv[1]), executor=ProcessExecutor(), max_active=1)
 running, queued = registry.enqueue([tiny(1_000_000), tiny(1_000_000)])
-while running.snapshot() is None or running.snapshot().env_steps < 100:
-    time.sleep(0.05)
+wait_for(lambda: running.snapshot() is not None and running.snapshot().env_steps >= 100, 120)
 print(running.id, queued.id, flush=True)
 sys.exit(0)  # the interpreter exits: the registry stops everything on the way out
 """
