@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
+from rdqn.runs import control
 from rdqn.runs.control import PAUSE, RUN, STEP, STOP, RunControls, drive
 from rdqn.runs.lifecycle import RecordedRun
 from rdqn.runs.store import RunStore
@@ -30,15 +30,23 @@ def test_next_action_follows_the_requests() -> None:
     assert controls.next_action(paused_recorded=False) == STOP
 
 
-def test_a_paused_loop_blocks_until_a_request_wakes_it() -> None:
+def test_a_paused_loop_blocks_until_a_request_wakes_it(monkeypatch: pytest.MonkeyPatch) -> None:
     controls = RunControls(paused=True)
+    wake = controls._wake
+    waits: list[float | None] = []
+
+    def counted_wait(timeout: float | None = None) -> bool:
+        waits.append(timeout)
+        return threading.Condition.wait(wake, timeout)
+
+    monkeypatch.setattr(wake, "wait", counted_wait)
     answers: list[str] = []
     waiter = threading.Thread(target=lambda: answers.append(controls.next_action(True)))
     waiter.start()
-    time.sleep(0.3)
+    wait_for(lambda: len(waits) >= 2)  # it waited, woke with nothing asked, and waits again
     assert answers == [] and waiter.is_alive()
     controls.step_once()
-    waiter.join(2)
+    waiter.join(10)
     assert answers == [STEP]
 
 
@@ -50,15 +58,42 @@ def test_stop_keeps_the_first_reason() -> None:
     assert controls.stop_reason == "stopped: nobody watched this run for 120 s"
 
 
-def test_throttle_spaces_steps_by_the_speed() -> None:
+class StoppedClock:
+    """`time` for rdqn.runs.control: a monotonic clock that moves only when the controls wait
+    (by the wait's timeout, as if it had run out) or when the test moves it."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.waits: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def wait(self, timeout: float | None = None) -> bool:
+        assert timeout is not None
+        self.waits.append(timeout)
+        self.now += timeout
+        return False
+
+
+def test_throttle_spaces_steps_by_the_speed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 20 steps/s each step waits for its tick, 0.05 s after the one before; a loop that
+    fell behind (a slow step) catches up at most 1 s of steps; at full speed nothing waits."""
+    clock = StoppedClock()
+    monkeypatch.setattr(control, "time", clock)
     controls = RunControls(speed=20.0)
-    tick = time.monotonic()
-    start = time.monotonic()
-    for _ in range(10):
+    monkeypatch.setattr(controls._wake, "wait", clock.wait)
+    tick = clock.monotonic()
+    for k in range(1, 11):
         tick = controls.throttle(tick)
-    assert 0.4 <= time.monotonic() - start < 1.0
+        assert tick == pytest.approx(100.0 + 0.05 * k) and clock.now == tick
+    assert clock.waits == pytest.approx([0.05] * 10)
+    clock.now += 5.0  # a step that took 5 s
+    tick = controls.throttle(tick)
+    assert tick == pytest.approx(clock.now - 1.0)  # 1 s behind: 20 steps at once, then on
+    assert clock.waits == pytest.approx([0.05] * 10)
     controls.set_speed(None)
-    assert controls.throttle(tick) <= time.monotonic()
+    assert controls.throttle(tick) == clock.now and len(clock.waits) == 10
     with pytest.raises(ValueError, match=r"speed must be None \(full speed\) or > 0 steps/s"):
         controls.set_speed(-1)
 
@@ -78,8 +113,9 @@ def test_drive_records_pause_and_resume_and_ends_stopped(tmp_path: Path) -> None
         wait_for(lambda: store.get_run(run_id).status == "paused")
         wait_for(lambda: snapshots[-1].status == "paused")  # pages see the run's own status
         frozen = snapshots[-1].env_steps
-        time.sleep(0.3)
-        assert snapshots[-1].env_steps == frozen
+        controls.step_once()  # paused, the loop takes exactly the steps it is asked for
+        wait_for(lambda: snapshots[-1].env_steps != frozen)
+        assert snapshots[-1].env_steps == frozen + 1
         controls.resume()
         wait_for(lambda: store.get_run(run_id).status == "running")
         controls.stop("stopped by its owner")
