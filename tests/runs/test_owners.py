@@ -7,13 +7,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from rdqn.runs import owners
 from rdqn.runs.owners import owner_alive, process_start, this_process
+from tests.run_helpers import wait_for
 
 
 def a_dead_pid() -> int:
@@ -43,15 +43,12 @@ def test_no_owner_and_a_dead_owner_are_not_alive() -> None:
 
 
 def test_a_killed_owner_not_yet_reaped_is_dead() -> None:
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    child = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])
     try:
         start = process_start(child.pid)
         assert owner_alive(child.pid, start)
         os.kill(child.pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while owner_alive(child.pid, start):  # a zombie until waited for
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        wait_for(lambda: not owner_alive(child.pid, start), 10)  # a zombie until waited for
     finally:
         child.kill()
         child.wait()

@@ -448,7 +448,7 @@ def test_mark_interrupted_stops_runs_of_dead_processes(store: RunStore) -> None:
         store.set_status(run_id, "running")
     store.set_status(paused, "paused")
     store.set_status(done, "finished")
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    sleeper = subprocess.Popen([sys.executable, "-c", "import signal; signal.pause()"])
     try:
         start = process_start(sleeper.pid)
         assert start is not None
