@@ -70,14 +70,23 @@ def importance_weights(probabilities: ArrayLike, beta: float) -> NDArray[np.floa
     """w_i = (N P(i))^-beta / max_j (N P(j))^-beta over the items with P > 0 (NaN where P = 0).
 
     The max is over every item, so this is the paper's global normalisation when `probabilities`
-    covers the whole buffer; the largest weight, that of the least likely item, is 1.
+    covers the whole buffer; the largest weight, that of the least likely item, is 1. Computed
+    by the replay samplers' own kernel (`importance_weights_kernel`, global mode: the formula is
+    written once), as (P(i) / P_min)^-beta.
     """
+    from rdqn.replay.samplers import check_normalization, importance_weights_kernel  # compiled
+
     beta = check_real("beta", beta, minimum=0.0)
     p = np.asarray(probabilities, dtype=np.float64)
     positive = p > 0
-    raw = np.full(p.shape, np.nan)
-    raw[positive] = (p.size * p[positive]) ** -float(beta)
-    return raw / raw[positive].max() if positive.any() else raw
+    out = np.full(p.shape, np.nan)
+    if positive.any():
+        drawn = np.ascontiguousarray(p[positive])
+        weights = np.empty(drawn.size)
+        mode, no_clip = check_normalization("global", None)
+        importance_weights_kernel(drawn, drawn.min(), p.size, float(beta), mode, no_clip, weights)
+        out[positive] = weights
+    return out
 
 
 # --------------------------------------------------------------------------- the sum tree demo
