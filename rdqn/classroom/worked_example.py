@@ -159,10 +159,12 @@ def default_example() -> UpdateExample:
 
 
 def _per_sample_loss(delta: NDArray[np.float64], loss: str) -> NDArray[np.float64]:
-    if loss == "mse":
-        return delta**2
-    magnitude = np.abs(delta)
-    return np.where(magnitude <= 1.0, 0.5 * delta**2, magnitude - 0.5)
+    """L(delta) per row: the learner's own `rdqn.learn.losses.td_loss`, called plain (L is even,
+    so the sign convention of its error does not matter)."""
+    from rdqn.learn.losses import td_loss
+
+    huber = loss == "huber"
+    return np.array([td_loss.py_func(float(d), huber)[0] for d in delta], dtype=np.float64)
 
 
 def worked_update(example: UpdateExample) -> UpdateResult:

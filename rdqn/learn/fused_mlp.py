@@ -37,6 +37,7 @@ import torch
 from numpy.typing import NDArray
 from torch import nn
 
+from rdqn.learn.losses import td_loss
 from rdqn.learn.nets import MLPQNet
 
 __all__ = ["FusedMLP", "fused_update_supported", "warm_up"]
@@ -167,13 +168,7 @@ def _dqn_update(  # type: ignore[no-untyped-def]
         diff = q_taken - y
         td[i] = -diff
         q_sum += q_taken
-        if huber:
-            absolute = abs(diff)
-            per_sample = 0.5 * diff * diff if absolute < 1.0 else absolute - 0.5
-            slope = min(max(diff, -1.0), 1.0)
-        else:
-            per_sample = diff * diff
-            slope = 2.0 * diff
+        per_sample, slope = td_loss(diff, huber)
         loss += weights[i] * per_sample
         dq[i, actions[i]] = weights[i] * slope / batch
     _backward_into(grad, obs, hidden1, hidden2, dq, online, dims)
