@@ -35,6 +35,7 @@ from rdqn.validation import (
 __all__ = [
     "PRESET_NAMES",
     "RETIRED_FIELDS",
+    "RETURN_WINDOW",
     "SCHEMES",
     "AgentConfig",
     "EnvConfig",
@@ -54,8 +55,12 @@ PRESET_NAMES: tuple[str, ...] = (
     "per-notebook",
     "paper",
     "chain-lesson",
+    "demo",
 )
 """The presets of `rdqn.presets`, in the order the CLI and the dashboard list them."""
+RETURN_WINDOW = 20
+"""Episodes in the mean return that ``train.stop_at_return`` reads (the same 20 as the curves'
+rolling mean, `rdqn.compare.ROLLING_WINDOW`)."""
 
 _UNIT = Real(minimum=0.0, maximum=1.0)
 _COUNT = Integer(minimum=1)
@@ -182,6 +187,13 @@ class TrainConfig:
         "Record priority and IS-weight histograms (heatmaps) every K updates.",
         _COUNT,
         label="Histogram period",
+    )
+    stop_at_return: float | None = setting(
+        None,
+        f"End the run, finished, once the mean return of the last {RETURN_WINDOW} episodes "
+        "reaches this (None: train for the whole budget).",
+        Real(optional=True),
+        label="Stop at mean return",
     )
 
     def __post_init__(self) -> None:

@@ -176,6 +176,25 @@ def _chain_lesson() -> RunConfig:
     )
 
 
+def _demo() -> RunConfig:
+    # Home's Start demo; the module docstring says what was tuned and what was measured.
+    return RunConfig(
+        preset="demo",
+        env=EnvConfig(id="CartPole-v1"),
+        replay=ReplayConfig(
+            scheme="proportional", capacity=50_000, batch_size=32, window=1, alpha=0.6, beta0=0.4
+        ),
+        agent=AgentConfig(network="mlp", double_dqn=True, lr=5e-4, target_update="soft", tau=0.01),
+        train=TrainConfig(
+            total_steps=35_000,
+            learning_starts=1_000,
+            epsilon_end=0.01,
+            epsilon_fraction=0.15,
+            stop_at_return=475.0,
+        ),
+    )
+
+
 PRESETS: dict[str, Callable[[], RunConfig]] = {
     "e14": _e14,
     "e14-lesson": _e14_lesson,
@@ -183,6 +202,7 @@ PRESETS: dict[str, Callable[[], RunConfig]] = {
     "per-notebook": _per_notebook,
     "paper": _paper,
     "chain-lesson": _chain_lesson,
+    "demo": _demo,
 }
 """Preset name -> factory of its `RunConfig` (in the order of `rdqn.config.PRESET_NAMES`)."""
 

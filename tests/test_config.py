@@ -233,3 +233,18 @@ def test_leaves_and_overrides_from_round_trip() -> None:
     assert base.with_overrides(overrides) == changed
     assert len(base.leaves()) == len(field_docs())
     assert base.overrides_from(base) == {}
+
+
+def test_stop_at_return_is_none_or_a_finite_number() -> None:
+    def goal(value: object) -> float | None:
+        return (
+            preset("per-notebook")
+            .with_overrides({"train.stop_at_return": value})
+            .train.stop_at_return
+        )
+
+    assert preset("per-notebook").train.stop_at_return is None
+    assert (goal(475), goal(-20.5), goal(None)) == (475.0, -20.5, None)
+    for bad in (float("nan"), float("inf"), "475"):
+        with pytest.raises(ValueError, match=r"train.stop_at_return must be None or a finite"):
+            goal(bad)

@@ -370,7 +370,8 @@ def run_to_end(
 ) -> RecordedRun:
     """Open the run and train it to its budget, recording progress about every 100 steps.
 
-    The run ends 'finished' only once its budget is spent. ``stop`` is asked before every step:
+    The run ends 'finished' only once its trainer is done: its budget spent, or its goal
+    (``train.stop_at_return``) reached. ``stop`` is asked before every step:
     a reason (not None) ends the run there as 'stopped' with that reason, its resume checkpoint
     saved. An exception while training or while saving its end (a full disk, say) ends it as
     'failed' with the error (returned, not raised), and so does a loop that returns short of the
@@ -407,7 +408,7 @@ def run_to_end(
         status, error = "finished", None
         if stopped is not None:
             status, error = "stopped", stopped
-        elif trainer.env_steps < total:
+        elif not trainer.done:
             status = "failed"
             error = (
                 f"training ended after {trainer.env_steps} of {total} env steps without an error"

@@ -13,7 +13,10 @@
 
 Environment steps, learner updates and episodes are counted separately. A diverging update (NaN
 or inf) raises `DivergenceError` with everything recorded so far kept (status "failed"; the
-trainer steps no further and is not `done`: only a spent budget is). Runs
+trainer steps no further and is not `done`: only a spent budget or a reached goal is). With
+``train.stop_at_return`` set, the trainer is `done` ("finished") at the end of the first episode
+after which the mean return of the last `RETURN_WINDOW` episodes is at least that goal, whatever
+is left of the budget (beta, annealed over the budget's updates, then stops short of its end). Runs
 drive a trainer through `rdqn.runs.lifecycle.RecordedRun` (to the end with `run_to_end`, or step
 by step with `rdqn.runs.control.drive`); the trainer's own status only describes its loop.
 
@@ -34,7 +37,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rdqn.config import RunConfig
+from rdqn.config import RETURN_WINDOW, RunConfig
 from rdqn.envs import make_env
 from rdqn.learn.agent import DivergenceError, DQNAgent
 from rdqn.replay import (
@@ -150,15 +153,27 @@ class Trainer:
         self.error: str | None = None
         self._episode_return = 0.0
         self._episode_length = 0
+        self._goal_reached = False
         self._started = clock()
         self._steps_per_second = 0.0
 
     # ------------------------------------------------------------------ loop
     @property
     def done(self) -> bool:
-        """Whether the budget of env steps is spent (a failed trainer is not done: it stopped
-        short of its budget, and steps no further)."""
-        return self.env_steps >= self.config.train.total_steps
+        """Whether the budget of env steps is spent or the goal (``train.stop_at_return``)
+        reached (a failed trainer is not done: it stopped short of both, and steps no further)."""
+        return self._goal_reached or self.env_steps >= self.config.train.total_steps
+
+    @property
+    def goal_reached(self) -> bool:
+        """Whether the mean return of the last `RETURN_WINDOW` episodes has reached
+        ``train.stop_at_return`` (always False without a goal)."""
+        return self._goal_reached
+
+    def _reaches_goal(self) -> bool:
+        goal = self.config.train.stop_at_return
+        recent = self.recorder.episode_returns[-RETURN_WINDOW:]
+        return goal is not None and len(recent) == RETURN_WINDOW and bool(np.mean(recent) >= goal)
 
     @property
     def epsilon(self) -> float:
@@ -202,12 +217,13 @@ class Trainer:
         progress: Callable[[Trainer], None] | None = None,
         stop: Callable[[], bool] | None = None,
     ) -> Trainer:
-        """Step until `steps` more env steps are done (default: the whole budget), calling
-        ``progress`` every 100 steps; ``stop``, asked before every step, ends the loop early."""
+        """Step until `steps` more env steps are done (default: the whole budget) or the trainer
+        is `done`, calling ``progress`` every 100 steps; ``stop``, asked before every step, ends
+        the loop early."""
         target = self.config.train.total_steps
         if steps is not None:
             target = min(target, self.env_steps + steps)
-        while self.env_steps < target:
+        while self.env_steps < target and not self._goal_reached:
             if stop is not None and stop():
                 break
             self.step()
@@ -218,6 +234,7 @@ class Trainer:
     def _end_episode(self) -> None:
         self.episodes += 1
         self.recorder.on_episode(self._episode_return, self.env_steps, self._episode_length)
+        self._goal_reached = self._reaches_goal()
         if self.sink is not None:
             self.sink.add_episode(
                 episode=self.episodes,
@@ -418,6 +435,7 @@ class Trainer:
         self.episodes = int(counters["episodes"])
         self._diagnostic_rng.bit_generator.state = resume["diagnostic_rng"]
         self.recorder.load_state_dict(from_checkpoint(resume["telemetry"]))
+        self._goal_reached = self._reaches_goal()
         self.timings.load_state_dict(resume["timings"])
         self._started = self._clock() - float(resume["wall_time"])
         rng = env_rng(self.env)

@@ -127,6 +127,14 @@ def test_a_memory_only_run_has_an_id_and_a_lifecycle() -> None:
     assert run.trainer.env_steps == 200
 
 
+def test_a_run_that_reaches_its_goal_ends_finished_short_of_its_budget() -> None:
+    """Every CartPole return is >= 0: a goal of 0 is reached at the 20th episode's end."""
+    run = run_to_end(RecordedRun(tiny(2_000, **{"train.stop_at_return": 0.0})))
+    assert (run.status, run.error) == ("finished", None)
+    assert run.trainer is not None and run.trainer.episodes == 20
+    assert run.trainer.env_steps < 2_000
+
+
 def test_run_to_end_records_any_exception_as_failed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -398,3 +398,42 @@ def test_restore_refuses_what_it_cannot_continue() -> None:
     assert trainer.checkpoint_state()["counters"]["env_steps"] == 100  # weights-only still saves
     with pytest.raises(RuntimeError, match="cut off inside step 101"):
         trainer.checkpoint_state(resumable=True)
+
+
+def _window_means(returns: list[float]) -> list[float]:
+    """Mean of the returns of episodes k-19 .. k, for every k from the 20th episode on."""
+    return [float(np.mean(returns[k - 20 : k])) for k in range(20, len(returns) + 1)]
+
+
+def test_stop_at_return_ends_at_the_first_episode_whose_20_episode_mean_reaches_it() -> None:
+    """A goal changes nothing the run draws: the same seed replays the run without a goal up
+    to the first episode after which the mean of the last 20 returns reaches the goal, and ends
+    there, finished, short of its budget. The goal here is the reference run's highest mean
+    so far at a window that is not the first, so the stop cannot come at the 20th episode."""
+    reference = Trainer(tiny(**{"train.total_steps": 3_000})).run()
+    means = _window_means(reference.recorder.episode_returns)
+    k = next(i for i in range(1, len(means)) if means[i] > max(means[:i]))
+    goal = means[k]
+    trainer = Trainer(tiny(**{"train.total_steps": 3_000, "train.stop_at_return": goal}))
+    trainer.run()
+    episodes = k + 20
+    assert trainer.recorder.episode_returns == reference.recorder.episode_returns[:episodes]
+    assert trainer.env_steps == reference.recorder.episode_end_steps[episodes - 1] < 3_000
+    assert trainer.done and trainer.goal_reached and trainer.status == "finished"
+    with pytest.raises(RuntimeError, match="the run is over"):
+        trainer.step()
+
+
+def test_a_goal_out_of_reach_trains_the_whole_budget() -> None:
+    trainer = Trainer(tiny(**{"train.stop_at_return": 1e9})).run()
+    assert (trainer.env_steps, trainer.status, trainer.goal_reached) == (300, "finished", False)
+
+
+def test_a_restored_run_that_had_reached_its_goal_is_done() -> None:
+    config = tiny(**{"train.total_steps": 3_000, "train.stop_at_return": 0.0})
+    trainer = Trainer(config).run()
+    assert trainer.goal_reached and trainer.episodes == 20  # every return is >= 0
+    restored = Trainer(config)
+    assert not restored.done
+    restored.restore(trainer.checkpoint_state(resumable=True))
+    assert restored.done and restored.goal_reached
