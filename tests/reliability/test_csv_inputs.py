@@ -10,15 +10,15 @@ float32 rewards mid-run); a missing file or a directory gave FileNotFoundError/I
 from __future__ import annotations
 
 import io
-import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rdqn.envs import PriceSeries, load_prices_csv, make_env, read_prices_csv
+from rdqn.envs import PriceSeries, load_prices_csv, make_env, prices_csv, read_prices_csv
 from rdqn.limits import Limits
 
 GOOD = "t,price\n" + "".join(f"{k},{100 + k % 7}\n" for k in range(600))
@@ -227,14 +227,18 @@ def test_limits_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
         load_prices_csv(b"price\n1\n2\n")
 
 
-def test_100k_columns_are_refused_fast() -> None:
-    """Issue 11 measured 7 s to parse this; it is refused from the header line alone."""
+def test_100k_columns_are_refused_fast(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 11 measured 7 s to parse this; it is refused from the header line alone, before
+    the CSV parser reads a field."""
+
+    def no_parsing(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the CSV was parsed before it was refused")
+
+    monkeypatch.setattr(prices_csv, "csv", SimpleNamespace(reader=no_parsing))
     header = ",".join(f"c{k}" for k in range(100_000)).encode()
     data = header + b"\n" + b",".join([b"1"] * 100_000) + b"\n"
-    start = time.perf_counter()
     with pytest.raises(ValueError, match=r"has 100,000 columns; the limit is 32"):
         read_prices_csv(data)
-    assert time.perf_counter() - start < 0.5
 
 
 def test_a_short_series_is_refused_by_the_market_with_what_it_needs() -> None:

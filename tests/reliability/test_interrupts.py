@@ -18,7 +18,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path
@@ -30,6 +29,7 @@ from rdqn.cli import main
 from rdqn.replay import ReplayBuffer
 from rdqn.runs.resume import resume_blocker
 from rdqn.runs.store import RunStore
+from tests.run_helpers import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = ["--quiet", "--set", "train.learning_starts=32"]
@@ -169,14 +169,21 @@ def runs(home: Path) -> list[tuple[str, str, str | None, int]]:
 
 
 def wait_until(process: subprocess.Popen[str], condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while not condition():
+    def met() -> bool:
+        if condition():
+            return True
         if process.poll() is not None:
             raise AssertionError(f"rdqn ended ({process.returncode}): {process.communicate()}")
-        if time.monotonic() > deadline:
+        return False
+
+    try:
+        wait_for(met, WAIT_S, every=0.05)
+    except AssertionError:
+        if process.poll() is None:
             process.kill()
-            raise AssertionError(f"rdqn made no progress in {WAIT_S} s: {process.communicate()}")
-        time.sleep(0.05)
+            message = f"rdqn made no progress in {WAIT_S} s: {process.communicate()}"
+            raise AssertionError(message) from None
+        raise
 
 
 def interrupt(process: subprocess.Popen[str]) -> tuple[int, str, str]:

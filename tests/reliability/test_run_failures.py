@@ -13,7 +13,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-import time
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +24,7 @@ from rdqn.runs.lifecycle import RecordedRun, run_to_end
 from rdqn.runs.store import RunStore
 from rdqn.serve.handle import RunHandle
 from rdqn.training.trainer import Trainer
-from tests.run_helpers import tiny
+from tests.run_helpers import tiny, wait_for
 
 TINY = ["--steps", "200", "--quiet", "--set", "train.learning_starts=32"]
 TINY += ["--set", "replay.capacity=256", "--set", "replay.batch_size=16"]
@@ -143,31 +142,48 @@ def test_an_exception_in_a_worker_fails_the_run_with_the_error(
     assert record.error is not None and record.error.startswith("out of memory")
 
 
-def _train(home: Path, steps: int, step_delay: float, checkpoint_every: str) -> None:
-    os.environ["RDQN_CHECKPOINT_EVERY"] = checkpoint_every
-    if step_delay:
-        real_step = Trainer.step
+AFTER_THE_CHECKPOINT = 50
+"""Steps a run with ``hang_after_checkpoint`` takes after its first periodic checkpoint."""
 
-        def slow_step(self: Trainer) -> None:
-            time.sleep(step_delay)
+
+def _train(home: Path, steps: int, hang_after_checkpoint: bool, checkpoint_every: str) -> None:
+    os.environ["RDQN_CHECKPOINT_EVERY"] = checkpoint_every
+    if hang_after_checkpoint:
+        real_save, real_step = RecordedRun.save_resume_point, Trainer.step
+        saved_at: list[int] = []
+
+        def save_resume_point(self: RecordedRun) -> bool:
+            saved = real_save(self)
+            if saved and not saved_at and self.trainer is not None:
+                saved_at.append(self.trainer.env_steps)
+            return saved
+
+        def step(self: Trainer) -> None:
+            if saved_at and self.env_steps >= saved_at[0] + AFTER_THE_CHECKPOINT:
+                signal.pause()  # until the test kills this process: the run cannot end first
             real_step(self)
 
-        Trainer.step = slow_step  # type: ignore[method-assign]
+        RecordedRun.save_resume_point = save_resume_point  # type: ignore[method-assign]
+        Trainer.step = step  # type: ignore[method-assign]
     args = ["--home", str(home), "train", *TINY]
     args[args.index("200")] = str(steps)
     os._exit(main(args))
 
 
 def start_cli_run(
-    home: Path, steps: int = 200_000, step_delay: float = 0.0, checkpoint_every: str = "60"
+    home: Path,
+    steps: int = 200_000,
+    hang_after_checkpoint: bool = False,
+    checkpoint_every: str = "60",
 ) -> multiprocessing.process.BaseProcess:
     """A process running ``python -m rdqn train`` (`rdqn.cli.main`, what ``python -m rdqn``
-    runs) of a tiny config, ``step_delay`` seconds slower a step. Forked, not started afresh:
-    the same code in a process of its own (its own pid and start time), without the seconds a
-    fresh interpreter takes to import torch.
+    runs) of a tiny config; with ``hang_after_checkpoint``, its run stops stepping (and waits to
+    be killed) `AFTER_THE_CHECKPOINT` steps after its first periodic checkpoint. Forked, not
+    started afresh: the same code in a process of its own (its own pid and start time), without
+    the seconds a fresh interpreter takes to import torch.
     """
     process = multiprocessing.get_context("fork").Process(
-        target=_train, args=(home, steps, step_delay, checkpoint_every)
+        target=_train, args=(home, steps, hang_after_checkpoint, checkpoint_every)
     )
     process.start()
     return process
@@ -175,16 +191,17 @@ def start_cli_run(
 
 def wait_for_progress(home: Path, process: multiprocessing.process.BaseProcess, condition) -> str:  # noqa: ANN001
     """Poll the store until its one run meets ``condition``; returns the run's id."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
+
+    def run_meeting_it() -> str | None:
         assert process.is_alive(), f"the CLI run ended with exit code {process.exitcode}"
         if (home / "rdqn.db").exists():
             with RunStore(home / "rdqn.db") as store:
                 runs = store.list_runs()
                 if len(runs) and condition(store.get_run(runs["id"].iloc[0])):
                     return str(runs["id"].iloc[0])
-        time.sleep(0.1)
-    raise AssertionError("the CLI run made no progress in 60 s")
+        return None
+
+    return wait_for(run_meeting_it, 60, what="the CLI run made no progress", every=0.1)
 
 
 def kill(process: multiprocessing.process.BaseProcess) -> None:
@@ -216,7 +233,11 @@ def test_a_killed_cli_run_resumes_from_its_last_periodic_checkpoint(
 ) -> None:
     """Killed (SIGKILL) after its first periodic checkpoint, the run loses only what came after
     it: ``python -m rdqn resume`` takes it from there to its budget."""
-    process = start_cli_run(tmp_path, steps=1500, step_delay=0.002, checkpoint_every="0.1")
+    # The first checkpoint comes at the first progress report past 0.01 s, long before the
+    # budget's end; the run then hangs AFTER_THE_CHECKPOINT steps later, to be killed.
+    process = start_cli_run(
+        tmp_path, steps=1500, hang_after_checkpoint=True, checkpoint_every="0.01"
+    )
     try:
         run_id = wait_for_progress(tmp_path, process, lambda r: r.resume_env_steps)
     finally:

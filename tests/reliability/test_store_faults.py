@@ -19,7 +19,6 @@ import signal
 import sqlite3
 import stat
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,7 +31,7 @@ from rdqn.runs.checkpoints import checkpoint_bytes, load_checkpoint, write_check
 from rdqn.runs.lifecycle import RecordedRun, run_to_end
 from rdqn.runs.schema import MIGRATIONS, SCHEMA_VERSION
 from rdqn.runs.store import RunStore, StoreError
-from tests.run_helpers import tiny
+from tests.run_helpers import tiny, wait_for
 from tests.runs.store_helpers import episode_rows, new_run
 
 TINY = ["--quiet", "--set", "train.learning_starts=32", "--set", "replay.capacity=256"]
@@ -372,7 +371,7 @@ def test_a_full_disk_under_sqlite_is_a_store_error_and_keeps_the_rows(tmp_path: 
 
 def _save_and_hang(path: Path) -> None:
     """In a forked child: a checkpoint write that hangs in fsync, its bytes written."""
-    os.fsync = lambda fd: time.sleep(60)  # type: ignore[assignment]
+    os.fsync = lambda fd: signal.pause()  # type: ignore[assignment]  # until the test kills it
     write_checkpoint(b"PK\x03\x04" + bytes(1 << 20), path)
 
 
@@ -386,10 +385,11 @@ def test_a_save_killed_midway_leaves_a_temporary_file_the_next_open_removes(
     child = multiprocessing.get_context("fork").Process(target=_save_and_hang, args=(target,))
     child.start()
     try:
-        deadline = time.monotonic() + 30
-        while not any(p.stat().st_size > 1 << 20 for p in target.parent.glob(".*.tmp")):
-            assert time.monotonic() < deadline, "the child never wrote its temporary file"
-            time.sleep(0.02)
+        wait_for(
+            lambda: any(p.stat().st_size > 1 << 20 for p in target.parent.glob(".*.tmp")),
+            30,
+            what="the child never wrote its temporary file",
+        )
     finally:
         os.kill(child.pid, signal.SIGKILL)  # type: ignore[arg-type]
         child.join(10)
