@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from types import SimpleNamespace
 
 import pytest
 
 from dashboard.classroom import live_pages
 from dashboard.classroom.live_pages import FORK_WINDOW, LivePages
+from tests.run_helpers import wait_for
 
 
 def forks(*run_ids: str) -> tuple[list[str], object]:
@@ -55,14 +55,34 @@ def test_after_the_window_the_same_fork_starts_a_new_run(monkeypatch: pytest.Mon
     assert started == ["a", "b"]
 
 
-def test_two_sessions_forking_at_once_start_one_run() -> None:
-    """Two threads (two sessions of one browser, or one click handled twice) 8 ms apart."""
+class WatchedLock:
+    """A lock that says when a second thread comes to take it while it is held."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.contended = threading.Event()
+
+    def __enter__(self) -> None:
+        if not self._lock.acquire(blocking=False):
+            self.contended.set()
+            self._lock.acquire()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._lock.release()
+
+
+def test_two_sessions_forking_at_once_start_one_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two threads (two sessions of one browser, or one click handled twice): the second comes
+    while the first's run is still being registered and admitted."""
     pages = LivePages()
+    forking = WatchedLock()
+    monkeypatch.setattr(pages, "_forking", forking)
     started: list[str] = []
 
     def slow_fork() -> str:
         started.append(f"run-{len(started) + 1}")
-        time.sleep(0.2)  # registering and admitting a run takes a moment
+        if len(started) == 1:  # registering and admitting the run lasts until the second comes
+            forking.contended.wait(timeout=10)
         return started[-1]
 
     shown: list[str | None] = []
@@ -70,11 +90,12 @@ def test_two_sessions_forking_at_once_start_one_run() -> None:
         threading.Thread(target=lambda: shown.append(pages.fork_once("s", "r", slow_fork)))
         for _ in range(2)
     ]
+    sessions[0].start()
+    wait_for(lambda: started)  # the first session is forking
+    sessions[1].start()
     for session in sessions:
-        session.start()
-        time.sleep(0.008)
-    for session in sessions:
-        session.join()
+        session.join(30)
+    assert forking.contended.is_set()
     assert started == ["run-1"] and shown == ["run-1", "run-1"]
 
 
@@ -100,7 +121,9 @@ def test_a_class_code_follows_its_browsers_current_run_and_the_one_before() -> N
     assert pages.followed_run("ZZZZ") is None
 
 
-def test_the_classes_on_show_are_followed_and_show_a_run() -> None:
+def test_the_classes_on_show_are_followed_and_show_a_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [100.0]
+    monkeypatch.setattr(live_pages, "time", SimpleNamespace(monotonic=lambda: clock[0]))
     pages = LivePages()
     teacher = pages.class_code("teacher")
     pages.class_code("other")
@@ -110,5 +133,6 @@ def test_the_classes_on_show_are_followed_and_show_a_run() -> None:
     assert pages.followed_run(teacher) == "run1"  # a student looks
     assert pages.classes() == [teacher]
     assert pages.classes(besides="teacher") == []
-    time.sleep(0.01)
+    clock[0] += 0.01
+    assert pages.classes(within=0.02) == [teacher]  # followed 0.01 s ago
     assert pages.classes(within=0.005) == []  # not followed lately
