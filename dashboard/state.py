@@ -13,7 +13,7 @@
   its runs are never idle (`keep_session_runs_alive`); with no page open for RDQN_IDLE_TIMEOUT
   seconds (default 120) a run stops itself too, since a closed tab may send no signal.
 - `init_state()` is the one place session-state keys get their defaults; every key is named
-  ``<page>.<name>`` (live, compare, runs, tree, hand), widget keys included.
+  ``<page>.<name>`` (live, compare, runs, tree, hand, sweeps), widget keys included.
 """
 
 from __future__ import annotations
@@ -300,6 +300,8 @@ def _defaults() -> dict[str, Any]:
         "tree.rng": np.random.default_rng(TREE_SEED),
         "tree.uniforms": None,
         "tree.tally": None,
+        # Sweeps: the heatmap cell whose curves are shown, as (sweep id, cell key).
+        "sweeps.cell": None,
         # One update by hand: the table of transitions (as edited).
         "hand.base": worked_example.example_frame(worked_example.default_example()),
         "hand.editor": 0,
