@@ -3,7 +3,6 @@ the end, queued runs that say why they wait, a reload from the store."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from rdqn.runs.store import RunStore
+from tests.run_helpers import wait_for
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 
@@ -66,14 +66,16 @@ def test_tiny_comparison_runs_to_the_end(home: Path) -> None:
     assert at.query_params["group"] == group_id
 
     store = RunStore(home / "rdqn.db")
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        runs = store.list_runs(group_id=group_id)
-        if set(runs["status"]) == {"finished"}:
-            break
-        time.sleep(1.0)
-        at.run()
+
+    def finished() -> bool:
+        if set(store.list_runs(group_id=group_id)["status"]) == {"finished"}:
+            return True
+        at.run()  # the page, redrawn as its runs train
         assert not at.exception
+        return False
+
+    wait_for(finished, 60, every=1.0)
+    runs = store.list_runs(group_id=group_id)
     assert sorted(runs["scheme"]) == ["proportional", "uniform"]
     assert set(runs["status"]) == {"finished"}
 
@@ -118,10 +120,7 @@ def test_reload_shows_a_finished_group_from_the_store(home: Path) -> None:
     at.button(key="compare.run").click().run()
     group_id = at.session_state["compare.group_id"]
     store = RunStore(home / "rdqn.db")
-    deadline = time.monotonic() + 60
-    while set(store.list_runs(group_id=group_id)["status"]) != {"finished"}:
-        assert time.monotonic() < deadline
-        time.sleep(0.5)
+    wait_for(lambda: set(store.list_runs(group_id=group_id)["status"]) == {"finished"}, 60)
 
     st.cache_resource.clear()  # a server restart: the registry forgets the run
     fresh = AppTest.from_file(str(APP), default_timeout=60)

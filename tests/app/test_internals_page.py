@@ -4,7 +4,6 @@ metrics explain ESS, stale updates and the sampler check, and the check's p is t
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -12,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard.display import PROJECTOR_HEIGHT
 from dashboard.state import registry
 from rdqn.presets import preset
+from tests.run_helpers import wait_for
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -22,12 +22,13 @@ def internals_after_a_run() -> AppTest:
     at.switch_page("pages/live.py").run()
     at.button(key="live.start").click().run()
     handle = registry().get(at.session_state["live.run_id"])
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        snap = handle.snapshot()
-        if snap is not None and snap.fit is not None and snap.updates > 50:
-            break
-        time.sleep(0.1)
+    wait_for(
+        lambda: (
+            (snap := handle.snapshot()) is not None and snap.fit is not None and snap.updates > 50
+        ),
+        60,
+        every=0.1,
+    )
     handle.pause()
     at.switch_page("pages/internals.py").run()
     assert not at.exception
@@ -59,12 +60,9 @@ def test_a_rank_based_run_is_told_why_its_band_keeps_its_shape() -> None:
     config = preset("per-notebook").with_overrides({"replay.scheme": "rank"})
     handle = registry().start(config, owner="test-internals")
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            snap = handle.snapshot()
-            if snap is not None and snap.updates > 20:
-                break
-            time.sleep(0.1)
+        wait_for(
+            lambda: (snap := handle.snapshot()) is not None and snap.updates > 20, 60, every=0.1
+        )
         handle.pause()
         at = AppTest.from_file(APP, default_timeout=60)
         at.run()

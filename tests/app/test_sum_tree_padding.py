@@ -4,15 +4,14 @@ explained, not shown as bare zeros."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.figures.tree import EMPTY, PADDING
 from dashboard.state import registry
 from rdqn.presets import preset
+from tests.run_helpers import wait_for
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 
@@ -24,18 +23,16 @@ def test_live_tree_marks_and_explains_padding_and_empty_slots() -> None:
     handle = registry().start(preset("per-notebook"), owner="test-sum-tree", paused=True)
     try:
         at.session_state["live.run_id"] = handle.id
-        deadline = time.monotonic() + 20
-        live = None
-        while live is None and time.monotonic() < deadline:
+
+        def live_tree() -> dict | None:
             at.run()
             specs = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
-            live = next(
+            return next(
                 (s for s in specs if s["layout"]["title"]["text"].startswith("Top of the live")),
                 None,
             )
-            time.sleep(0.2)
-        if live is None:
-            pytest.fail("the live tree never appeared")
+
+        live = wait_for(live_tree, 20, what="the live tree never appeared", every=0.2)
         assert not at.exception
         names = {trace.get("name") for trace in live["data"]}
         assert {PADDING, EMPTY} <= names  # capacity 10,000 of 16,384 leaves, nothing stored yet

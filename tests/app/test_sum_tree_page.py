@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 from dashboard.state import registry
 from dashboard.text import plain
 from rdqn.presets import preset
+from tests.run_helpers import wait_for
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 DEFAULT = [3.0, 0.5, 1.0, 0.2, 2.0, 0.8, 0.1, 1.5]
@@ -163,15 +163,19 @@ def test_live_run_tree_or_a_pointer_to_live_training(at: AppTest) -> None:
     handle = registry().start(preset("per-notebook"), owner="test-sum-tree", paused=True)
     try:
         at.session_state["live.run_id"] = handle.id
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
+        titles: list[str] = []
+
+        def live_tree_shown() -> bool:
             at.run()
-            titles = [spec["layout"]["title"]["text"] for spec in chart_specs(at)]
-            if any(title.startswith("Top of the live sum tree") for title in titles):
-                break
-            time.sleep(0.2)
-        else:
-            pytest.fail(f"the live tree never appeared; charts: {titles}")
+            titles[:] = [spec["layout"]["title"]["text"] for spec in chart_specs(at)]
+            return any(title.startswith("Top of the live sum tree") for title in titles)
+
+        wait_for(
+            live_tree_shown,
+            20,
+            what=lambda: f"the live tree never appeared; charts: {titles}",
+            every=0.2,
+        )
         assert not at.exception
         assert not any("Live training page" in box.value for box in at.info)
     finally:
@@ -183,15 +187,16 @@ def test_a_rank_based_live_run_is_said_to_keep_no_sum_tree(at: AppTest) -> None:
     handle = registry().start(config, owner="test-sum-tree", paused=True)
     try:
         at.session_state["live.run_id"] = handle.id
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
+        boxes: list[str] = []
+
+        def said() -> bool:
             at.run()
-            boxes = [box.value for box in at.info]
-            if any("rank-based replay, which keeps no sum tree" in box for box in boxes):
-                break
-            time.sleep(0.2)
-        else:
-            pytest.fail(f"no word on the rank-based run; info boxes: {boxes}")
+            boxes[:] = [box.value for box in at.info]
+            return any("rank-based replay, which keeps no sum tree" in box for box in boxes)
+
+        wait_for(
+            said, 20, what=lambda: f"no word on the rank-based run; info boxes: {boxes}", every=0.2
+        )
         assert not at.exception
         assert not any("No proportional run" in box for box in boxes)
     finally:
