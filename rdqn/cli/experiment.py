@@ -292,15 +292,19 @@ def _run(
         ray=args.ray,
         progress=None if args.quiet else label,
     )
-    for trial, outcome in outcomes:
-        if isinstance(outcome, BaseException):
-            fields = {k: v for k, v in vars(trial).items() if k != "config"}
-            failed.append({**fields, "error": f"{type(outcome).__name__}: {outcome}"})
-            print(f"rdqn: trial {fields} failed: {outcome}", file=sys.stderr)
-        else:
-            results.append(outcome)
-        report = _report(head, results, failed, summarize, time.time() - started)
-        write_output(out, json.dumps(report, indent=1) + "\n", "--out")
+    try:
+        for trial, outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                fields = {k: v for k, v in vars(trial).items() if k != "config"}
+                failed.append({**fields, "error": f"{type(outcome).__name__}: {outcome}"})
+                print(f"rdqn: trial {fields} failed: {outcome}", file=sys.stderr)
+            else:
+                results.append(outcome)
+            report = _report(head, results, failed, summarize, time.time() - started)
+            write_output(out, json.dumps(report, indent=1) + "\n", "--out")
+    except KeyboardInterrupt:
+        print(f"rdqn: interrupted; {out} holds the {len(results)} finished trials", file=sys.stderr)
+        raise SystemExit(130) from None
     report = _report(head, results, failed, summarize, time.time() - started)
     if not args.quiet:
         print(f"results: {out} ({len(results)} trials, {len(failed)} failed)", file=sys.stderr)
@@ -362,17 +366,20 @@ def _cmd_tables(args: argparse.Namespace) -> int:
     tables = all_tables(Path(args.results))
     if args.write:
         path = Path(args.write)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as err:
-            raise UsageError(f"--write {path} cannot be read: {err.strerror or err}") from None
-        write_output(path, rewrite_blocks(text, tables), "--write")
+        write_output(path, rewrite_blocks(_text(path, "--write"), tables), "--write")
         return 0
     if args.check:
-        stale = check_blocks(Path(args.check).read_text(encoding="utf-8"), tables)
+        stale = check_blocks(_text(Path(args.check), "--check"), tables)
         for name in stale:
             print(f"stale table: {name}", file=sys.stderr)
         return 1 if stale else 0
     for name, table in tables.items():
         print(f"<!-- table: {name} -->\n{table}<!-- /table -->\n")
     return 0
+
+
+def _text(path: Path, option: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise UsageError(f"{option} {path} cannot be read: {err.strerror or err}") from None

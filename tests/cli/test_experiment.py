@@ -105,3 +105,15 @@ def test_bad_arguments_are_one_line(
     assert code == 2 and out == ""
     assert err.startswith("rdqn: error: ") and message in err and err.count("\n") == 1
     assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize("option", ["--check", "--write"])
+def test_tables_of_a_missing_doc_is_one_line(
+    option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = cli(capsys, "tables", option, "/nonexistent/doc.md")
+    assert (
+        code == 2
+        and err
+        == f"rdqn: error: {option} /nonexistent/doc.md cannot be read: No such file or directory\n"
+    )
