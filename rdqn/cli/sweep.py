@@ -39,6 +39,7 @@ from rdqn.sweeps import (
     summary,
     sweep_trials,
 )
+from rdqn.sweeps.tasks import ray_module
 
 __all__ = ["add_sweep_parser", "cmd_sweep"]
 
@@ -151,6 +152,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     failed, 130 (143) when Ctrl-C (SIGTERM) stopped it."""
     _check(args)
     spec = _spec(args) if args.action is None else None  # checked before the store opens
+    if args.ray is not None and args.action is None:
+        ray_module()  # the install hint before anything is filed
     if args.out is not None:
         check_writable(Path(args.out), "--out")
     try:

@@ -180,7 +180,6 @@ def run_sweep(
         registry: run the trials in this registry instead (a server's: its cap, queue and
             executor; ``workers`` and ``ray`` are then ignored), as ``owner``'s runs.
     """
-    spec_file = save_spec(store, spec)
     plan = _plan(spec, store)
     own = registry is None
     if registry is None:
@@ -193,6 +192,7 @@ def run_sweep(
             idle_timeout=None,
             keep_finished=1_000_000,  # the sweep keeps its handles; so may the registry
         )
+    spec_file = save_spec(store, spec)
     sweep = _Sweep(spec, registry, owner, plan, _reporter(progress))
     reason: str | None = None
     try:

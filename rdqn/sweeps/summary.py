@@ -35,7 +35,7 @@ from rdqn.compare import (
 )
 from rdqn.runs.store import RunStore
 from rdqn.sweeps.records import load_spec, sweep_trials
-from rdqn.sweeps.spec import cell_key
+from rdqn.sweeps.spec import Trial, cell_key
 from rdqn.validation import check_integer
 
 __all__ = ["STATS", "reward_auc", "summary", "threshold_crossing"]
@@ -104,9 +104,12 @@ def summary(
     window = check_integer("window", window, minimum=1)
     spec = load_spec(store, sweep_id)
     trials = sweep_trials(store, spec).set_index("key")
+    by_cell: dict[str, list[Trial]] = {}
+    for trial in spec.trials():
+        by_cell.setdefault(trial.cell, []).append(trial)
     rows: list[dict[str, Any]] = []
     for cell in spec.cells():
-        mine = [t for t in spec.trials() if cell_key(t.overrides) == cell_key(cell)]
+        mine = by_cell[cell_key(cell)]
         config = spec.config(mine[0])
         line = threshold if threshold is not None else comparison_threshold(config.env.id)
         aucs, finals, steps, updates, run_ids = [], [], [], [], []

@@ -74,6 +74,7 @@ def test_without_ray_the_message_says_what_to_install(
         "rdqn: error: --ray needs Ray, which is not installed here: pip install -r "
         "requirements-ray.txt (or pip install 'rdqn[ray]')\n"
     )
+    assert not (tmp_path / "rdqn.db").exists()
 
 
 @pytest.mark.slow
