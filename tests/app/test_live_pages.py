@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,19 +21,26 @@ from dashboard.state import checked_token, live_pages, owner_for, registry
 from dashboard.text import plain
 from rdqn.config import config_field
 from rdqn.presets import preset
-from tests.run_helpers import wait_for
+from tests.run_helpers import ShiftedTime, wait_for
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
 def wait_for_steps(at: AppTest, steps: int, timeout: float = 60.0) -> None:
     handle = registry().get(at.session_state["live.run_id"])
-    deadline = time.monotonic() + timeout
-    while (handle.snapshot() is None or handle.snapshot().env_steps < steps) and (
-        time.monotonic() < deadline
-    ):
-        time.sleep(0.1)
-    assert handle.snapshot().env_steps >= steps
+    wait_for(
+        lambda: (snap := handle.snapshot()) is not None and snap.env_steps >= steps,
+        timeout,
+        what=lambda: f"the run did not reach {steps:,} steps: {handle.snapshot()}",
+        every=0.1,
+    )
+
+
+def settling_clock(monkeypatch: pytest.MonkeyPatch) -> ShiftedTime:
+    """The live page's clock, which the test moves past a slider's settle time."""
+    clock = ShiftedTime()
+    monkeypatch.setattr(live, "time", clock)
+    return clock
 
 
 def open_app() -> AppTest:
@@ -58,6 +64,7 @@ def test_live_page_counters_curves_and_alpha_restart(monkeypatch: pytest.MonkeyP
     # longer than the 0.8 s a hand on the arrow keys gets, so the test gets 3 s.
     settle = 3.0
     monkeypatch.setattr("dashboard.live.SETTLE_SECONDS", settle)
+    clock = settling_clock(monkeypatch)
     at = open_app()
     at.switch_page("pages/live.py").run()
     assert not at.exception
@@ -75,7 +82,7 @@ def test_live_page_counters_curves_and_alpha_restart(monkeypatch: pytest.MonkeyP
         at.slider(key="live.alpha").set_value(value).run()
         assert at.session_state["live.run_id"] == first, "no restart before the value settles"
     assert "once the slider settles" in " ".join(c.value for c in at.caption)
-    time.sleep(settle)
+    clock.skip(settle)
     at.run()
     assert not at.exception
     second = at.session_state["live.run_id"]
@@ -92,11 +99,7 @@ def test_pause_step_and_reset_buttons() -> None:
     at.switch_page("pages/live.py").run()
     at.button(key="live.step").click().run()
     handle = registry().get(at.session_state["live.run_id"])
-    deadline = time.monotonic() + 30
-    while (handle.snapshot() is None or handle.snapshot().env_steps < 1) and (
-        time.monotonic() < deadline
-    ):
-        time.sleep(0.05)
+    wait_for(lambda: (snap := handle.snapshot()) is not None and snap.env_steps >= 1, 30)
     assert handle.status == "paused" and handle.snapshot().env_steps == 1
     at.run()  # the status line says why nothing learns yet (per-notebook: 1,000 warm-up steps)
     assert "filling the memory: learning starts after 1,000 steps" in progress_text(at)
@@ -298,9 +301,7 @@ def test_at_the_cap_a_start_waits_in_the_queue_and_starts_when_a_slot_frees(
     assert mine.status == "created"
     assert student.button(key="live.start").disabled  # pressing again would lose its place
     registry().stop(teacher.session_state["live.run_id"])
-    deadline = time.monotonic() + 30
-    while mine.status == "created" and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: mine.status != "created", 30)
     assert mine.status == "running"
 
 
@@ -350,11 +351,13 @@ def test_a_lesson_lasts_the_session_until_left() -> None:
 def progress_text(at: AppTest) -> str:
     """The live view's status line, in lower case: "running · run `…`", or while the kernels
     load on a busy machine, "Preparing fast kernels: … Run `…` starts after."."""
-    deadline = time.monotonic() + 30
-    while not at.get("progress") and time.monotonic() < deadline:
-        time.sleep(0.2)
-        at.run()
-    return at.get("progress")[0].proto.text.lower()
+
+    def shown() -> list[Any]:
+        if not at.get("progress"):
+            at.run()
+        return at.get("progress")
+
+    return wait_for(shown, 30, what="no status line", every=0.2)[0].proto.text.lower()
 
 
 def test_the_share_panel_shows_the_class_code_and_warns_when_students_cannot_reach_it(
@@ -389,7 +392,10 @@ def test_the_share_panel_shows_the_class_code_and_warns_when_students_cannot_rea
         config.set_option("server.address", None)
 
 
-def test_students_follow_the_teachers_current_run_and_can_fork_it() -> None:
+def test_students_follow_the_teachers_current_run_and_can_fork_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = settling_clock(monkeypatch)
     teacher = open_app()
     teacher.switch_page("pages/live.py").run()
     teacher.button(key="live.start").click().run()
@@ -406,7 +412,7 @@ def test_students_follow_the_teachers_current_run_and_can_fork_it() -> None:
     assert f"run `{first}`" in progress_text(student)
 
     teacher.slider(key="live.alpha").set_value(0.9).run()  # a restart: a new run
-    time.sleep(SETTLE_SECONDS)
+    clock.skip(SETTLE_SECONDS)
     teacher.run()
     second = teacher.session_state["live.run_id"]
     assert second != first
@@ -615,8 +621,9 @@ def test_a_reload_shows_the_browsers_run_again_and_does_not_stop_it(
 ) -> None:
     browser(monkeypatch, TOKEN)
     at, run_id = start_on_live_page()
+    clock = settling_clock(monkeypatch)
     at.slider(key="live.alpha").set_value(0.3).run()  # a setting of the run, to come back
-    time.sleep(SETTLE_SECONDS)
+    clock.skip(SETTLE_SECONDS)
     at.run()
     assert at.session_state["live.run_id"] != run_id  # restarted with α = 0.3
     run_id = at.session_state["live.run_id"]
