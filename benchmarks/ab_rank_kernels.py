@@ -10,7 +10,7 @@ rounds of its time / the package kernels' time in the same round; the control's 
 noise (0.99-1.01 on this machine).
 
 A variant is a Python file that defines `rank_sample_kernel` and/or `write_kernel` with the
-package's signatures (`rdqn.replay.rank`, `rdqn.replay.rank_order_writes`); what it does not
+package's signatures (`rdqn.replay.rank.sampler`, `rdqn.replay.rank.writes`); what it does not
 define is the package's. Make one from a copy of the module with the change, its imports left
 as they are. Each variant's first draw must equal the package's, or the script stops.
 
@@ -32,8 +32,8 @@ import numpy as np
 
 from benchmarks.bench_rank import BATCH, BETA, filled
 from rdqn.replay import RankBasedSampler
-from rdqn.replay.rank import rank_sample_kernel
-from rdqn.replay.rank_order_writes import write_kernel
+from rdqn.replay.rank.sampler import rank_sample_kernel
+from rdqn.replay.rank.writes import write_kernel
 
 Kernels = tuple[Callable[..., bool], Callable[..., float]]
 

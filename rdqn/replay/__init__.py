@@ -5,7 +5,7 @@
 """
 
 from rdqn.replay.buffer import Batch, ReplayBuffer, replay_nbytes
-from rdqn.replay.rank import RankBasedSampler
+from rdqn.replay.rank.sampler import RankBasedSampler
 from rdqn.replay.samplers import Draw, ProportionalSampler, Sampler, UniformSampler
 from rdqn.replay.schedules import LinearSchedule
 from rdqn.replay.sizes import ReplaySizeError

@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from rdqn.replay.checks import all_finite, check_slots, check_update, well_typed
-from rdqn.replay.rank import RankBasedSampler, rank_sampler_nbytes
+from rdqn.replay.rank.sampler import RankBasedSampler, rank_sampler_nbytes
 from rdqn.replay.samplers import ProportionalSampler, Sampler, UniformSampler
 from rdqn.replay.sizes import check_nbytes, format_bytes
 from rdqn.replay.state_checks import ReplayStateError, entry, integer_field, mapping, refuse

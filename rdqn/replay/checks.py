@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rdqn.replay.compiled import no_refcounts
+from rdqn.replay.compiled import kernel
 
 __all__ = [
     "all_finite",
@@ -41,7 +41,7 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
 
 
-@no_refcounts
+@kernel
 def slots_in_range(indices: NDArray[np.int64], size: int) -> bool:
     """Whether every index is in [0, size)."""
     k, n = 0, indices.shape[0]
@@ -50,7 +50,7 @@ def slots_in_range(indices: NDArray[np.int64], size: int) -> bool:
     return k == n
 
 
-@no_refcounts
+@kernel
 def all_finite(values: NDArray) -> bool:
     """Whether every value of a 1-D float array is finite."""
     k, n = 0, values.shape[0]
@@ -122,7 +122,7 @@ def check_magnitudes(name: str, values: Any, count: int, hint: str = "") -> NDAr
     return array
 
 
-@no_refcounts
+@kernel
 def first_invalid_kernel(
     indices: NDArray[np.int64], magnitudes: NDArray[np.float64], size: int
 ) -> int:

@@ -36,10 +36,9 @@ from rdqn.replay.checks import (
     check_update,
     well_typed,
 )
-from rdqn.replay.compiled import no_refcounts
+from rdqn.replay.compiled import kernel, power
 from rdqn.replay.state_checks import entry, integer_field, mapping, real_field, refuse
 from rdqn.replay.sumtree import SumTree, descend_sorted, update_tree_kernel
-from rdqn.replay.vector_power import power
 from rdqn.validation import Real, check_choice, check_integer, check_real, is_real, shown
 
 __all__ = [
@@ -144,7 +143,7 @@ def stored_field(state: Mapping[str, Any], capacity: int) -> int | None:
     return integer_field(state, "stored", 0, capacity) if "stored" in state else None
 
 
-@no_refcounts
+@kernel
 def importance_weights_kernel(
     probabilities: NDArray[np.float64],
     min_probability: float,
@@ -171,7 +170,7 @@ def importance_weights_kernel(
             out[k] = min(out[k], max_weight)
 
 
-@no_refcounts
+@kernel
 def stratified_sample_kernel(
     nodes: NDArray[np.float64],
     offset: int,
@@ -215,7 +214,7 @@ BAD_MAGNITUDE = -3.0
 ZERO_TOTAL = -4.0
 
 
-@no_refcounts
+@kernel
 def priority_update_kernel(
     nodes: NDArray[np.float64],
     offset: int,

@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
 from rdqn.replay.checks import check_slots
-from rdqn.replay.compiled import no_refcounts
+from rdqn.replay.compiled import kernel
 from rdqn.replay.sizes import check_nbytes
 from rdqn.replay.state_checks import (
     array_field,
@@ -77,7 +77,7 @@ _ARRAYS = (
 )
 
 
-@no_refcounts
+@kernel
 def gather_transitions_kernel(
     frames: NDArray,
     small: NDArray[np.int32],
@@ -122,7 +122,7 @@ def gather_transitions_kernel(
             sample_counts[s] += 1
 
 
-@no_refcounts
+@kernel
 def count_stale(
     generation: NDArray[np.int64],
     slots: NDArray[np.int64],

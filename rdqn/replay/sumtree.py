@@ -42,13 +42,11 @@ and a descent prefetches the line its next level reads (`descend_from`).
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rdqn.replay.checks import check_magnitudes, check_slots
-from rdqn.replay.compiled import no_refcounts
-from rdqn.replay.intrinsics import prefetch
+from rdqn.replay.compiled import inlined, kernel, prefetch, refcounted
 from rdqn.replay.sizes import check_nbytes
 from rdqn.replay.state_checks import described, found, refuse
 from rdqn.validation import check_integer
@@ -76,7 +74,7 @@ def aligned_nodes(count: int, width: int, fill: float) -> NDArray[np.float64]:
     return flat[start : start + count * width].reshape(count, width)
 
 
-@no_refcounts
+@kernel
 def update_tree_kernel(
     nodes: NDArray[np.float64],
     offset: int,
@@ -120,7 +118,7 @@ def update_tree_kernel(
             nodes[j, 1] = min(nodes[2 * j, 1], nodes[2 * j + 1, 1])
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@inlined
 def descend_from(
     nodes: NDArray[np.float64],
     offset: int,
@@ -155,13 +153,13 @@ def descend_from(
     return found
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@inlined
 def descend(nodes: NDArray[np.float64], offset: int, masses: NDArray[np.float64]) -> NDArray:
     """Return the tree node of the leaf owning each prefix mass (cumsum[i-1] <= m < cumsum[i])."""
     return descend_from(nodes, offset, np.ones(masses.shape[0], np.int64), masses.copy(), 1)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@inlined
 def descend_sorted(
     nodes: NDArray[np.float64],
     offset: int,
@@ -198,7 +196,7 @@ def descend_sorted(
     return descend_from(nodes, offset, found, remaining, width)
 
 
-@numba.njit(cache=True, nogil=True)
+@refcounted
 def find_kernel(
     nodes: NDArray[np.float64], offset: int, masses: NDArray[np.float64]
 ) -> NDArray[np.int64]:

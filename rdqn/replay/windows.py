@@ -24,7 +24,7 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
-from rdqn.replay.compiled import no_refcounts
+from rdqn.replay.compiled import kernel
 from rdqn.replay.sizes import check_nbytes
 from rdqn.validation import check_integer
 
@@ -63,7 +63,7 @@ def fill_window(
             mask[row, p] = False
 
 
-@no_refcounts
+@kernel
 def gather_windows_kernel(
     frames: NDArray,
     last: NDArray[np.int64],

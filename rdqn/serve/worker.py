@@ -38,17 +38,11 @@ import torch
 from rdqn.config import SCHEMES
 from rdqn.learn import fused_mlp
 from rdqn.presets import preset
-from rdqn.replay import (
-    checks,
-    rank,
-    rank_order,
-    rank_order_blocks,
-    rank_order_writes,
-    samplers,
-    storage,
-    sumtree,
-    windows,
-)
+from rdqn.replay import checks, samplers, storage, sumtree, windows
+from rdqn.replay.rank import blocks as rank_order_blocks
+from rdqn.replay.rank import order as rank_order
+from rdqn.replay.rank import sampler as rank
+from rdqn.replay.rank import writes as rank_order_writes
 from rdqn.replay.sumtree import SumTree
 from rdqn.runs.control import RunControls, drive
 from rdqn.runs.lifecycle import RecordedRun, ending

@@ -30,7 +30,7 @@ from rdqn.replay import (
     replay_nbytes,
     sizes,
 )
-from rdqn.replay.rank import rank_sampler_nbytes
+from rdqn.replay.rank.sampler import rank_sampler_nbytes
 from rdqn.replay.sumtree import sum_tree_nbytes
 
 SAMPLERS: dict[str, Callable[[], Sampler]] = {

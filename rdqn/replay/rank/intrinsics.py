@@ -1,8 +1,12 @@
-"""Intrinsics for numba kernels that numba has no public call for: a prefetch hint (LLVM's
-``llvm.prefetch`` on one array element, so that the loads of later work overlap the work at
-hand), an overlapping move within one array (``llvm.memmove``), the opening of a gap in a block
-by masked vector stores (``llvm.masked.store``), where a value falls among 8 counts' running
-sums (one vector) and a float64's bits."""
+"""The fast building blocks of the kernels, in LLVM IR, for what numba has no public call: a
+prefetch hint (LLVM's ``llvm.prefetch`` on one array element, so that the loads of later work
+overlap the work at hand), an overlapping move within one array (``llvm.memmove``), the opening
+of a gap in a block by masked vector stores (``llvm.masked.store``), where a value falls among
+8 counts' running sums (one vector and a popcount) and a float64's bits.
+
+They lean on numba's internals (``numba.core.cgutils``) and LLVM's intrinsic names, so each has
+a plain twin in `plain.py`, and `rdqn.replay.compiled` checks each one at import (compiled and
+run on a known input against its twin) before a kernel calls it."""
 
 from __future__ import annotations
 

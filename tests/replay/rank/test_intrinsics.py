@@ -10,8 +10,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rdqn.replay.intrinsics import float_bits, move, open_gap, prefix_position
-from rdqn.replay.rank_order_layout import entry, slot_mask, slot_of
+from rdqn.replay.rank.intrinsics import float_bits, move, open_gap, prefix_position
+from rdqn.replay.rank.layout import entry, slot_mask, slot_of
 
 
 @numba.njit(cache=False)

@@ -1,83 +1,15 @@
-"""The rank order of rank-based replay, exact under every write: sorted blocks of slots laid out
-in a gapped list of positions, with the slot counts of groups of positions (an order-statistic
-structure in the style of a B-tree of height two, or of a "sorted list of sorted lists").
-
-Every stored slot i has a key (p_i, s_i): its priority p_i and a write stamp s_i that grows with
-every write of any slot. The order is p descending, ties by s descending, so among equal
-priorities the most recently written slot comes first; stamps are unique, so the order is total.
-Rank 0 (rank 1 of the paper) is the first slot in that order.
-
-Layout (blocks of capacity C; P positions, each holding a physical block or a gap, -1)::
-
-    position               0             1      2             3               4 ...
-    block (physical)       3             -1     0             5               -1
-    entries: slots         [7, 2, 9]            [4, 0]        [1, 8, 6, 3]
-      and their priorities [9., 7., 7.]         [5., 4.]      [3., 2., 2., 1.]
-    sizes (by position)    3             0      2             4               0
-    last key by position   7.            copy   4.            1.              (not kept)
-
-    groups of GROUP positions (here 2): counts [3, 6, ...], prefix ends [3, 9, ...]; slot at
-    rank 5: the first group whose end is above 5 is group 1 (ranks 3..8); in it, position 2
-    holds ranks 3..4 and position 3 ranks 5..8: offset 5 - 5 = 0 -> slot 1
-
-`blocks[q]` is the physical block at position q (-1: a gap) and `sizes[q]` the slots it holds (0
-at a gap: a step through a group's positions reads one cache line of sizes); `position` is the
-inverse of `blocks` (-1: a free block, kept on the stack `free`); `home[i]` is the block that
-holds slot i; `stamp[i]` is -1 when slot i holds nothing. Position 0 always holds a block (once
-one is used), `last` is the last position that does; a gap before `last` carries the last key of
-the block before it, so the last keys up to `last` never increase and a search over them lands
-on a block. The last key of every SEGMENT-th position is kept in a small array of its own
-(`segment_key`), so the search first finds the segment in a few cache lines, then counts inside
-it. Stamps never enter a search: a write carries the newest stamp, so it goes before all stored
-keys of its priority, at the first position whose last key is not above it.
-
-A block entry is one uint64: the slot in its low bits (as few as the capacity needs, 17 at
-2^17 slots), and above them the rest of the slot's priority's float64 bits, its key
-(`rank_order_layout.entry`); for numbers >= +0.0 the bits order as the numbers do, so the
-entries of a block descend too, and a search inside a block compares whole entries, contiguous
-memory, one vector compare per 8. Entries whose key equals that of the priority searched
-(priorities within about 2^-35 relative at 2^17 slots, or equal ones) are told apart by the
-exact priorities, kept by slot (`priority`). One array of 8 bytes per entry, rather than the
-slots and their float64 priorities side by side, makes a block 8 cache lines instead of 12 and
-an insert's shift one move instead of two.
-
-The gaps make a split or a merge local: a full block splits into the nearest gap (the blocks in
-between move over by one position, at most `REACH`, each two group count updates), and a merged
-block leaves a gap. Where no gap is within reach, or a run of gaps grew past it, the blocks are
-spread out again, one every min(4, P / blocks) positions, O(P), rarely.
-
-Invariants (`check_invariants`):
-- keys strictly decrease in the order above, within a block and from one block to the next;
-- every block in use holds fewer than C slots, and at least C/2 when more than one is in use
-  (a full block splits into two halves; a block that falls under C/2 borrows a slot from a
-  neighbour that has more than C/2, else merges with it), so at most 2N/C + 1 blocks are used;
-- P >= 2 (2N/C + 2) positions, a multiple of 8 GROUP, so a spread leaves at least one gap after
-  every block;
-- `group_count[g]` is the sum of `sizes` over the positions of group g.
-
-Costs (P = O(N/C) positions): a write (remove the slot, then insert it with its new key) is a
-scan of its block O(C), a binary search over the segments' last keys O(log P), counts inside a
-segment O(SEGMENT) and inside a block O(C), shifts of at most C entries and two group counts
-changed, O(1); a split or merge moves O(C) entries and at most `REACH` positions, O(C + REACH),
-once per C/2 writes into a block at most. A batch of writes searches all its blocks at once,
-the binary searches advancing level by level so that their loads overlap. Selecting the slots
-at B ranks is one pass over the group counts, O(P / GROUP) (about N / 128 counts, C = 64: 1,032
-at N = 2^17, 8 at a time), which also finds the groups of ascending ranks (a stratified
-sample's); ranks in any order take the prefix ends of all groups, then B binary searches of
-them, O(B log(P / GROUP)), level by level; then a step through GROUP positions each. A Fenwick tree
-over the groups (O(log P) per write and per rank) was measured slower: its two point updates
-per write cost more than the pass over the counts at each sample, up to N = 2^20 at least.
-Walking the whole order is O(P + N). All in numba.
-"""
+"""The rank order of rank-based replay, exact under every write (`RankOrder`), and its reading
+kernels: the slots at given ranks (`select_kernel`) and the whole order (`walk_kernel`). The
+structure, drawn, and its invariants and costs: the package docstring (`rdqn.replay.rank`);
+the writing kernels are in `writes.py`."""
 
 from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
 
-from rdqn.replay.compiled import no_refcounts
-from rdqn.replay.intrinsics import prefix_position
-from rdqn.replay.rank_order_layout import (
+from rdqn.replay.compiled import kernel, prefix_position
+from rdqn.replay.rank.layout import (
     COUNT_BLOCKS,
     COUNT_C,
     COUNT_CLOCK,
@@ -92,7 +24,7 @@ from rdqn.replay.rank_order_layout import (
     slot_of,
     unsigned,
 )
-from rdqn.replay.rank_order_writes import build_kernel, write_kernel
+from rdqn.replay.rank.writes import build_kernel, write_kernel
 from rdqn.replay.sizes import check_nbytes
 from rdqn.validation import check_integer
 
@@ -122,7 +54,7 @@ def block_capacity(capacity: int) -> int:
 
 
 def max_blocks(capacity: int) -> int:
-    """Physical blocks allocated: at most 2N/C + 1 are ever in use (module docstring)."""
+    """Physical blocks allocated: at most 2N/C + 1 are ever in use (`rdqn.replay.rank`)."""
     return 2 * capacity // block_capacity(capacity) + 2
 
 
@@ -154,7 +86,7 @@ def rank_order_nbytes(capacity: int) -> int:
 
 
 class RankOrder:
-    """The exact rank order of up to ``capacity`` slots (see the module docstring).
+    """The exact rank order of up to ``capacity`` slots (drawn in `rdqn.replay.rank`).
 
     A slot is stored once `write` gives it a key; a write of a stored slot moves it. Read the
     order with `select` (slots at ranks) and `slots_in_order`.
@@ -338,8 +270,8 @@ class RankOrder:
         return int(sum(a.nbytes for a in self._arrays()))
 
 
-# ------------------------------------------- reading kernels (the writing ones: rank_order_writes)
-@no_refcounts
+# ------------------------------------------------------- reading kernels (the writing ones: writes)
+@kernel
 def select_kernel(
     entries: NDArray[np.uint64],
     sizes: NDArray[np.int32],
@@ -403,7 +335,7 @@ def select_kernel(
         out[k] = slot_of(entries[out[k]], mask)
 
 
-@no_refcounts
+@kernel
 def walk_kernel(
     entries: NDArray[np.uint64],
     priority: NDArray[np.float64],

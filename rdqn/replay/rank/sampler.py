@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numba
 import numpy as np
 from numpy.typing import NDArray
 
 from rdqn.replay.checks import check_slot, check_update, well_typed
-from rdqn.replay.compiled import no_refcounts
-from rdqn.replay.intrinsics import prefetch
-from rdqn.replay.rank_order import (
+from rdqn.replay.compiled import kernel, power, prefetch, refcounted
+from rdqn.replay.rank.layout import COUNT_SLOT_MASK, slot_of
+from rdqn.replay.rank.order import (
     CAPACITY_MAX,
     COUNT_C,
     COUNT_LAST,
@@ -21,7 +20,6 @@ from rdqn.replay.rank_order import (
     rank_order_nbytes,
     select_kernel,
 )
-from rdqn.replay.rank_order_layout import COUNT_SLOT_MASK, slot_of
 from rdqn.replay.samplers import (
     Draw,
     Normalization,
@@ -41,7 +39,6 @@ from rdqn.replay.state_checks import (
     require_finite,
     require_nonnegative,
 )
-from rdqn.replay.vector_power import power
 from rdqn.validation import check_integer, check_real
 
 __all__ = ["RankBasedSampler", "rank_sampler_nbytes"]
@@ -295,7 +292,7 @@ class RankBasedSampler:
 # ---------------------------------------------------------------- kernels
 
 
-@numba.njit(cache=True, nogil=True)
+@refcounted
 def rank_cdf_kernel(alpha: float, out: NDArray[np.float64]) -> None:
     """out[j] = sum_{r <= j + 1} r^-alpha (the rank masses' prefix sums)."""
     total = 0.0
@@ -304,7 +301,7 @@ def rank_cdf_kernel(alpha: float, out: NDArray[np.float64]) -> None:
         out[j] = total
 
 
-@no_refcounts
+@kernel
 def rank_sample_kernel(
     rank_cdf: NDArray[np.float64],
     offset: float,
@@ -397,7 +394,7 @@ def rank_sample_kernel(
     return True
 
 
-@numba.njit(cache=True, nogil=True)
+@refcounted
 def rank_probabilities_kernel(
     rank_cdf: NDArray[np.float64],
     alpha: float,

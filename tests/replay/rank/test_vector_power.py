@@ -1,32 +1,28 @@
 """`power`, x ** a over an array through glibc's libmvec: within libmvec's 4-ulp contract of
-libm's pow (1 ulp measured) at every vector width this machine can run, IEEE special values as
-libm's, remainders of every length, in place; and the samplers' kernels really call it."""
+libm's pow (1 ulp measured) at every vector width the compiled code can take, IEEE special values
+as libm's, remainders of every length, in place; the width follows the CPU and numba's target
+(`widths_to_try`); and the samplers' kernels really call the chosen one."""
 
 from __future__ import annotations
 
 import math
-import platform
 
 import numba
 import numpy as np
 import pytest
-from numba.core.codegen import get_host_cpu_features
 
 from rdqn.replay import ProportionalSampler, RankBasedSampler
-from rdqn.replay.vector_power import VECTOR_WIDTH, make_power, vector_width
+from rdqn.replay.compiled import PATH
+from rdqn.replay.rank.vector_power import (
+    host_features,
+    make_power,
+    target_features,
+    vector_width,
+    widths_to_try,
+)
 
-
-def _widths_this_machine_runs() -> list[int]:
-    features = get_host_cpu_features()
-    widths = [1]
-    if platform.machine() == "x86_64":
-        widths.append(2)
-        widths += [4] if "+avx2" in features else []
-        widths += [8] if "+avx512f" in features else []
-    return widths
-
-
-WIDTHS = _widths_this_machine_runs()
+WIDTHS = [1, *widths_to_try()]
+"""Every width the code numba compiles here can take (1: libm's scalar pow)."""
 _KERNELS = {}
 
 
@@ -56,9 +52,13 @@ def _libm(values: np.ndarray, exponent: float) -> np.ndarray:
     return np.array(out)
 
 
-def test_the_widest_vectors_are_used_on_x86_64_linux() -> None:
-    # CI and the development machines are x86-64 Linux with glibc's libmvec.
-    assert VECTOR_WIDTH == max(WIDTHS) > 1
+def test_the_kernels_take_the_widest_width_that_passes_its_check() -> None:
+    """CI and the development machines are x86-64 Linux with glibc's libmvec: there the check
+    passes at the widest width (`rdqn.replay.compiled`; under NUMBA_CPU_NAME=generic, 2)."""
+    if "power" in PATH.plain:
+        assert PATH.vector_width == 1
+    else:
+        assert PATH.vector_width == max(WIDTHS) > 1
 
 
 @pytest.mark.parametrize(
@@ -72,10 +72,39 @@ def test_the_widest_vectors_are_used_on_x86_64_linux() -> None:
         ("", True, "x86_64", 2),
     ],
 )
-def test_vector_width_follows_numbas_target_features(
+def test_vector_width_follows_the_targets_features(
     features: str, found: bool, machine: str, width: int
 ) -> None:
     assert vector_width(features, found, machine) == width
+
+
+HOST = "+sse2,+avx2,-avx512f,+fma"
+
+
+@pytest.mark.parametrize(
+    ("environ", "features"),
+    [
+        ({}, HOST),  # numba compiles for this CPU
+        ({"NUMBA_CPU_NAME": "host"}, HOST),
+        ({"NUMBA_CPU_NAME": "generic"}, ""),  # any x86-64: the baseline only
+        ({"NUMBA_CPU_NAME": "skylake-avx512"}, ""),  # a named CPU: its features unknown here
+        ({"NUMBA_CPU_FEATURES": "+avx2,+avx512f"}, "+avx2"),  # given, and on this CPU
+        ({"NUMBA_CPU_NAME": "generic", "NUMBA_CPU_FEATURES": "+sse2,+fma"}, "+sse2,+fma"),
+    ],
+)
+def test_the_target_features_come_from_numbas_documented_settings(
+    environ: dict[str, str], features: str
+) -> None:
+    assert target_features(environ, HOST) == features
+
+
+def test_widths_to_try_for_the_generic_target_and_for_this_cpu() -> None:
+    generic = widths_to_try({"NUMBA_CPU_NAME": "generic"})
+    assert generic in ([2], [])  # [] without libmvec
+    host = widths_to_try({})
+    assert host == sorted(host, reverse=True) and set(generic) <= set(host)
+    if host:
+        assert host[0] == vector_width(host_features(), True, "x86_64")
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -129,9 +158,8 @@ def test_only_float64_vectors_and_a_float64_exponent() -> None:
 
 
 def test_the_samplers_take_their_powers_from_it() -> None:
-    """Masses, P(i) and IS weights equal `power`'s results bit for bit; libm's differ from them
-    in some of these values (so the comparison tells the two apart)."""
-    vector = _power_kernel(VECTOR_WIDTH)
+    """Masses, P(i) and IS weights equal the chosen `power`'s results bit for bit."""
+    vector = _power_kernel(PATH.vector_width)
     rng = np.random.default_rng(3)
     n = 512
     proportional = ProportionalSampler(alpha=0.6, eps=1e-6)
@@ -143,7 +171,8 @@ def test_the_samplers_take_their_powers_from_it() -> None:
     masses = np.empty(n)
     vector(magnitudes + 1e-6, 0.6, masses)
     np.testing.assert_array_equal(proportional.tree.leaves(n), masses)
-    assert not np.array_equal(masses, _libm(magnitudes + 1e-6, 0.6))
+    # libm's pow differs from libmvec's in some of these (so the test tells the two apart)
+    assert np.array_equal(masses, _libm(magnitudes + 1e-6, 0.6)) == (PATH.vector_width == 1)
 
     draw = proportional.sample(n, 128, 0.4, rng)
     p_min = proportional.tree.min_nodes[1] / proportional.tree.total

@@ -1,16 +1,15 @@
-"""Keeping the blocks of `rdqn.replay.rank_order.RankOrder` in shape: shifts inside a block,
-the groups' slot counts, the positions' last keys, and the splits,
-borrows, merges and spreads that keep every block between C/2 and C slots with gaps near it.
-The kernels that write slots (`rank_order_writes`) call these."""
+"""Keeping the blocks of `order.RankOrder` in shape: shifts inside a block, the groups' slot
+counts, the positions' last keys, and the splits, borrows, merges and spreads that keep every
+block between C/2 and C slots with gaps near it. The kernels that write slots (`writes`) call
+these."""
 
 from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
 
-from rdqn.replay.compiled import inlined, no_refcounts
-from rdqn.replay.intrinsics import move
-from rdqn.replay.rank_order_layout import (
+from rdqn.replay.compiled import inlined, kernel, move
+from rdqn.replay.rank.layout import (
     BLOCKS,
     COUNT_BLOCKS,
     COUNT_C,
@@ -52,7 +51,7 @@ def close_gap(array: NDArray, base: int, at: int, c: int) -> None:
     array[base + k + 1] for at <= k < c. The loop runs over the whole block's width c, whatever
     its size: a trip count that never changes compiles to a few vector moves with no mispredicted
     exit: a rank cycle's removes took 0.6x the time of a memmove of the block's used part. (The
-    inserts open their gap with `intrinsics.open_gap`.) It reads one entry past the block, so
+    inserts open their gap with `open_gap`.) It reads one entry past the block, so
     the entries carry one spare after the last block."""
     start = unsigned(base)
     for k in range(c):
@@ -60,7 +59,7 @@ def close_gap(array: NDArray, base: int, at: int, c: int) -> None:
             array[start + unsigned(k)] = array[start + unsigned(k + 1)]
 
 
-@no_refcounts
+@kernel
 def _move(
     home: NDArray[np.int32],
     entries: NDArray[np.uint64],
@@ -83,7 +82,7 @@ def add_size(group_count: NDArray[np.int32], q: int, delta: int) -> None:
     group_count[q // GROUP] += delta
 
 
-@no_refcounts
+@kernel
 def _count_groups(group_count: NDArray[np.int32], sizes: NDArray[np.int32]) -> None:
     """group_count[g] = the slots of the blocks at positions [g GROUP, (g + 1) GROUP), O(P)."""
     group_count[:] = 0
@@ -99,7 +98,7 @@ def _write_last(state: State, q: int, key: float) -> None:
         state[SEGMENT_KEY][q // SEGMENT] = key
 
 
-@no_refcounts
+@kernel
 def set_last(state: State, q: int) -> None:
     """Record the last key of the block at position q, and copy it into the gaps after q."""
     entries, sizes, blocks, counters = state[ENTRIES], state[SIZES], state[BLOCKS], state[COUNTERS]
@@ -126,7 +125,7 @@ def _place(state: State, src: int, dst: int) -> None:
     add_size(group_count, dst, size)
 
 
-@no_refcounts
+@kernel
 def spread(state: State) -> None:
     """Lay the blocks out again, in order, one every min(4, P / blocks) positions, O(P)."""
     sizes, position, blocks = state[SIZES], state[POSITION], state[BLOCKS]
@@ -153,7 +152,7 @@ def spread(state: State) -> None:
     _count_groups(group_count, sizes)
 
 
-@no_refcounts
+@kernel
 def split(state: State, q: int) -> None:
     """Move the upper half of the full block at position q to a new block in the position after
     it: the nearest gap within `REACH` on either side, the blocks in between moved over by one;
@@ -203,7 +202,7 @@ def split(state: State, q: int) -> None:
     add_size(group_count, at, c - half)
 
 
-@no_refcounts
+@kernel
 def refill(state: State, q: int) -> None:
     """The block at position q fell to C/2 - 1 slots (and it has a neighbour): from a
     neighbour that holds more than C/2, borrow the nearest half of the difference between

@@ -4,8 +4,8 @@ priority, found alone and in a batch, against a count over the last keys."""
 import numba
 import numpy as np
 
-from rdqn.replay.rank_order import COUNT_LAST, RankOrder
-from rdqn.replay.rank_order_search import find_position, find_positions
+from rdqn.replay.rank.order import COUNT_LAST, RankOrder
+from rdqn.replay.rank.search import find_position, find_positions
 
 
 @numba.njit

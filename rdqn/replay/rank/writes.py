@@ -1,17 +1,16 @@
-"""The writing kernels of `rdqn.replay.rank_order.RankOrder`: take a slot out of its sorted block
-and put it back in its place, write a batch of slots, lay out a whole order. The layout they
-keep and its invariants are `rdqn.replay.rank_order`'s; the constants they share are in
-`rank_order_layout`, the search for a key's block in `rank_order_search`, and the upkeep of
-the blocks (splits, borrows, merges, spreads) in `rank_order_blocks`."""
+"""The writing kernels of `order.RankOrder`: take a slot out of its sorted block and put it back
+in its place, write a batch of slots, lay out a whole order. The layout they keep and its
+invariants are drawn in `rdqn.replay.rank`; the names they share are in `layout`, the search for
+a key's block in `search`, and the upkeep of the blocks (splits, borrows, merges, spreads) in
+`blocks`."""
 
 from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
 
-from rdqn.replay.compiled import inlined, no_refcounts
-from rdqn.replay.intrinsics import open_gap, prefetch
-from rdqn.replay.rank_order_blocks import (
+from rdqn.replay.compiled import inlined, kernel, open_gap, prefetch
+from rdqn.replay.rank.blocks import (
     add_size,
     close_gap,
     refill,
@@ -19,7 +18,7 @@ from rdqn.replay.rank_order_blocks import (
     split,
     spread,
 )
-from rdqn.replay.rank_order_layout import (
+from rdqn.replay.rank.layout import (
     AHEAD,
     BLOCKS,
     COUNT_BLOCKS,
@@ -45,7 +44,7 @@ from rdqn.replay.rank_order_layout import (
     tied,
     unsigned,
 )
-from rdqn.replay.rank_order_search import find_position, find_positions
+from rdqn.replay.rank.search import find_position, find_positions
 
 __all__ = ["build_kernel", "write_kernel"]
 
@@ -142,7 +141,7 @@ def _insert(state: State, slot: int, p: float, hint: int) -> None:
         split(state, q)
 
 
-@no_refcounts
+@kernel
 def write_kernel(
     stamp: NDArray[np.int64],
     home: NDArray[np.int32],
@@ -241,7 +240,7 @@ def _next_last_write(stamp: NDArray[np.int64], slots: NDArray[np.int64], k: int,
     return count
 
 
-@no_refcounts
+@kernel
 def build_kernel(
     stamp: NDArray[np.int64],
     home: NDArray[np.int32],

@@ -7,32 +7,45 @@ quarter of the cycle at N = 2^14. `power` calls glibc's libmvec instead (``_ZGVe
 doubles per call with AVX-512, ``_ZGVdN4vv_pow`` 4 with AVX2, ``_ZGVbN2vv_pow`` 2 with SSE2, the
 x86-64 vector function ABI), the same library GCC vectorizes ``pow`` loops with, and libm's
 scalar ``pow`` for the remainder. libmvec is accurate to 4 ulp by contract; on 10^6 values over
-80 decades it agreed with libm within 1 ulp, and `tests/replay/test_vector_power.py` holds it to
-the contract at every width the machine runs. IEEE special values (0, inf, NaN, exponent 0) are
-as libm's.
+80 decades it agreed with libm within 1 ulp, and `tests/replay/rank/test_vector_power.py` holds it
+to the contract at every width the compiled code can take. IEEE special values (0, inf, NaN,
+exponent 0) are as libm's.
 
-Which variant: the widest numba's target features allow (AVX-512F, else AVX2, else SSE2, which
-every x86-64 has). Where libmvec is not found (not glibc on x86-64), every element takes libm's
-scalar ``pow``, as before.
+Which width: the widest that both this CPU and the code numba compiles can take
+(`widths_to_try`): the CPU's flags from llvmlite's public `get_host_cpu_features`; the compiled
+code's from numba's documented settings ``NUMBA_CPU_NAME`` and ``NUMBA_CPU_FEATURES`` (a
+vector argument is passed in the registers of the compiled code's target: AVX-512's 8 doubles in
+one zmm register only where the target has AVX-512; elsewhere the vector pow reads garbage).
+`rdqn.replay.compiled` then runs each candidate on known values against libm's pow and keeps the
+first that agrees. Without libmvec (not glibc on x86-64) `power` is libm's scalar pow, the plain
+twin (`rank.plain.power`).
 """
 
 from __future__ import annotations
 
 import ctypes.util
+import os
 import platform
+from collections.abc import Mapping
 
 from llvmlite import binding as llvm_binding
 from llvmlite import ir
 from numba import types
-from numba.core import cgutils, config
-from numba.core.codegen import get_host_cpu_features
+from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["VECTOR_WIDTH", "make_power", "power", "vector_width"]
+__all__ = [
+    "host_features",
+    "load_libmvec",
+    "make_power",
+    "target_features",
+    "vector_width",
+    "widths_to_try",
+]
 
 
 def vector_width(features: str, library_found: bool, machine: str) -> int:
-    """Doubles per libmvec call for numba's target `features` ("+avx2,+avx512f,..."): 8 with
+    """Doubles per libmvec call for target `features` ("+avx2,+avx512f,..."): 8 with
     AVX-512F, 4 with AVX2, 2 on any other x86-64; 1 (scalar libm only) without libmvec."""
     if not library_found or machine not in ("x86_64", "AMD64"):
         return 1
@@ -42,7 +55,26 @@ def vector_width(features: str, library_found: bool, machine: str) -> int:
     return 4 if "avx2" in enabled else 2
 
 
-def _load_libmvec() -> bool:
+def host_features() -> str:
+    """This CPU's features as LLVM names them ("+avx2,-avx512f,..."): llvmlite's public call."""
+    return llvm_binding.get_host_cpu_features().flatten()
+
+
+def target_features(environ: Mapping[str, str], host: str) -> str:
+    """The features of the code numba compiles, from its documented settings: those of
+    ``NUMBA_CPU_FEATURES`` where set (and this CPU has them); else none beyond the baseline
+    where ``NUMBA_CPU_NAME`` names a CPU (``generic``, or another one, whose features are not
+    known here); else this CPU's."""
+    given = environ.get("NUMBA_CPU_FEATURES")
+    name = environ.get("NUMBA_CPU_NAME", "host")
+    if given is None:
+        return host if name == "host" else ""
+    on_host = {flag for flag in host.split(",") if flag.startswith("+")}
+    return ",".join(flag for flag in given.split(",") if flag in on_host)
+
+
+def load_libmvec() -> bool:
+    """Load glibc's libmvec into the JIT's symbol table; False where there is none."""
     path = ctypes.util.find_library("mvec")
     if path is None:
         return False
@@ -53,8 +85,15 @@ def _load_libmvec() -> bool:
     return True
 
 
-_FEATURES = config.CPU_FEATURES if config.CPU_FEATURES is not None else get_host_cpu_features()
-VECTOR_WIDTH = vector_width(_FEATURES, _load_libmvec(), platform.machine())
+def widths_to_try(environ: Mapping[str, str] | None = None) -> list[int]:
+    """The libmvec widths worth a check, widest first (empty: libm's scalar pow only): those up
+    to `vector_width` of the compiled code's features (`target_features`)."""
+    environ = os.environ if environ is None else environ
+    features = target_features(environ, host_features())
+    widest = vector_width(features, load_libmvec(), platform.machine())
+    return [width for width in (8, 4, 2) if width <= widest]
+
+
 # The x86-64 vector function ABI's names: b = SSE, d = AVX2, e = AVX-512; N = unmasked; vv = two
 # vector arguments.
 _LIBMVEC_POW = {2: "_ZGVbN2vv_pow", 4: "_ZGVdN4vv_pow", 8: "_ZGVeN8vv_pow"}
@@ -101,8 +140,10 @@ def power_codegen(width: int):  # noqa: ANN201 (numba's codegen callback)
 
 
 def make_power(width: int):  # noqa: ANN201 (a numba intrinsic)
-    """`power` with `width` elements per libmvec call (1: libm's scalar pow only); the module's
-    `power` uses `VECTOR_WIDTH`, the widest this machine and numba's target allow."""
+    """out[k] = values[k] ** exponent for every k, `width` elements per libmvec call (1: libm's
+    scalar pow only): C-contiguous float64 vectors of one length (not checked; they may be the
+    same array) and a float64 exponent. Only a width `widths_to_try` offers is right, and
+    `rdqn.replay.compiled` checks it before any kernel uses it."""
 
     def typer(typingctx, values, exponent, out):  # noqa: ANN001, ANN202, ARG001
         vectors = all(
@@ -118,9 +159,3 @@ def make_power(width: int):  # noqa: ANN201 (a numba intrinsic)
 
     typer.__name__ = f"power_{width}"
     return intrinsic(typer)
-
-
-power = make_power(VECTOR_WIDTH)
-power.__doc__ = """out[k] = values[k] ** exponent for every k: C-contiguous float64 vectors of one
-length (not checked; they may be the same array) and a float64 exponent. Vectorized with libmvec
-(module docstring)."""

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from scipy.stats import chisquare
 
 from rdqn.replay import RankBasedSampler
-from rdqn.replay.rank import rank_cdf_kernel
+from rdqn.replay.rank.sampler import rank_cdf_kernel
 
 
 class Reference:

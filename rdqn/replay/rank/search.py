@@ -1,4 +1,4 @@
-"""The search for the block that takes a key in `rdqn.replay.rank_order.RankOrder`: a
+"""The search for the block that takes a key in `order.RankOrder`: a
 branch-free binary search over the last keys of the segments of positions, then a count inside
 the segment; a batch of keys searches together, level by level, so that their loads overlap.
 
@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rdqn.replay.compiled import inlined
-from rdqn.replay.rank_order_layout import (
+from rdqn.replay.rank.layout import (
     COUNT_LAST,
     COUNTERS,
     LAST_KEY,

@@ -1,15 +1,13 @@
-"""The layout of `rdqn.replay.rank_order.RankOrder` that its kernels share: where each array
-sits in the `State` tuple, the fields of its counters, its tuning constants and how the kernels
-are compiled. The layout itself and its invariants are described in `rdqn.replay.rank_order`;
-the kernels are in `rank_order_search` and `rank_order_writes`."""
+"""What the kernels of `order.RankOrder` share: where each array sits in the `State` tuple, the
+fields of its counters, the tuning constants, and the block entries. The layout itself and its
+invariants are drawn in the package docstring (`rdqn.replay.rank`)."""
 
 from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
 
-from rdqn.replay.compiled import inlined
-from rdqn.replay.intrinsics import float_bits
+from rdqn.replay.compiled import float_bits, inlined
 
 __all__ = [
     "AHEAD",
@@ -70,17 +68,16 @@ SEGMENT = 64
 
 # Positions per group: the slots of each group of positions are counted (a small array that
 # stays in the nearest caches); the slot at a rank is found from the groups' prefix ends (the
-# group that holds it, `rank_order.select_kernel`), then a step through that group's positions.
-# The step through a group's sizes is one vector of 8 lanes (`intrinsics.prefix_position`), so
+# group that holds it, `order.select_kernel`), then a step through that group's positions.
+# The step through a group's sizes is one vector of 8 lanes (`prefix_position`), so
 # GROUP stays 8. Numba's on-disk cache does not notice a change of a constant imported from
-# another module: after changing one here, delete rdqn/replay/__pycache__.
+# another module: after changing one here, delete rdqn/replay/rank/__pycache__.
 GROUP = 8
 
-# How many writes ahead `rank_order_writes.write_kernel` prefetches the slots' homes (and half as
+# How many writes ahead `writes.write_kernel` prefetches the slots' homes (and half as
 # many ahead, the blocks they leave).
 AHEAD = 8
 
-# How the kernels are compiled: `rdqn.replay.compiled` (no reference counts, nothing allocated).
 # Offsets into a block are unsigned, so numba leaves out its negative-index wrap-around and the
 # compiler vectorizes the shifts and scans with plain loads.
 unsigned = np.uint64
