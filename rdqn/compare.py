@@ -46,8 +46,8 @@ ROLLING_WINDOW = 20
 LESSON_PRESET = "chain-lesson"
 """The comparison a lesson starts from: prioritized replay visibly beats uniform replay in about
 a minute of CPU for nine runs (`rdqn.presets` says what was measured). On CartPole the three
-schemes look alike for tens of thousands of steps (README, "CartPole-v1 with the per-notebook
-preset")."""
+schemes look alike for tens of thousands of steps (docs/experiments.md, the PER notebook's
+study)."""
 
 PAPER_RANK_PRESETS: frozenset[str] = frozenset({"paper", "chain-lesson"})
 """Presets of the paper's tabular learner, whose rank-based runs use the paper's alpha 0.7."""

@@ -247,7 +247,7 @@ class RunConfig:
             )
         train = self.train
         if train.planned_updates == 0:
-            # Such a run would end 'finished' having learned nothing (issue 30).
+            # Such a run would end 'finished' having learned nothing, which reads as a result.
             first = (train.learning_starts // train.train_every + 1) * train.train_every
             raise ValueError(
                 f"train.learning_starts = {shown(train.learning_starts)} and train.train_every = "

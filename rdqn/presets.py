@@ -1,4 +1,4 @@
-"""The named presets (DESIGN "Presets"): each a `RunConfig` factory.
+"""The named presets (docs/design.md, "Presets and environments"): each a `RunConfig` factory.
 
 | preset | net | replay | target |
 |---|---|---|---|
@@ -57,9 +57,8 @@ A run takes about 3.5 CPU seconds; the page's default nine runs (three seeds per
 at a time on two cores) all finished 35 s after the click, every scheme's first seed after 15 s.
 With the IS correction on (beta .4 -> 1, global max-weight normalisation), tabular SGD loses most
 of the speed-up: proportional reached 0.8 in 0 of 10 seeds, rank-based in 6 of 10 (median
-2,934). CartPole shows no difference at such budgets (README, "CartPole-v1 with the
-per-notebook preset": proportional reaches 475 after 58,000-84,000 steps, uniform after
-91,000-96,000).
+2,934). CartPole shows no difference at such budgets (`python -m benchmarks.bench_learning
+cartpole`: proportional reaches 475 after 58,000-84,000 steps, uniform after 91,000-96,000).
 """
 
 from __future__ import annotations
@@ -115,7 +114,7 @@ def _e15() -> RunConfig:
 def _per_notebook() -> RunConfig:
     # Plain DQN, as in the notebook (it leaves out Double DQN to isolate PER's effect), with a
     # short, low exploration schedule; a sweep of learning rate, target period and Double DQN is
-    # in the README ("CartPole-v1 with the per-notebook preset").
+    # in docs/experiments.md ("How robust is reaching 475?").
     return RunConfig(
         preset="per-notebook",
         env=EnvConfig(id="CartPole-v1"),

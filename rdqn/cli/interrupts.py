@@ -2,10 +2,10 @@
 
 Python turns SIGINT into a KeyboardInterrupt wherever the main thread happens to be. Inside a
 compiled numba call that surfaces as ``SystemError: CPUDispatcher(...) returned a result with an
-exception set``, and a run cut off inside a step cannot resume: in issue 30, 8 of 21 Ctrl-Cs
-filed the run as 'failed'. While a `StopSignals` is active, the first SIGINT or SIGTERM only sets
-`reason`, which the run loop reads between two steps (`rdqn.runs.lifecycle.run_to_end`, or a
-comparison's watch loop): the run ends 'stopped' with its resume checkpoint. A second SIGINT
+exception set``, and a run cut off inside a step cannot resume: it would be filed 'failed'.
+While a `StopSignals` is active, the first SIGINT or SIGTERM only sets `reason`, which the run
+loop reads between two steps (`rdqn.runs.lifecycle.run_to_end`, or a comparison's watch loop):
+the run ends 'stopped' with its resume checkpoint. A second SIGINT
 raises KeyboardInterrupt at once, as Python would (a hard abort); a second SIGTERM changes
 nothing. The previous handlers are restored on exit.
 """

@@ -3,7 +3,7 @@
 The dynamics, actions (0 push left, 1 push right), reward (+1 per step) and termination (pole past
 12 degrees or cart past 2.4) are gymnasium's ``CartPoleEnv``, unchanged. Only the observation is
 reduced: of CartPole's state ``(x, x_dot, theta, theta_dot)`` the agent sees ``(x, theta)``, so the
-velocities must be inferred from consecutive observations (a window, DESIGN.md semantics 2).
+velocities must be inferred from consecutive observations (a window of the same episode).
 
 Registered as ``rdqn/MaskedCartPole-v0`` with ``max_episode_steps=500``, CartPole-v1's limit:
 ``gymnasium.make`` adds the ``TimeLimit`` wrapper, so step 500 is a *truncation* (bootstrapped),

@@ -1,8 +1,8 @@
 """Where a training loop's time goes: named, accumulating wall-clock timers.
 
 The trainer wraps each phase of a step in ``timings.measure(PHASE)``; the run manifest
-(`rdqn.runs.manifest`) reports the totals. The phases, each measured separately (seed 000's
-protocol):
+(`rdqn.runs.manifest`) reports the totals. The phases, each measured separately, so that a
+slow run says which part of the loop is slow:
 
     init    building env, networks, replay memory and optimizer (and any compilation)
     env     stepping and resetting the environment
