@@ -1,6 +1,6 @@
 """Learning checks: does the agent actually learn, and does prioritized replay help?
 
-Experiments (issue "learning core", section "Learning must actually work"):
+Experiments:
 
   cartpole  `per-notebook` on CartPole-v1, 100,000 env steps, 5 seeds, proportional vs uniform:
             does the mean return of 20 consecutive episodes reach 475? (The docs' table comes

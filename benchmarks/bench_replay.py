@@ -248,7 +248,7 @@ def _faster_or_slower(ratio: float) -> str:
 
 
 def cycle_table(cycle: dict) -> str:
-    """The Markdown table README.md shows, with its ratio line and any missing peers."""
+    """The Markdown table docs/performance.md shows, with its ratio line and any missing peers."""
     medians, sizes = cycle["median_us"], [f"2^{k}" for k in cycle["log2n"]]
     base = medians[SUBJECT]
     env = cycle["environment"]

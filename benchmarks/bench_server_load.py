@@ -36,12 +36,13 @@ Measured per step:
 Derived: the watching sessions one core serves at one refresh a second, (1 - the server's CPU
 without watchers) / the CPU per update (median over the steps of 5 watchers or more; the slope
 of CPU over watchers is recorded beside it); and whether 30 watchers on one core get their
-updates with a p95 interval of at most 1.5 s (issue 30's goal). With ``--profile SECONDS`` and
+updates with a p95 interval of at most 1.5 s (the goal). With ``--profile SECONDS`` and
 py-spy (``--py-spy PATH``, else on PATH), the server is sampled for that long with
 ``--profile-sessions`` watchers after the measured repeats, and the top functions are recorded.
 
 Everything is on 127.0.0.1, every wait is bounded (``--timeout`` once the run trains), and the
-script stops what it started. Results: ``--out`` (JSON); ``--table`` prints the README's table.
+script stops what it started. Results: ``--out`` (JSON); ``--table`` prints the docs' table
+(docs/performance.md, *Watching sessions*).
 
 Usage: python -m benchmarks.bench_server_load [--sessions 0 1 5 10 20 30] [--seconds 15]
        [--repeats 3] [--nice -10] [--profile 20 --py-spy PATH]
@@ -494,7 +495,7 @@ def summarise(steps: list[dict[str, Any]], sessions: list[int]) -> dict[str, Any
 
 
 def table(results: dict[str, Any]) -> str:
-    """The README's table, from a results file."""
+    """The table of docs/performance.md, from a results file."""
     summary = results["summary"]
     lines = [
         "| watchers | server CPU (cores) | server CPU per update | update interval p50 / p95 / max "

@@ -363,7 +363,7 @@ def share_panel(run_id: str | None) -> None:
         st.warning(
             f"These links work on this computer only: {why}. For a class, start the server "
             "without --server.address and open the dashboard at the machine's network address "
-            "(README, *Running a class on a LAN*).",
+            "(docs/classroom.md, *Running a class on a LAN*).",
             icon=":material/wifi_off:",
         )
     st.markdown("**Follow along**: students see the run on this page, whichever it is.")

@@ -6,7 +6,7 @@ with given uniforms and returns (indices, P); `cycle(deltas)` draws its own unif
 
 - `CumsumSearch`: the seed notebooks' O(N) approach (np.random.choice(p=...) is a cumsum and a
   binary search): prefix sums of all N masses every cycle, 128 binary searches;
-- `PythonSumTree`: the PER notebook's sum tree (seeds/002), one interpreted descent per item;
+- `PythonSumTree`: the PER notebook's sum tree, one interpreted descent per item;
 - `NumpySumTree`: the same tree, the 128 descents and the write vectorized level by level.
 """
 

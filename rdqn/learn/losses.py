@@ -1,4 +1,4 @@
-"""The per-sample loss of a TD error, written once (DESIGN "Loss": Huber by default, or MSE).
+"""The per-sample loss of a TD error, written once (Huber by default, or the squared error).
 
 With x = Q(s, a) - y, the prediction's error (delta = -x):
 

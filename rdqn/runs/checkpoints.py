@@ -19,8 +19,8 @@ properties matter:
 * **Digest.** The archive is followed by one line, ``\nrdqn-sha256:<64 hex digits>\n``, the
   SHA-256 of the archive's bytes, checked before anything is unpickled: damaged bytes are refused
   as "damaged (digest mismatch)" instead of reaching torch's unpickler or, worse, the replay
-  kernels (in issue 30, 10 flipped bits in a checkpoint let a resumed run train on silently, or
-  crash with a segmentation fault). The digest travels inside the file, so it holds wherever the
+  kernels (where 10 flipped bits in a checkpoint let a resumed run train on silently, or crash
+  with a segmentation fault). The digest travels inside the file, so it holds wherever the
   bytes go (a copied store, a worker sent the bytes) and cannot disagree with a record written
   a moment apart. ``torch.load`` reads past a trailing line, so the file is still a plain torch
   archive; files without the line (saved before it existed) load as they did, unchecked.

@@ -29,7 +29,7 @@ Resuming (`RunRegistry.resume`, `python -m rdqn resume RUN_ID`):
 A run that was queued but never started when its server stopped is 'stopped' without a
 checkpoint: resuming it starts it from the beginning, under the same id.
 
-Damaged checkpoints (issue 30): damaged bytes are refused at step 1, before anything is
+Damaged checkpoints: damaged bytes are refused at step 1, before anything is
 unpickled, as "checkpoint <file> is damaged (digest mismatch); the run stays listed with its
 rows". A checkpoint without a digest (an older rdqn's) is only found out when step 3 restores it:
 whatever that raises, `RecordedRun.open` turns into a `ResumeError` naming the run and the file,
