@@ -13,11 +13,15 @@ from tests.e2e.browser import ARTIFACTS, streamlit_server
 
 
 @pytest.fixture(scope="module")
-def server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
+def server_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The module's server's RDQN_HOME: its run store, for a test to read what it recorded."""
+    return tmp_path_factory.mktemp("rdqn-home")
+
+
+@pytest.fixture(scope="module")
+def server(request: pytest.FixtureRequest, server_home: Path) -> Iterator[str]:
     log_name = f"server-{request.module.__name__.rsplit('.', 1)[-1]}.log"
-    with streamlit_server(tmp_path_factory.mktemp("rdqn-home"), log_name) as (url, _):
+    with streamlit_server(server_home, log_name) as (url, _):
         yield url
 
 

@@ -3,8 +3,6 @@ navigation and what the wait is for, not a blank page under a list of file names
 
 from __future__ import annotations
 
-import time
-
 from playwright.sync_api import Page
 
 from tests.e2e.browser import ARTIFACTS, another_browser, assert_no_exception
@@ -31,17 +29,19 @@ def test_the_first_page_of_a_fresh_server_shows_the_navigation_and_a_spinner_fir
     a spinner come before that; the home page follows."""
     tab = another_browser(page, 1400, 900)
     tab.goto(server)
-    seen = []
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        state = tab.evaluate(_STATE)
-        seen.append(state)
-        if state["page"]:
-            break
-        if state["spinner"] and not any(s["spinner"] for s in seen[:-1]):
-            tab.screenshot(path=str(ARTIFACTS / "first-load.png"))
-        time.sleep(0.1)
-    assert seen[-1]["page"], "the home page did not appear within 120 s"
+    # Every state the page passes through, recorded by the page at each check (ten a second).
+    record = f"""() => {{ const state = ({_STATE})(); (window.__seen ||= []).push(state);
+                         return state; }}"""
+    first = tab.wait_for_function(
+        f"() => {{ const state = ({record})(); return state.spinner || state.page; }}",
+        polling=100,
+        timeout=120_000,
+    )
+    if not tab.evaluate(_STATE)["page"]:
+        tab.screenshot(path=str(ARTIFACTS / "first-load.png"))  # the spinner
+    first.dispose()
+    tab.wait_for_function(f"() => ({record})().page", polling=100, timeout=120_000)
+    seen = tab.evaluate("() => window.__seen")
     waiting = [s for s in seen if s["spinner"]]
     assert waiting, f"no spinner before the home page; states seen: {seen[:5]} ... {seen[-3:]}"
     assert all(_lists(s, "Live training") for s in waiting), waiting[0]["links"]
