@@ -1,7 +1,7 @@
 """DQN agent: epsilon-greedy acting and one importance-weighted TD update per replay batch.
 
-For a batch of transitions (W_i, a_i, r_i, W'_i, terminated_i) with IS weights w_i (DESIGN items
-1, 5, 8, 9; Schaul et al. 2015, arXiv:1511.05952, Algorithm 1)::
+For a batch of transitions (W_i, a_i, r_i, W'_i, terminated_i) with IS weights w_i (Schaul et al.
+2015, arXiv:1511.05952, Algorithm 1; docs/design.md, "Semantics")::
 
     y_i     = r_i + gamma * (1 - terminated_i) * max_a' Q_target(W'_i, a')        (no gradient)
     y_i     = r_i + gamma * (1 - terminated_i) * Q_target(W'_i, argmax_a' Q(W'_i, a'))  (Double)

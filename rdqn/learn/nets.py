@@ -3,7 +3,7 @@
 Both map a batch of observation windows ``(B, T, d)`` to one action value per action ``(B, A)``.
 They estimate Q(W, a), not action probabilities, so there is no softmax anywhere.
 
-Recurrent Q-network (seeds 000/001, E14 cell 2 and E15 cell 5; DESIGN item 10)::
+Recurrent Q-network (the high-frequency notebooks E14 and E15, layer for layer)::
 
     W (B, T, d) -> LSTM d->128 -> LSTM 128->128 -> [:, -1, :] -> Linear 128->64 -> ReLU
                 -> Linear 64->A -> Q (B, A)
@@ -16,9 +16,9 @@ vectors per LSTM the parameter count is::
     512 (d + 130)  +  512 * 258  +  8256  +  65 A
     (LSTM d->128)    (LSTM 128->128) (Linear 128->64) (Linear 64->A)
 
-MLP Q-network (seed 002, "Q-Network (Small MLP)"): Linear d->64, ReLU, 64->64, ReLU, 64->A. It reads
-only the last step of a window, so replay batches with window length T = 1, shape ``(B, 1, d)``, and
-plain ``(B, d)`` batches both work.
+MLP Q-network (the PER notebook's "Q-Network (Small MLP)"): Linear d->64, ReLU, 64->64, ReLU,
+64->A. It reads only the last step of a window, so replay batches with window length T = 1, shape
+``(B, 1, d)``, and plain ``(B, d)`` batches both work.
 
 Optional dueling head (Wang et al. 2016, arXiv:1511.06581), off by default: the last linear layer
 becomes an advantage stream ``A(h, a)`` plus a value stream ``V(h)`` (one extra ``Linear(64, 1)``,
