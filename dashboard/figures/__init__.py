@@ -39,6 +39,7 @@ from dashboard.figures.distributions import (
     weights_scatter,
 )
 from dashboard.figures.segments import draw_histogram_figure, segments_figure
+from dashboard.figures.sweeps import cell_curves_figure, sweep_heatmap
 from dashboard.figures.tree import sum_tree_figure, tree_levels_figure
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "PATH_PALETTE",
     "SCHEME_COLORS",
     "age_figure",
+    "cell_curves_figure",
     "column_fractions",
     "comparison_figure",
     "draw_histogram_figure",
@@ -61,6 +63,7 @@ __all__ = [
     "runs_overlay_figure",
     "segments_figure",
     "sum_tree_figure",
+    "sweep_heatmap",
     "td_stages_figure",
     "timing_figure",
     "tree_levels_figure",
