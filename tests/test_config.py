@@ -193,7 +193,7 @@ def test_with_budget_caps_the_warm_up_at_a_tenth_but_one_batch() -> None:
     ],
 )
 def test_a_config_that_can_never_learn_is_refused(overrides: dict[str, int], first: str) -> None:
-    """Issue 30: such configs ran to 'finished, 0 updates'. The error names the fields, their
+    """Regression: such configs ran to 'finished, 0 updates'. The error names the fields, their
     values and the budget."""
     base = preset("per-notebook").with_overrides({"train.total_steps": 5_000})
     with pytest.raises(ValueError, match=r"leave no learner update") as caught:

@@ -1,11 +1,11 @@
 """Run manifests: what ran, where, on what inputs, and where the time and memory went.
 
-Follows the seeds' reproduction and measurement protocol (seed 000): a run records the resolved
-Python and framework versions, backend, dtype, seed, input shapes, batch size and the exact source
-revision; the time of each phase of the loop *separately* (`rdqn.training.timings.PHASES`:
-initialisation, environment, acting, data preparation, updates, evaluation); peak process memory
-and parameter bytes *separately* (parameter bytes exclude activations, gradients, optimizer state
-and input buffers); and training updates, environment steps and episodes as separate counters.
+So that a run can be reproduced and its speed explained, it records the resolved Python and
+framework versions, backend, dtype, seed, input shapes, batch size and the exact source revision;
+the time of each phase of the loop *separately* (`rdqn.training.timings.PHASES`: initialisation,
+environment, acting, data preparation, updates, evaluation); peak process memory and parameter bytes
+*separately* (parameter bytes exclude activations, gradients, optimizer state and input buffers);
+and training updates, environment steps and episodes as separate counters.
 "Configured maximum" is not "completed budget": the counters say what actually ran.
 """
 

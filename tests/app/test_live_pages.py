@@ -473,7 +473,7 @@ def _lesson_line(at: AppTest) -> str:
 def test_a_late_page_refresh_with_the_old_scheme_does_not_replace_the_steps_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Regression (issue 25, seen in 6 of 6 browser transitions): a page refresh the browser
+    """Regression (seen in 6 of 6 browser transitions): a page refresh the browser
     sent before its controls took a lesson step's values carried the old scheme, and the run
     the step had started was replaced by one with the old scheme within a second. Such an echo
     is undone; a person who picks the old value again later still restarts."""
@@ -562,7 +562,7 @@ def test_a_run_waiting_for_the_kernel_warm_up_shows_its_progress(
     assert not at.get("progress") and "preparing to train" in at.info[0].value
 
 
-# -- a reload keeps the browser's run (issue 11: nothing lost) ------------------------------------
+# -- a reload keeps the browser's run: nothing lost -----------------------------------------------
 
 TOKEN = "Tok3n_of-a-browser_0123A"  # what the rdqn_owner cookie holds: 24 URL-safe characters
 

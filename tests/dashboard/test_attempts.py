@@ -55,7 +55,7 @@ def test_a_limit_below_one_or_an_empty_window_is_refused(limit: int, window: flo
 
 
 def test_a_guessing_student_never_locks_the_teacher_out() -> None:
-    """Issue 30: ten wrong tokens from one student used to refuse the teacher's right one for a
+    """Regression: ten wrong tokens from one student used to refuse the teacher's right one for a
     minute, again and again. Now the student's browser is braked, the teacher's is checked."""
     now = [0.0]
     brake = AdminBrake(per_browser=10, server_wide=30, window=60.0, clock=lambda: now[0])

@@ -1,4 +1,4 @@
-"""A lesson on a projector's first screen (issue 25): at 1280×720 the lesson panel and the area
+"""A lesson on a projector's first screen: at 1280×720 the lesson panel and the area
 its step outlines are on screen without scrolling, projector legends stay inside their charts,
 the live charts never go blank between their redraws, an unknown ``?lesson=`` is named without
 a traceback, and Back from step 5 to 4 of alpha-beta is step 4 again.

@@ -1,5 +1,5 @@
 """Two students on one server, in a real browser: one's run is the other's to watch, never to
-delete, and text from a URL is shown as text (issue 11: ownership, injection).
+delete, and text from a URL is shown as text.
 
 AppTest sees the Markdown a page sends; only a browser shows what it renders: no link, no
 image, no request to the payload's hosts.

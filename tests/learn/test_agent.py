@@ -1,7 +1,7 @@
 """Tests for rdqn.learn.agent: TD targets and losses by hand, gradients, target updates, I/O.
 
-Hand-computed setup used throughout (seeds 000/001: "one terminal and one nonterminal transition,
-calculate both targets by hand"). Zeroing the last layer's weights makes each network output its
+Hand-computed setup used throughout: one terminal and one nonterminal transition, both targets
+calculated by hand. Zeroing the last layer's weights makes each network output its
 last-layer bias whatever the window::
 
     online  Q(W, .)  = [0.5, -0.5]        target  Q_target(W', .) = [1.0, 2.0]     gamma = 0.9

@@ -1,4 +1,5 @@
-"""Tests for rdqn.learn.nets: architecture of record (DESIGN item 10), shapes, init, helpers."""
+"""Tests for rdqn.learn.nets: architecture of record (docs/design.md, "Networks"), shapes, init,
+helpers."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def seeded(seed: int) -> torch.Generator:
 
 @pytest.mark.parametrize(("d", "a"), [(2, 2), (4, 3), (9, 3), (1, 1), (30, 5)])
 def test_recurrent_parameter_count_matches_formula(d: int, a: int) -> None:
-    """512(d+130) + 512*258 + 8256 + 65A, with PyTorch's two LSTM bias vectors (seed 000)."""
+    """512(d+130) + 512*258 + 8256 + 65A, with PyTorch's two LSTM bias vectors."""
     net = RecurrentQNet(d, a, generator=seeded(0))
     assert count_parameters(net) == 512 * (d + 130) + 512 * 258 + 8256 + 65 * a
 
@@ -58,7 +59,8 @@ def test_recurrent_output_shape_and_no_softmax() -> None:
 
 
 def test_recurrent_every_call_starts_from_zero_hidden_state() -> None:
-    """No state carried across calls or across samples of a batch (DESIGN item 2)."""
+    """No state carried across calls or across samples of a batch: a window's Q-values depend on
+    that window alone."""
     net = RecurrentQNet(3, 2, generator=seeded(3))
     gen = seeded(4)
     window = torch.randn(1, 5, 3, generator=gen)

@@ -1,4 +1,4 @@
-"""Broken lesson files (issue 30, "not yet tried"): every way a teacher's lesson file can be
+"""Broken lesson files: every way a teacher's lesson file can be
 wrong, in the lessons folder beside a good lesson, read by the catalogue and by the live page.
 
 Each broken file is left out with one error naming the file, and the step and field where the

@@ -1,11 +1,12 @@
 """Bad command lines: each is refused with exit status 2 and one ``rdqn: error:`` line that names
 the parameter and the bad value, no traceback, and no run left in the store.
 
-One table, run in-process (``rdqn.cli.main``) against a fresh store under tmp_path: the cases of
-issue 11 (memory-sized values, integers too large for a float or for SQLite, a bad preset,
-``render_mode``, a missing or directory prices CSV, unwritable ``--out``/``--report``, values
-accepted silently), the server's limits (`rdqn.limits`), and, generated from the config's field
-list, values of the wrong type or outside their range for every field through ``--set``.
+One table, run in-process (``rdqn.cli.main``) against a fresh store under tmp_path: what a
+shared server meets (memory-sized values, integers too large for a float or for SQLite, a bad
+preset, ``render_mode``, a missing or directory prices CSV, unwritable ``--out``/``--report``,
+values once accepted silently), the server's limits (`rdqn.limits`), and, generated from the
+config's field list, values of the wrong type or outside their range for every field through
+``--set``.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def generated_cases() -> list[Any]:
 
 # (arguments, what the error line must contain, environment) -- "{tmp}" is the test's folder.
 CASES = [
-    # Issue 11: memory-sized values.
+    # Memory-sized values.
     pytest.param(
         ["train", *TINY, "--set", "replay.capacity=1e12"],
         ["replay.capacity", "1000000000000.0"],
@@ -193,7 +194,7 @@ CASES = [
     pytest.param(
         ["train", "--quiet", "--steps", "1e23"], ["--steps", "'1e23'"], {}, id="steps-1e23"
     ),
-    # Issue 11: integers too large for SQLite or for a float.
+    # Integers too large for SQLite or for a float.
     pytest.param(
         ["train", *TINY, "--set", f"seed={2**70}"], ["seed", str(2**70)], {}, id="seed-2**70"
     ),
@@ -216,13 +217,13 @@ CASES = [
     pytest.param(
         ["train", *TINY, "--set", "replay.alpha=1e308"], ["replay.alpha", "1e+308"], {}, id="alpha"
     ),
-    # Issue 11: a preset through --set.
+    # A preset through --set.
     pytest.param(
         ["train", *TINY, "--set", "preset=[1,2]"], ["preset", "[1,2]"], {}, id="preset-list"
     ),
     pytest.param(["train", *TINY, "--set", "preset=foo"], ["preset", "foo"], {}, id="preset-foo"),
     pytest.param(["train", *TINY, "--set", "preset=e14"], ["preset", "e14"], {}, id="preset-e14"),
-    # Issue 11: env options.
+    # Env options.
     pytest.param(
         ["train", *TINY, "--set", 'env.kwargs={"render_mode": "human"}'],
         ["env.kwargs.render_mode", "'human'"],
@@ -274,7 +275,7 @@ CASES = [
         {},
         id="prices-negative",
     ),
-    # Issue 11: the prices CSV.
+    # The prices CSV.
     pytest.param(
         ["train", *TINY, *MARKET, "--set", 'env.kwargs={"prices_csv": "{tmp}/missing.csv"}'],
         ["env.kwargs.prices_csv", "missing.csv", "No such file"],
@@ -311,7 +312,7 @@ CASES = [
         {},
         id="prices-csv-number",
     ),
-    # Issue 11: outputs that cannot be written.
+    # Outputs that cannot be written.
     pytest.param(
         ["runs", "export", "{run}", "--out", "{tmp}"],
         ["--out", "{tmp}", "directory"],
@@ -339,7 +340,7 @@ CASES = [
     pytest.param(
         [*COMPARE, "--report", "{tmp}"], ["--report", "{tmp}", "directory"], {}, id="report-dir"
     ),
-    # Issue 11: accepted silently before.
+    # Values that used to be accepted silently.
     pytest.param(
         ["train", *TINY, "--set", "replay.alpha=1.5"], ["replay.alpha", "1.5"], {}, id="alpha-1.5"
     ),
@@ -442,7 +443,7 @@ CASES = [
         {"RDQN_LIMIT_CSV_ROWS": "2"},
         id="limit-prices-rows",
     ),
-    # Issue 30: configs that can never make an update ended 'finished, 0 updates'.
+    # Configs that can never make an update used to end 'finished, 0 updates'.
     pytest.param(
         ["train", *TINY, "--set", "train.learning_starts=1180591620717411303424"],
         ["train.learning_starts = 1180591620717411303424", "train.total_steps = 200", "no"],

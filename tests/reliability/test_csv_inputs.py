@@ -1,7 +1,7 @@
 """Prices CSVs and uploads (`rdqn.envs.read_prices_csv`): parsed strictly, at bounded cost, and
 every problem a ``ValueError`` saying what is wrong and where.
 
-Regressions (issue 11): ragged rows loaded wrong data (a header of one column over rows of two
+Regressions: ragged rows loaded wrong data (a header of one column over rows of two
 made pandas take the first field as the index: 600 prices, all 2.0); non-UTF-8 bytes gave a bare
 codec error; 100,000 columns took 7 s to parse; a 1e300 price was accepted (and overflowed the
 float32 rewards mid-run); a missing file or a directory gave FileNotFoundError/IsADirectoryError.
@@ -228,7 +228,7 @@ def test_limits_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_100k_columns_are_refused_fast(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 11 measured 7 s to parse this; it is refused from the header line alone, before
+    """Parsing this took 7 s; it is refused from the header line alone, before
     the CSV parser reads a field."""
 
     def no_parsing(*args: object, **kwargs: object) -> None:

@@ -1,4 +1,4 @@
-"""A stopped run's checkpoint damaged, or its store copied elsewhere (issue 30).
+"""A stopped run's checkpoint damaged, or its store copied elsewhere.
 
 With 10 flipped bits in a stopped run's checkpoint, ``python -m rdqn resume ID`` trained on
 silently for some flips and died with a segmentation fault for others. Now a checkpoint carries

@@ -1,4 +1,4 @@
-"""The dashboard tells the truth when things fail (issue 11, "failures are shown, never hidden").
+"""The dashboard tells the truth when things fail: failures are shown, never hidden.
 
 Honest status: every page shows a run's real state, from its handle (which knows at once) or
 its record, never only the last snapshot's: a run whose trainer fails mid-run (here: the disk
@@ -110,7 +110,7 @@ def test_a_run_that_fails_mid_run_reads_failed_with_its_error_on_every_page(
 def test_a_runs_error_shows_the_servers_paths_to_the_admin_only(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, admin: bool
 ) -> None:
-    """Issue 30: a failed run's error showed every student the server's paths (its checkpoint
+    """Regression: a failed run's error showed every student the server's paths (its checkpoint
     in the run folder, a file elsewhere) on the live page, Saved runs and Compare."""
     step = Trainer.step
     inside, outside = tmp_path / "checkpoints" / "run.pt", "/srv/secret/prices.csv"
@@ -216,7 +216,7 @@ def test_a_damaged_store_is_one_clear_message_on_every_page(tmp_path: Path, dama
 
 
 def assert_store_message(at: AppTest, home: str, *, admin: bool = False) -> None:
-    """One message; the server's paths only for its admin (issue 30: every student saw
+    """One message; the server's paths only for its admin (every student used to see
     "/srv/.../rdqn.db is not an rdqn run store"), the run folder as $RDQN_HOME for the rest."""
     assert not at.exception, at.exception
     (error,) = at.error

@@ -1,4 +1,4 @@
-"""A full RDQN_HOME on every command and every page (issue 30, "not yet tried").
+"""A full RDQN_HOME on every command and every page.
 
 The home is a small tmpfs filled to its last byte, holding a store with a finished run and a
 stopped, resumable one. Every command reads what is stored and refuses a write in one line,

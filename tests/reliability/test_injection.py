@@ -1,4 +1,4 @@
-"""No user-supplied text is rendered as Markdown or HTML (issue 11, "injection").
+"""No user-supplied text is rendered as Markdown or HTML.
 
 Reproduced on the old main: ``/live?preset=[Click here](https://evil.example/login)`` showed a
 live link in the page's URL note, and ``![t](http://host/x.png)`` fetched the image; a run's name,

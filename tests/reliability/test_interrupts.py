@@ -1,7 +1,6 @@
-"""Ctrl-C (SIGINT) and SIGTERM while the command line trains: the run ends 'stopped', resumable
-(issue 30).
+"""Ctrl-C (SIGINT) and SIGTERM while the command line trains: the run ends 'stopped', resumable.
 
-In issue 30, 8 of 21 SIGINTs sent while ``python -m rdqn train`` trained filed the run as
+Regression: 8 of 21 SIGINTs sent while ``python -m rdqn train`` trained filed the run as
 'failed' ("SystemError: CPUDispatcher(<function _dqn_update ...>) returned a result with an
 exception set", exit status 1): the KeyboardInterrupt landed inside a compiled call, and a run
 cut off inside a step cannot resume. Now a signal only asks the run to stop, and the loop stops
@@ -205,7 +204,7 @@ def assert_stopped_and_resumable(home: Path, run_id: str) -> None:
 
 def test_ctrl_c_during_python_m_rdqn_train_leaves_a_resumable_run(tmp_path: Path) -> None:
     """Three runs, each sent SIGINT once it learns, then one of them resumed and sent another:
-    every time exit status 130 and a stopped, resumable run (issue 30: 8 of 21 'failed')."""
+    every time exit status 130 and a stopped, resumable run (8 of 21 used to be 'failed')."""
     for attempt in range(3):
         home = tmp_path / f"home{attempt}"
         process = rdqn(home, "train", "--steps", "500000", *TINY)

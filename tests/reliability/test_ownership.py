@@ -1,4 +1,4 @@
-"""Only the browser that started a run controls it; others watch (issue 11, "ownership").
+"""Only the browser that started a run controls it; others watch.
 
 Reproduced on the old main: on Saved runs any session could delete another's live run, and
 ``/compare?group=<someone else's group>`` stopped all of its runs (with "Stop comparison", and
@@ -157,7 +157,7 @@ def test_the_admin_token_lets_a_session_delete_any_run(monkeypatch: pytest.Monke
 def test_wrong_admin_tokens_brake_the_guesser_never_the_teacher(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Issue 30: a student's wrong tokens used to lock the box server-wide, the teacher's right
+    """Regression: a student's wrong tokens used to lock the box server-wide, the teacher's right
     token too. Three wrong ones brake that browser; the teacher's browser is checked at once."""
     monkeypatch.setenv("RDQN_ADMIN_TOKEN", "teacher-only")
     now = [0.0]

@@ -1,4 +1,4 @@
-"""Eight paused runs plus one more (issue 30, "not yet tried"): the memory cap on paused runs at
+"""Eight paused runs plus one more: the memory cap on paused runs at
 its default (``RDQN_MAX_PAUSED``, 8), in threads.
 
 A paused run keeps its replay memory, so the registry holds at most 8 paused; pausing a ninth

@@ -1,4 +1,4 @@
-"""A read-only RDQN_HOME on every command and every page (issue 30, "not yet tried").
+"""A read-only RDQN_HOME on every command and every page.
 
 The home is a tmpfs remounted read-only (root is stopped by it as everyone is; without the right
 to mount, file modes for a user they stop), holding a store with a finished run and a stopped,

@@ -1,10 +1,10 @@
 """The replay API's error contract: bad indices and priorities are a ``ValueError`` naming the
 argument, raised before anything is written.
 
-Regression (issue 11): out-of-range indices raised ``IndexError`` (or, in the proportional
+Regression: out-of-range indices raised ``IndexError`` (or, in the proportional
 sampler's compiled update, wrote out of bounds and crashed the process), negative ones wrapped
 around silently, float and object arrays raised ``IndexError``/``TypeError``/numba's
-``TypingError``. Regression (issue 12): a zero total priority (eps = 0, every |delta| = 0) was
+``TypingError``. Regression: a zero total priority (eps = 0, every |delta| = 0) was
 accepted by `update_priorities` and only failed at the next `sample`, while `probabilities()`
 returned NaN. Every call below runs against each sampler, and the state afterwards must equal
 the state before, bit for bit.
@@ -154,7 +154,7 @@ def test_sampler_update_bad_indices(name: str, case: str) -> None:
 @pytest.mark.parametrize("name", list(SAMPLERS))
 @pytest.mark.parametrize("as_list", [False, True], ids=["int64 array", "list"])
 def test_sampler_update_of_a_slot_never_stored_is_refused(name: str, as_list: bool) -> None:
-    """Regression (issue 30): after ``attach(8)`` and two additions, an update of slot 5 was
+    """Regression: after ``attach(8)`` and two additions, an update of slot 5 was
     accepted: the proportional sampler then drew index 5 (>= the size, 2) in 974 of 2,000 draws,
     the rank sampler skipped it silently and the uniform one took it. Each refuses it now,
     naming the stored slots, with the state unchanged; no draw reaches past the size."""
@@ -288,5 +288,5 @@ def test_sampler_update_accepts_or_refuses_cleanly(
         return
     valid = indices.reshape(-1)
     assert indices.ndim == 1 and indices.dtype.kind in "iu"
-    assert ((valid >= 0) & (valid < STORED)).all()  # stored slots only (issue 30)
+    assert ((valid >= 0) & (valid < STORED)).all()  # stored slots only
     assert np.isfinite(magnitudes).all() and (magnitudes >= 0).all()

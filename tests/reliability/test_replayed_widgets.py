@@ -1,5 +1,5 @@
 """Widget messages replayed from another browser never touch the run of the browser that sent
-them (issue 30, "replayed Streamlit widget messages for another browser's run").
+them.
 
 A real server (`streamlit run app.py` on 127.0.0.1) and clients that speak Streamlit's protocol
 (`harness.streamlit_client`), each a browser of its own (its own ``rdqn_owner`` cookie).

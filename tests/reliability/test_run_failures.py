@@ -1,5 +1,4 @@
-"""A run that ends before its budget is never recorded as 'finished' (issue 11, "failures are
-recorded").
+"""A run that ends before its budget is never recorded as 'finished': failures are recorded.
 
 Whoever drives the run (the CLI's `run_to_end`, a dashboard worker's `drive`), any exception ends
 it 'failed' with the error stored, and a Ctrl-C 'stopped' with the reason. The faults tried: a

@@ -1,5 +1,4 @@
-"""A broken, read-only or full run store, and a home folder that cannot hold one (issue 11,
-"storage and paths").
+"""A broken, read-only or full run store, and a home folder that cannot hold one.
 
 Every ``python -m rdqn`` command that opens the store (train, resume, compare, runs list / show /
 export / delete; presets beside them) runs in process against each fault. A store that cannot be
@@ -188,7 +187,7 @@ def test_every_command_reports_an_unusable_store_in_one_line(
 def test_reading_where_no_store_exists_creates_nothing(
     exists: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 30: ``rdqn --home /nonexistent/a/b runs list`` exited 0 having created the folders
+    """Regression: ``rdqn --home /nonexistent/a/b runs list`` exited 0 having created the folders
     and an empty store. Reads create nothing: listing finds no runs, a run asked for by id is
     one line with exit status 2 naming the store it looked for."""
     home = tmp_path / "a" / "b"

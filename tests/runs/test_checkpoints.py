@@ -236,7 +236,7 @@ def test_a_checkpoint_ends_with_the_digest_of_its_archive(tmp_path: Path) -> Non
 def test_a_flipped_bit_anywhere_is_refused_before_unpickling(
     tmp_path: Path, position: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 30: flipped bits let a resumed run train on, or crashed it. Every byte of the file
+    """Regression: flipped bits let a resumed run train on, or crashed it. Every byte of the file
     is covered, the digest line too; torch's unpickler never sees damaged bytes."""
     path = save_checkpoint(training_state(), tmp_path / "run.pt")
     data = bytearray(path.read_bytes())

@@ -192,8 +192,8 @@ def test_run_to_end_stops_between_two_steps_when_asked(tmp_path: Path) -> None:
 def test_a_ctrl_c_that_cut_a_compiled_call_short_is_a_stop_and_propagates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 30: a KeyboardInterrupt inside a numba call surfaces as a SystemError caused by it;
-    the run was filed 'failed'."""
+    """Regression: a KeyboardInterrupt inside a numba call surfaces as a SystemError caused by
+    it; the run was filed 'failed'."""
     real_step = Trainer.step
 
     def numba_interrupted(self: Trainer) -> None:

@@ -360,7 +360,7 @@ def test_a_resumed_run_whose_worker_cannot_start_stays_resumable(tmp_path: Path)
 def test_the_registry_refuses_a_damaged_checkpoint_and_changes_nothing(
     executor: Executor, tmp_path: Path
 ) -> None:
-    """Issue 30: a checkpoint whose bytes no longer match their digest is refused before a
+    """A checkpoint whose bytes no longer match their digest is refused before a
     worker starts, in `RunRegistry.resume` as at the command line."""
     with RunStore(tmp_path / "rdqn.db") as store:
         run_id = stopped_run(store, tiny(300), 100)

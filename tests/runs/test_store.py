@@ -627,7 +627,7 @@ def test_forked_child_opens_its_own_connection(store: RunStore) -> None:
 def test_a_checkpoint_in_the_home_is_recorded_relative_to_it(
     store: RunStore, tmp_path: Path
 ) -> None:
-    """A copied or moved home then reads its own files (issue 30: a copy resumed from the
+    """A copied or moved home then reads its own files (a copy used to resume from the
     original folder's file); a file elsewhere keeps its absolute path, and absolute paths
     stores recorded before are read as they are."""
     run_id = new_run(store)

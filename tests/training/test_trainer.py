@@ -144,10 +144,10 @@ def test_the_window_acted_on_is_the_window_replayed() -> None:
 
 
 def test_after_the_ring_wraps_only_overwritten_predecessors_are_zero_padded() -> None:
-    """The exact rule where DESIGN items 2 and 3 meet: the replayed W_t of the occupant of
-    generation g (episode step t) equals the acted W_t with positions p < T - 1 - k zeroed
-    (mask False), k = min(t, T - 1, g - oldest stored generation); those positions held frames
-    the ring has since overwritten. Every other window is bit for bit the acted one."""
+    """The exact rule where windows meet the ring (docs/design.md, "Windows"): the replayed W_t of
+    the occupant of generation g (episode step t) equals the acted W_t with positions p < T - 1 - k
+    zeroed (mask False), k = min(t, T - 1, g - oldest stored generation); those positions held
+    frames the ring has since overwritten. Every other window is bit for bit the acted one."""
     window = 4
     trainer, acted = _acted_and_replayed(
         **{"train.total_steps": 300, "replay.capacity": 64, "replay.batch_size": 16}
