@@ -5,8 +5,9 @@ notebook's figures are described where they are built, below).
 Blind Cliffwalk (Schaul et al. 2015, figure 1): learner updates until the Q-values are learned
 against the number of transitions in the fixed memory, N = 2^(n+1) - 2, both on log scales; one
 line per replay scheme through the median over the seeds, with a band from the fastest to the
-slowest seed. A point where half the seeds or more did not learn within the cap is left out
-(the line breaks there); a band whose slowest seed did not learn stops at its fastest.
+slowest seed, and a dotted line where the updates equal N (one replay per stored transition). A
+point where half the seeds or more did not learn within the cap is left out (the line breaks
+there); a band whose slowest seed did not learn stops at its fastest.
 """
 
 from __future__ import annotations
@@ -108,6 +109,18 @@ def cliffwalk_figure(
             }
         )
     sizes = np.array([r["memory_size"] for r in summary], dtype=np.float64)
+    span = np.array([sizes.min(), sizes.max()])
+    traces.append(
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": span,
+            "y": span,
+            "name": "updates = N",
+            "line": {"color": "#888888", "width": 1.5, "dash": "dot"},
+            "hoverinfo": "skip",
+        }
+    )
     what = f"MSE to Q* < {threshold:g}" if threshold is not None else "Q learned"
     layout = _style(
         title=title,

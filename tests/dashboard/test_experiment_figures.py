@@ -35,13 +35,14 @@ def test_cliffwalk_figure_medians_bands_and_log_axes() -> None:
         row("oracle", 2, 14, 14, 14),
     ]
     figure = cliffwalk_figure(summary, threshold=1e-3)
-    band, line, oracle_band, oracle_line = figure.data
+    band, line, oracle_band, oracle_line, reference = figure.data
     assert line.name == "uniform" and oracle_line.name == "oracle"
     assert list(line.x) == [6, 14, 30]
     assert line.y[0] == 30 and np.isnan(line.y[1]) and line.y[2] == 300  # a gap at n = 3
     # band: highs left to right, then lows back; an unknown high stops at the low
     assert list(band.y) == [40, 70, 200, 200, 70, 20]
     assert oracle_line.line.color == EXPERIMENT_COLORS["oracle"]
+    assert list(reference.x) == list(reference.y) == [6, 30]  # updates = N
     assert figure.layout.xaxis.type == "log" and figure.layout.yaxis.type == "log"
     assert "MSE to Q* < 0.001" in figure.layout.yaxis.title.text
     assert "learned 1/3" in line.text[1]
