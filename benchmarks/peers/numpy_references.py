@@ -4,7 +4,7 @@ Each performs exactly the protocol's cycle (`benchmarks.peers.protocol`): 128 so
 masses, leaf index and P(i) of each, one write of 128 masses. `draw(u, deltas)` runs one cycle
 with given uniforms and returns (indices, P); `cycle(deltas)` draws its own uniforms (timed path).
 
-- `CumsumSearch`: the seed notebooks' O(N) approach (np.random.choice(p=...) is a cumsum and a
+- `CumsumSearch`: the original notebooks' O(N) approach (np.random.choice(p=...) is a cumsum and a
   binary search): prefix sums of all N masses every cycle, 128 binary searches;
 - `PythonSumTree`: the PER notebook's sum tree, one interpreted descent per item;
 - `NumpySumTree`: the same tree, the 128 descents and the write vectorized level by level.
