@@ -71,19 +71,58 @@ def metric(page: Page, label: str) -> int:
     return int(value.replace(",", ""))
 
 
+_LAST_EPISODE = """() => {
+    const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
+    const reward = charts.find(c => (c.querySelector('.gtitle')?.textContent || '')
+                                      .includes('Episode return'));
+    const plot = reward?.querySelector('.js-plotly-plot');
+    const raw = (plot?._fullData || []).find(trace => trace.name === 'return');
+    return raw && raw.x.length ? raw.x[raw.x.length - 1] : 0;  // x grows
+}"""
+
+
 def last_episode_drawn(page: Page) -> float:
     """The env step of the last episode in the episode-return chart (0 while it has none),
     read from the data Plotly draws (`_fullData`, its traces after defaults)."""
-    return page.evaluate(
-        """() => {
-            const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
-            const reward = charts.find(c => (c.querySelector('.gtitle')?.textContent || '')
-                                              .includes('Episode return'));
-            const plot = reward?.querySelector('.js-plotly-plot');
-            const raw = (plot?._fullData || []).find(trace => trace.name === 'return');
-            return raw && raw.x.length ? raw.x[raw.x.length - 1] : 0;  // x grows
-        }"""
-    )
+    return page.evaluate(_LAST_EPISODE)
+
+
+def wait_for_an_episode_after(page: Page, step: float) -> float:
+    """Until the episode-return chart draws an episode that ended after env step ``step``;
+    returns the step of its last one. (The chart is redrawn every second, and a reading taken
+    while it is replaced reads no curve: the page is read until one reading shows it.)"""
+    with saying_what_the_page_shows(page):
+        drawn = page.wait_for_function(
+            f"(step) => {{ const last = ({_LAST_EPISODE})(); return last > step && last; }}",
+            arg=step,
+        )
+    return drawn.json_value()
+
+
+def wait_for_metric(page: Page, label: str, test: str) -> None:
+    """Until the counter (``st.metric``) labelled ``label`` shows a number ``v`` for which the
+    JavaScript expression ``test`` holds, e.g. ``"v > 1200"``."""
+    with saying_what_the_page_shows(page):
+        page.wait_for_function(
+            f"""(label) => [...document.querySelectorAll('[data-testid="stMetric"]')]
+                .filter(m => m.querySelector('[data-testid="stMetricLabel"]')?.innerText
+                             .includes(label))
+                .map(m => m.querySelector('[data-testid="stMetricValue"]')?.innerText || '')
+                .filter(text => /\\d/.test(text))
+                .some(text => {{ const v = Number(text.replace(/,/g, '')); return {test}; }})""",
+            arg=label,
+        )
+
+
+def never_within(page: Page, seconds: float, happened: str, what: str, arg: object = None) -> None:
+    """Watch the page for ``seconds`` (four times a second) and fail with ``what`` the moment
+    the JavaScript predicate ``happened`` holds. For a thing that must not happen, where the
+    length of the watch is the point (a run replaced, a button that vanished)."""
+    try:
+        page.wait_for_function(happened, arg=arg, polling=250, timeout=seconds * 1000)
+    except PlaywrightTimeout:
+        return
+    raise AssertionError(f"{what}\n{what_the_page_shows(page)}")
 
 
 def assert_no_exception(page: Page) -> None:
