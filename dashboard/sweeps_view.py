@@ -223,8 +223,12 @@ def selected_cell(points: Sequence[Mapping[str, Any]], keys: Sequence[Sequence[s
     return None
 
 
+_SEED_STATES = {"running": "training", "paused": "training", "created": "waiting"}
+
+
 def cell_seeds(store: RunStore, spec: SweepSpec, trials: pd.DataFrame, key: str) -> list[SeedCurve]:
-    """The trials of cell ``key`` that have a run, each with its episodes so far."""
+    """The trials of cell ``key`` that have a run, each with its episodes so far, labelled by
+    seed and, unless finished, how its run stands: ``seed 1 (training)``, ``(stopped)``."""
     runs = trials.set_index("key")
     out: list[SeedCurve] = []
     for trial in spec.trials():
@@ -234,5 +238,7 @@ def cell_seeds(store: RunStore, spec: SweepSpec, trials: pd.DataFrame, key: str)
         if record["run_id"] is None:
             continue
         curve = Curve.from_episodes(store.episodes(record["run_id"]))
-        out.append(SeedCurve(f"seed {trial.seed}", curve, record["status"] == "finished"))
+        status = record["status"]
+        note = "" if status == "finished" else f" ({_SEED_STATES.get(status, status)})"
+        out.append(SeedCurve(f"seed {trial.seed}{note}", curve, status == "finished"))
     return out

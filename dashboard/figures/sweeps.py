@@ -168,7 +168,8 @@ def _cell_text(mean: float, sd: float, note: str) -> str:
 
 @dataclass(frozen=True)
 class SeedCurve:
-    """One trial of a cell: its label (``seed 3``), its episodes, whether it has finished."""
+    """One trial of a cell: its label (``seed 3``, ``seed 4 (stopped)``), its episodes,
+    whether it has finished (only finished trials count in the mean, as in the summary)."""
 
     label: str
     curve: Curve
@@ -209,7 +210,7 @@ def cell_curves_figure(
     scheme: str | None = None,
     title: str = "Reward curves of the cell",
 ) -> go.Figure:
-    """Each seed's R(s) as a thin step line (a trial still training dashed, up to its last
+    """Each seed's R(s) as a thin step line (a trial not finished dashed, up to its last
     episode) and the mean over the finished seeds as a thick one, in ``scheme``'s colour; a
     dotted ``threshold`` line. The module docstring says why the mean's area is the heatmap's
     value."""
@@ -221,7 +222,7 @@ def cell_curves_figure(
     for seed in drawn:
         x, y = _seed_line(seed.curve, window, total_steps if seed.finished else None)
         keep = thin(x.astype(np.float64), y)
-        name = seed.label if seed.finished else f"{seed.label} (training)"
+        name = seed.label
         traces.append(
             {
                 "type": "scatter",

@@ -51,7 +51,7 @@ def test_the_mean_curves_area_is_the_mean_auc_of_the_finished_seeds() -> None:
     seeds = [
         SeedCurve("seed 0", curve([3 * k for k in range(1, 21)], [1.0] * 20), True),
         SeedCurve("seed 1", curve([25], [1.0]), True),
-        SeedCurve("seed 2", curve([10, 30], [0.0, 1.0]), False),
+        SeedCurve("seed 2 (training)", curve([10, 30], [0.0, 1.0]), False),
     ]
     fig = cell_curves_figure(seeds, total_steps=100, threshold=0.8, scheme="rank")
     by_name = {trace.name: trace for trace in fig.data}

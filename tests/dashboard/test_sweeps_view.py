@@ -136,8 +136,8 @@ def test_a_cells_trials_with_their_episodes(store: RunStore) -> None:
     seeds = cell_seeds(store, spec, trials, key)
     assert [(s.label, s.finished, s.curve.returns.size) for s in seeds] == [
         ("seed 0", True, 20),
-        ("seed 1", False, 0),  # failed, with no episode
+        ("seed 1 (failed)", False, 0),  # with no episode
     ]
     rank = cell_seeds(store, spec, trials, 'replay.alpha=1.0 replay.scheme="rank"')
-    assert [(s.label, s.finished) for s in rank] == [("seed 0", False)]  # seed 1: no run
+    assert [(s.label, s.finished) for s in rank] == [("seed 0 (stopped)", False)]  # 1: no run
     assert cell_label(spec, key) == "replay.alpha = 1, replay.scheme = proportional"
