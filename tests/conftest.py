@@ -24,6 +24,7 @@ _ONE_WORKER = {
     "test_browser.py": "browser-a",
     "test_first_load.py": "browser-b",
     "test_run_on_screen.py": "browser-a",
+    "test_demo.py": "browser-a",
     "test_lesson_layout.py": "browser-a",
     "test_classroom.py": "browser-b",
     "test_reload.py": "browser-b",
