@@ -4,7 +4,6 @@ that lasts the session."""
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from tests.e2e.browser import (
     act_until,
     another_browser,
     assert_no_exception,
+    never_within,
     progress_text,
     run_on_screen,
     start_a_run,
@@ -23,18 +23,18 @@ from tests.e2e.browser import (
     wait_for_address,
     wait_until_shown,
 )
+from tests.run_helpers import wait_for
 
 
 def _box(page: Page, selector: str, text: str) -> dict[str, float]:
-    """Where an element is drawn (retried: the live view redraws every second)."""
+    """Where an element is drawn (read until it is: the live view redraws every second)."""
     element = page.locator(selector, has_text=text).first
-    for _ in range(20):
+
+    def drawn() -> dict[str, float] | None:
         element.wait_for()
-        box = element.bounding_box()
-        if box is not None:
-            return box
-        time.sleep(0.25)
-    raise AssertionError(f"{selector} with {text!r} is not drawn on the page")
+        return element.bounding_box()
+
+    return wait_for(drawn, 5, what=f"{selector} with {text!r} is not drawn", every=0.25)
 
 
 def test_the_first_screen_at_1280x720_holds_the_controls_and_the_reward_curve(
@@ -60,12 +60,15 @@ def test_the_first_screen_at_1280x720_holds_the_controls_and_the_reward_curve(
 def _drawn(read: Callable[[], list[float]]) -> list[float]:
     """`read()` once every value is there: the live page redraws its charts every second, and a
     read in the middle of a redraw finds none (or a 0 for an element being replaced)."""
-    for _ in range(40):
-        values = read()
-        if values and all(values):
-            return values
-        time.sleep(0.25)
-    raise AssertionError(f"the page never showed them all: {values}")
+    seen: list[list[float]] = [[]]
+
+    def all_there() -> list[float] | None:
+        seen[0] = read()
+        return seen[0] if seen[0] and all(seen[0]) else None
+
+    return wait_for(
+        all_there, 10, what=lambda: f"the page never showed them all: {seen[0]}", every=0.25
+    )
 
 
 def _tick_font_sizes(page: Page) -> list[float]:
@@ -206,12 +209,17 @@ def test_a_full_server_queues_a_student_shows_the_wait_and_starts_by_itself(
         # The queued student keeps the way back to the class while waiting (it once vanished
         # within seconds): 15 s of page refreshes later, still there.
         wait_until_shown(student, student.get_by_text("place 1 of 2"))  # its next refresh
-        waiting = student.locator('[data-testid="stAlert"]', has_text="waits in the queue")
-        end = time.monotonic() + 15
-        while time.monotonic() < end:
-            assert watch.count() == 1, "the 'Watch the teacher instead' button went away"
-            assert "place 1 of" in waiting.inner_text()
-            time.sleep(0.5)
+        assert watch.count() == 1
+        never_within(
+            student,
+            15,
+            """() => [...document.querySelectorAll('a')]
+                       .every(a => !a.innerText.includes('Watch the teacher instead'))
+                     || ![...document.querySelectorAll('[data-testid="stAlert"]')]
+                       .some(a => a.innerText.includes('waits in the queue')
+                                  && a.innerText.includes('place 1 of'))""",
+            "the 'Watch the teacher instead' button or the place in the queue went away",
+        )
         latecomer.context.close()
 
         teacher.get_by_role("button", name="Pause").click()
@@ -231,12 +239,12 @@ def test_a_full_server_queues_a_student_shows_the_wait_and_starts_by_itself(
 
 def _wait_for_run(tab: Page, shown_is_right: Callable[[str], bool], timeout: float = 60.0) -> None:
     """Until the run on the live page satisfies ``shown_is_right(run_id)``."""
-    deadline = time.monotonic() + timeout
-    while not shown_is_right(run_on_screen(tab)):
-        assert time.monotonic() < deadline, (
-            f"the page still shows run {run_on_screen(tab)} ({progress_text(tab)}) at {tab.url}"
-        )
-        time.sleep(0.25)
+    wait_for(
+        lambda: shown_is_right(run_on_screen(tab)),
+        timeout,
+        what=lambda: f"the page still shows {progress_text(tab)} at {tab.url}",
+        every=0.25,
+    )
 
 
 def _class_code(teacher: Page) -> str:
