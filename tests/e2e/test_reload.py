@@ -82,7 +82,7 @@ def test_a_reload_storm_keeps_the_run(page: Page, server: str) -> None:
     started = time.monotonic()
     while time.monotonic() - started < 12.0:  # four graces long
         tab.reload(wait_until="commit")
-        tab.wait_for_timeout(100)  # real time is the point: the storm's pace, 0.1 s apart (issue 30)
+        tab.wait_for_timeout(100)  # real time is the point: the storm's pace, 0.1 s apart
 
     tab.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()
     assert run_on_screen(tab) == run_id, progress_text(tab)
