@@ -18,6 +18,7 @@ import streamlit as st
 
 from dashboard.display import show_chart
 from dashboard.figures import SCHEME_COLORS, cell_curves_figure, sweep_heatmap
+from dashboard.history import stored_threshold
 from dashboard.ownership import is_admin
 from dashboard.state import for_this_viewer, session, store
 from dashboard.sweep_jobs import SweepJob, page_spec, start_sweep, sweep_jobs
@@ -71,10 +72,7 @@ def chosen_sweep(sweeps: pd.DataFrame) -> str:
 
     def label(sweep_id: str) -> str:
         row = rows.loc[sweep_id]
-        return (
-            f"{sweep_id} · {row['preset']} · {row['grid']} · "
-            f"{row['finished']}/{row['trials']} finished"
-        )
+        return f"{sweep_id} · {row['preset']} · {row['grid']} · {row['trials']} trials"
 
     chosen: str = st.selectbox(
         "Sweep",
@@ -105,8 +103,7 @@ def show_sweep(sweep_id: str) -> None:
 def _watch(spec: SweepSpec, live: bool) -> None:
     trials = sweep_trials(store(), spec)
     _progress(spec, trials)
-    table = sweep_summary(store(), spec.id, trials)
-    heat, measure = _heatmap(spec, table)
+    heat, table = _heatmap(spec, trials)
     chosen = st.session_state["sweeps.cell"]
     if chosen is not None and chosen[0] == spec.id and any(chosen[1] in row for row in heat.keys):
         _curves(spec, trials, table, chosen[1])
@@ -159,13 +156,28 @@ def _stop_button(job: SweepJob) -> None:
         sweep_jobs().stop(job.spec.id, f"stopped: {by} on the Sweeps page")
 
 
-def _heatmap(spec: SweepSpec, table: pd.DataFrame) -> tuple[Heatmap, str]:
-    """The measure and axis selectors, the heatmap, and the cell a click on it picked."""
+def _heatmap(spec: SweepSpec, trials: pd.DataFrame) -> tuple[Heatmap, pd.DataFrame]:
+    """The measure, threshold and axis selectors, the heatmap, and the cell a click on it
+    picked; returns the heatmap and the summary it shows."""
     fields = list(spec.grid)
-    measure_box, x_box, y_box = st.columns(3)
+    measure_box, threshold_box, x_box, y_box = st.columns(4)
     measure: str = measure_box.selectbox(
         "Value", list(MEASURES), format_func=lambda m: MEASURES[m].label, key="sweeps.measure"
     )
+    threshold = None
+    if measure != "auc":
+        default = stored_threshold(spec.config(spec.trials()[0]).env.id)
+        small = default is not None and default < 10
+        threshold = threshold_box.number_input(
+            "Return threshold",
+            value=default,
+            step=0.05 if small else 10.0,
+            format="%.2f" if small else "%.1f",
+            key=f"sweeps.threshold.{spec.id}",
+            help=f"Reached when the mean of the last {ROLLING_WINDOW} returns gets to it "
+            "(default: the environment's own; 0.8 where the goal pays 1)",
+        )
+    table = sweep_summary(store(), spec.id, trials, threshold)
     x = x_box.selectbox("Across", fields, key=f"sweeps.x.{spec.id}") if fields else None
     rest = [name for name in fields if name != x]
     y_choice = y_box.selectbox(
@@ -216,7 +228,7 @@ def _heatmap(spec: SweepSpec, table: pd.DataFrame) -> tuple[Heatmap, str]:
             f"returns reached {threshold:g} (reached / finished)"
         )
     st.caption(f"Each cell: {note}.")
-    return heat, measure
+    return heat, table
 
 
 def _clicked_points() -> list[dict]:

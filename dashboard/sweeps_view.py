@@ -105,19 +105,26 @@ def is_live(trials: pd.DataFrame) -> bool:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _cached_summary(
-    _store: RunStore, path: str, sweep_id: str, state: tuple[tuple[str | None, str | None], ...]
+    _store: RunStore,
+    path: str,
+    sweep_id: str,
+    state: tuple[tuple[str | None, str | None], ...],
+    threshold: float | None,
 ) -> pd.DataFrame:
-    """`rdqn.sweeps.summary`, once per store, sweep and state of its trials: a finished
-    trial's rows never change, so every session watching a sweep shares one summary per
-    state (``_store`` is not hashed: ``path`` names it)."""
-    return summary(_store, sweep_id)
+    """`rdqn.sweeps.summary`, once per store, sweep, state of its trials and threshold: a
+    finished trial's rows never change, so every session watching a sweep shares one summary
+    per state (``_store`` is not hashed: ``path`` names it)."""
+    return summary(_store, sweep_id, threshold=threshold)
 
 
-def sweep_summary(store: RunStore, sweep_id: str, trials: pd.DataFrame) -> pd.DataFrame:
-    """`rdqn.sweeps.summary` of the sweep whose trials stand as ``trials`` (computed again
-    only when one of them has changed: another run or status)."""
+def sweep_summary(
+    store: RunStore, sweep_id: str, trials: pd.DataFrame, threshold: float | None = None
+) -> pd.DataFrame:
+    """`rdqn.sweeps.summary` of the sweep whose trials stand as ``trials``, to ``threshold``
+    (None: the env's), computed again only when one of them has changed (another run or
+    status)."""
     state = tuple(zip(trials["run_id"], trials["status"], strict=True))
-    return _cached_summary(store, str(store.path), sweep_id, state)
+    return _cached_summary(store, str(store.path), sweep_id, state, threshold)
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,8 @@ __all__ = [
 ]
 
 _SELECTED = "#111111"
+_SEED_DASHES = ("solid", "dot", "dashdot", "longdash", "longdashdot")
+"""Finished seeds' lines, told apart (a trial not finished is dashed)."""
 
 
 def short_number(value: float, decimals: int | None = None) -> str:
@@ -210,16 +212,16 @@ def cell_curves_figure(
     scheme: str | None = None,
     title: str = "Reward curves of the cell",
 ) -> go.Figure:
-    """Each seed's R(s) as a thin step line (a trial not finished dashed, up to its last
-    episode) and the mean over the finished seeds as a thick one, in ``scheme``'s colour; a
-    dotted ``threshold`` line. The module docstring says why the mean's area is the heatmap's
-    value."""
+    """Each seed's R(s) as a thin step line (solid, dotted, ...; a trial not finished
+    dashed, up to its last episode) and the mean over the finished seeds as a thick one, in
+    ``scheme``'s colour; a dotted ``threshold`` line. The module docstring says why the
+    mean's area is the heatmap's value."""
     drawn = [seed for seed in seeds if seed.curve.returns.size]
     if not drawn:
         return empty_figure(title, "no episode has ended yet")
     color = _scheme_color(scheme)
     traces: list[dict[str, Any]] = []
-    for seed in drawn:
+    for k, seed in enumerate(drawn):
         x, y = _seed_line(seed.curve, window, total_steps if seed.finished else None)
         keep = thin(x.astype(np.float64), y)
         name = seed.label
@@ -233,7 +235,7 @@ def cell_curves_figure(
                     "color": _rgba(color, 0.45),
                     "width": 1.5,
                     "shape": "hv",
-                    "dash": "solid" if seed.finished else "dash",
+                    "dash": _SEED_DASHES[k % len(_SEED_DASHES)] if seed.finished else "dash",
                 },
                 "name": name,
                 "hovertemplate": f"{name}<br>step %{{x:,}}<br>return %{{y:.3g}}<extra></extra>",

@@ -22,7 +22,7 @@ from rdqn.serve.executors import ProcessExecutor
 from rdqn.serve.registry import RunRegistry
 from rdqn.sweeps import SweepSpec, list_sweeps, run_sweep, summary, sweep_trials
 from rdqn.sweeps.records import save_spec
-from tests.dashboard.sweep_cases import AUC_MEAN, hand_sweep
+from tests.dashboard.sweep_cases import AUC_MEAN, STEPS_MEAN, hand_sweep
 from tests.run_helpers import wait_for
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
@@ -223,6 +223,16 @@ def test_a_sweep_filed_by_hand_shows_its_numbers_and_its_failures(home: Path) ->
     wanted = [[AUC_MEAN[a, s] for a in (0.0, 1.0)] for s in ("proportional", "rank")]
     np.testing.assert_allclose(z(figure), wanted, equal_nan=True)
     assert figure["data"][0]["text"][0][0] == "0.860 ± 0.156<br>(2/2 seeds)"
+    at.selectbox(key="sweeps.measure").set_value("steps").run()
+    threshold = at.number_input(key=f"sweeps.threshold.{spec.id}")
+    assert threshold.value == 0.8  # the chain's
+    steps = [[STEPS_MEAN[a, s] for a in (0.0, 1.0)] for s in ("proportional", "rank")]
+    np.testing.assert_allclose(z(heatmap(at)), steps, equal_nan=True)
+    threshold.set_value(1.5).run()  # above every return: no seed reaches it
+    texts = heatmap(at)["data"][0]["text"]
+    assert texts == [["—<br>(0/2 reached)", "—<br>(0/1 reached)"],
+                     ["—<br>(0/2 reached)", "—<br>(0/2 finished)"]]  # fmt: skip
+    assert heatmap(at)["data"][0]["showscale"] is False  # no value: a grey grid
     (failed,) = [e for e in at.expander if e.label == "Failed trials (1)"]
     assert "boom: diverged" in failed.markdown[0].value.replace("\\", "")
     assert at.button(key="sweeps.rest").label == "Run its 3 unfinished trials"
@@ -290,3 +300,27 @@ def test_a_sweep_started_from_the_page_runs_as_its_browsers_runs(home: Path) -> 
 
     wait_for(finished, 120, what=lambda: f"trials: {[m.value for m in at.metric]}", every=1.0)
     assert np.isfinite(z(heatmap(at))).all()
+
+
+@pytest.mark.slow
+def test_stop_records_every_trial_stopped_and_offers_to_go_on(home: Path) -> None:
+    at = open_page()
+    at.number_input(key="sweeps.steps.chain-lesson").set_value(50_000)
+    at.number_input(key="sweeps.seeds").set_value(1)
+    at.text_input(key="sweeps.values1").set_value("0, 1")
+    at.selectbox(key="sweeps.axis2").set_value("—")
+    at.button(key="sweeps.start").click().run()
+    sweep_id = at.selectbox(key="sweeps.id").value
+
+    def counts() -> dict[str, str]:
+        at.run()
+        assert not at.exception
+        return {m.label: m.value for m in at.metric}
+
+    wait_for(lambda: counts()["training"] != "0/2", 60, what=lambda: str(counts()), every=0.5)
+    at.button(key="sweeps.stop").click().run()
+    wait_for(lambda: counts().get("stopped") == "2/2", 60, what=lambda: str(counts()), every=0.5)
+    with RunStore(home / "rdqn.db") as store:
+        reasons = set(store.list_runs(group_id=sweep_id)["error"])
+    assert reasons == {"stopped: by its owner on the Sweeps page"}
+    assert at.button(key="sweeps.rest").label == "Run its 2 unfinished trials"

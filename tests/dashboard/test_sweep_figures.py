@@ -66,6 +66,7 @@ def test_the_mean_curves_area_is_the_mean_auc_of_the_finished_seeds() -> None:
     training = by_name["seed 2 (training)"]
     assert list(training.x) == [0, 10, 30]  # up to its last episode, not the budget
     assert training.line.dash == "dash"
+    assert (by_name["seed 0"].line.dash, seed1.line.dash) == ("solid", "dot")  # told apart
     assert mean.line.color == SCHEME_COLORS["rank"] and mean.line.shape == "hv"
     assert fig.layout.shapes[0].y0 == 0.8  # the threshold line
 
