@@ -160,7 +160,7 @@ def _heatmap(spec: SweepSpec, trials: pd.DataFrame) -> tuple[Heatmap, pd.DataFra
     """The measure, threshold and axis selectors, the heatmap, and the cell a click on it
     picked; returns the heatmap and the summary it shows."""
     fields = list(spec.grid)
-    measure_box, threshold_box, x_box, y_box = st.columns(4)
+    measure_box, threshold_box, x_box, y_box = st.columns([3, 2, 2, 2])
     measure: str = measure_box.selectbox(
         "Value", list(MEASURES), format_func=lambda m: MEASURES[m].label, key="sweeps.measure"
     )

@@ -26,7 +26,6 @@ import plotly.graph_objects as go
 from numpy.typing import ArrayLike, NDArray
 
 from dashboard.figures._base import (
-    BASE_FONT_SIZE,
     _rgba,
     _scheme_color,
     _style,
@@ -111,7 +110,6 @@ def sweep_heatmap(
         "y": list(y_labels),
         "text": text,
         "texttemplate": "%{text}",
-        "textfont": {"size": BASE_FONT_SIZE},
         "colorscale": "Viridis",
         "reversescale": lower_is_better,
         "colorbar": {"title": {"text": measure, "side": "right"}},
