@@ -31,12 +31,13 @@ from pathlib import Path
 
 from rdqn.cli.compare import Comparison, cmd_compare, comparison
 from rdqn.cli.experiment import cmd_experiment
-from rdqn.cli.parser import UsageError, build_parser, cached_parser
+from rdqn.cli.parser import build_parser, cached_parser
 from rdqn.cli.presets import cmd_presets
 from rdqn.cli.progress import Progress
 from rdqn.cli.runs import cmd_runs, cmd_without_store
 from rdqn.cli.sweep import cmd_sweep
 from rdqn.cli.train import NAME_MAX, cmd_resume, cmd_train, train_config, train_one
+from rdqn.cli.usage import UsageError
 from rdqn.cli.warm_up import cmd_warm_up
 from rdqn.limits import check_threads
 from rdqn.runs.store import RunStore, StoreError, StoreMissing, default_home

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from rdqn.cli.interrupts import StopSignals
 from rdqn.cli.options import check_writable, config_from_args, write_output
-from rdqn.cli.parser import UsageError
 from rdqn.cli.progress import Progress
+from rdqn.cli.usage import UsageError
 from rdqn.compare import Curve, comparison_configs, comparison_threshold, summary_table
 from rdqn.config import RunConfig
 from rdqn.limits import check_comparison_runs, check_threads

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rdqn.cli.options import check_writable, parse_set, write_output
-from rdqn.cli.parser import UsageError
+from rdqn.cli.usage import UsageError
 from rdqn.validation import shown
 
 __all__ = ["add_experiment_parser", "cmd_experiment"]

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rdqn.cli.parser import UsageError
+from rdqn.cli.usage import UsageError
 from rdqn.config import RunConfig
 from rdqn.envs import make_env
 from rdqn.limits import check_limits

@@ -8,28 +8,15 @@ from __future__ import annotations
 
 import argparse
 import functools
-from typing import Any, NoReturn
+from typing import Any
 
+from rdqn.cli.experiment import add_experiment_parser
+from rdqn.cli.sweep import add_sweep_parser
+from rdqn.cli.usage import Parser, set_help
 from rdqn.compare import ROLLING_WINDOW
-from rdqn.config import SCHEMES, field_docs
+from rdqn.config import SCHEMES
 from rdqn.envs import ENV_IDS
 from rdqn.presets import PRESETS
-
-
-class UsageError(Exception):
-    """A bad argument: reported as one line with exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-
-def _set_help() -> str:
-    docs = field_docs()
-    lines = ["config fields for --set KEY=VALUE (VALUE is JSON; bare words are strings):"]
-    lines += [f"  {key:28s} {doc}" for key, doc in docs.items() if key not in ("preset", "seed")]
-    return "\n".join(lines)
 
 
 def _add_run_parser(sub: Any, name: str, help_text: str) -> argparse.ArgumentParser:
@@ -37,7 +24,7 @@ def _add_run_parser(sub: Any, name: str, help_text: str) -> argparse.ArgumentPar
     parser: argparse.ArgumentParser = sub.add_parser(
         name,
         help=help_text,
-        epilog=_set_help(),
+        epilog=set_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_run_options(parser)
@@ -60,12 +47,12 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser(prog: str = "rdqn") -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog=prog,
         description="Prioritized experience replay for deep Q-learning.",
     )
     parser.add_argument("--home", help="run store folder (default: $RDQN_HOME or ./.rdqn)")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     train = _add_run_parser(sub, "train", "train one run")
     train.add_argument("--seed", type=int, default=None, help="run seed (default: the preset's)")
@@ -105,7 +92,7 @@ def build_parser(prog: str = "rdqn") -> argparse.ArgumentParser:
     )
 
     runs = sub.add_parser("runs", help="list, show, export or delete stored runs")
-    runs_sub = runs.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    runs_sub = runs.add_subparsers(dest="action", required=True, parser_class=Parser)
     runs_sub.add_parser("list", help="list stored runs")
     show = runs_sub.add_parser("show", help="config, manifest and results of one run")
     show.add_argument("run_id")
@@ -115,8 +102,6 @@ def build_parser(prog: str = "rdqn") -> argparse.ArgumentParser:
     export.add_argument("--out", help="file to write (default: standard output)")
     delete = runs_sub.add_parser("delete", help="delete a run and its checkpoint")
     delete.add_argument("run_id")
-
-    from rdqn.cli.sweep import add_sweep_parser  # the sweep command keeps its options
 
     add_sweep_parser(sub)
     sub.add_parser("presets", help="list the presets")
@@ -130,9 +115,7 @@ def build_parser(prog: str = "rdqn") -> argparse.ArgumentParser:
         "writable). Seconds when the cache is already warm.",
     )
     warm.add_argument("--quiet", action="store_true", help="no progress bar")
-    from rdqn.cli.experiment import add_experiment_parser  # it imports UsageError from here
-
-    add_experiment_parser(sub, _Parser)
+    add_experiment_parser(sub, Parser)
     return parser
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from rdqn.cli.options import check_writable, write_output
-from rdqn.cli.parser import UsageError
+from rdqn.cli.usage import UsageError
 from rdqn.compare import ROLLING_WINDOW
 from rdqn.runs.resume import resume_blocker
 from rdqn.runs.store import RunStore, StoreMissing

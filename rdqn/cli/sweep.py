@@ -24,7 +24,7 @@ import pandas as pd
 
 from rdqn.cli.interrupts import StopSignals
 from rdqn.cli.options import check_writable, parse_set, write_output
-from rdqn.cli.parser import UsageError
+from rdqn.cli.usage import UsageError, set_help
 from rdqn.envs import ENV_IDS
 from rdqn.presets import PRESETS
 from rdqn.runs.store import RunStore, StoreMissing, default_home
@@ -49,15 +49,13 @@ _DEFINING = ("preset", "grid", "seeds", "steps", "set", "env")
 
 def add_sweep_parser(sub: Any) -> None:
     """The ``sweep`` command and its options."""
-    from rdqn.cli.parser import _set_help
-
     sweep: argparse.ArgumentParser = sub.add_parser(
         "sweep",
         help="a grid of runs over config fields and seeds (worker processes or Ray)",
         description="Train one run per grid cell and seed, recorded in the run store under a "
         "sweep id; the same sweep again skips its finished trials. 'show ID' summarises a "
         "sweep per cell, 'list' lists the sweeps.",
-        epilog=_set_help().replace("--set KEY=VALUE", "--grid KEY=V1,V2,... and --set"),
+        epilog=set_help().replace("--set KEY=VALUE", "--grid KEY=V1,V2,... and --set"),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sweep.add_argument("action", nargs="?", choices=["show", "list"], help="show ID, or list")

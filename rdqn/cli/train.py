@@ -10,8 +10,8 @@ import numpy as np
 
 from rdqn.cli.interrupts import StopSignals
 from rdqn.cli.options import config_from_args
-from rdqn.cli.parser import UsageError
 from rdqn.cli.progress import Progress
+from rdqn.cli.usage import UsageError
 from rdqn.compare import ROLLING_WINDOW
 from rdqn.config import RunConfig
 from rdqn.runs.lifecycle import RecordedRun, run_to_end
