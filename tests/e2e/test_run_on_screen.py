@@ -6,7 +6,6 @@ server restart and two browsers, with each run's settings read back from the run
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,11 +18,13 @@ from tests.e2e.browser import (
     ARTIFACTS,
     another_browser,
     assert_no_exception,
+    never_within,
     progress_text,
     saying_what_the_page_shows,
     steps_done,
     streamlit_server,
 )
+from tests.run_helpers import wait_for
 
 KEPT_S = 30.0
 """How long a run put on screen must stay the one on screen (the bug replaced it in seconds)."""
@@ -61,24 +62,34 @@ def run_ids(home: Path) -> set[str]:
 
 def wait_for_run(tab: Page, right: Callable[[str], bool], timeout: float = 60.0) -> str:
     """Until the run on the live page satisfies ``right(run_id)``; returns its id."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def shown_and_right() -> str | None:
         with saying_what_the_page_shows(tab):
             tab.locator('[data-testid="stProgress"]').first.wait_for()
         shown = re.search(r"run ([0-9a-f]{12})", progress_text(tab))
-        if shown and right(shown.group(1)):
-            return shown.group(1)
-        assert time.monotonic() < deadline, f"the page shows {progress_text(tab)} at {tab.url}"
-        time.sleep(0.25)
+        return shown.group(1) if shown and right(shown.group(1)) else None
+
+    return wait_for(
+        shown_and_right,
+        timeout,
+        what=lambda: f"the page shows {progress_text(tab)} at {tab.url}",
+        every=0.25,
+    )
 
 
 def stays_on_screen(tab: Page, run_id: str, seconds: float = KEPT_S) -> None:
-    """The page shows ``run_id`` for ``seconds`` (checked four times a second), with no error."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        shown = re.search(r"run ([0-9a-f]{12})", progress_text(tab))
-        assert shown and shown.group(1) == run_id, f"{run_id} replaced: {progress_text(tab)}"
-        time.sleep(0.25)
+    """The page shows ``run_id`` for ``seconds`` (checked four times a second), with no error:
+    a watch for a status line without it, which must not come."""
+    never_within(
+        tab,
+        seconds,
+        """(run) => {
+            const status = document.querySelector('[data-testid="stProgress"]');
+            return status !== null && !status.innerText.includes('run ' + run);
+        }""",
+        f"{run_id} replaced",
+        arg=run_id,
+    )
     assert_no_exception(tab)
 
 
