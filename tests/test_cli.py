@@ -444,6 +444,7 @@ def test_train_help_lists_config_fields_with_their_docs(
 
 
 # -------------------------------------------------------------------------------- compare
+@pytest.mark.slow  # trains two runs and draws the report
 def test_compare_two_schemes_one_seed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = tmp_path / "out" / "report.html"
     code, out, err = cli(
@@ -508,6 +509,7 @@ def test_compare_two_schemes_one_seed(tmp_path: Path, capsys: pytest.CaptureFixt
     assert 5.0 in {shape.get("y0") for shape in figure["layout"]["shapes"]}  # the threshold line
 
 
+@pytest.mark.slow  # trains four runs of the paper preset
 def test_compare_paper_preset_uses_alpha_07_for_rank(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -663,6 +665,7 @@ def test_presets_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 
 # ----------------------------------------------------------------------------- subprocess
+@pytest.mark.slow  # two fresh interpreters, each importing torch
 def test_python_m_rdqn_subprocess(tmp_path: Path) -> None:
     home = tmp_path / "home"
     env = dict(os.environ)

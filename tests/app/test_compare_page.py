@@ -53,6 +53,7 @@ def test_cartpole_says_how_many_steps_it_needs(home: Path) -> None:
     assert "CartPole needs 60,000–90,000 steps" in why.value
 
 
+@pytest.mark.slow  # trains two runs to their end, the page redrawn meanwhile
 def test_tiny_comparison_runs_to_the_end(home: Path) -> None:
     at = open_page()
     at.number_input(key="compare.steps.chain-lesson").set_value(300)

@@ -154,6 +154,7 @@ def test_a_store_opened_on_a_full_disk_writes_once_space_is_freed(
         assert reader.submit(store.get_run, finished).result().error == "by a test"
 
 
+@pytest.mark.slow  # python -m rdqn trains until the disk is full
 @needs_mount
 def test_a_run_that_fills_the_disk_fails_saying_so_and_keeps_its_rows(tmp_path: Path) -> None:
     """``python -m rdqn train`` on a 600 KB home, checkpointing every half second: the disk

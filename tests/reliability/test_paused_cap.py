@@ -81,6 +81,7 @@ def test_pausing_a_ninth_stops_the_one_paused_longest_resumable(registry: RunReg
     assert second.status == "paused" and resumed.status == "paused"
 
 
+@pytest.mark.slow  # trains at 100 steps/s until the cap stops it
 def test_the_owners_page_says_why_its_run_stopped_and_resumes_it() -> None:
     from dashboard.state import registry
 

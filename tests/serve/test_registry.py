@@ -15,6 +15,7 @@ from rdqn.serve.registry import RunRegistry, ServerBusy
 from tests.run_helpers import rdqn_threads, tiny, wait_for
 
 
+@pytest.mark.slow  # 100 runs started and stopped
 def test_no_thread_left_after_100_start_stop_cycles() -> None:
     before = len(rdqn_threads())
     registry = RunRegistry(max_active=2)

@@ -143,6 +143,7 @@ def test_the_window_acted_on_is_the_window_replayed() -> None:
         np.testing.assert_array_equal(window, acted[int(generation)])
 
 
+@pytest.mark.slow  # a recurrent e14 run, every window it acted on recorded
 def test_after_the_ring_wraps_only_overwritten_predecessors_are_zero_padded() -> None:
     """The exact rule where windows meet the ring (docs/design.md, "Windows"): the replayed W_t of
     the occupant of generation g (episode step t) equals the acted W_t with positions p < T - 1 - k
