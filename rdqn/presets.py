@@ -25,12 +25,13 @@ two-LSTM net) kept:
 Its comparison partner is the same config with ``agent.network="mlp"`` and ``replay.window=1``
 (`FEED_FORWARD_LESSON`: same budget, no memory), which cannot tell which way the pole moves.
 Measured by `benchmarks/recurrent_lesson.py` (`benchmarks/results/recurrent_lesson.json`; seeds
-0-2, one torch thread each, two cores): a run takes about 2 CPU minutes (117 s median; e14's
-budget, about 33 minutes), 6.8 times e14's env steps per CPU second once learning starts. Mean
-return of the last 20 episodes, median (per seed): recurrent 121 (121, 144, 41), feed-forward 35
-(41, 34, 35); best 20-episode mean: recurrent 140 (121, 168, 140), feed-forward 50 (51, 50, 46).
-Returns sag at times, as DQN's do (seed 2 fell from 140 in its last 2,000 steps); the gap opens
-in the curves between 8,000 and 10,000 steps.
+0-4, one torch thread each, two cores): a run takes about 1.7 CPU minutes (101 s median; e14's
+budget, about 27 minutes), 6.2 times e14's env steps per CPU second once learning starts. Mean
+return of the last 20 episodes, median (per seed): recurrent 92 (52, 97, 74, 92, 121),
+feed-forward 43 (45, 43, 42, 47, 36); best 20-episode mean: recurrent 140 (130, 148, 102, 162,
+140), feed-forward 48 (49, 52, 48, 48, 46). The gap opens at 8,000 steps, and every recurrent
+seed stays above every feed-forward seed from there to 18,000; returns sag at times, as DQN's do
+(seed 0 fell to 16 after 18,000 steps and ended at 52).
 
 The `paper` preset is tabular Q-learning as in the paper's Blind Cliffwalk: a bias-free linear
 net on one-hot states, plain SGD, and the target copied after every update (no target network).
@@ -50,15 +51,17 @@ median (range) over the seeds that did:
 | scheme | reached 0.8 | env steps, median (range) |
 |---|---:|---|
 | proportional, alpha .6 | 10/10 | 1,884 (1,792-2,295) |
-| rank-based, alpha .7 | 10/10 | 2,066 (1,931-2,191) |
+| rank-based, alpha .7 | 10/10 | 1,851 (1,823-1,887) |
 | uniform | 7/10 | 3,222 (2,494-3,798) |
 
-A run takes about 3.5 CPU seconds; the page's default nine runs (three seeds per scheme, one run
-at a time on two cores) all finished 35 s after the click, every scheme's first seed after 15 s.
-With the IS correction on (beta .4 -> 1, global max-weight normalisation), tabular SGD loses most
-of the speed-up: proportional reached 0.8 in 0 of 10 seeds, rank-based in 6 of 10 (median
-2,934). CartPole shows no difference at such budgets (`python -m benchmarks.bench_learning
-cartpole`: proportional reaches 475 after 58,000-84,000 steps, uniform after 91,000-96,000).
+A run takes about 3 CPU seconds; the page's default nine runs (three seeds per scheme, one run
+at a time on two cores) all finished 35 s after the click on a quiet machine, every scheme's
+first seed after 15 s (124 s and 50 s at a load average of 9-15). With the IS correction on
+(beta .4 -> 1, global max-weight normalisation), tabular SGD loses the speed-up of proportional
+replay, which reached 0.8 in 0 of 10 seeds; rank-based still did in 10 of 10 (median 2,318).
+CartPole shows no difference at such budgets (`python -m rdqn experiment per-notebook`,
+docs/experiments.md: proportional reached 475 in 4 of 5 seeds after 60,892-89,779 steps,
+uniform in 4 of 5 after 90,662-95,676).
 """
 
 from __future__ import annotations
