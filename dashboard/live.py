@@ -630,8 +630,9 @@ def try_it_myself(follow: str | None, run_id: str | None) -> None:
         _show_run(mine)  # this browser's fork of the same run, a moment ago
 
 
-def use_defaults() -> None:
-    """Back to the page's defaults: the default preset, nothing overridden."""
-    st.session_state["live.preset"] = DEFAULT_PRESET
+def use_defaults(name: str = DEFAULT_PRESET) -> None:
+    """Back to the page's defaults: preset ``name`` (the page's default preset unless given),
+    nothing overridden."""
+    st.session_state["live.preset"] = name
     st.session_state["live.overrides"] = {}
     _controls_follow()

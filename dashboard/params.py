@@ -20,6 +20,7 @@ from rdqn.validation import Flag, Integer, Real
 
 __all__ = [
     "DEFAULT_PRESET",
+    "DEMO_PRESET",
     "LIMITS",
     "URL_ALIASES",
     "ParsedParams",
@@ -46,6 +47,8 @@ URL_ALIASES: dict[str, str] = {
 """URL name -> dotted config field. ``preset`` names the preset itself. An uploaded prices CSV
 (``env.kwargs``) stays on the server that received it and does not travel in the URL."""
 DEFAULT_PRESET = "per-notebook"
+DEMO_PRESET = "demo"
+"""The preset of Home's *Start demo* (`rdqn.presets`: solves CartPole in seconds)."""
 LIMITS: dict[str, int] = {
     "replay.capacity": 1_000_000,
     "replay.batch_size": 1024,

@@ -4,7 +4,10 @@ import streamlit as st
 
 from dashboard.assets import explanation
 from dashboard.live import live_config, start_live_run, use_defaults
+from dashboard.params import DEMO_PRESET
 from dashboard.state import ensure_app_frame
+from rdqn.config import RETURN_WINDOW
+from rdqn.presets import preset
 
 ensure_app_frame()
 
@@ -15,14 +18,19 @@ st.markdown(explanation("home_weights"))
 st.latex(r"w_i = \frac{\left(N \cdot P(i)\right)^{-\beta}}{\max_j w_j}")
 st.markdown(explanation("home_sum_tree"))
 
+demo = preset(DEMO_PRESET)
 left, right = st.columns([1, 2])
 if left.button("Start demo", icon=":material/rocket_launch:", type="primary", key="home.demo"):
-    use_defaults()
+    use_defaults(DEMO_PRESET)
     start_live_run(live_config())
     st.switch_page("pages/live.py")
 right.markdown(
-    "The demo trains the PER notebook's agent on CartPole with α = 0.6 and β₀ = 0.4. "
-    "Move α and β on the **Live training** page and watch the curve change."
+    f"The demo trains a DQN agent on CartPole with prioritized replay: proportional, "
+    f"α = {demo.replay.alpha:g}, β₀ = {demo.replay.beta0:g} rising to "
+    f"{demo.replay.beta_end:g}. Watch the return climb to the dotted line: the run stops once "
+    f"the mean of {RETURN_WINDOW} episodes reaches {demo.train.stop_at_return:g}, the pole "
+    "balanced to the time limit, in seconds. Then move α or β₀ on the **Live training** page "
+    "and compare the new curve with the dashed one."
 )
 
 st.subheader("Where to go next")

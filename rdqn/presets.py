@@ -184,14 +184,20 @@ def _demo() -> RunConfig:
         preset="demo",
         env=EnvConfig(id="CartPole-v1"),
         replay=ReplayConfig(
-            scheme="proportional", capacity=50_000, batch_size=32, window=1, alpha=0.6, beta0=0.4
+            scheme="proportional",
+            capacity=50_000,
+            batch_size=32,
+            window=1,
+            alpha=0.6,
+            beta0=0.4,
+            is_normalization="batch",
         ),
         agent=AgentConfig(network="mlp", double_dqn=True, lr=5e-4, target_update="soft", tau=0.01),
         train=TrainConfig(
-            total_steps=35_000,
+            total_steps=100_000,
             learning_starts=1_000,
             epsilon_end=0.01,
-            epsilon_fraction=0.15,
+            epsilon_fraction=0.05,
             stop_at_return=475.0,
         ),
     )
