@@ -120,7 +120,10 @@ def _common(parser: argparse.ArgumentParser, out: str, *, plot: bool) -> None:
     if plot:
         parser.add_argument("--plot", help="HTML figure (default: --out with .html)")
     parser.add_argument(
-        "--from", dest="source", help="read this results file instead of running anything"
+        "--from",
+        dest="source",
+        metavar="FILE",
+        help="read this results file instead of running anything",
     )
     parser.add_argument("--table", action="store_true", help="print the Markdown table")
     parser.add_argument("--workers", type=int, help="trials at once (default: one per core)")
