@@ -104,7 +104,7 @@ def cliffwalk_table(report: Mapping[str, Any]) -> str:
     )
     if any(r["learned"] < len(r["seeds"]) for r in rows):
         note += f"; [k/m]: k of m seeds learned within {report['max_updates']:,} updates"
-    return "\n".join(lines) + note + ".\n"
+    return "\n".join(lines) + "\n\n" + note.lstrip("\n") + ".\n"
 
 
 def per_notebook_table(report: Mapping[str, Any]) -> str:
@@ -141,7 +141,7 @@ def per_notebook_table(report: Mapping[str, Any]) -> str:
     steps = report["config"]["train"]["total_steps"]
     return (
         "\n".join(lines)
-        + f"\n{steps:,} env steps per run, seeds {seeds}; '-': not reached within the budget.\n"
+        + f"\n\n{steps:,} env steps per run, seeds {seeds}; '-': not reached within the budget.\n"
     )
 
 
@@ -176,7 +176,7 @@ def cliffwalk_random_memory_table(results: Sequence[Mapping[str, Any]]) -> str:
                 f"| {_per_seed(counts)} |"
             )
     seeds = _seeds(sorted({r["seed"] for r in results}))
-    return "\n".join(lines) + f"\nSeeds {seeds}; the memory held fixed while it is replayed.\n"
+    return "\n".join(lines) + f"\n\nSeeds {seeds}; the memory held fixed while it is replayed.\n"
 
 
 def cartpole_sweep_table(results: Sequence[Mapping[str, Any]]) -> str:
@@ -198,7 +198,7 @@ def cartpole_sweep_table(results: Sequence[Mapping[str, Any]]) -> str:
             f"| {_span(*_stats(best))} | {_per_seed(best)} |"
         )
     seeds = _seeds([r["seed"] for r in results if r["variant"] == variants[0]])
-    return "\n".join(lines) + f"\nProportional replay, seeds {seeds}.\n"
+    return "\n".join(lines) + f"\n\nProportional replay, seeds {seeds}.\n"
 
 
 def memory_table(results: Sequence[Mapping[str, Any]]) -> str:
@@ -221,7 +221,7 @@ def memory_table(results: Sequence[Mapping[str, Any]]) -> str:
             f"| {_span(*_stats(final))} | {_per_seed(final)} |"
         )
     seeds = _seeds(sorted({r["seed"] for r in results}))
-    return "\n".join(lines) + f"\nSeeds {seeds}.\n"
+    return "\n".join(lines) + f"\n\nSeeds {seeds}.\n"
 
 
 def e14_lesson_table(report: Mapping[str, Any]) -> str:
@@ -247,7 +247,7 @@ def e14_lesson_table(report: Mapping[str, Any]) -> str:
             f"| {names[label]} | {_span(*_stats(final))} | {_per_seed(final)} "
             f"| {_span(*_stats(best))} | {_per_seed(best)} | {cpu:.1f} |"
         )
-    return "\n".join(lines) + f"\nSeeds {_seeds(report['seeds'])}.\n"
+    return "\n".join(lines) + f"\n\nSeeds {_seeds(report['seeds'])}.\n"
 
 
 def chain_lesson_table(report: Mapping[str, Any]) -> str:
@@ -266,7 +266,7 @@ def chain_lesson_table(report: Mapping[str, Any]) -> str:
             f"| {_span(*_stats(row['steps_to_threshold']))} |"
         )
     seeds = _seeds(report["summary"][0]["seeds"]) if report["summary"] else ""
-    return "\n".join(lines) + f"\nSeeds {seeds}; the range is over the seeds that got there.\n"
+    return "\n".join(lines) + f"\n\nSeeds {seeds}; the range is over the seeds that got there.\n"
 
 
 RESULTS_FILES: dict[str, tuple[str, Callable[[Any], str]]] = {

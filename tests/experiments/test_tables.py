@@ -31,6 +31,7 @@ def test_cliffwalk_table() -> None:
         "|---:|---:|---:|---:|\n"
         "| 2 | 6 | 30 (25-1,200) | 14 |\n"
         "| 3 | 14 | 4,000 (70-) [2/3] |  |\n"
+        "\n"
         "Learner updates until the MSE of the Q-values to Q* is below 0.001, median (min-max) "
         "over seeds 0-2; [k/m]: k of m seeds learned within 5,000 updates.\n"
     )
@@ -52,7 +53,8 @@ def test_per_notebook_table() -> None:
         "| proportional (α 0.6, β₀ 0.4) | 1/2 | 61,000 | 61,000, - | 390 (300-480) | 480, 300 "
         "| 150 (100-200) | 200, 100 | 2.50 (1.25-4.00) |"
     )
-    assert lines[3] == "100,000 env steps per run, seeds 0, 1; '-': not reached within the budget."
+    assert lines[3] == ""  # a blank line ends the table before its note
+    assert lines[4] == "100,000 env steps per run, seeds 0, 1; '-': not reached within the budget."
 
 
 def test_benchmark_tables() -> None:
