@@ -39,6 +39,7 @@ was opened from. Paths recorded before (absolute) are read as they are.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -502,7 +503,9 @@ class RunStore:
         if self._unwritten:
             self._write_unwritten()
         if not self.read_only:
-            mark_dead_owners(self._db, startup=False)
+            # A full disk must not fail the read: the runs are marked at a sweep with space.
+            with contextlib.suppress(StoreFull):
+                mark_dead_owners(self._db, startup=False)
 
     # -- resuming (rdqn.runs.resume) --------------------------------------------------------
 

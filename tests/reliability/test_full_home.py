@@ -31,6 +31,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from rdqn.runs import store as store_module
 from rdqn.runs import store_access
 from rdqn.runs.checkpoints import load_checkpoint
 from rdqn.runs.store import RunStore, StoreFull
@@ -45,7 +46,7 @@ from tests.reliability.home_mounts import (
     store_with_runs,
     tmpfs,
 )
-from tests.run_helpers import wait_for
+from tests.run_helpers import ShiftedTime, wait_for
 from tests.runs.store_helpers import episode_rows, new_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -269,6 +270,33 @@ def test_a_disk_that_fills_while_the_server_runs(tmp_path: Path, monkeypatch: py
                 return other.get_run(handle.id).status == "failed"
 
         wait_for(written, 30)
+
+
+@needs_mount
+def test_a_read_on_a_full_disk_survives_the_sweep_for_dead_owners(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: reading runs also marks a dead owner's runs stopped (every few seconds), a
+    write; on a full disk it raised, and the read with it: Saved runs showed "the run store
+    cannot be used" instead of a failed run whose worker had ended. Now the marking waits for
+    space, and the reads go on."""
+    clock = ShiftedTime()  # the sweep comes due at once, not seconds later
+    monkeypatch.setattr(store_module, "time", clock)
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    with tmpfs(tmp_path / "home", "2m") as home, RunStore(home / "rdqn.db") as store:
+        run_id = new_run(store)
+        store.set_status(run_id, "running")
+        with sqlite3.connect(store.path) as raw:  # its owner, a process that has ended
+            raw.execute("UPDATE runs SET owner_pid = ? WHERE id = ?", (child.pid, run_id))
+        filler = fill(home)
+        clock.skip(60.0)
+        assert store.list_runs()["id"].tolist() == [run_id]
+        assert store.get_run(run_id).status == "running"  # not marked yet: no space
+        filler.unlink()
+        clock.skip(60.0)
+        store.list_runs()
+        assert store.get_run(run_id).status == "stopped"
 
 
 # ----------------------------------------------------- an emulated full disk (no mount needed)
