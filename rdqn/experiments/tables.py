@@ -272,7 +272,6 @@ def chain_lesson_table(report: Mapping[str, Any]) -> str:
 RESULTS_FILES: dict[str, tuple[str, Callable[[Any], str]]] = {
     "cliffwalk": ("cliffwalk.json", cliffwalk_table),
     "cliffwalk-oracle-td": ("cliffwalk_oracle_td.json", cliffwalk_table),
-    "cliffwalk-oracle-td-memory": ("cliffwalk_oracle_td_memory.json", cliffwalk_table),
     "per-notebook": ("per_notebook.json", per_notebook_table),
     "cliffwalk-random-memory": ("cliffwalk_random_memory.json", cliffwalk_random_memory_table),
     "cartpole-sweep": ("cartpole_sweep.json", cartpole_sweep_table),
