@@ -26,11 +26,13 @@ if left.button("Start demo", icon=":material/rocket_launch:", type="primary", ke
     st.switch_page("pages/live.py")
 right.markdown(
     f"The demo trains a DQN agent on CartPole with prioritized replay: proportional, "
-    f"α = {demo.replay.alpha:g}, β₀ = {demo.replay.beta0:g} rising to "
-    f"{demo.replay.beta_end:g}. Watch the return climb to the dotted line: the run stops once "
-    f"the mean of {RETURN_WINDOW} episodes reaches {demo.train.stop_at_return:g}, the pole "
-    "balanced to the time limit, in seconds. Then move α or β₀ on the **Live training** page "
-    "and compare the new curve with the dashed one."
+    f"α = {demo.replay.alpha:g} and β₀ = {demo.replay.beta0:g} (the **β** counter rises from "
+    f"it towards {demo.replay.beta_end:g} as the IS correction grows). Watch the episode return "
+    f"climb towards 500, the time limit: the run stops once the mean of {RETURN_WINDOW} "
+    f"episodes (the **Return (last {RETURN_WINDOW})** counter) reaches "
+    f"{demo.train.stop_at_return:g}, the pole balanced, after about ten seconds of training on "
+    "a quiet machine. Then move α or β₀ on the **Live training** page and compare the new curve "
+    "with the dashed one."
 )
 
 st.subheader("Where to go next")
