@@ -108,6 +108,7 @@ def test_the_wheel_installs_an_rdqn_command(tmp_path: Path) -> None:
         "per-notebook",
         "paper",
         "chain-lesson",
+        "demo",
     ]
     assert run(rdqn, "--help", cwd=work).stdout.startswith("usage: rdqn ")
     compare = run(
