@@ -12,7 +12,7 @@ from urllib.parse import urlencode, urlsplit
 
 from playwright.sync_api import Page
 
-from tests.e2e.browser import ARTIFACTS, another_browser, assert_no_exception
+from tests.e2e.browser import ARTIFACTS, act_until, another_browser, assert_no_exception
 
 RUN_ID = re.compile(r"\b[0-9a-f]{12}\b")
 PAYLOAD = (
@@ -49,10 +49,20 @@ def test_another_student_watches_cannot_delete_and_sees_url_text_as_text(
 
     other.goto(f"{server}/runs")
     grid = other.locator('[data-testid="stDataFrame"]').first
-    grid.wait_for()
+    other.wait_for_function(  # the grid has drawn the run's row (the only one)
+        """run => [...document.querySelectorAll('[data-testid="stDataFrame"] [role="gridcell"]')]
+                 .some(cell => cell.innerText.includes(run))""",
+        arg=run_id[:6],
+    )
     box = grid.bounding_box()
     assert box is not None
-    other.mouse.click(box["x"] + 12, box["y"] + 52)  # the first row's box: the only run
+    act_until(
+        other,
+        lambda: other.mouse.click(box["x"] + 12, box["y"] + 52),  # the first row's box
+        """() => [...document.querySelectorAll('[data-testid="stExpander"]')]
+                 .some(e => e.innerText.includes('Delete this run'))""",
+        what="selecting the run's row",
+    )
     other.get_by_text("Delete this run").click()
     other.get_by_text("Another session started this run").wait_for()
     assert other.get_by_role("checkbox", name="I am sure").is_disabled()
