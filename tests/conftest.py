@@ -21,16 +21,17 @@ from rdqn.serve.executors import ProcessExecutor
 torch.set_num_threads(1)
 
 _ONE_WORKER = {
-    "test_browser.py": "browser-a",
-    "test_first_load.py": "browser-b",
+    # Three groups of browser flows, each on one worker, so that at most three run at once.
     "test_run_on_screen.py": "browser-a",
     "test_demo.py": "browser-a",
-    "test_lesson_layout.py": "browser-a",
-    "test_classroom.py": "browser-b",
-    "test_reload.py": "browser-b",
-    "test_reliability.py": "browser-b",
-    "test_admin.py": "browser-b",
     "test_sweeps.py": "browser-a",
+    "test_browser.py": "browser-b",
+    "test_first_load.py": "browser-b",
+    "test_admin.py": "browser-b",
+    "test_reliability.py": "browser-b",
+    "test_classroom.py": "browser-c",
+    "test_reload.py": "browser-c",
+    "test_lesson_layout.py": "browser-c",
     "test_executors.py": "executors",
     "test_tasks.py": "executors",  # rdqn.sweeps: zygotes and a local Ray, like the executors'
     "test_runner.py": "executors",

@@ -207,12 +207,12 @@ def test_a_full_server_queues_a_student_shows_the_wait_and_starts_by_itself(
                                 && /{estimate}/.test(a.innerText))"""
         )
         # The queued student keeps the way back to the class while waiting (it once vanished
-        # within seconds): 15 s of page refreshes later, still there.
+        # within seconds): 8 s of page refreshes later, still there.
         wait_until_shown(student, student.get_by_text("place 1 of 2"))  # its next refresh
         assert watch.count() == 1
         never_within(
             student,
-            15,
+            8,
             """() => [...document.querySelectorAll('a')]
                        .every(a => !a.innerText.includes('Watch the teacher instead'))
                      || ![...document.querySelectorAll('[data-testid="stAlert"]')]
