@@ -6,8 +6,9 @@ Streamlit runs this file twice over, in two roles:
   `PresenceMiddleware` in front, which notes each browser's requests and connections
   (`dashboard.classroom.presence`): a browser reloading faster than its page can run is still
   there, and keeps its runs; `EndedConnectionMiddleware` logs in one line, not as a
-  traceback, the error Streamlit raises when a browser goes away while it writes to it. When
-  the server shuts down, it stops the runs.
+  traceback, the error Streamlit raises when a browser goes away while it writes to it. The
+  worker zygote starts warming up at once (`prepare_early`). When the server shuts down, it
+  stops the runs.
 - **The page frame** (`frame`, on every page run): page config, navigation over `pages/`, the
   one state initializer, then the page.
 """
@@ -73,6 +74,9 @@ else:  # `streamlit run app.py` imports this file for its server
 
     from dashboard.classroom.presence import PresenceMiddleware
     from dashboard.connections import EndedConnectionMiddleware
+    from rdqn.serve.executors import close_early, prepare_early
+
+    prepare_early()  # the zygote warms up while the first page is served
 
     @asynccontextmanager
     async def _stop_runs_at_exit(_: object) -> AsyncIterator[None]:
@@ -82,6 +86,7 @@ else:  # `streamlit run app.py` imports this file for its server
         serving = sys.modules.get("rdqn.serve.registry")  # None: no page ever ran
         if serving is not None:
             await asyncio.to_thread(serving.shutdown_all)
+        close_early()  # the zygote started for a first run that never came
 
     app = st.App(
         "app.py",

@@ -10,7 +10,9 @@ server's end of the link, a `Worker`: send it commands, read its events, ask whe
     ThreadExecutor    a thread in this process (tests, and library use without a server).
     RayExecutor       a Ray actor per run (`rdqn.serve.ray_executor`), for more than one machine.
 
-`executor_from_env` picks one from RDQN_EXECUTOR (process | thread | ray) and RDQN_RAY_ADDRESS.
+`executor_from_env` picks one from RDQN_EXECUTOR (process | thread | ray) and RDQN_RAY_ADDRESS;
+`prepare_early` lets the web server start the default one's zygote as the server itself starts,
+and hands it to the first `executor_from_env()` after that.
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ __all__ = [
     "WarmUp",
     "Worker",
     "drain",
+    "close_early",
     "executor_from_env",
+    "prepare_early",
     "usable_cores",
 ]
 
@@ -196,10 +200,44 @@ class ThreadExecutor:
         """Nothing to release."""
 
 
+_early: list[ProcessExecutor] = []
+_early_lock = threading.Lock()
+
+
+def prepare_early() -> None:
+    """Start this process's environment-chosen executor's warm-up now, when it is the default
+    `ProcessExecutor` (a zygote is a process: starting one takes milliseconds here, while it
+    imports torch and loads the kernels on its own). The web server calls this as it starts, so
+    a run started the moment the first page shows waits for nothing; the next
+    `executor_from_env()` in this process takes the prepared executor over. Any other executor
+    (threads, Ray) or a bad setting is left to that call, which says what is wrong."""
+    if os.environ.get("RDQN_EXECUTOR", "process") != "process":
+        return
+    executor = ProcessExecutor()
+    executor.prepare()
+    with _early_lock:
+        _early.append(executor)
+
+
+def close_early() -> None:
+    """End an executor `prepare_early` made that nobody took (a server that served no page)."""
+    with _early_lock:
+        unclaimed = list(_early)
+        _early.clear()
+    for executor in unclaimed:
+        executor.close()
+
+
 def executor_from_env(environ: dict[str, str] | None = None) -> Executor:
     """The executor RDQN_EXECUTOR names (default: process); for Ray, RDQN_RAY_ADDRESS says
     which cluster: ``local`` (the default: start one on this machine), ``auto`` or
-    ``host:port``. Raises `ExecutorUnavailable` when Ray is asked for but not installed."""
+    ``host:port``. Raises `ExecutorUnavailable` when Ray is asked for but not installed.
+
+    Without ``environ``, an executor `prepare_early` made is handed over (once)."""
+    if environ is None:
+        with _early_lock:
+            if _early:
+                return _early.pop()
     env = os.environ if environ is None else environ
     name = check_choice("RDQN_EXECUTOR", env.get("RDQN_EXECUTOR", "process"), EXECUTORS)
     if name == "thread":

@@ -27,7 +27,9 @@ from rdqn.serve.executors import (
     ExecutorUnavailable,
     ProcessExecutor,
     ThreadExecutor,
+    close_early,
     executor_from_env,
+    prepare_early,
 )
 from rdqn.serve.handle import RunHandle
 from rdqn.serve.registry import RunRegistry
@@ -287,6 +289,35 @@ def test_executor_from_env_names_and_errors(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     with pytest.raises(ExecutorUnavailable, match=r"pip install -r requirements-ray.txt"):
         executor_from_env({"RDQN_EXECUTOR": "ray"})
+
+
+def test_the_server_starts_the_zygote_early_and_hands_it_over_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`prepare_early` (the web server, as it starts) starts the default executor's zygote; the
+    next `executor_from_env()` takes that executor, the one after makes a new one; threads and
+    Ray are left to `executor_from_env`; `close_early` ends one nobody took."""
+    monkeypatch.delenv("RDQN_EXECUTOR", raising=False)
+    prepare_early()
+    taken = executor_from_env()
+    try:
+        assert isinstance(taken, ProcessExecutor)
+        zygote = taken._zygote._process  # started, not waiting for a first run
+        assert zygote is not None and zygote.poll() is None
+        assert executor_from_env() is not taken
+    finally:
+        taken.close()
+
+    prepare_early()
+    unclaimed = executor_from_env.__globals__["_early"][0]
+    process = unclaimed._zygote._process
+    close_early()
+    assert process.wait(30) is not None
+    assert executor_from_env() is not unclaimed  # nothing left to hand over
+
+    monkeypatch.setenv("RDQN_EXECUTOR", "thread")
+    prepare_early()
+    assert isinstance(executor_from_env(), ThreadExecutor)
 
 
 class CannotLaunch:
