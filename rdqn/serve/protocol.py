@@ -33,6 +33,7 @@ __all__ = [
     "drain",
     "RECORD_METHODS",
     "SERVER_GONE",
+    "TRAINING_NICENESS",
     "WARM_UP_PART_NAMES",
     "Link",
     "RecordRelay",
@@ -44,6 +45,9 @@ __all__ = [
 COMMANDS: tuple[str, ...] = ("pause", "resume", "step", "speed", "stop")
 RECORD_METHODS: tuple[str, ...] = ("set_status", "write_metrics", "set_manifest", "save_checkpoint")
 SERVER_GONE = "stopped: the server went away"
+TRAINING_NICENESS = 10
+"""How much a process that trains lowers its CPU priority (`os.nice`): the zygote as it starts
+(its workers inherit it) and a Ray actor (`rdqn.serve.worker.lower_priority`)."""
 
 WARM_UP_PART_NAMES: tuple[str, ...] = (
     "fused MLP update",

@@ -50,6 +50,7 @@ from rdqn.runs.store import RunRecords, RunStore
 from rdqn.serve.protocol import (
     COMMANDS,
     SERVER_GONE,
+    TRAINING_NICENESS,
     WARM_UP_PART_NAMES,
     Link,
     RecordRelay,
@@ -77,8 +78,6 @@ __all__ = [
     "warm_up",
 ]
 
-TRAINING_NICENESS = 10
-"""How much a worker process lowers its CPU priority (`os.nice`): see `lower_priority`."""
 
 
 def _listen(link: Link, controls: RunControls) -> None:

@@ -43,7 +43,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Protocol
 
-from rdqn.serve.protocol import WARM_UP_PART_NAMES, RunSpec, WarmUp
+from rdqn.serve.protocol import TRAINING_NICENESS, WARM_UP_PART_NAMES, RunSpec, WarmUp
 
 __all__ = ["Job", "Zygote", "ZygoteWorker"]
 
@@ -273,10 +273,9 @@ class Zygote:
 
 # ------------------------------------------------------------------------------ the zygote
 def _worker_main(spec: RunSpec | Job, fd: int) -> None:
-    from rdqn.serve.worker import lower_priority, run_worker  # loaded by the zygote's warm-up
+    from rdqn.serve.worker import run_worker  # loaded by the zygote's warm-up
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    lower_priority()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the zygote's lowered priority is inherited
     if isinstance(spec, RunSpec):
         run_worker(spec, Connection(fd))
     else:
@@ -335,6 +334,10 @@ def main(requests_fd: int, reports_fd: int) -> None:
     """The zygote: warm up (reporting each part), then serve launches until the server goes
     away. Launches asked for meanwhile wait in the requests socket."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The pages come first, from the start: the warm-up (seconds of CPU, as the server starts)
+    # must not slow the server's first page, and the workers forked from here inherit it.
+    with contextlib.suppress(OSError):
+        os.nice(TRAINING_NICENESS)
     from rdqn.serve.worker import warm_up
 
     reports = Connection(reports_fd)
