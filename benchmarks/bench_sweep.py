@@ -25,11 +25,10 @@ Ray's per-trial overhead is the slot time a trial takes on Ray beyond a worker p
 fresh actor process that imports torch and rdqn (a forked worker starts in milliseconds).
 
 Usage (a shared machine: run at a high priority, several rounds; medians and ranges). Worker
-processes and Ray actors lower their own priority by 10 (`rdqn.serve.worker.lower_priority`), so
-the command runs at -20 for the trials to train at -10:
+processes and Ray actors lower their own priority by 10 (the zygote as it starts, each Ray actor
+in `rdqn.serve.worker.lower_priority`), so the command runs at -20 for the trials to train at -10:
 
-    nice -n -20 python -m benchmarks.bench_sweep --rounds 5 \\
-        --json benchmarks/results/sweep_scaling.json
+    nice -n -20 python -m benchmarks.bench_sweep --json benchmarks/results/sweep_scaling.json
     python -m benchmarks.bench_sweep --table benchmarks/results/sweep_scaling.json
         # rewrites the table in docs/sweeps.md from the results file
 """
@@ -59,8 +58,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "sweeps.md"
 START, END = "<!-- sweep_scaling:start -->", "<!-- sweep_scaling:end -->"
 COMMAND = (
-    "nice -n -20 python -m benchmarks.bench_sweep --rounds 5 "
-    "--json benchmarks/results/sweep_scaling.json"
+    "nice -n -20 python -m benchmarks.bench_sweep --json benchmarks/results/sweep_scaling.json"
 )
 VARIANTS = ("1 worker", "2 workers", "Ray, 2 CPUs")
 
@@ -223,7 +221,7 @@ def table(result: dict[str, Any]) -> str:
         f"{sweep['trials']} trials of {sweep['preset']}, {sweep['steps']:,} env steps each; "
         f"{result['rounds']} rounds on {result['cores']} cores (load average "
         f"{result['load_average_before'][0]:.1f} before, {result['load_average_after'][0]:.1f} "
-        "after: a machine shared with other work). Median (min-max) over the rounds:",
+        "after). Median (min-max) over the rounds:",
         "",
         "| executor | trials per minute | slot time inside the trainers |",
         "|---|---:|---:|",
@@ -277,7 +275,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--trials", type=int, default=8, help="trials per sweep (even)")
-    parser.add_argument("--steps", type=int, default=1000, help="env steps per trial")
+    parser.add_argument(
+        "--steps", type=int, default=5000, help="env steps per trial (1,000: mostly start-up)"
+    )
     parser.add_argument("--no-ray", action="store_true", help="leave out Ray")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--table", metavar="RESULTS", help="rewrite the docs' table from a file")
