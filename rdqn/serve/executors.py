@@ -208,7 +208,7 @@ def prepare_early() -> None:
     """Start this process's environment-chosen executor's warm-up now, when it is the default
     `ProcessExecutor` (a zygote is a process: starting one takes milliseconds here, while it
     imports torch and loads the kernels on its own). The web server calls this as it starts, so
-    a run started the moment the first page shows waits for nothing; the next
+    the warm-up runs while the first page is served, not after it; the next
     `executor_from_env()` in this process takes the prepared executor over. Any other executor
     (threads, Ray) or a bad setting is left to that call, which says what is wrong."""
     if os.environ.get("RDQN_EXECUTOR", "process") != "process":

@@ -79,7 +79,6 @@ __all__ = [
 ]
 
 
-
 def _listen(link: Link, controls: RunControls) -> None:
     """Turn the server's commands into requests, until a stop or the end of the link."""
     while True:
