@@ -38,8 +38,8 @@ from typing import Any
 from playwright.sync_api import Browser, Page, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
-from benchmarks.chromium import CHROMIUM, CHROMIUM_ARGS
-from benchmarks.dashboard_server import start_dashboard
+from harness.chromium import CHROMIUM, CHROMIUM_ARGS
+from harness.dashboard_server import start_dashboard
 
 LIVE = "/live?steps=1000000"
 RUNNING = '[data-testid="stProgress"]'

@@ -26,8 +26,8 @@ from typing import Any
 
 from playwright.sync_api import sync_playwright
 
-from benchmarks.chromium import CHROMIUM, CHROMIUM_ARGS
-from benchmarks.dashboard_server import start_dashboard
+from harness.chromium import CHROMIUM, CHROMIUM_ARGS
+from harness.dashboard_server import start_dashboard
 
 
 def _children(pid: int) -> set[int]:

@@ -2,7 +2,7 @@
 
 The Chromium load test (`benchmarks.load_classroom`) runs 30 browsers on the server's two cores,
 so its figures mostly measure the browsers. Here the sessions are lightweight clients
-(`benchmarks.streamlit_client`: Streamlit's WebSocket protocol, nothing drawn) in this one
+(`harness.streamlit_client`: Streamlit's WebSocket protocol, nothing drawn) in this one
 process, and the server is pinned to one core (``--server-core``): every thread of it, so "the
 sessions one core serves" is literal. This script, its clients and the server's child processes
 (the zygote and the worker that trains the run) share the other core; the worker is niced so
@@ -73,9 +73,9 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.dashboard_server import start_dashboard
 from benchmarks.load_classroom import _cpu_s, _status_kb, descendants, read_log, stop_server
-from benchmarks.streamlit_client import Run, StreamlitClient
+from harness.dashboard_server import start_dashboard
+from harness.streamlit_client import Run, StreamlitClient
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks/results/server_load.json"

@@ -43,8 +43,8 @@ from typing import Any
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import sync_playwright
 
-from benchmarks.chromium import CHROMIUM, CHROMIUM_ARGS
-from benchmarks.dashboard_server import ROOT, free_port
+from harness.chromium import CHROMIUM, CHROMIUM_ARGS
+from harness.dashboard_server import ROOT, free_port
 
 OUT = ROOT / "benchmarks" / "results" / "server_start.json"
 SOLVED = 475.0

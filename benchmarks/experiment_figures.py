@@ -1,7 +1,7 @@
 """PNG figures for the docs, drawn from the experiments' results files (docs/experiments.md).
 
 Plotly's own PNG export needs kaleido, which is not a dependency; this draws each figure as an
-offline HTML page in the Chromium the browser tests use (`benchmarks.chromium`, driven by
+offline HTML page in the Chromium the browser tests use (`harness.chromium`, driven by
 Playwright, a dev dependency) and saves a screenshot of it. The figures are the ones the
 dashboard's Experiments page and the HTML report show (`dashboard.figures.experiments`,
 `dashboard.figures.experiment_report`).
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
-from benchmarks.chromium import CHROMIUM, CHROMIUM_ARGS
+from harness.chromium import CHROMIUM, CHROMIUM_ARGS
 
 WIDTH, HEIGHT = 1000, 480
 

@@ -63,8 +63,8 @@ import numpy as np
 from playwright.async_api import Browser, Locator, Page, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
-from benchmarks.chromium import CHROMIUM, CHROMIUM_ARGS
-from benchmarks.dashboard_server import start_dashboard
+from harness.chromium import CHROMIUM, CHROMIUM_ARGS
+from harness.dashboard_server import start_dashboard
 
 ROOT = Path(__file__).resolve().parents[1]
 LIVE = "/live?steps=1000000"  # a budget no run finishes while the class watches
