@@ -49,9 +49,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from rdqn.runs.checkpoints import remove_orphan_temporaries, write_checkpoint
 from rdqn.runs.orphans import mark_dead_owners
@@ -86,6 +84,9 @@ from rdqn.runs.store_access import (
     full_error,
     open_home,
 )
+
+if TYPE_CHECKING:  # pandas loads with the first table, not with the server's Home page
+    import pandas as pd
 
 __all__ = [
     "ResumeError",
@@ -438,6 +439,8 @@ class RunStore:
 
     def list_runs(self, status: str | None = None, group_id: str | None = None) -> pd.DataFrame:
         """Runs as a DataFrame, newest first, one column per ``runs`` column (JSON kept as text)."""
+        import pandas as pd
+
         self._sweep()
         clauses: list[str] = []
         params: list[Any] = []
@@ -570,6 +573,8 @@ class RunStore:
         columns: tuple[tuple[str, Converter], ...],
         after: int | None,
     ) -> pd.DataFrame:
+        import pandas as pd
+
         key = columns[0][0]
         sql = f"SELECT {quoted_columns(columns)} FROM {table} WHERE run_id = ?"
         params: list[Any] = [run_id]
