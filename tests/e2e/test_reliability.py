@@ -54,11 +54,11 @@ def test_another_student_watches_cannot_delete_and_sees_url_text_as_text(
                  .some(cell => cell.innerText.includes(run))""",
         arg=run_id[:6],
     )
-    box = grid.bounding_box()
-    assert box is not None
+    other.get_by_text("Select runs to overlay their curves").wait_for()
     act_until(
         other,
-        lambda: other.mouse.click(box["x"] + 12, box["y"] + 52),  # the first row's box
+        # The first row's box, found when clicked: the grid moves while the page above settles.
+        lambda: grid.click(position={"x": 12, "y": 52}),
         """() => [...document.querySelectorAll('[data-testid="stExpander"]')]
                  .some(e => e.innerText.includes('Delete this run'))""",
         what="selecting the run's row",
