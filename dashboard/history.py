@@ -17,9 +17,10 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from rdqn.compare import ROLLING_WINDOW, Curve, comparison_threshold
 from rdqn.config import SCHEMES, RunConfig
@@ -28,9 +29,6 @@ from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import RunRecord, RunStore
 from rdqn.serve.handle import RunHandle
 from rdqn.serve.registry import RunRegistry
-
-if TYPE_CHECKING:  # pandas loads with the first table, not with the server's Home page
-    import pandas as pd
 
 __all__ = [
     "COMPARE_STEP_CAP",
@@ -257,8 +255,6 @@ def final_return(returns: Sequence[float] | np.ndarray, window: int = ROLLING_WI
 def progress_frame(rows: Sequence[RunProgress]) -> pd.DataFrame:
     """The comparison's status table: one row per run, by scheme (uniform, proportional, rank)
     then seed, named by `run_label`; a queued run's status says why it waits."""
-    import pandas as pd
-
     ranked = {scheme: k for k, scheme in enumerate(SCHEMES)}
     ordered = sorted(rows, key=lambda r: (ranked.get(r.scheme, len(ranked)), r.scheme, r.seed))
     return pd.DataFrame(
@@ -278,8 +274,6 @@ def progress_frame(rows: Sequence[RunProgress]) -> pd.DataFrame:
 def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
     """The saved-runs table from `RunStore.list_runs()` (order kept: newest first), each run
     named by `run_label`; ``scheme`` is there to colour the rows, not to be shown."""
-    import pandas as pd
-
     configs = [json.loads(text) if text else {} for text in runs["config_json"]]
     return pd.DataFrame(
         {
@@ -307,8 +301,6 @@ def stored_counters(record: RunRecord, episodes: pd.DataFrame) -> dict[str, int]
 
     A run training in another process (the CLI) may write episode rows before its counters.
     """
-    import pandas as pd
-
     counters = {
         "env_steps": record.env_steps,
         "updates": record.updates,

@@ -38,7 +38,7 @@ from dashboard.classroom.presence import PRESENCE
 from dashboard.classroom.sessions import BrowserSessions
 from dashboard.params import DEFAULT_PRESET
 from dashboard.text import plain
-from rdqn.classroom import tree_demo
+from rdqn.classroom import tree_demo, worked_example
 from rdqn.runs.store import RunStore, StoreError, default_home
 from rdqn.serve.executors import ExecutorUnavailable, executor_from_env
 from rdqn.serve.registry import RunRegistry
@@ -302,9 +302,8 @@ def _defaults() -> dict[str, Any]:
         "tree.tally": None,
         # Sweeps: the heatmap cell whose curves are shown, as (sweep id, cell key).
         "sweeps.cell": None,
-        # One update by hand: the table of transitions (as edited); the page builds it on its
-        # first visit (a DataFrame: pandas loads with the page, not with every session).
-        "hand.base": None,
+        # One update by hand: the table of transitions (as edited).
+        "hand.base": worked_example.example_frame(worked_example.default_example()),
         "hand.editor": 0,
     }
 

@@ -19,9 +19,6 @@ def reset() -> None:
     ss["hand.editor"] += 1  # a fresh editor forgets the edits made on the old table
 
 
-if ss["hand.base"] is None:  # this session's first visit
-    reset()
-
 DECIMALS = "%.3f"  # every number in this page's tables, and the loss
 
 st.title("One update by hand")

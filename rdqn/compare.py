@@ -14,18 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 
 from rdqn.config import RunConfig
 from rdqn.envs import reward_threshold
 from rdqn.presets import PAPER_RANK_ALPHA
 from rdqn.validation import check_integer
-
-if TYPE_CHECKING:  # pandas loads with the first table, not with the server's Home page
-    import pandas as pd
 
 __all__ = [
     "GOAL_THRESHOLDS",
@@ -167,8 +165,6 @@ def summary_table(
 ) -> pd.DataFrame:
     """One row per scheme: seeds, final return (mean of the last `window` episodes), and the
     mean episodes / env steps to the threshold over the seeds that reached it."""
-    import pandas as pd
-
     rows = []
     for scheme, curves in runs.items():
         finals = [float(np.mean(c.returns[-window:])) for c in curves if c.returns.size]

@@ -24,14 +24,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
 from rdqn.validation import check_real, is_real
 
-if TYPE_CHECKING:
-    import pandas as pd
-
-    # the compiled tree loads when a page builds one, not with the server's Home
+if TYPE_CHECKING:  # the compiled tree loads when a page builds one, not with the server's Home
     from rdqn.replay import SumTree
 
 __all__ = [
@@ -139,8 +137,6 @@ def leaf_table(priorities: ArrayLike, alpha: float, beta: float) -> pd.DataFrame
 
     Index `leaf`; a leaf with P(i) = 0 is never sampled, so its weight is NaN.
     """
-    import pandas as pd
-
     p = np.asarray(priorities, dtype=np.float64)
     m = masses(p, alpha)
     total = m.sum()
@@ -210,8 +206,6 @@ class BatchDraw:
 
     def frame(self) -> pd.DataFrame:
         """One row per query: its segment [lo, hi), u_k, m_k, the leaf and the path."""
-        import pandas as pd
-
         b = self.queries.size
         segment = self.total / b if b else 0.0
         return pd.DataFrame(

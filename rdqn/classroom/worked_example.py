@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
+import pandas as pd
 from numpy.typing import NDArray
 
 from rdqn.classroom.tree_demo import (
@@ -40,9 +41,6 @@ from rdqn.classroom.tree_demo import (
 )
 from rdqn.learn.agent_config import LOSSES
 from rdqn.validation import check_choice, is_real
-
-if TYPE_CHECKING:  # pandas loads with the first table, not with the server's Home page
-    import pandas as pd
 
 __all__ = [
     "INPUT_COLUMNS",
@@ -171,8 +169,6 @@ def _per_sample_loss(delta: NDArray[np.float64], loss: str) -> NDArray[np.float6
 
 def worked_update(example: UpdateExample) -> UpdateResult:
     """Compute one prioritized update step by step (formulas in the module docstring)."""
-    import pandas as pd
-
     r = np.asarray(example.rewards, dtype=np.float64)
     done = np.asarray(example.terminated, dtype=np.float64)
     target = r + example.gamma * (1.0 - done) * np.asarray(example.next_max_q, dtype=np.float64)
@@ -206,8 +202,6 @@ def worked_update(example: UpdateExample) -> UpdateResult:
 
 def example_frame(example: UpdateExample) -> pd.DataFrame:
     """The per-row inputs as a table with `INPUT_COLUMNS` (index `row`, 1..N), for editing."""
-    import pandas as pd
-
     return pd.DataFrame(
         {
             "reward": example.rewards,

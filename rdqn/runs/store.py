@@ -49,7 +49,9 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
+
+import pandas as pd
 
 from rdqn.runs.checkpoints import remove_orphan_temporaries, write_checkpoint
 from rdqn.runs.orphans import mark_dead_owners
@@ -84,9 +86,6 @@ from rdqn.runs.store_access import (
     full_error,
     open_home,
 )
-
-if TYPE_CHECKING:  # pandas loads with the first table, not with the server's Home page
-    import pandas as pd
 
 __all__ = [
     "ResumeError",
@@ -439,8 +438,6 @@ class RunStore:
 
     def list_runs(self, status: str | None = None, group_id: str | None = None) -> pd.DataFrame:
         """Runs as a DataFrame, newest first, one column per ``runs`` column (JSON kept as text)."""
-        import pandas as pd
-
         self._sweep()
         clauses: list[str] = []
         params: list[Any] = []
@@ -573,8 +570,6 @@ class RunStore:
         columns: tuple[tuple[str, Converter], ...],
         after: int | None,
     ) -> pd.DataFrame:
-        import pandas as pd
-
         key = columns[0][0]
         sql = f"SELECT {quoted_columns(columns)} FROM {table} WHERE run_id = ?"
         params: list[Any] = [run_id]
