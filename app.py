@@ -48,8 +48,10 @@ def frame() -> None:
     }
     navigation = st.navigation(pages)
 
-    # The server's first page run imports the dashboard (and with it pandas, Plotly and the
-    # compiled replay kernels); later runs find them imported.
+    # The server's first page run imports the dashboard (and with it pandas and Plotly); later
+    # runs find them imported. pandas must not load lazily later: Plotly takes it from
+    # sys.modules without the import lock, and another session's figure would then meet a
+    # half-imported pandas.
     first_run = "dashboard.state" not in sys.modules
     with st.spinner("Starting the dashboard (once)…") if first_run else nullcontext():
         from dashboard.display import projector_toggle

@@ -62,3 +62,37 @@ def test_serving_every_page_and_a_run_does_not_import_torch(tmp_path: Path) -> N
     assert report["failures"] == []
     assert report["snapshot"], "the demo's run sent no snapshot to the page"
     assert not report["torch"], "the server imported torch"
+
+
+_SERVE_HOME = r"""
+import json, sys
+from streamlit.testing.v1 import AppTest
+
+from dashboard.state import registry
+
+at = AppTest.from_file("app.py", default_timeout=120)
+at.run()
+heavy = ("torch", "numba", "scipy")
+loaded = [name for name in heavy if name in sys.modules]
+registry().shutdown()
+print(json.dumps({"exception": [e.message for e in at.exception], "loaded": loaded}))
+"""
+
+
+@pytest.mark.slow
+def test_home_loads_no_torch_numba_or_scipy(tmp_path: Path) -> None:
+    """A fresh server's first page, Home, needs none of them (they load with the pages and the
+    runs that use them): each would cost the teacher waiting for Home a second or more."""
+    env = {**os.environ, "RDQN_HOME": str(tmp_path), "RDQN_EXECUTOR": "process"}
+    done = subprocess.run(
+        [sys.executable, "-c", _SERVE_HOME],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report == {"exception": [], "loaded": []}
