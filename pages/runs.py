@@ -40,18 +40,27 @@ if runs.empty:
     st.page_link("pages/live.py", label="Live training", icon=":material/monitoring:")
 else:
     statuses = runs["status"].value_counts()
+    options = sorted(statuses.index)
     hidden = st.session_state["runs.hidden_statuses"]
     shown = st.pills(
         "Show",
-        statuses.index.tolist(),
+        options,
         selection_mode="multi",
-        default=[status for status in statuses.index if status not in hidden],
+        default=[status for status in options if status not in hidden],
         format_func=lambda status: f"{status} ({statuses[status]})",
-        key="runs.statuses",
+        # A new set of statuses (a run started, stopped or was deleted) is a new widget that
+        # starts from the hidden statuses: the old one's choice would drop a status it never
+        # offered, and with it the run that just changed.
+        key=f"runs.statuses.{'.'.join(options)}",
         help="Runs a moved slider stopped are kept as 'stopped': hide them to see the rest.",
     )
-    # Kept apart from the widget, whose state Streamlit drops when the page is left.
-    st.session_state["runs.hidden_statuses"] = [s for s in statuses.index if s not in shown]
+    # The one record of the viewer's choice, kept apart from the widget (whose state Streamlit
+    # drops when the page is left): the statuses hidden here, and those hidden before that no
+    # run has now.
+    st.session_state["runs.hidden_statuses"] = [
+        *(status for status in hidden if status not in statuses.index),
+        *(status for status in options if status not in shown),
+    ]
     runs = runs[runs["status"].isin(shown)].reset_index(drop=True)
     if runs.empty:
         st.caption("No run has the statuses chosen above.")

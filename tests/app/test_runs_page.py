@@ -141,6 +141,27 @@ def test_the_status_filter_hides_stopped_runs(home: Path) -> None:
     assert "No run has the statuses chosen above." in [c.value for c in at.caption]
 
 
+def test_a_run_whose_status_changes_stays_listed(home: Path) -> None:
+    """A student's Runs page lists the teacher's run while it is 'created'; when it starts
+    ('running'), a rerun still lists it: only a status the viewer deselected is hidden (the
+    page once showed "No run has the statuses chosen above")."""
+    (run,) = finished_runs(home, ("uniform",))
+    store = RunStore(home / "rdqn.db")
+    store.set_status(run, "created")
+    at = open_page()
+    assert at.dataframe[0].value["id"].tolist() == [run]
+    store.set_status(run, "running")
+    store.close()
+    at.run()
+    assert not at.exception
+    assert at.dataframe[0].value["id"].tolist() == [run]
+    (pills,) = [widget for widget in at.button_group if widget.label == "Show"]
+    assert pills.value == ["running"]
+
+    pills.set_value([]).run()  # the viewer hides "running"
+    assert not at.dataframe
+
+
 def test_the_table_says_why_each_run_stopped(home: Path) -> None:
     """Beside the status: a stopped run's recorded reason (without its 'stopped: '), a failed
     run's error, 'no reason recorded' for a stop a store from before reasons kept none."""
