@@ -57,7 +57,7 @@ def test_another_student_watches_cannot_delete_and_sees_url_text_as_text(
     other.get_by_text("Select runs to overlay their curves").wait_for()
     act_until(
         other,
-        # The first row's box, found when clicked: the grid moves while the page above settles.
+        # The first row's box, located when clicked.
         lambda: grid.click(position={"x": 12, "y": 52}),
         """() => [...document.querySelectorAll('[data-testid="stExpander"]')]
                  .some(e => e.innerText.includes('Delete this run'))""",
