@@ -37,7 +37,14 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from benchmarks.timed_runs import SOLVED, final_mean, reached, spread, train_timed, warm_up
+from benchmarks.timed_runs import (
+    measures,
+    median_range,
+    spread,
+    summarise,
+    train_timed,
+    warm_up,
+)
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "demo": {},
@@ -65,44 +72,17 @@ def _config(seed: int, overrides: dict[str, Any]) -> dict[str, Any]:
     return preset("demo").with_overrides({"seed": seed, **overrides}).to_dict()
 
 
-def measures(run: dict[str, Any]) -> dict[str, Any]:
-    """What the table reads from one run (its curve stays in the file too)."""
-    solved = reached(run, SOLVED)
-    return {
-        "steps_to_475": solved and solved["env_steps"],
-        "seconds_to_475": solved and solved["seconds"],
-        "cpu_seconds_to_475": solved and solved["cpu_seconds"],
-        "end_mean20": final_mean(run),
-        "env_steps": run["env_steps"],
-        "env_steps_per_s": run["env_steps"] / run["seconds"],
-        "env_steps_per_cpu_s": run["env_steps"] / run["cpu_seconds"],
-    }
-
-
 def summary(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Per variant: `summarise`, and the 20-episode mean when each run ended."""
     out = {}
     for variant, rows in runs.items():
-        measured = [measures(row) for row in rows]
-        hit = [m for m in measured if m["steps_to_475"] is not None]
-        ends = [m["end_mean20"] for m in measured if m["end_mean20"] is not None]
+        ends = [end for end in (measures(row)["end_mean20"] for row in rows) if end is not None]
         out[variant] = {
-            "seeds": [row["seed"] for row in rows],
-            "reached_475": f"{len(hit)}/{len(measured)}",
-            "steps_to_475": spread([m["steps_to_475"] for m in hit]),
-            "seconds_to_475": spread([m["seconds_to_475"] for m in hit]),
-            "cpu_seconds_to_475": spread([m["cpu_seconds_to_475"] for m in hit]),
+            **summarise(rows),
             "end_mean20": spread(ends),
-            "end_mean20_at_least_400": f"{sum(e >= END_GOAL for e in ends)}/{len(measured)}",
-            "env_steps_per_s": spread([m["env_steps_per_s"] for m in measured]),
-            "env_steps_per_cpu_s": spread([m["env_steps_per_cpu_s"] for m in measured]),
+            "end_mean20_at_least_400": f"{sum(e >= END_GOAL for e in ends)}/{len(rows)}",
         }
     return out
-
-
-def _range(value: dict[str, float] | None, fmt: str) -> str:
-    if value is None:
-        return "–"
-    return f"{value['median']:{fmt}} ({value['min']:{fmt}}–{value['max']:{fmt}})"
 
 
 def table(results: dict[str, Any]) -> str:
@@ -113,12 +93,17 @@ def table(results: dict[str, Any]) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for variant, row in summary(results["runs"]).items():
-        rows.append(
-            f"| {variant} | {row['reached_475']} | {_range(row['steps_to_475'], ',.0f')} | "
-            f"{_range(row['cpu_seconds_to_475'], '.1f')} | "
-            f"{_range(row['seconds_to_475'], '.1f')} | {_range(row['end_mean20'], '.0f')} | "
-            f"{row['end_mean20_at_least_400']} | {_range(row['env_steps_per_cpu_s'], ',.0f')} |"
-        )
+        cells = [
+            variant,
+            row["reached_475"],
+            median_range(row["steps_to_475"], ",.0f"),
+            median_range(row["cpu_seconds_to_475"], ".1f"),
+            median_range(row["seconds_to_475"], ".1f"),
+            median_range(row["end_mean20"], ".0f"),
+            row["end_mean20_at_least_400"],
+            median_range(row["env_steps_per_cpu_s"], ",.0f"),
+        ]
+        rows.append("| " + " | ".join(cells) + " |")
     load = results["load_average"]
     seeds = sorted({run["seed"] for runs in results["runs"].values() for run in runs})
     rows += [

@@ -35,7 +35,14 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from benchmarks.timed_runs import SOLVED, final_mean, reached, spread, train_timed, warm_up
+from benchmarks.timed_runs import (
+    measures,
+    median_range,
+    spread,
+    summarise,
+    train_timed,
+    warm_up,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 SB3_PYTHON = ROOT / ".venv-sb3" / "bin" / "python"
@@ -70,51 +77,19 @@ def _sb3(seed: int, steps: int, python: Path) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _measures(run: dict[str, Any]) -> dict[str, Any]:
-    """What the table reads from one run (the curves stay in the file too)."""
-    solved = reached(run, SOLVED)
-    return {
-        "env_steps_per_s": run["env_steps"] / run["seconds"],
-        "env_steps_per_cpu_s": run["env_steps"] / run["cpu_seconds"],
-        "steps_to_475": solved and solved["env_steps"],
-        "seconds_to_475": solved and solved["seconds"],
-        "cpu_seconds_to_475": solved and solved["cpu_seconds"],
-        "final_mean20": final_mean(run),
-    }
-
-
 def summary(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """Per learner: steps per wall and per CPU second, reached 475, steps and seconds to it
-    (median, min, max); and the ratios of rdqn's rates to SB3's, seed by seed."""
-    out: dict[str, Any] = {}
-    for learner, rows in runs.items():
-        measured = [_measures(row) for row in rows]
-        hit = [m for m in measured if m["steps_to_475"] is not None]
-        out[learner] = {
-            "seeds": [row["seed"] for row in rows],
-            "env_steps_per_s": spread([m["env_steps_per_s"] for m in measured]),
-            "env_steps_per_cpu_s": spread([m["env_steps_per_cpu_s"] for m in measured]),
-            "reached_475": f"{len(hit)}/{len(measured)}",
-            "steps_to_475": spread([m["steps_to_475"] for m in hit]),
-            "seconds_to_475": spread([m["seconds_to_475"] for m in hit]),
-            "cpu_seconds_to_475": spread([m["cpu_seconds_to_475"] for m in hit]),
-        }
-    sb3 = {row["seed"]: _measures(row) for row in runs.get(LEARNERS[2], [])}
+    """Per learner: `summarise`; and the ratios of rdqn's rates to SB3's, seed by seed."""
+    out: dict[str, Any] = {learner: summarise(rows) for learner, rows in runs.items()}
+    sb3 = {row["seed"]: measures(row) for row in runs.get(LEARNERS[2], [])}
     for learner in LEARNERS[:2]:
         for key in ("env_steps_per_s", "env_steps_per_cpu_s"):
             ratios = [
-                _measures(row)[key] / sb3[row["seed"]][key]
+                measures(row)[key] / sb3[row["seed"]][key]
                 for row in runs.get(learner, [])
                 if row["seed"] in sb3
             ]
             out[learner][f"{key}_over_sb3"] = spread(ratios)
     return out
-
-
-def _range(value: dict[str, float] | None, fmt: str) -> str:
-    if value is None:
-        return "–"
-    return f"{value['median']:{fmt}} ({value['min']:{fmt}}–{value['max']:{fmt}})"
 
 
 def table(results: dict[str, Any]) -> str:
@@ -125,14 +100,18 @@ def table(results: dict[str, Any]) -> str:
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for learner, row in summary(results["runs"]).items():
-        wall_ratio = _range(row.get("env_steps_per_s_over_sb3"), ".2f")
-        cpu_ratio = _range(row.get("env_steps_per_cpu_s_over_sb3"), ".2f")
-        rows.append(
-            f"| {learner} | {_range(row['env_steps_per_s'], ',.0f')} | {wall_ratio} | "
-            f"{_range(row['env_steps_per_cpu_s'], ',.0f')} | {cpu_ratio} | "
-            f"{row['reached_475']} | {_range(row['steps_to_475'], ',.0f')} | "
-            f"{_range(row['seconds_to_475'], '.1f')} | {_range(row['cpu_seconds_to_475'], '.1f')} |"
-        )
+        cells = [
+            learner,
+            median_range(row["env_steps_per_s"], ",.0f"),
+            median_range(row.get("env_steps_per_s_over_sb3"), ".2f"),
+            median_range(row["env_steps_per_cpu_s"], ",.0f"),
+            median_range(row.get("env_steps_per_cpu_s_over_sb3"), ".2f"),
+            row["reached_475"],
+            median_range(row["steps_to_475"], ",.0f"),
+            median_range(row["seconds_to_475"], ".1f"),
+            median_range(row["cpu_seconds_to_475"], ".1f"),
+        ]
+        rows.append("| " + " | ".join(cells) + " |")
     seeds = ", ".join(str(s) for s in results["seeds"])
     load = results["load_average"]
     rows.append("")
@@ -187,7 +166,7 @@ def main() -> None:
                 scheme = "uniform" if "uniform" in learner else "proportional"
                 run = _rdqn(seed, args.steps, scheme)
             results["runs"][learner].append(run)
-            measured = _measures(run)
+            measured = measures(run)
             print(
                 f"seed {seed} {learner}: {measured['env_steps_per_s']:,.0f} steps/s, 475 at "
                 f"{measured['steps_to_475']} steps / {measured['seconds_to_475']} s",

@@ -110,3 +110,40 @@ def spread(values: list[float]) -> dict[str, float] | None:
     if not values:
         return None
     return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def measures(run: dict[str, Any]) -> dict[str, Any]:
+    """What the benchmarks' tables read from one run (its curve stays in the results file)."""
+    solved = reached(run, SOLVED)
+    return {
+        "steps_to_475": solved and solved["env_steps"],
+        "seconds_to_475": solved and solved["seconds"],
+        "cpu_seconds_to_475": solved and solved["cpu_seconds"],
+        "end_mean20": final_mean(run),
+        "env_steps": run["env_steps"],
+        "env_steps_per_s": run["env_steps"] / run["seconds"],
+        "env_steps_per_cpu_s": run["env_steps"] / run["cpu_seconds"],
+    }
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Over the seeds of one variant: steps per wall and per CPU second, how many reached 475,
+    and the env steps, wall and CPU seconds to it (each median, min, max)."""
+    measured = [measures(row) for row in rows]
+    hit = [m for m in measured if m["steps_to_475"] is not None]
+    return {
+        "seeds": [row["seed"] for row in rows],
+        "reached_475": f"{len(hit)}/{len(measured)}",
+        "steps_to_475": spread([m["steps_to_475"] for m in hit]),
+        "seconds_to_475": spread([m["seconds_to_475"] for m in hit]),
+        "cpu_seconds_to_475": spread([m["cpu_seconds_to_475"] for m in hit]),
+        "env_steps_per_s": spread([m["env_steps_per_s"] for m in measured]),
+        "env_steps_per_cpu_s": spread([m["env_steps_per_cpu_s"] for m in measured]),
+    }
+
+
+def median_range(value: dict[str, float] | None, fmt: str) -> str:
+    """A `spread` as "median (min–max)" in ``fmt``; "–" for none."""
+    if value is None:
+        return "–"
+    return f"{value['median']:{fmt}} ({value['min']:{fmt}}–{value['max']:{fmt}})"
