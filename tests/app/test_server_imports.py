@@ -18,11 +18,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 _SERVE_EVERY_PAGE = r"""
-import json, sys, time
+import json, sys
 from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
 from dashboard.state import registry
+from tests.run_helpers import wait_for
 
 at = AppTest.from_file("app.py", default_timeout=120)
 at.run()
@@ -35,21 +36,25 @@ at.switch_page("pages/home.py").run()
 at.button(key="home.demo").click().run()
 run_id = at.session_state["live.run_id"]
 handle = registry().get(run_id)
-deadline = time.monotonic() + 120
-while handle.snapshot() is None and time.monotonic() < deadline:
+
+
+def shown() -> bool:
     at.run()
-    time.sleep(0.2)
-shown = handle.snapshot() is not None
+    return handle.snapshot() is not None
+
+
+wait_for(shown, 120, what="the demo's run sent no snapshot to the page", every=0.2)
 registry().shutdown()
-print(json.dumps({"failures": failures, "snapshot": shown, "torch": "torch" in sys.modules}))
+print(json.dumps({"failures": failures, "torch": "torch" in sys.modules}))
 """
 
 
-@pytest.mark.slow
-def test_serving_every_page_and_a_run_does_not_import_torch(tmp_path: Path) -> None:
-    env = {**os.environ, "RDQN_HOME": str(tmp_path), "RDQN_EXECUTOR": "process"}
+def report_of(script: str, home: Path) -> dict:
+    """Run ``script`` in a fresh interpreter (this test process imported torch long ago), its
+    runs in worker processes and its store in ``home``; return the JSON its last line prints."""
+    env = {**os.environ, "RDQN_HOME": str(home), "RDQN_EXECUTOR": "process"}
     done = subprocess.run(
-        [sys.executable, "-c", _SERVE_EVERY_PAGE],
+        [sys.executable, "-c", script],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -58,9 +63,13 @@ def test_serving_every_page_and_a_run_does_not_import_torch(tmp_path: Path) -> N
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_serving_every_page_and_a_run_does_not_import_torch(tmp_path: Path) -> None:
+    report = report_of(_SERVE_EVERY_PAGE, tmp_path)
     assert report["failures"] == []
-    assert report["snapshot"], "the demo's run sent no snapshot to the page"
     assert not report["torch"], "the server imported torch"
 
 
@@ -83,16 +92,4 @@ print(json.dumps({"exception": [e.message for e in at.exception], "loaded": load
 def test_home_loads_no_torch_numba_or_scipy(tmp_path: Path) -> None:
     """A fresh server's first page, Home, needs none of them (they load with the pages and the
     runs that use them): each would cost the teacher waiting for Home a second or more."""
-    env = {**os.environ, "RDQN_HOME": str(tmp_path), "RDQN_EXECUTOR": "process"}
-    done = subprocess.run(
-        [sys.executable, "-c", _SERVE_HOME],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report == {"exception": [], "loaded": []}
+    assert report_of(_SERVE_HOME, tmp_path) == {"exception": [], "loaded": []}

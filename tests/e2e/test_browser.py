@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import time
 from pathlib import Path
 
 from playwright.sync_api import Page
@@ -24,6 +23,7 @@ from tests.e2e.browser import (
     another_browser,
     assert_no_exception,
     metric,
+    never_within,
     progress_text,
     run_on_screen,
     start_a_run,
@@ -221,7 +221,12 @@ def test_run_states_the_idle_rule_closing_the_server_and_resuming_after_it(
         press("Resume", "running")
         tab.get_by_role("link", name="One update by hand").first.click()
         tab.get_by_text("The arithmetic for one row").wait_for()
-        time.sleep(11)  # real time is the point: twice the idle timeout on a page polling no run
+        never_within(  # twice the idle timeout, on a page that polls no run
+            tab,
+            11,
+            """() => document.querySelector('[data-testid="stException"]') !== null""",
+            "the by-hand page showed an error while the run trained on",
+        )
         tab.get_by_role("link", name="Live training").first.click()
         tab.locator('[data-testid="stProgress"]').first.wait_for()
         assert progress_text(tab).startswith("running"), progress_text(tab)

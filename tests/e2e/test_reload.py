@@ -13,6 +13,7 @@ from rdqn.runs.store import RunStore
 from tests.e2e.browser import (
     another_browser,
     assert_no_exception,
+    never_within,
     progress_text,
     run_on_screen,
     start_a_run,
@@ -46,7 +47,14 @@ def test_a_reload_keeps_the_run_and_another_browser_is_not_offered_it(
     tab.reload()
     tab.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()
     assert run_on_screen(tab) == run_id
-    time.sleep(4.5)  # real time is the point: a grace (3 s on the test server) that must not end it
+    never_within(  # longer than the grace (3 s on the test server) that must not end it
+        tab,
+        4.5,
+        """run => ![...document.querySelectorAll('[data-testid="stProgress"]')]
+                  .some(p => p.innerText.startsWith('running') && p.innerText.includes(run))""",
+        "the reloaded page's run stopped within the grace period",
+        arg=run_id,
+    )
     assert progress_text(tab).startswith("running"), progress_text(tab)
     assert run_on_screen(tab) == run_id
     assert tab.get_by_role("button", name="Pause").is_enabled()
