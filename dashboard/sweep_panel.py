@@ -18,8 +18,8 @@ import streamlit as st
 
 from dashboard.display import show_chart
 from dashboard.figures import SCHEME_COLORS, cell_curves_figure, sweep_heatmap
-from dashboard.history import stored_threshold
 from dashboard.ownership import is_admin
+from dashboard.return_threshold import return_threshold_input
 from dashboard.state import for_this_viewer, session, store
 from dashboard.sweep_jobs import SweepJob, page_spec, start_sweep, sweep_jobs
 from dashboard.sweeps_view import (
@@ -166,17 +166,8 @@ def _heatmap(spec: SweepSpec, trials: pd.DataFrame) -> tuple[Heatmap, pd.DataFra
     )
     threshold = None
     if measure != "auc":
-        default = stored_threshold(spec.config(spec.trials()[0]).env.id)
-        small = default is not None and default < 10
-        threshold = threshold_box.number_input(
-            "Return threshold",
-            value=default,
-            step=0.05 if small else 10.0,
-            format="%.2f" if small else "%.1f",
-            key=f"sweeps.threshold.{spec.id}",
-            help=f"Reached when the mean of the last {ROLLING_WINDOW} returns gets to it "
-            "(default: the environment's own; 0.8 where the goal pays 1)",
-        )
+        env_id = spec.config(spec.trials()[0]).env.id
+        threshold = return_threshold_input(threshold_box, env_id, f"sweeps.threshold.{spec.id}")
     table = sweep_summary(store(), spec.id, trials, threshold)
     x = x_box.selectbox("Across", fields, key=f"sweeps.x.{spec.id}") if fields else None
     rest = [name for name in fields if name != x]

@@ -20,14 +20,14 @@ from dashboard.comparisons import (
     stop_runs,
 )
 from dashboard.config_widgets import config_widget
-from dashboard.history import comparison_base, default_budget, stored_threshold
+from dashboard.history import comparison_base, default_budget
 from dashboard.ownership import actor, not_yours_note
+from dashboard.return_threshold import return_threshold_input
 from dashboard.state import ensure_app_frame, registry, store
 from dashboard.text import plain
 from rdqn.compare import (
     LESSON_PRESET,
     PAPER_RANK_PRESETS,
-    ROLLING_WINDOW,
     comparison_configs,
 )
 from rdqn.config import SCHEMES
@@ -89,17 +89,7 @@ if group_id:
             f"{plain(records['preset'].iloc[0])} preset on {plain(group_env)}: "
             f"{len(records)} runs, seeds {', '.join(map(str, sorted(set(records['seed']))))}"
         )
-    default_threshold = stored_threshold(group_env)
-    small = default_threshold is not None and default_threshold < 10
-    threshold = threshold_box.number_input(
-        "Return threshold",
-        value=default_threshold,
-        step=0.05 if small else 10.0,
-        format="%.2f" if small else "%.1f",
-        key=f"compare.threshold.{group_id}",
-        help=f"'Solved' when the mean return of the last {ROLLING_WINDOW} episodes reaches it "
-        "(default: the environment's own reward threshold; 0.8 where the goal pays 1).",
-    )
+    threshold = return_threshold_input(threshold_box, group_env, f"compare.threshold.{group_id}")
     mine = may_stop(run_ids)
     if stop_box.button("Stop comparison", key="compare.stop", disabled=not (live and mine)):
         stop_runs(run_ids, actor())
