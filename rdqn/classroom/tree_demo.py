@@ -74,7 +74,10 @@ def importance_weights(probabilities: ArrayLike, beta: float) -> NDArray[np.floa
     by the replay samplers' own kernel (`importance_weights_kernel`, global mode: the formula is
     written once), as (P(i) / P_min)^-beta.
     """
-    from rdqn.replay.samplers import check_normalization, importance_weights_kernel  # compiled
+    from rdqn.replay.sampling_kernels import (  # compiled: loads with the first draw
+        check_normalization,
+        importance_weights_kernel,
+    )
 
     beta = check_real("beta", beta, minimum=0.0)
     p = np.asarray(probabilities, dtype=np.float64)

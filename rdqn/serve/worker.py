@@ -38,7 +38,7 @@ import torch
 from rdqn.config import SCHEMES
 from rdqn.learn import fused_mlp
 from rdqn.presets import preset
-from rdqn.replay import checks, samplers, storage, sumtree, windows
+from rdqn.replay import checks, sampling_kernels, storage, sumtree, windows
 from rdqn.replay.rank import blocks as rank_order_blocks
 from rdqn.replay.rank import order as rank_order
 from rdqn.replay.rank import sampler as rank
@@ -151,7 +151,7 @@ kernels of one path."""
 KERNEL_MODULES: tuple[ModuleType, ...] = (
     fused_mlp,
     sumtree,
-    samplers,
+    sampling_kernels,
     rank,
     rank_order,
     rank_order_blocks,

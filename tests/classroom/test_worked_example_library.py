@@ -12,7 +12,8 @@ import torch
 from rdqn.classroom.worked_example import default_example, worked_update
 from rdqn.learn.agent import DQNAgent
 from rdqn.learn.agent_config import AgentConfig
-from rdqn.replay.samplers import ProportionalSampler, importance_weights_kernel
+from rdqn.replay.samplers import ProportionalSampler
+from rdqn.replay.sampling_kernels import importance_weights_kernel
 
 
 class Batch:

@@ -24,12 +24,12 @@ from rdqn.replay.samplers import (
     Draw,
     Normalization,
     check_attached,
-    check_normalization,
     check_same,
     check_sampler_name,
     stored_field,
     tuple_new,
 )
+from rdqn.replay.sampling_kernels import check_normalization
 from rdqn.replay.sizes import check_nbytes
 from rdqn.replay.state_checks import (
     array_field,
