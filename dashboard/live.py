@@ -44,7 +44,7 @@ from rdqn.runs.resume import resume_blocker
 from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import StoreError, default_home, owner_hash
 from rdqn.serve.handle import RunHandle
-from rdqn.serve.registry import NotOwner, ResumeError, ServerBusy
+from rdqn.serve.registry import NotOwner, ResumeError, RunRegistry, ServerBusy
 
 __all__ = [
     "MAIN_CONTROLS",
@@ -250,17 +250,16 @@ STARTING_REFRESH_S = 0.25
 teacher who pressed Start sees them at once, not at the next second."""
 
 
-def refresh_seconds() -> float:
-    """How often the live page's run view redraws: `STARTING_REFRESH_S` while this session's run
-    has been handed to a worker and has sent nothing yet (not while it waits in the queue, which
-    can take minutes), `REFRESH_S` otherwise. The page runs again in full when the run starts
-    (its status changes), and takes the slower pace then."""
-    handle = current_run()
+def refresh_seconds(handle: RunHandle | None, runs: RunRegistry) -> float:
+    """How often the live page's view of run ``handle`` redraws: `STARTING_REFRESH_S` while
+    the run has been handed to a worker and has sent nothing yet (not while it waits in the
+    queue of ``runs``, which can take minutes), `REFRESH_S` otherwise. The page runs again in
+    full when the run starts (its status changes), and takes the slower pace then."""
     starting = (
         handle is not None
         and handle.status == "created"
         and handle.snapshot(touch=False) is None
-        and registry().position(handle.id) is None
+        and runs.position(handle.id) is None
     )
     return STARTING_REFRESH_S if starting else REFRESH_S
 

@@ -106,7 +106,7 @@ def _status() -> str | None:
     return handle.status if handle is not None else None
 
 
-@st.fragment(run_every=REFRESH_S if watching else refresh_seconds())
+@st.fragment(run_every=REFRESH_S if watching else refresh_seconds(current_run(), registry()))
 def live_view() -> None:
     if not watching and echo_undone():
         st.rerun()  # the whole page: its controls show the run's values again
