@@ -54,9 +54,10 @@ WARM_UP_SCHEMES: tuple[str, ...] = ("proportional", *(s for s in SCHEMES if s !=
 """The replay schemes in the order the warm-up loads them: the demo's (proportional) first."""
 
 WARM_UP_PART_NAMES: tuple[str, ...] = (
+    f"{WARM_UP_SCHEMES[0]} replay",
     "fused MLP update",
     "sum tree",
-    *(f"{scheme} replay" for scheme in WARM_UP_SCHEMES),
+    *(f"{scheme} replay" for scheme in WARM_UP_SCHEMES[1:]),
     "recurrent net",
 )
 """The parts of a warm-up, in order (`rdqn.serve.worker.WARM_UP_PARTS` does each)."""

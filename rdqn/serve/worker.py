@@ -135,11 +135,12 @@ WARM_UP_PARTS: tuple[tuple[str, Callable[[], None]], ...] = tuple(
     zip(
         WARM_UP_PART_NAMES,
         (
+            # The demo's path first, and with it what every run loads once (torch's optimizer
+            # pulls in torch._dynamo: a second of CPU): Home's Start demo, pressed while the
+            # server starts, forks its run after this part (`rdqn.serve.zygote.main`), warm.
+            partial(_tiny_run, "demo"),
             fused_mlp.warm_up,
             _sum_tree,
-            # The demo's path first: Home's Start demo, pressed while the server starts, forks
-            # its run after this part (`rdqn.serve.zygote.main`).
-            partial(_tiny_run, "demo"),
             *(partial(_tiny_run, "per-notebook", scheme) for scheme in WARM_UP_SCHEMES[1:]),
             # Windows of observations and the LSTM (e14, e14-lesson, e15): no numba kernel of
             # its own beyond the window gather, but its first call sets up torch's recurrent path.

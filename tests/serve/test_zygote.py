@@ -34,7 +34,7 @@ def ask(zygote: Zygote, run_id: str) -> bool:
 def test_a_launch_asked_for_during_the_warm_up_starts_before_the_warm_up_ends() -> None:
     zygote = Zygote()
     try:
-        # Asked for as the zygote starts: it is forked once the first part is loaded.
+        # Asked for as the zygote starts: it is forked once the first part (the demo's) is loaded.
         assert not ask(zygote, "early")
         wait_for(lambda: zygote.warm_up_progress().ready, 120, what="the warm-up never ended")
         assert ask(zygote, "late")  # forked from a warm zygote: everything is loaded
@@ -47,7 +47,7 @@ def test_the_warm_up_calls_between_parts_between_every_two_parts() -> None:
     warm_up(lambda progress: heard.append(progress.part or "ready"), lambda: heard.append("|"))
     names = [name for name, _ in WARM_UP_PARTS]
     assert heard == [names[0], *(x for name in names[1:] for x in ("|", name)), "ready"]
-    assert names[2] == "proportional replay"  # the demo's path right after the shared parts
+    assert names[0] == "proportional replay"  # the demo's path first
 
 
 @pytest.mark.slow
