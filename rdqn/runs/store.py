@@ -49,7 +49,9 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
+
+import pandas as pd
 
 from rdqn.runs.checkpoints import remove_orphan_temporaries, write_checkpoint
 from rdqn.runs.orphans import mark_dead_owners
@@ -84,9 +86,6 @@ from rdqn.runs.store_access import (
     full_error,
     open_home,
 )
-
-if TYPE_CHECKING:  # pandas loads with the first table read: a worker that only writes needs none
-    import pandas as pd
 
 __all__ = [
     "ResumeError",
@@ -453,8 +452,6 @@ class RunStore:
             params.append(group_id)
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         sql = f"SELECT {self._run_columns} FROM runs {where} ORDER BY created_at DESC, rowid DESC"
-        import pandas as pd
-
         with self._db.read() as conn:
             frame = pd.read_sql_query(sql, conn, params=params)
         for run_id, (run_status, error) in unwritten.items():
@@ -573,8 +570,6 @@ class RunStore:
         columns: tuple[tuple[str, Converter], ...],
         after: int | None,
     ) -> pd.DataFrame:
-        import pandas as pd
-
         key = columns[0][0]
         sql = f"SELECT {quoted_columns(columns)} FROM {table} WHERE run_id = ?"
         params: list[Any] = [run_id]

@@ -36,11 +36,12 @@ import contextlib
 import errno
 import os
 import sqlite3
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import pandas as pd
 
 __all__ = [
     "Database",
@@ -316,12 +317,7 @@ class Database:
             yield
         except sqlite3.Error as err:
             raise store_error(err, self.path) from err
-        except Exception as err:
-            # pandas wraps SQLite's errors in its own; a process that never read a table with
-            # it has not imported pandas, and then raised none.
-            pandas = sys.modules.get("pandas")
-            if pandas is None or not isinstance(err, pandas.errors.DatabaseError):
-                raise
+        except pd.errors.DatabaseError as err:
             cause = err.__cause__
             if isinstance(cause, sqlite3.Error):
                 raise store_error(cause, self.path) from err

@@ -84,15 +84,12 @@ at.run()
 heavy = ("torch", "numba", "scipy")
 loaded = [name for name in heavy if name in sys.modules]
 registry().shutdown()
-# pandas loads with the first page run, never lazily later (app.py: Plotly reads it unlocked)
-print(json.dumps({"exception": [e.message for e in at.exception], "loaded": loaded,
-                  "pandas": "pandas" in sys.modules}))
+print(json.dumps({"exception": [e.message for e in at.exception], "loaded": loaded}))
 """
 
 
 @pytest.mark.slow
 def test_home_loads_no_torch_numba_or_scipy(tmp_path: Path) -> None:
     """A fresh server's first page, Home, needs none of them (they load with the pages and the
-    runs that use them): each would cost the teacher waiting for Home a second or more. pandas
-    does load with it, once, before any other session's figure can meet it half-imported."""
-    assert report_of(_SERVE_HOME, tmp_path) == {"exception": [], "loaded": [], "pandas": True}
+    runs that use them): each would cost the teacher waiting for Home a second or more."""
+    assert report_of(_SERVE_HOME, tmp_path) == {"exception": [], "loaded": []}
