@@ -64,6 +64,7 @@ class RunControls:
     def pause(self) -> None:
         with self._lock:
             self.paused = True
+            self._wake.notify_all()  # a slow run waiting for its next tick pauses now
 
     def resume(self) -> None:
         with self._lock:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,37 @@ def test_stop_keeps_the_first_reason() -> None:
     controls.stop("stopped: the server shut down")
     assert controls.stopping
     assert controls.stop_reason == "stopped: nobody watched this run for 120 s"
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        RunControls.pause,
+        RunControls.step_once,
+        RunControls.resume,
+        RunControls.stop,
+        lambda controls: controls.set_speed(None),
+    ],
+    ids=["pause", "step", "resume", "stop", "speed"],
+)
+def test_every_request_wakes_a_throttled_loop(request_) -> None:  # noqa: ANN001
+    """At a slow speed the loop waits for its next tick; a teacher's Pause (or any request)
+    must not wait for it too."""
+    controls = RunControls(speed=0.001)  # a step every 1,000 s
+    waits: list[float | None] = []
+    wake = controls._wake
+
+    def counted_wait(timeout: float | None = None) -> bool:
+        waits.append(timeout)
+        return threading.Condition.wait(wake, timeout)
+
+    wake.wait = counted_wait  # type: ignore[method-assign]
+    waiter = threading.Thread(target=controls.throttle, args=(time.monotonic(),), daemon=True)
+    waiter.start()
+    wait_for(lambda: waits)  # it is waiting for its tick
+    request_(controls)
+    waiter.join(30)
+    assert not waiter.is_alive()
 
 
 class StoppedClock:
