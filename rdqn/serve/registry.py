@@ -284,11 +284,14 @@ class RunRegistry:
         self, configs: Iterable[RunConfig], *, owner: str | None = None, **kwargs: Any
     ) -> list[RunHandle]:
         """Create runs that start as slots free up (FIFO); returns their handles at once.
-        A config past the server's limits (`rdqn.limits`) refuses them all, none filed."""
+        A config past the server's limits (`rdqn.limits`) refuses them all, none filed; a
+        registry shut down refuses them with `ServerBusy`."""
         configs = list(configs)
         for config in configs:
             check_limits(config)
         with self._lock:
+            if self._closed:  # a queue nobody will ever pump: refuse, as start does
+                raise ServerBusy("server busy: it is shutting down")
             handles = [self._handle(config, owner, kwargs) for config in configs]
             for handle in handles:
                 self._own(handle)

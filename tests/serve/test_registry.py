@@ -186,3 +186,17 @@ def test_runs_started_or_resumed_with_an_owner_keep_its_hash_in_the_store(
     assert store.get_run(again.id).owner_hash == owner_hash("another browser")
     registry.shutdown()
     store.close()
+
+
+def test_a_registry_shut_down_starts_queues_and_resumes_nothing(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "rdqn.db") as store:
+        registry = RunRegistry(store, max_active=1)
+        registry.shutdown()
+        for refused in (
+            lambda: registry.start(tiny(), owner="tab"),
+            lambda: registry.start(tiny(), owner="tab", queue=True),
+            lambda: registry.enqueue([tiny()], owner="tab"),
+        ):
+            with pytest.raises(ServerBusy, match="shutting down"):
+                refused()
+        assert registry.runs() == [] and store.list_runs().empty  # nothing filed, nothing queued
