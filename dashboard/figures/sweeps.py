@@ -1,8 +1,9 @@
 """Figures of a sweep (`rdqn.sweeps`): one measure over two grid axes as a heatmap, and the
 reward curves of one grid cell's trials.
 
-The heatmap's colour is the mean over a cell's seeds; each cell's text says ``mean ± sd`` (the
-sample standard deviation over the seeds, 0 for one seed) and how many seeds it stands for.
+The heatmap's colour is the mean over a cell's seeds, on a scale no narrower than the seeds'
+spread (`colour_range`); each cell's text says ``mean ± sd`` (the sample standard deviation over
+the seeds, 0 for one seed) and how many seeds it stands for.
 Clicks land on a transparent marker at each cell's centre (Plotly reports no click on a
 heatmap itself), whose ``customdata`` is the cell's key; the nearest centre takes any click
 inside the plot (``hoverdistance`` -1), so a click anywhere in a cell picks that cell.
@@ -36,8 +37,10 @@ from dashboard.figures._base import (
 from rdqn.compare import ROLLING_WINDOW, Curve, rolling_mean
 
 __all__ = [
+    "RELATIVE_COLOUR_SPAN",
     "SeedCurve",
     "cell_curves_figure",
+    "colour_range",
     "decimals_for",
     "reward_steps",
     "short_number",
@@ -65,6 +68,26 @@ def decimals_for(value: float) -> int:
     if not math.isfinite(value) or value == 0:
         return 0 if value == 0 else 3
     return min(6, max(0, 2 - math.floor(math.log10(abs(value)))))
+
+
+RELATIVE_COLOUR_SPAN = 0.01
+"""The colour scale spans at least this fraction of the largest |mean|: cells that differ by
+less look alike, not as far apart as the palette goes."""
+
+
+def colour_range(mean: NDArray[np.float64], spread: NDArray[np.float64]) -> tuple[float, float]:
+    """The heatmap's colour range: the cells' means, widened about their midpoint to span at
+    least the largest spread over seeds and `RELATIVE_COLOUR_SPAN` of the largest |mean|, so
+    that a difference within the seeds' noise (or a rounding's worth) does not look like the
+    whole palette. With means lo..hi: span = max(hi - lo, max sd, 0.01 * max |mean|), and the
+    range is (lo + hi) / 2 -+ span / 2; at least 1e-12 wide (equal means)."""
+    finite = mean[np.isfinite(mean)]
+    lo, hi = float(finite.min()), float(finite.max())
+    spreads = spread[np.isfinite(spread)]
+    noise = float(spreads.max()) if spreads.size else 0.0
+    span = max(hi - lo, noise, RELATIVE_COLOUR_SPAN * max(abs(lo), abs(hi)), 1e-12)
+    middle = (lo + hi) / 2
+    return middle - span / 2, middle + span / 2
 
 
 def sweep_heatmap(
@@ -131,6 +154,8 @@ def sweep_heatmap(
     if not np.isfinite(z).any():  # no result yet: a grey grid with the cells' notes
         heat |= {"z": np.zeros_like(z), "colorscale": [[0, "#eeeeee"], [1, "#eeeeee"]]}
         heat |= {"showscale": False, "reversescale": False}
+    else:
+        heat["zmin"], heat["zmax"] = colour_range(z, sd)
     layout = _style(
         title=title,
         x_title=x_title,

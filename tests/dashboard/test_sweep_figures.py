@@ -12,6 +12,7 @@ from dashboard.figures import SCHEME_COLORS
 from dashboard.figures.sweeps import (
     SeedCurve,
     cell_curves_figure,
+    colour_range,
     decimals_for,
     reward_steps,
     short_number,
@@ -119,3 +120,27 @@ def test_a_heatmap_without_results_is_grey_with_its_notes() -> None:
     )  # fmt: skip
     heat = fig.data[0]
     assert heat.showscale is False and heat.text[0][0] == "—<br>(0/2 seeds)"
+
+
+def test_the_colour_range_is_no_narrower_than_the_seeds_spread_by_hand() -> None:
+    nan = math.nan
+    # Means 0.86 and 0.98 (0.12 apart), spreads up to 0.156: 0.92 -+ 0.078.
+    lo, hi = colour_range(np.array([0.86, 0.98, nan]), np.array([0.156, 0.0, nan]))
+    assert (lo, hi) == pytest.approx((0.842, 0.998))
+    # Far apart, within the noise: the means' own range.
+    assert colour_range(np.array([0.0, 100.0]), np.array([1.0, 2.0])) == (0.0, 100.0)
+    # One seed each (no spread), 1,000 and 1,001: at least 1 % of 1,001 wide, about 1,000.5.
+    lo, hi = colour_range(np.array([1000.0, 1001.0]), np.array([0.0, 0.0]))
+    assert (lo, hi) == pytest.approx((1000.5 - 5.005, 1000.5 + 5.005))
+    # All equal, all zero: a range all the same (Plotly needs zmin < zmax).
+    lo, hi = colour_range(np.array([0.0, 0.0]), np.array([nan, nan]))
+    assert lo < hi
+
+
+def test_the_heatmap_uses_that_colour_range() -> None:
+    fig = sweep_heatmap(
+        [[1000.0, 1001.0]], [[0.0, 0.0]], [["1/1", "1/1"]], [["a", "b"]],
+        x_labels=["0", "1"], y_labels=[""], x_title="", y_title="", measure="m",
+    )  # fmt: skip
+    heat = fig.data[0]
+    assert (heat.zmin, heat.zmax) == pytest.approx((995.495, 1005.505))
