@@ -52,6 +52,7 @@ __all__ = [
     "STEPPED_AFTER_THE_END",
     "STEP_AFTER_THE_END",
     "apply_settings",
+    "browsers_live_run",
     "checked_prices",
     "current_lesson",
     "current_step",
@@ -249,10 +250,12 @@ def start_live_run(
     The new run takes the old one's training slot (or its place in the queue) at once
     (`RunRegistry.replace`): at the server's cap no other session's queued run can take it in
     between. Without a slot the new run waits in the queue and starts by itself when one frees
-    (the live view shows its place).
+    (the live view shows its place). A session with no run of its own yet (a reloaded tab, Home
+    after a reload) replaces the browser's live run (`browsers_live_run`): it must not wait in
+    the queue for that run's grace period to end.
     """
     st.session_state["live.restart_due"] = None
-    old = current_run()
+    old = current_run() or browsers_live_run()
     handle = registry().replace(
         old.id if old is not None else None,
         config,
@@ -296,14 +299,23 @@ def restore_live_run() -> None:
     run the browser had on its live page again, with its settings and speed, while it goes on
     (running, paused, or queued with its place). Once per session, before the page draws its
     controls."""
-    if st.session_state["live.run_id"] is not None or not session().from_cookie:
-        return
-    run_id = live_pages().live_run(session().owner)
-    handle = registry().get(run_id) if run_id else None
-    if handle is None or handle.status in FINAL_STATUSES or handle.owner != session().owner:
+    if st.session_state["live.run_id"] is not None or (handle := browsers_live_run()) is None:
         return
     _use_settings_of(handle.config)
     st.session_state["live.run_id"] = handle.id
+
+
+def browsers_live_run() -> RunHandle | None:
+    """The run this browser showed on its live page, in another session (a tab reloaded, or
+    another tab), while it goes on and is the browser's own; None for a session whose browser
+    sent no cookie (a new owner: nothing of an earlier session is its own)."""
+    if not session().from_cookie:
+        return None
+    run_id = live_pages().live_run(session().owner)
+    handle = registry().get(run_id) if run_id else None
+    if handle is None or handle.status in FINAL_STATUSES or handle.owner != session().owner:
+        return None
+    return handle
 
 
 def sync_controls() -> None:

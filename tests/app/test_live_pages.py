@@ -643,6 +643,28 @@ def test_a_reload_shows_the_browsers_run_again_and_does_not_stop_it(
     assert again.button(key="live.start").disabled and not again.button(key="live.pause").disabled
 
 
+def test_start_demo_after_a_reload_replaces_the_browsers_run_instead_of_queueing(
+    monkeypatch: pytest.MonkeyPatch, timers: GraceTimers
+) -> None:
+    """One training slot; the teacher reloads and presses Start demo on Home: the new run takes
+    the old run's slot at once, not a place in the queue behind it for its grace period."""
+    monkeypatch.setenv("RDQN_MAX_RUNS", "1")
+    browser(monkeypatch, TOKEN)
+    _, old_id = start_on_live_page()
+    close_session()
+    home = open_app()  # the reload lands on Home
+    home.button(key="home.demo").click().run()
+    assert not home.exception
+    new_id = home.session_state["live.run_id"]
+    assert new_id != old_id and registry().position(new_id) is None  # not queued
+    old = registry().get(old_id)
+    assert old.join(15)
+    assert old.status == "stopped" and old.error.startswith(f"stopped: replaced by run {new_id}")
+    assert live_pages().previous_run(owner_for(TOKEN), new_id) == old_id  # the dashed overlay
+    timers.end_grace()  # the old session's grace ends: the new run is this browser's, kept
+    assert registry().get(new_id).status in ("created", "running")
+
+
 def test_a_closed_tab_still_stops_its_runs_after_the_grace_period(
     monkeypatch: pytest.MonkeyPatch, timers: GraceTimers
 ) -> None:
