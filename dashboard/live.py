@@ -44,11 +44,13 @@ from rdqn.runs.resume import resume_blocker
 from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import StoreError, default_home, owner_hash
 from rdqn.serve.handle import RunHandle
-from rdqn.serve.registry import NotOwner, ResumeError, ServerBusy
+from rdqn.serve.registry import NotOwner, ResumeError, RunRegistry, ServerBusy
 
 __all__ = [
     "MAIN_CONTROLS",
+    "REFRESH_S",
     "RESTARTS",
+    "STARTING_REFRESH_S",
     "STEPPED_AFTER_THE_END",
     "STEP_AFTER_THE_END",
     "apply_settings",
@@ -64,6 +66,7 @@ __all__ = [
     "load_params_once",
     "on_main_control",
     "prices_note",
+    "refresh_seconds",
     "restart",
     "restart_pending",
     "restart_when_settled",
@@ -239,6 +242,27 @@ def current_run() -> RunHandle | None:
     """This session's live run, if the registry still has it."""
     run_id = st.session_state.get("live.run_id")
     return registry().get(run_id) if run_id else None
+
+
+REFRESH_S = 1.0
+"""How often the live page redraws its run (a watching page costs the server ~1 % of a core)."""
+STARTING_REFRESH_S = 0.25
+"""How often while this session's run is starting: its first counters are on their way, and the
+teacher who pressed Start sees them at once, not at the next second."""
+
+
+def refresh_seconds(handle: RunHandle | None, runs: RunRegistry) -> float:
+    """How often the live page's view of run ``handle`` redraws: `STARTING_REFRESH_S` while
+    the run has been handed to a worker and has sent nothing yet (not while it waits in the
+    queue of ``runs``, which can take minutes), `REFRESH_S` otherwise. The page runs again in
+    full when the run starts (its status changes), and takes the slower pace then."""
+    starting = (
+        handle is not None
+        and handle.status == "created"
+        and handle.snapshot(touch=False) is None
+        and runs.position(handle.id) is None
+    )
+    return STARTING_REFRESH_S if starting else REFRESH_S
 
 
 def start_live_run(

@@ -124,6 +124,9 @@ def run_view(
         return
     state = st.container()
     charts = st.columns([3, 2])
+    # Below the charts, but filled before them: the counters show as soon as the page runs, the
+    # charts as they are built and drawn (a second or more on a busy machine).
+    counters = st.container()
     height = CHART_HEIGHT if lesson_highlight is None else LESSON_CHART_HEIGHT
     if handle is None or snap is None:
         with state:
@@ -140,8 +143,9 @@ def run_view(
         return
     with state:
         status = _run_state(run_id, handle, snap, watching=watching)
-        if lesson_highlight == "metrics":  # the outlined counters above the charts
-            _metrics(snap, status, handle.config.replay.scheme)
+    # The outlined counters of a lesson step go above the charts.
+    with state if lesson_highlight == "metrics" else counters:
+        _metrics(snap, status, handle.config.replay.scheme)
     previous = registry().get(previous_run_id) if previous_run_id else None
     old = previous.snapshot(touch=False) if previous is not None else None
     overlay_label = f"previous: {run_label(previous.config)}" if previous is not None else None
@@ -163,8 +167,6 @@ def run_view(
         name="live_loss",
         height=height,
     )
-    if lesson_highlight != "metrics":
-        _metrics(snap, status, handle.config.replay.scheme)
 
 
 def _reward_figure(

@@ -5,12 +5,14 @@ import streamlit as st
 from dashboard.guided import ALL_CONTROLS
 from dashboard.lessons import lesson_note, lessons
 from dashboard.live import (
+    REFRESH_S,
     current_lesson,
     current_run,
     current_step,
     echo_undone,
     load_params_once,
     previous_run_id,
+    refresh_seconds,
     restart_pending,
     restart_when_settled,
     restore_live_run,
@@ -104,7 +106,7 @@ def _status() -> str | None:
     return handle.status if handle is not None else None
 
 
-@st.fragment(run_every=1.0)
+@st.fragment(run_every=REFRESH_S if watching else refresh_seconds(current_run(), registry()))
 def live_view() -> None:
     if not watching and echo_undone():
         st.rerun()  # the whole page: its controls show the run's values again
