@@ -35,6 +35,7 @@ __all__ = [
     "SERVER_GONE",
     "TRAINING_NICENESS",
     "WARM_UP_PART_NAMES",
+    "WARM_UP_SCHEMES",
     "Link",
     "RecordRelay",
     "RunSpec",
@@ -49,10 +50,14 @@ TRAINING_NICENESS = 10
 """How much a process that trains lowers its CPU priority (`os.nice`): the zygote as it starts
 (its workers inherit it) and a Ray actor (`rdqn.serve.worker.lower_priority`)."""
 
+WARM_UP_SCHEMES: tuple[str, ...] = ("proportional", *(s for s in SCHEMES if s != "proportional"))
+"""The replay schemes in the order the warm-up loads them: the demo's (proportional) first."""
+
 WARM_UP_PART_NAMES: tuple[str, ...] = (
+    f"{WARM_UP_SCHEMES[0]} replay",
     "fused MLP update",
     "sum tree",
-    *(f"{scheme} replay" for scheme in SCHEMES),
+    *(f"{scheme} replay" for scheme in WARM_UP_SCHEMES[1:]),
     "recurrent net",
 )
 """The parts of a warm-up, in order (`rdqn.serve.worker.WARM_UP_PARTS` does each)."""

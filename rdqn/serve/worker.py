@@ -35,7 +35,6 @@ import numba
 import numpy as np
 import torch
 
-from rdqn.config import SCHEMES
 from rdqn.learn import fused_mlp
 from rdqn.presets import preset
 from rdqn.replay import checks, sampling_kernels, storage, sumtree, windows
@@ -52,6 +51,7 @@ from rdqn.serve.protocol import (
     SERVER_GONE,
     TRAINING_NICENESS,
     WARM_UP_PART_NAMES,
+    WARM_UP_SCHEMES,
     Link,
     RecordRelay,
     RunSpec,
@@ -135,9 +135,13 @@ WARM_UP_PARTS: tuple[tuple[str, Callable[[], None]], ...] = tuple(
     zip(
         WARM_UP_PART_NAMES,
         (
+            # The demo's path first, and with it what every run loads once (torch's optimizer
+            # pulls in torch._dynamo: a second of CPU): Home's Start demo, pressed while the
+            # server starts, forks its run after this part (`rdqn.serve.zygote.main`), warm.
+            partial(_tiny_run, "demo"),
             fused_mlp.warm_up,
             _sum_tree,
-            *(partial(_tiny_run, "per-notebook", scheme) for scheme in SCHEMES),
+            *(partial(_tiny_run, "per-notebook", scheme) for scheme in WARM_UP_SCHEMES[1:]),
             # Windows of observations and the LSTM (e14, e14-lesson, e15): no numba kernel of
             # its own beyond the window gather, but its first call sets up torch's recurrent path.
             partial(_tiny_run, "e14-lesson"),
@@ -195,19 +199,25 @@ def kernels_cached() -> bool:
         return False
 
 
-def warm_up(on_progress: Callable[[WarmUp], None] | None = None) -> None:
+def warm_up(
+    on_progress: Callable[[WarmUp], None] | None = None,
+    between_parts: Callable[[], None] | None = None,
+) -> None:
     """Load every compiled kernel a run uses, part by part (`WARM_UP_PARTS`).
 
     The fused MLP update, the samplers' trees and the window gather are numba kernels: the first
     compile on a fresh checkout takes 20-60 s, later processes load numba's on-disk cache in
     about a second. Done once where workers are forked from, no run waits for either.
-    ``on_progress`` hears `WarmUp(0, n)` first, then once after each part.
+    ``on_progress`` hears `WarmUp(0, n)` first, then once after each part; ``between_parts``
+    is called after each part but the last (the zygote starts the runs asked for meanwhile).
     """
     torch.set_num_threads(1)
     total = len(WARM_UP_PARTS)
     compiling = not kernels_cached()
     tell = on_progress or (lambda progress: None)
     for done, (name, part) in enumerate(WARM_UP_PARTS):
+        if done and between_parts is not None:
+            between_parts()
         tell(WarmUp(done, total, compiling, name))
         part()
     tell(WarmUp(total, total, compiling))

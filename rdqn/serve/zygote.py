@@ -282,57 +282,78 @@ def _worker_main(spec: RunSpec | Job, fd: int) -> None:
         spec.work(Connection(fd))
 
 
-def _reap(children: dict[int, str], reports: Connection) -> None:
-    while children:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-        run_id = children.pop(pid, None)
-        if run_id is not None:
-            reports.send(("exited", run_id, os.waitstatus_to_exitcode(status)))
+class _Launcher:
+    """The zygote's side of the requests socket: forks a worker per launch asked for, and
+    reports starts and exits."""
 
+    def __init__(self, requests: socket.socket, reports: Connection) -> None:
+        self.requests = requests
+        self.reports = reports
+        self.spec_reader = Connection(os.dup(requests.fileno()))
+        self.children: dict[int, str] = {}
 
-def _serve(requests: socket.socket, reports: Connection) -> None:
-    """Fork a worker per request; report starts and exits; end when the server does."""
-    spec_reader = Connection(os.dup(requests.fileno()))
-    children: dict[int, str] = {}
-    while True:
-        ready, _, _ = select.select([requests], [], [], 0.2)
-        _reap(children, reports)
-        if not ready:
-            continue
-        _, fds, _, _ = socket.recv_fds(requests, 1, 1)
-        if not fds:
-            return  # the server closed the channel
-        spec: RunSpec | Job = pickle.loads(spec_reader.recv_bytes())
+    def serve_waiting(self, timeout: float = 0.0) -> bool:
+        """Start every launch asked for (waiting up to ``timeout`` s for one), report the
+        workers that exited; False once the server has closed the channel."""
+        self._reap()
+        while select.select([self.requests], [], [], timeout)[0]:
+            _, fds, _, _ = socket.recv_fds(self.requests, 1, 1)
+            if not fds:
+                return False  # the server closed the channel
+            spec: RunSpec | Job = pickle.loads(self.spec_reader.recv_bytes())
+            self._fork(spec, fds[0])
+            timeout = 0.0
+        return True
+
+    def serve(self) -> None:
+        """Serve launches until the server goes away."""
+        while self.serve_waiting(0.2):
+            pass
+
+    def _fork(self, spec: RunSpec | Job, fd: int) -> None:
         try:
             pid = os.fork()
         except OSError as err:
-            os.close(fds[0])
-            reports.send(("failed", spec.run_id, f"{type(err).__name__}: {err}"))
-            continue
+            os.close(fd)
+            self.reports.send(("failed", spec.run_id, f"{type(err).__name__}: {err}"))
+            return
         if pid == 0:
             code = 0
             try:
-                requests.close()
-                spec_reader.close()
-                reports.close()
-                _worker_main(spec, fds[0])
+                self.requests.close()
+                self.spec_reader.close()
+                self.reports.close()
+                _worker_main(spec, fd)
             except BaseException:  # noqa: BLE001 - a worker must never return into the loop
                 code = 1
             finally:
                 os._exit(code)
-        os.close(fds[0])
-        children[pid] = spec.run_id
-        reports.send(("started", spec.run_id, pid))
+        os.close(fd)
+        self.children[pid] = spec.run_id
+        self.reports.send(("started", spec.run_id, pid))
+
+    def _reap(self) -> None:
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            run_id = self.children.pop(pid, None)
+            if run_id is not None:
+                self.reports.send(("exited", run_id, os.waitstatus_to_exitcode(status)))
+
+
+class _ServerGone(Exception):
+    """The server closed the requests channel during the warm-up."""
 
 
 def main(requests_fd: int, reports_fd: int) -> None:
     """The zygote: warm up (reporting each part), then serve launches until the server goes
-    away. Launches asked for meanwhile wait in the requests socket."""
+    away. A launch asked for during the warm-up starts between two of its parts: the demo's
+    path is loaded first (`rdqn.serve.worker.WARM_UP_PARTS`), and a worker loads by itself
+    whatever its run needs that the warm-up has not loaded yet."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # The pages come first, from the start: the warm-up (seconds of CPU, as the server starts)
     # must not slow the server's first page, and the workers forked from here inherit it.
@@ -341,9 +362,15 @@ def main(requests_fd: int, reports_fd: int) -> None:
     from rdqn.serve.worker import warm_up
 
     reports = Connection(reports_fd)
-    with contextlib.suppress(OSError, EOFError):  # the server went away
-        warm_up(lambda progress: reports.send(("warm-up", "", progress)))
-        _serve(socket.socket(fileno=requests_fd), reports)
+    launcher = _Launcher(socket.socket(fileno=requests_fd), reports)
+
+    def between_parts() -> None:
+        if not launcher.serve_waiting():
+            raise _ServerGone
+
+    with contextlib.suppress(OSError, EOFError, _ServerGone):  # the server went away
+        warm_up(lambda progress: reports.send(("warm-up", "", progress)), between_parts)
+        launcher.serve()
     # Nothing is left to clean up; the interpreter's own finalization would spend seconds
     # collecting the garbage of torch and numba while the server waits for this exit.
     sys.stdout.flush()
