@@ -105,3 +105,31 @@ def test_a_reload_storm_keeps_the_run(page: Page, server: str) -> None:
     )
     assert_no_exception(tab)
     context.close()
+
+
+def test_start_demo_after_a_reload_replaces_the_browsers_run(
+    page: Page, server: str, server_home: Path
+) -> None:
+    """The teacher opens Home again (a new session of the same browser) while the browser's
+    run trains, and presses Start demo: the demo replaces that run, as a restart would, and
+    does not wait in the queue behind it or leave it training unseen."""
+    tab = another_browser(page)
+    start_a_run(tab, server)
+    old = run_on_screen(tab)
+    tab.goto(server)  # Home, in a new session
+    tab.get_by_role("button", name="Start demo").click()
+    tab.wait_for_function(
+        """old => [...document.querySelectorAll('[data-testid="stProgress"]')]
+                  .some(p => p.innerText.startsWith('running') && !p.innerText.includes(old))""",
+        arg=old,
+    )
+    new = run_on_screen(tab)
+    wait_for(lambda: status(server_home, old) == "stopped", 30, what="the old run went on")
+    with RunStore(server_home / "rdqn.db") as store:
+        assert store.get_run(old).error.startswith(f"stopped: replaced by run {new}")
+    tab.wait_for_function(  # its dashed overlay is the run it replaced
+        """() => [...document.querySelectorAll('.legendtext')]
+                 .some(t => t.textContent.startsWith('previous: '))"""
+    )
+    assert_no_exception(tab)
+    tab.context.close()
