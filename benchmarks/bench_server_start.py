@@ -34,7 +34,6 @@ import datetime
 import json
 import os
 import platform
-import re
 import signal
 import statistics
 import subprocess
@@ -49,6 +48,7 @@ from playwright.sync_api import sync_playwright
 
 from harness.chromium import CHROMIUM, CHROMIUM_ARGS
 from harness.dashboard_server import ROOT, free_port
+from harness.live_page import run_on_screen
 
 OUT = ROOT / "benchmarks" / "results" / "server_start.json"
 SOLVED = 475.0
@@ -83,14 +83,6 @@ def _mean_return(page: Any) -> float | None:
         return float(text)
     except ValueError:
         return None
-
-
-def _run_on_screen(page: Any) -> str:
-    """The id of the run the live page's status line names ("… · run `ID` (…) · …")."""
-    for line in page.get_by_test_id("stProgress").all_inner_texts():
-        if found := re.search(r"run ([0-9a-f]{12})", line):
-            return found.group(1)
-    raise RuntimeError("the live page names no run")
 
 
 def _wait_solved(page: Any, timeout: float) -> float:
@@ -141,7 +133,7 @@ def one_repeat(browser: Any, timeout: float, solve: bool = False) -> dict[str, A
             counters.wait_for(state="visible", timeout=timeout * 1000)
             first_run_s = time.monotonic() - clicked
             solved_s = _wait_solved(page, timeout) + first_run_s if solve else None
-            first_run = _run_on_screen(page)
+            first_run = run_on_screen(page)
             page.get_by_role("link", name="Home").first.click()
             demo.wait_for(state="visible", timeout=timeout * 1000)
             clicked = time.monotonic()

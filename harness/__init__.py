@@ -3,6 +3,7 @@
     dashboard_server   `streamlit run app.py` on a free port of 127.0.0.1, ready once it
                        answers its health check
     chromium           the browser they drive: Debian's Chromium, headless, loopback only
+    live_page          what the live page shows: the run its status line names
     streamlit_client   a browser without a browser: one Streamlit session over the server's
                        WebSocket, drawing nothing (load measurements; exact replayed messages)
 

@@ -15,6 +15,8 @@ from playwright.sync_api import Locator, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from harness.dashboard_server import start_dashboard
+from harness.live_page import run_on_screen as run_on_screen  # re-exported for the tests
+from harness.live_page import status_line as progress_text
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -135,18 +137,6 @@ def start_a_run(page: Page, url: str) -> None:
     page.goto(f"{url}/live?steps=1000000")
     page.get_by_role("button", name="Start", exact=True).click()
     page.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()
-
-
-def progress_text(page: Page) -> str:
-    """The live page's status line: state, run id, steps, time left."""
-    return page.locator('[data-testid="stProgress"]').first.inner_text()
-
-
-def run_on_screen(page: Page) -> str:
-    """The id of the run the live page shows, from its status line."""
-    match = re.search(r"run ([0-9a-f]{12})", progress_text(page))
-    assert match, progress_text(page)
-    return match.group(1)
 
 
 def steps_done(tab: Page) -> int:
