@@ -119,7 +119,9 @@ class RunControls:
         delay = next_tick - now
         if delay > 0:
             with self._lock:
-                self._wake.wait(timeout=delay)
+                # A request made while the step ran woke nobody: it must not wait for the tick.
+                if not (self.stopping or self.paused or self.speed != speed):
+                    self._wake.wait(timeout=delay)
         return next_tick
 
 

@@ -90,6 +90,22 @@ def test_every_request_wakes_a_throttled_loop(request_) -> None:  # noqa: ANN001
     assert not waiter.is_alive()
 
 
+@pytest.mark.parametrize(
+    "request_",
+    [RunControls.pause, RunControls.step_once, RunControls.stop],
+    ids=["pause", "step", "stop"],
+)
+def test_a_request_made_while_a_slow_step_ran_does_not_wait_for_the_tick(request_) -> None:  # noqa: ANN001
+    """The request comes before the loop waits (it was inside the step): its wake-up reached
+    nobody, and the loop must not wait out the tick (1,000 s at this speed) all the same."""
+    controls = RunControls(speed=0.001)
+    request_(controls)
+    waiter = threading.Thread(target=controls.throttle, args=(time.monotonic(),), daemon=True)
+    waiter.start()
+    waiter.join(30)
+    assert not waiter.is_alive()
+
+
 class StoppedClock:
     """`time` for rdqn.runs.control: a monotonic clock that moves only when the controls wait
     (by the wait's timeout, as if it had run out) or when the test moves it."""
