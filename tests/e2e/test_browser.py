@@ -311,8 +311,19 @@ def test_a_class_follows_the_teacher_and_a_student_forks_the_setup(page: Page, s
     thumb = teacher.locator('[data-testid="stSlider"]', has_text="prioritization").get_by_role(
         "slider"
     )
-    thumb.focus()
-    thumb.press("ArrowRight")
+
+    def one_step_right() -> None:
+        thumb.focus()
+        thumb.press("ArrowRight")
+
+    # Pressed again only if the slider did not move (a rerun that redrew it took the key).
+    act_until(
+        teacher,
+        one_step_right,
+        """() => Math.abs(Number(document.querySelector(
+                    'input[aria-label="α (prioritization)"]')?.value) - 0.65) < 1e-9""",
+        what="moving α one step",
+    )
     teacher.wait_for_function(
         f"""() => [...document.querySelectorAll('[data-testid="stProgress"]')]
                  .some(el => el.innerText.includes('run ') && !el.innerText.includes('{first}'))"""
