@@ -21,6 +21,7 @@ from typing import Any
 
 from rdqn.envs import ENV_IDS
 from rdqn.learn.agent_config import AgentConfig
+from rdqn.schemes import SCHEMES
 from rdqn.validation import (
     Choice,
     Integer,
@@ -46,7 +47,6 @@ __all__ = [
     "field_docs",
 ]
 
-SCHEMES: tuple[str, ...] = ("uniform", "proportional", "rank")
 IS_NORMALIZATIONS: tuple[str, ...] = ("global", "batch", "none")
 PRESET_NAMES: tuple[str, ...] = (
     "e14",

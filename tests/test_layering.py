@@ -2,7 +2,7 @@
 
 Lowest first; a module may import rdqn modules of its own package or of lower layers only:
 
-    validation
+    validation, schemes   checking values; the replay schemes' names
     replay, envs          the replay engine; the environments
     learn                 nets, agent, its config, the fused update
     config                RunConfig (composes the configs below it)
@@ -34,6 +34,7 @@ RDQN = Path(__file__).resolve().parents[1] / "rdqn"
 FILES = sorted(RDQN.rglob("*.py"))
 LAYERS = {
     "validation": 0,
+    "schemes": 0,
     "replay": 1,
     "envs": 1,
     "learn": 2,

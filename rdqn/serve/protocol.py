@@ -19,11 +19,14 @@ from __future__ import annotations
 import queue
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from rdqn.config import SCHEMES, RunConfig
-from rdqn.runs.store import RunStore
+from rdqn.schemes import SCHEMES
 from rdqn.validation import check_choice
+
+if TYPE_CHECKING:  # the server starts the zygote (it imports this module) before it loads these
+    from rdqn.config import RunConfig
+    from rdqn.runs.store import RunStore
 
 __all__ = [
     "COMMANDS",

@@ -93,3 +93,23 @@ def test_home_loads_no_torch_numba_or_scipy(tmp_path: Path) -> None:
     """A fresh server's first page, Home, needs none of them (they load with the pages and the
     runs that use them): each would cost the teacher waiting for Home a second or more."""
     assert report_of(_SERVE_HOME, tmp_path) == {"exception": [], "loaded": []}
+
+
+_SERVER_START = r"""
+import json, sys
+
+import app  # as `streamlit run app.py` imports it: it starts the worker zygote
+from rdqn.serve.executors import close_early
+
+loaded = [name for name in ("pandas", "gymnasium", "torch", "numba") if name in sys.modules]
+close_early()
+print(json.dumps({"loaded": loaded}))
+"""
+
+
+@pytest.mark.slow
+def test_the_server_starts_the_zygote_before_it_loads_pandas_or_gymnasium(tmp_path: Path) -> None:
+    """`streamlit run` answers no request until it has imported app.py, which starts the worker
+    zygote (`prepare_early`): that import loads neither the run store's pandas nor the config's
+    gymnasium (about 0.3 s here, before the zygote could start); the first page run does."""
+    assert report_of(_SERVER_START, tmp_path) == {"loaded": []}
