@@ -47,6 +47,7 @@ from rdqn.serve.handle import RunHandle
 from rdqn.serve.registry import NotOwner, ResumeError, RunRegistry, ServerBusy
 
 __all__ = [
+    "FIRST_SNAPSHOT_WAIT_S",
     "MAIN_CONTROLS",
     "REFRESH_S",
     "RESTARTS",
@@ -81,6 +82,7 @@ __all__ = [
     "sync_url",
     "try_it_myself",
     "use_defaults",
+    "wait_for_first_snapshot",
 ]
 
 MAIN_CONTROLS: tuple[str, ...] = ("alpha", "beta", "scheme")
@@ -263,6 +265,24 @@ def refresh_seconds(handle: RunHandle | None, runs: RunRegistry) -> float:
         and runs.position(handle.id) is None
     )
     return STARTING_REFRESH_S if starting else REFRESH_S
+
+
+FIRST_SNAPSHOT_WAIT_S = 0.5
+"""How long the page run that shows a run just handed to warm workers waits for its first
+snapshot (a worker forks from the warm zygote and reports within a few tenths of a second)."""
+
+
+def wait_for_first_snapshot(handle: RunHandle | None, runs: RunRegistry) -> None:
+    """Right after Start, wait (`FIRST_SNAPSHOT_WAIT_S` at most) for the run on the page to send
+    its first snapshot, so that the page run that follows the click draws the run's counters and
+    its running state, rather than "starting" and then the counters a refresh (and a full rerun
+    for the new status) later. Not while ``runs``' workers still warm up (seconds on a fresh
+    server: the page says so meanwhile) nor for a run that waits in the queue. Call before the
+    run's buttons are drawn: they follow its status."""
+    if handle is None or handle.status != "created" or handle.snapshot(touch=False) is not None:
+        return
+    if runs.warm_up_progress().ready:
+        handle.wait_for_snapshot(FIRST_SNAPSHOT_WAIT_S)
 
 
 def start_live_run(

@@ -109,6 +109,7 @@ class RunHandle:
         self._asked: str | None = None  # the status the last pause/resume/step request leads to
         self._error: str | None = None
         self._snapshot: Telemetry | None = None
+        self._first_report = threading.Event()  # set by the first snapshot, or by the run's end
         self._worker: Worker | None = None
         self._relay: threading.Thread | None = None
         self._stop_sent = False
@@ -278,6 +279,16 @@ class RunHandle:
         with self._lock:
             return self._snapshot
 
+    def wait_for_snapshot(self, timeout: float) -> Telemetry | None:
+        """`snapshot`, waiting up to ``timeout`` seconds for the first one if the run's worker
+        has started and sent none yet (it ends the wait early if the run ends first); returns at
+        once for a run that has not started (queued) or has sent one."""
+        with self._lock:
+            started = self._worker is not None
+        if started:
+            self._first_report.wait(timeout)
+        return self.snapshot()
+
     # --------------------------------------------------------------------- relay
     def _relay_events(self) -> None:
         worker = self._worker
@@ -301,6 +312,7 @@ class RunHandle:
             status, error = ended if ended is not None else ("failed", "the run's relay ended")
             with self._lock:
                 self._status, self._error, self._asked = status, error, None
+            self._first_report.set()
             with contextlib.suppress(Exception):
                 worker.join(10.0)
             atexit.unregister(self.stop)
@@ -323,6 +335,7 @@ class RunHandle:
                 self._snapshot = event[1]
                 if event[1].status in ("running", "paused"):
                     self._reported(event[1].status)
+            self._first_report.set()
         elif kind == "record":
             if self.store is not None:
                 apply_record(self.store, *event[1:])

@@ -146,3 +146,37 @@ def test_polling_keeps_a_run_alive(monkeypatch: pytest.MonkeyPatch) -> None:
     clock.skip(40.0)
     assert handle.join(30)
     assert (handle.status, handle.error) == ("stopped", "stopped: nobody watched this run for 30 s")
+
+
+def _waiting_for_snapshot(handle: RunHandle) -> list:
+    """`handle.wait_for_snapshot(3600)` in a thread; the list gets its result when it returns
+    (a test waits for that with `wait_for`: a wait that missed its wake-up would fail it)."""
+    result: list = []
+    threading.Thread(
+        target=lambda: result.append(handle.wait_for_snapshot(3600)), daemon=True
+    ).start()
+    return result
+
+
+def test_wait_for_snapshot_ends_with_the_first_snapshot() -> None:
+    handle = RunHandle(tiny()).start(paused=True)
+    result = _waiting_for_snapshot(handle)
+    wait_for(lambda: result, 60, what="the first snapshot did not end the wait")
+    assert result[0] is not None and result[0].env_steps == 0
+    handle.stop()
+
+
+def test_wait_for_snapshot_of_a_run_not_started_returns_none_at_once() -> None:
+    """A queued run may wait minutes for a slot: nobody waits for its first snapshot."""
+    handle = RunHandle(tiny())
+    result = _waiting_for_snapshot(handle)
+    wait_for(lambda: result, 60, what="waited for a run that was never started")
+    assert result == [None]
+
+
+def test_wait_for_snapshot_ends_when_the_run_fails_before_sending_one() -> None:
+    handle = RunHandle(tiny().with_overrides({"env.kwargs": {"bogus": 1}}))
+    started = handle.start()
+    result = _waiting_for_snapshot(started)
+    wait_for(lambda: result, 60, what="a run that failed at once kept the wait going")
+    assert handle.join(60) and handle.status == "failed"
