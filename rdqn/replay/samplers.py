@@ -279,7 +279,7 @@ class ProportionalSampler:
         """p_i = |delta_i| + eps, mass p_i^alpha; duplicates in one call: the last one wins.
 
         ``ValueError`` (the tree unchanged) for indices that are not stored slots (a slot past
-        them would get a mass, and be drawn: issue 30), magnitudes that are not finite and >= 0,
+        them would get a mass, and be drawn), magnitudes that are not finite and >= 0,
         a mass or total that overflows, or an update that would leave no positive mass (eps = 0
         and every stored |delta| = 0): sampling would then be impossible.
         """

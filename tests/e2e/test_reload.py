@@ -1,4 +1,4 @@
-"""A reload keeps a student's run (issue 11: nothing lost): the browser's owner cookie makes the
+"""A reload keeps a student's run (nothing lost): the browser's owner cookie makes the
 reloaded page the same owner, so the run goes on and is back on screen; another browser is
 never offered it."""
 
@@ -78,7 +78,7 @@ def test_a_reload_keeps_the_run_and_another_browser_is_not_offered_it(
 
 
 def test_a_reload_storm_keeps_the_run(page: Page, server: str) -> None:
-    """F5 held down (issue 30): reloads faster than the page can connect run no page script, so
+    """F5 held down: reloads faster than the page can connect run no page script, so
     for the whole storm no session of the browser is attached, for several times the grace
     period (3 s on the test server). The browser's page requests still reach the server with its
     cookie, so its run goes on and is back on screen, the same run, when the storm ends."""

@@ -547,7 +547,7 @@ def test_float_obs_into_uint8_storage_is_rejected(assert_same_state: Callable) -
 
 
 def test_zero_total_priority_is_rejected_where_it_is_caused(assert_same_state: Callable) -> None:
-    """Regression (issue 12): with eps = 0, all-zero TD errors were accepted by
+    """Regression: with eps = 0, all-zero TD errors were accepted by
     `update_priorities`, `probabilities()` returned NaN and only the next `sample` failed. The
     update that would zero the total is refused, the buffer unchanged, and sampling still works."""
     buf = ReplayBuffer(4, (1,), sampler=ProportionalSampler(alpha=0.6, eps=0.0), seed=11)

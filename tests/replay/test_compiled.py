@@ -135,7 +135,7 @@ def test_libms_pow_within_four_ulp_agrees_and_garbage_does_not() -> None:
     zero_wrong = exact.copy()
     zero_wrong[4] = 1e-300
     assert not agrees_with_libm(zero_wrong, values, 0.6)
-    assert not agrees_with_libm(np.full(6, 1.8e308), values, 0.6)  # the garbage of issue 28
+    assert not agrees_with_libm(np.full(6, 1.8e308), values, 0.6)  # a too-wide pow's garbage
 
 
 def test_nrt_false_still_removes_the_reference_counts() -> None:

@@ -1,6 +1,6 @@
 """Sizes no machine can hold are refused before anything is allocated (`rdqn.replay.sizes`).
 
-Regression (issue 30): ``ReplayBuffer(10, (2**40,))`` and ``SumTree(2**40)`` ended in NumPy's
+Regression: ``ReplayBuffer(10, (2**40,))`` and ``SumTree(2**40)`` ended in NumPy's
 ``MemoryError`` ("Unable to allocate 80.0 TiB ..."), a rank sampler of 2**30 slots asked for
 45 GiB and filled it page by page, and an observation shape whose size overflows int64
 (``(2**32, 2**32)``) built a buffer of empty observations. Each structure now refuses, with a

@@ -1,7 +1,7 @@
 """Loading replay state (`ReplayBuffer.load_state_dict`, a checkpoint's replay memory) checks
 every field before anything is written (`rdqn.replay.state_checks`).
 
-Regression (issue 30): a checkpoint with flipped bits made ``python -m rdqn resume`` die with a
+Regression: a checkpoint with flipped bits made ``python -m rdqn resume`` die with a
 segmentation fault. Loading copied the arrays in as they came, so a sum tree whose internal
 nodes no longer matched their leaves sent the compiled descent into padding leaves (slots past
 the storage), a generation stamp far off made a window read before the ring's first row, and a
@@ -326,8 +326,8 @@ def test_no_positive_mass_among_stored_slots_is_refused() -> None:
 
 
 def test_a_tree_that_leads_into_the_padding_is_refused_not_a_crash() -> None:
-    """The crash behind issue 30: nodes 7 and 3 (over padding leaves 12..15 and empty slots)
-    and the root raised by 10^6. Loaded unchecked, the descent went down to leaf 15 of a
+    """A damaged checkpoint's crash: nodes 7 and 3 (over padding leaves 12..15 and empty
+    slots) and the root raised by 10^6. Loaded unchecked, the descent went down to leaf 15 of a
     12-slot buffer and the gather counted the sample past the end of its arrays: "double free
     or corruption", the process aborted."""
     state = copy.deepcopy(STATES["proportional", "partial"])

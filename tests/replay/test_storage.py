@@ -146,7 +146,7 @@ def test_a_copy_gathers_what_it_stores(clone: Callable) -> None:
 
 @pytest.mark.parametrize(("slots", "window"), [([0, 2], 2), ([-1], 2), ([0.5], 2), ([0], 0)])
 def test_windows_of_slots_not_stored_are_refused(slots: list, window: int) -> None:
-    """Regression (issue 30): `windows` handed any slots to the compiled gather, which read and
+    """Regression: `windows` handed any slots to the compiled gather, which read and
     wrote past the storage's arrays for a slot past the ring."""
     storage = RingStorage(4, (2,), np.float32)
     write_episode(storage, 0, 2)

@@ -156,7 +156,7 @@ def test_window_before_reset_is_an_error() -> None:
 def test_gather_windows_never_reads_outside_the_ring(
     last: list, lookback: list, window: int, match: str
 ) -> None:
-    """Regression (issue 30): a slot past the ring, or a lookback that reaches before it with a
+    """Regression: a slot past the ring, or a lookback that reaches before it with a
     window longer than the ring, was read by the compiled gather out of bounds (lookback 9 with
     T = 3 only reads T frames, and stays allowed)."""
     with pytest.raises(ValueError, match=match):

@@ -1,4 +1,4 @@
-"""RankBasedSampler: the rank order is exact at every draw (issue 12).
+"""RankBasedSampler: the rank order is exact at every draw.
 
 Regression tests for the periodic re-sort it replaced: in a full 32-slot buffer every draw was
 slot 0, slots added since the last sort had P = 0, and after the ring wrapped a new transition
