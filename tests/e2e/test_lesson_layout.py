@@ -160,6 +160,8 @@ def test_projector_legends_stay_inside_their_charts(page: Page, served: str) -> 
     """Step 2 of alpha-beta draws the previous run's long label in both legends; at 18 px it ran
     past the right edge of the narrow loss chart (1243 px for a chart ending at 1200)."""
     tab = open_lesson(page, served, "alpha-beta")
+    with saying_what_the_page_shows(tab):  # step 1's run has learned: its |TD error| is step 2's
+        tab.locator(".st-key-live_area_loss .legend").first.wait_for()  # overlay in that chart
     go_to(tab, "alpha-beta", 2)
     tab.get_by_text("Projector mode", exact=True).click()
     with saying_what_the_page_shows(tab):
