@@ -266,6 +266,8 @@ def test_a_guided_lesson_from_start_to_end(page: Page, server: str) -> None:
     assert tab.get_by_role("button", name="Back").is_disabled()
     tab.get_by_role("button", name="Start", exact=True).click()
     tab.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()
+    # Step 1's run has learned: its |TD error| is the overlay of step 2's loss chart below.
+    tab.locator(".st-key-live_area_loss .legend").first.wait_for()
     runs = [run_on_screen(tab)]
     for number in range(2, 6):
         act_until(  # a click can be lost to a rerun that redraws the button
