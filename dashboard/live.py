@@ -273,12 +273,13 @@ snapshot (a worker forks from the warm zygote and reports within a few tenths of
 
 
 def wait_for_first_snapshot(handle: RunHandle | None, runs: RunRegistry) -> None:
-    """Right after Start, wait (`FIRST_SNAPSHOT_WAIT_S` at most) for the run on the page to send
-    its first snapshot, so that the page run that follows the click draws the run's counters and
-    its running state, rather than "starting" and then the counters a refresh (and a full rerun
-    for the new status) later. Not while ``runs``' workers still warm up (seconds on a fresh
-    server: the page says so meanwhile) nor for a run that waits in the queue. Call before the
-    run's buttons are drawn: they follow its status."""
+    """Right after Home's *Start demo*, wait (`FIRST_SNAPSHOT_WAIT_S` at most) for the run to
+    send its first snapshot before the live page opens, so that its first page run draws the
+    run's counters and its running state, rather than "starting" and then the counters a
+    refresh (and a full rerun for the new status) later. Not while ``runs``' workers still warm
+    up (seconds on a fresh server: the live page says so meanwhile) nor for a run that waits in
+    the queue. Home stays as it is meanwhile; on the live page itself a wait would leave the
+    page half redrawn (its top new, the rest stale) for that long."""
     if handle is None or handle.status != "created" or handle.snapshot(touch=False) is not None:
         return
     if runs.warm_up_progress().ready:

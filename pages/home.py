@@ -3,9 +3,9 @@
 import streamlit as st
 
 from dashboard.assets import explanation
-from dashboard.live import live_config, start_live_run, use_defaults
+from dashboard.live import live_config, start_live_run, use_defaults, wait_for_first_snapshot
 from dashboard.params import DEMO_PRESET
-from dashboard.state import ensure_app_frame
+from dashboard.state import ensure_app_frame, registry
 from rdqn.config import RETURN_WINDOW
 from rdqn.presets import preset
 
@@ -22,7 +22,7 @@ demo = preset(DEMO_PRESET)
 left, right = st.columns([1, 2])
 if left.button("Start demo", icon=":material/rocket_launch:", type="primary", key="home.demo"):
     use_defaults(DEMO_PRESET)
-    start_live_run(live_config())
+    wait_for_first_snapshot(start_live_run(live_config()), registry())
     st.switch_page("pages/live.py")
 right.markdown(
     f"The demo trains a DQN agent on CartPole with prioritized replay: proportional, "

@@ -20,7 +20,6 @@ from dashboard.live import (
     sync_controls,
     sync_url,
     try_it_myself,
-    wait_for_first_snapshot,
 )
 from dashboard.live_controls import lesson_panel, main_controls, run_buttons, settings_form
 from dashboard.live_view import (
@@ -90,7 +89,6 @@ else:
     restart_when_settled()
     sync_controls()
     main_controls(visible)
-    wait_for_first_snapshot(current_run(), registry())
     run_buttons()
     if "settings" in visible:
         settings_form()

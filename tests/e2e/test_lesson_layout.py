@@ -18,6 +18,7 @@ from dashboard.guided import LESSON_FOLDER, GuidedLesson, load_lesson
 from rdqn.runs.store import RunStore
 from tests.e2e.browser import (
     ARTIFACTS,
+    act_until,
     another_browser,
     assert_no_exception,
     run_on_screen,
@@ -101,11 +102,14 @@ def open_lesson(page: Page, served: str, key: str, *, projector: bool = False) -
 
 def go_to(tab: Page, key: str, number: int, button: str = "Next") -> None:
     """Next (or Back) to step ``number``; returns once its outlined area is drawn."""
-    tab.get_by_role("button", name=button, exact=True).click()
+    act_until(  # a click can be lost to a rerun that redraws the button
+        tab,
+        tab.get_by_role("button", name=button, exact=True).click,
+        f"""() => document.querySelector('.st-key-live_lesson')?.innerText
+                     .includes('step {number} of {len(lesson(key).steps)}')""",
+        what=f"{button} to step {number}",
+    )
     with saying_what_the_page_shows(tab):
-        tab.locator(".st-key-live_lesson").get_by_text(
-            f"step {number} of {len(lesson(key).steps)}"
-        ).wait_for()
         tab.wait_for_function(OUTLINED_DRAWN)
 
 
@@ -114,7 +118,11 @@ def assert_first_screen_holds_the_step(tab: Page, key: str, number: int) -> None
     chart's title, legend and plot area (its axis labels may lie below)."""
     with saying_what_the_page_shows(tab):
         tab.wait_for_function(OUTLINED_DRAWN)
-    boxes = tab.evaluate(BOXES)
+        # Read at a moment the raised slot has drawn its chart: a redraw raises the new slot
+        # before Plotly has drawn it (the other one shows through meanwhile).
+        boxes = tab.wait_for_function(
+            f"() => {{ const b = ({BOXES})(); return !b.chart || b.legend ? b : null; }}"
+        ).json_value()
     shown = f"{key} step {number} at {WIDTH}×{HEIGHT}: {boxes}"
     assert boxes["outlined"] == [lesson(key).step(number).highlight], shown
     left, top, right, bottom = boxes["panel"]

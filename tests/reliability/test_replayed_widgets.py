@@ -103,6 +103,8 @@ async def alice_drives_her_run(alice: StreamlitClient, db: Path) -> str:
         lambda: (s := shown(alice)) and s[0] == "running" and s[1] != first and s,
         "her run restarted with the new α",
     )
+    # The restart stops the first run as the new one starts: recorded once its worker ends.
+    await until(alice, lambda: runs_in_store(db)[first][0] == "stopped", "her first run stopped")
     return second
 
 
