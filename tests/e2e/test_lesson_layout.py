@@ -118,10 +118,14 @@ def assert_first_screen_holds_the_step(tab: Page, key: str, number: int) -> None
     chart's title, legend and plot area (its axis labels may lie below)."""
     with saying_what_the_page_shows(tab):
         tab.wait_for_function(OUTLINED_DRAWN)
-        # Read at a moment the raised slot has drawn its chart: a redraw raises the new slot
-        # before Plotly has drawn it (the other one shows through meanwhile).
+        # Read once the page has settled on the step: its area outlined and drawn where the
+        # step puts it (a redraw raises a chart's new slot before Plotly has drawn it, and the
+        # last step's counters stay drawn below the charts until the page run replaces them).
         boxes = tab.wait_for_function(
-            f"() => {{ const b = ({BOXES})(); return !b.chart || b.legend ? b : null; }}"
+            f"""() => {{ const b = ({BOXES})();
+                        const settled = b.outlined.join() === {lesson(key).step(number).highlight!r}
+                                        && b.area && b.area[1] < {HEIGHT};
+                        return settled && (!b.chart || b.legend) ? b : null; }}"""
         ).json_value()
     shown = f"{key} step {number} at {WIDTH}×{HEIGHT}: {boxes}"
     assert boxes["outlined"] == [lesson(key).step(number).highlight], shown
