@@ -268,8 +268,8 @@ def refresh_seconds(handle: RunHandle | None, runs: RunRegistry) -> float:
 
 
 FIRST_SNAPSHOT_WAIT_S = 0.5
-"""How long the page run that shows a run just handed to warm workers waits for its first
-snapshot (a worker forks from the warm zygote and reports within a few tenths of a second)."""
+"""How long Home's *Start demo* waits for its run's first snapshot on warm workers (a worker
+forks from the warm zygote and reports within a few tenths of a second)."""
 
 
 def wait_for_first_snapshot(handle: RunHandle | None, runs: RunRegistry) -> None:
@@ -280,7 +280,7 @@ def wait_for_first_snapshot(handle: RunHandle | None, runs: RunRegistry) -> None
     up (seconds on a fresh server: the live page says so meanwhile) nor for a run that waits in
     the queue. Home stays as it is meanwhile; on the live page itself a wait would leave the
     page half redrawn (its top new, the rest stale) for that long."""
-    if handle is None or handle.status != "created" or handle.snapshot(touch=False) is not None:
+    if handle is None or handle.status != "created":  # a run that has reported: no wait
         return
     if runs.warm_up_progress().ready:
         handle.wait_for_snapshot(FIRST_SNAPSHOT_WAIT_S)
