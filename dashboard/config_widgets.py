@@ -12,6 +12,14 @@ and bounded by the field's rule:
 
 `FORM_FIELDS` are the run settings the live page's sidebar form edits; number boxes stop at the
 server's `dashboard.params.LIMITS`.
+
+A controlled widget (``value`` None: it shows what session state holds under its key) takes
+that value as its default too. Streamlit's browser side mounts some widgets lazily: where a
+second page run reaches the browser before the widget has mounted, the widget is built from that
+run's description, which carries only the default (the value is sent only on the run that set
+it), and it sends that default back as a change. With Streamlit's own default (a slider's
+minimum, a select box's first option) the live page's first second turned the demo into an
+α 0, β₀ 0 uniform run at 1 step/s.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from dashboard.params import LIMITS
@@ -67,11 +76,13 @@ def config_widget(
     """Draw the widget for config field ``path`` showing ``value``; returns what it holds.
 
     ``value`` None: a controlled widget, showing what session state holds under ``key`` (set
-    there before the widget is drawn; passing a value too would make Streamlit warn).
+    there before the widget is drawn), which is its default as well (see the module's note).
     ``options`` go to the Streamlit widget (``on_change``, ``args``, ``disabled``, ...).
     """
-    if value is None and key is None:
-        raise ValueError(f"config field {path!r}: a widget without a value needs a key")
+    if value is None:
+        if key is None:
+            raise ValueError(f"config field {path!r}: a widget without a value needs a key")
+        value = st.session_state[key]
     item = config_field(path)
     rule = item.metadata["rule"]
     step = item.metadata.get("step")
@@ -79,8 +90,7 @@ def config_widget(
     label = field_label(path)
     if isinstance(rule, Choice):
         choices = [choice for choice in rule.options if choice is not None]
-        index = 0 if value is None else choices.index(value)
-        return container.selectbox(label, choices, index=index, **common)
+        return container.selectbox(label, choices, index=choices.index(value), **common)
     if isinstance(rule, Flag):
         return container.checkbox(label, value=bool(value), **common)
     if isinstance(rule, Integer):
@@ -93,9 +103,8 @@ def config_widget(
             **common,
         )
     if isinstance(rule, Real) and rule.minimum is not None and rule.maximum is not None:
-        shown = None if value is None else float(value)
         return container.slider(
-            label, float(rule.minimum), float(rule.maximum), shown, step or 0.01, **common
+            label, float(rule.minimum), float(rule.maximum), float(value), step or 0.01, **common
         )
     if isinstance(rule, Real):
         return container.number_input(

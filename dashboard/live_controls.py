@@ -155,6 +155,7 @@ def run_buttons() -> None:
     buttons[4].select_slider(
         "Speed",
         list(SPEEDS),
+        ss["live.speed"],  # its default too (`dashboard.config_widgets`: a lazily mounted widget)
         key="live.speed",
         on_change=on_speed,
         help="Slow down to watch single updates; full speed for real training. The run keeps "

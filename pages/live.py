@@ -136,4 +136,11 @@ def live_view() -> None:
 
 
 live_view()
-st.slider("Curve smoothing (EMA)", 0.0, 0.99, key="live.smoothing", step=0.01)
+st.slider(
+    "Curve smoothing (EMA)",
+    0.0,
+    0.99,
+    ss["live.smoothing"],  # its default too (`dashboard.config_widgets`: a lazily mounted widget)
+    key="live.smoothing",
+    step=0.01,
+)

@@ -59,6 +59,34 @@ def test_home_renders_formulas_and_start_demo_launches_a_run() -> None:
     assert run_id and registry().get(run_id).expected_status in ("running", "paused", "finished")
 
 
+def test_every_live_control_has_the_value_it_shows_as_its_default() -> None:
+    """A page run reaches the browser before a lazily mounted widget has mounted: the widget is
+    built from that run's description, where only the default says what to show, and sends it
+    back as a change. With Streamlit's defaults the demo's controls became α 0, β₀ 0, uniform,
+    1 step/s a second after Start demo (a browser read that in half the tries)."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"preset": "demo"})
+    at.run()
+    at.switch_page("pages/live.py").run()
+    at.button(key="live.start").click().run()
+    at.run()  # a run that sets no control: each widget's value is only in its default now
+    assert not at.exception
+    sliders = {key: at.slider(key=key) for key in ("live.alpha", "live.beta", "live.smoothing")}
+    assert {key: s.value for key, s in sliders.items()} == {
+        "live.alpha": 0.6,
+        "live.beta": 0.4,
+        "live.smoothing": 0.9,
+    }
+    for key, slider in sliders.items():
+        assert list(slider.proto.default) == [slider.value], key
+    scheme = at.selectbox(key="live.scheme")
+    assert scheme.value == "proportional"
+    assert scheme.options[scheme.proto.default] == "proportional"
+    speed = at.select_slider(key="live.speed")
+    assert speed.value == "full speed"
+    assert [speed.options[int(i)] for i in speed.proto.default] == ["full speed"]
+
+
 def test_live_page_counters_curves_and_alpha_restart(monkeypatch: pytest.MonkeyPatch) -> None:
     # Three slider values within the settle time: on a loaded machine one AppTest run can take
     # longer than the 0.8 s a hand on the arrow keys gets, so the test gets 3 s.
