@@ -77,6 +77,7 @@ def chosen_sweep(sweeps: pd.DataFrame) -> str:
     chosen: str = st.selectbox(
         "Sweep",
         ids,
+        ids.index(st.session_state["sweeps.id"]),  # its default too (`dashboard.config_widgets`)
         key="sweeps.id",
         format_func=label,
         on_change=lambda: st.query_params.update(sweep=st.session_state["sweeps.id"]),

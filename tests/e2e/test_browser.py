@@ -61,6 +61,9 @@ def test_demo_trains_alpha_restarts_and_sum_tree_draws(server: str, page: Page) 
 
     run_before = run_on_screen(page)
     alpha = page.locator('[data-testid="stSlider"]', has_text="prioritization")
+    # The demo's own settings, not Streamlit's defaults a lazily mounted control once sent back.
+    assert alpha.locator('[data-testid="stSliderThumbValue"]').inner_text() == "0.60"
+    assert page.url.endswith("/live?preset=demo"), page.url
     thumb = alpha.get_by_role("slider")
     thumb.focus()
     for _ in range(3):
