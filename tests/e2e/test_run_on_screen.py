@@ -26,9 +26,9 @@ from tests.e2e.browser import (
 )
 from tests.run_helpers import wait_for
 
-KEPT_S = 12.0
-"""How long a run put on screen must stay the one on screen: a dozen of the page's one-second
-redraws (the bug replaced it within two or three)."""
+KEPT_S = 6.0
+"""How long a run put on screen must stay the one on screen: half a dozen of the page's
+one-second redraws (the bug replaced it within two or three)."""
 
 
 @pytest.fixture(scope="module")
@@ -178,16 +178,20 @@ def test_a_reload_after_a_slider_stopped_run_shows_it_resumable(
 
 def test_speed_belongs_to_the_run_across_pages_and_a_reload(page: Page, served: str) -> None:
     tab = another_browser(page, timeout_s=120)
-    tab.goto(f"{served}/live?steps=1000000")
+    with tab.expect_websocket() as connection:
+        tab.goto(f"{served}/live?steps=1000000")
     tab.get_by_role("button", name="Start", exact=True).click()
     run_id = wait_for_run(tab, lambda _: True)
     speed = tab.locator('[data-testid="stSlider"]', has_text="Speed").get_by_role("slider")
-    speed.press("ArrowLeft")
-    speed.press("ArrowLeft")  # full speed -> 1,000 -> 100 steps/s
-    tab.wait_for_function(
-        """() => [...document.querySelectorAll('[data-testid="stSlider"]')]
-                 .some(s => s.innerText.includes('Speed') && s.innerText.includes('100 steps/s'))"""
-    )
+
+    # The slider shows a value at once and sends it a moment later (Streamlit debounces it):
+    # the pages are left only once the server has been sent 100 steps/s.
+    def sends_100(message: str | bytes) -> bool:
+        return isinstance(message, bytes) and b"100 steps/s" in message
+
+    with connection.value.expect_event("framesent", sends_100):
+        speed.press("ArrowLeft")
+        speed.press("ArrowLeft")  # full speed -> 1,000 -> 100 steps/s
     for leave in ("Sum tree", None):  # another page and back, then a reload
         if leave:
             tab.get_by_role("link", name=leave).first.click()
@@ -217,7 +221,7 @@ def test_resume_after_a_server_restart_is_the_same_run_with_its_own_settings(
         tab.get_by_role("button", name="Start", exact=True).click()
         run_id = wait_for_run(tab, lambda _: True)
         tab.wait_for_function(
-            """() => /\\d\\d,\\d{3} of [\\d,]+ steps/.test(document.body.innerText)"""
+            """() => /\\d,\\d{3} of [\\d,]+ steps/.test(document.body.innerText)"""
         )
     done_before = stored(tmp_path, run_id)
     assert done_before["status"] == "stopped"
@@ -227,7 +231,7 @@ def test_resume_after_a_server_restart_is_the_same_run_with_its_own_settings(
         tab.get_by_role("button", name="Resume").first.click()
         assert wait_for_run(tab, lambda shown: shown == run_id) == run_id
         tab.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()
-        assert steps_done(tab) >= 10_000
+        assert steps_done(tab) >= 1_000
         assert float(slider_value(tab, "prioritization")) == 0.55
         assert float(slider_value(tab, "IS correction")) == 0.3
         scheme = tab.locator('[data-testid="stSelectbox"]', has_text="Replay scheme")
