@@ -7,7 +7,7 @@ The suite runs in two pytest-xdist workers (``-n 2 --dist loadgroup`` in pyproje
 tests are CPU-bound in one process, so two workers use both cores. Tests that start servers,
 browsers or worker processes and time what they see keep to one worker per group, in order:
 the executor tests, and the browser flows (`tests/e2e`, whose servers are module fixtures) in
-two groups of about equal length, one per worker, so that neither worker waits on the other.
+three groups of files, each on one worker at a time (`_ONE_WORKER`).
 """
 
 from collections.abc import Iterator
