@@ -12,14 +12,6 @@ and bounded by the field's rule:
 
 `FORM_FIELDS` are the run settings the live page's sidebar form edits; number boxes stop at the
 server's `dashboard.params.LIMITS`.
-
-A controlled widget (``value`` None: it shows what session state holds under its key) takes
-that value as its default too. Streamlit's browser side mounts some widgets lazily: where a
-second page run reaches the browser before the widget has mounted, the widget is built from that
-run's description, which carries only the default (the value is sent only on the run that set
-it), and it sends that default back as a change. With Streamlit's own default (a slider's
-minimum, a select box's first option) the live page's first second turned the demo into an
-α 0, β₀ 0 uniform run at 1 step/s.
 """
 
 from __future__ import annotations
@@ -27,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from dashboard.params import LIMITS
+from dashboard.state import shown_value
 from rdqn.config import config_field
 from rdqn.validation import Choice, Flag, Integer, Real
 
@@ -76,13 +68,13 @@ def config_widget(
     """Draw the widget for config field ``path`` showing ``value``; returns what it holds.
 
     ``value`` None: a controlled widget, showing what session state holds under ``key`` (set
-    there before the widget is drawn), which is its default as well (see the module's note).
+    there before the widget is drawn), which is its default as well (`shown_value`).
     ``options`` go to the Streamlit widget (``on_change``, ``args``, ``disabled``, ...).
     """
     if value is None:
         if key is None:
             raise ValueError(f"config field {path!r}: a widget without a value needs a key")
-        value = st.session_state[key]
+        value = shown_value(key)
     item = config_field(path)
     rule = item.metadata["rule"]
     step = item.metadata.get("step")

@@ -31,7 +31,7 @@ from dashboard.live import (
 )
 from dashboard.live_view import highlight_css
 from dashboard.params import URL_ALIASES
-from dashboard.state import SPEEDS, registry, session
+from dashboard.state import SPEEDS, registry, session, shown_value
 from dashboard.text import plain
 
 __all__ = ["lesson_panel", "main_controls", "run_buttons", "settings_form"]
@@ -155,7 +155,7 @@ def run_buttons() -> None:
     buttons[4].select_slider(
         "Speed",
         list(SPEEDS),
-        ss["live.speed"],  # its default too (`dashboard.config_widgets`: a lazily mounted widget)
+        shown_value("live.speed"),
         key="live.speed",
         on_change=on_speed,
         help="Slow down to watch single updates; full speed for real training. The run keeps "

@@ -311,6 +311,20 @@ def _defaults() -> dict[str, Any]:
 _KEYS = tuple(_defaults())
 
 
+def shown_value(key: str) -> Any:
+    """The value a controlled widget shows (what session state holds under ``key``), to pass
+    as the widget's default as well.
+
+    Streamlit's browser side mounts some widgets lazily. Where a second page run reaches the
+    browser before such a widget has mounted, the widget is built from that run's description,
+    which carries only the default (the value travels only with the run that set it), and it
+    sends that default back as a change. With Streamlit's own default (a slider's minimum, a
+    select box's first option) the live page's first second once turned the demo into an α 0,
+    β₀ 0 uniform run at 1 step/s. (Streamlit would log the pairing of a default with a value set
+    in session state as a mistake: `.streamlit/config.toml` turns that warning off.)"""
+    return st.session_state[key]
+
+
 def init_state() -> None:
     """Session-state defaults, set once per session."""
     if any(key not in st.session_state for key in _KEYS):

@@ -20,7 +20,7 @@ from dashboard.display import show_chart
 from dashboard.figures import SCHEME_COLORS, cell_curves_figure, sweep_heatmap
 from dashboard.ownership import is_admin
 from dashboard.return_threshold import return_threshold_input
-from dashboard.state import for_this_viewer, session, store
+from dashboard.state import for_this_viewer, session, shown_value, store
 from dashboard.sweep_jobs import SweepJob, page_spec, start_sweep, sweep_jobs
 from dashboard.sweeps_view import (
     MEASURES,
@@ -77,7 +77,7 @@ def chosen_sweep(sweeps: pd.DataFrame) -> str:
     chosen: str = st.selectbox(
         "Sweep",
         ids,
-        ids.index(st.session_state["sweeps.id"]),  # its default too (`dashboard.config_widgets`)
+        ids.index(shown_value("sweeps.id")),
         key="sweeps.id",
         format_func=label,
         on_change=lambda: st.query_params.update(sweep=st.session_state["sweeps.id"]),

@@ -30,7 +30,7 @@ from dashboard.live_view import (
     stored_run_view,
 )
 from dashboard.params import parse_params
-from dashboard.state import ensure_app_frame, live_pages, registry
+from dashboard.state import ensure_app_frame, live_pages, registry, shown_value
 from dashboard.text import plain
 
 ensure_app_frame()
@@ -137,10 +137,5 @@ def live_view() -> None:
 
 live_view()
 st.slider(
-    "Curve smoothing (EMA)",
-    0.0,
-    0.99,
-    ss["live.smoothing"],  # its default too (`dashboard.config_widgets`: a lazily mounted widget)
-    key="live.smoothing",
-    step=0.01,
+    "Curve smoothing (EMA)", 0.0, 0.99, shown_value("live.smoothing"), 0.01, key="live.smoothing"
 )
