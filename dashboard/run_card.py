@@ -12,6 +12,7 @@ import streamlit as st
 
 from dashboard.display import show_chart
 from dashboard.figures import timing_figure
+from dashboard.fragments import fragment
 from dashboard.history import (
     final_return,
     format_bytes,
@@ -43,7 +44,7 @@ def counters(record: RunRecord) -> None:
         rate.metric("Env steps per second", f"{snapshot.steps_per_second:,.0f}")
 
 
-@st.fragment(run_every=2.0)
+@fragment(run_every=2.0)
 def live_counters(run_id: str) -> None:
     """The counters of a run that is still training; the whole page reruns once it ends."""
     try:

@@ -36,6 +36,7 @@ from dashboard.classroom.live_pages import LivePages
 from dashboard.classroom.owners import OWNER_COOKIE, checked_token, owner_for
 from dashboard.classroom.presence import PRESENCE
 from dashboard.classroom.sessions import BrowserSessions
+from dashboard.fragments import fragment
 from dashboard.params import DEFAULT_PRESET
 from dashboard.text import plain
 from rdqn.classroom import tree_demo, worked_example
@@ -344,7 +345,7 @@ def keep_session_runs_alive() -> None:
     registry().touch_owner(owner)
     timeout = registry().idle_timeout
     if timeout:
-        st.fragment(run_every=min(20.0, timeout / 4))(registry().touch_owner)(owner)
+        fragment(run_every=min(20.0, timeout / 4))(registry().touch_owner)(owner)
 
 
 def latest_snapshot(run_id: str | None) -> Telemetry | None:

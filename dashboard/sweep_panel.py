@@ -18,6 +18,7 @@ import streamlit as st
 
 from dashboard.display import show_chart
 from dashboard.figures import SCHEME_COLORS, cell_curves_figure, sweep_heatmap
+from dashboard.fragments import fragment
 from dashboard.ownership import is_admin
 from dashboard.return_threshold import return_threshold_input
 from dashboard.state import for_this_viewer, session, shown_value, store
@@ -98,7 +99,7 @@ def show_sweep(sweep_id: str) -> None:
         f"{', '.join(map(str, spec.seeds))}; grid: {plain(grid) or '(none: seeds only)'}"
     )
     live = is_live(sweep_trials(store(), spec))
-    st.fragment(run_every=REFRESH_S if live else None)(_watch)(spec, live)
+    fragment(run_every=REFRESH_S if live else None)(_watch)(spec, live)
 
 
 def _watch(spec: SweepSpec, live: bool) -> None:

@@ -9,6 +9,7 @@ import streamlit as st
 from dashboard import tree_state
 from dashboard.display import show_chart
 from dashboard.figures import tree_levels_figure
+from dashboard.fragments import fragment
 from dashboard.live_tree_notes import no_tree_note, tree_note
 from dashboard.state import latest_snapshot
 from dashboard.text import plain
@@ -96,7 +97,7 @@ def batch_queries(batch: td.BatchDraw | None) -> None:
     )
 
 
-@st.fragment(run_every=2.0)
+@fragment(run_every=2.0)
 def live_tree() -> None:
     """The top of the live run's sum tree (this session's live run), every 2 s."""
     snap = latest_snapshot(st.session_state.get("live.run_id"))

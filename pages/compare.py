@@ -20,6 +20,7 @@ from dashboard.comparisons import (
     stop_runs,
 )
 from dashboard.config_widgets import config_widget
+from dashboard.fragments import fragment
 from dashboard.history import comparison_base, default_budget
 from dashboard.ownership import actor, not_yours_note
 from dashboard.return_threshold import return_threshold_input
@@ -96,4 +97,4 @@ if group_id:
         st.rerun()
     if live and not mine:
         st.caption(not_yours_note(run_ids[0]))
-    st.fragment(run_every=1.0 if live else None)(comparison_results)(run_ids, threshold, live)
+    fragment(run_every=1.0 if live else None)(comparison_results)(run_ids, threshold, live)

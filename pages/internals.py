@@ -6,6 +6,7 @@ from dashboard import figures
 from dashboard.assets import explanation
 from dashboard.display import show_chart
 from dashboard.figures.distributions import p_value_text
+from dashboard.fragments import fragment
 from dashboard.internals_notes import notice
 from dashboard.lessons import lesson_note
 from dashboard.params import parse_params
@@ -35,7 +36,7 @@ def chart(where, fig, notice: str) -> None:  # noqa: ANN001 - a column or the pa
 
 
 # Nine figures: refreshed every 2 s so that watching costs the training thread little.
-@st.fragment(run_every=2.0)
+@fragment(run_every=2.0)
 def internals() -> None:
     handle = registry().get(run_id)
     snap = handle.snapshot() if handle is not None else None

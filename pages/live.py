@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from dashboard.fragments import fragment
 from dashboard.guided import ALL_CONTROLS
 from dashboard.lessons import lesson_note, lessons
 from dashboard.live import (
@@ -106,7 +107,7 @@ def _status() -> str | None:
     return handle.status if handle is not None else None
 
 
-@st.fragment(run_every=REFRESH_S if watching else refresh_seconds(current_run(), registry()))
+@fragment(run_every=REFRESH_S if watching else refresh_seconds(current_run(), registry()))
 def live_view() -> None:
     if not watching and echo_undone():
         st.rerun()  # the whole page: its controls show the run's values again

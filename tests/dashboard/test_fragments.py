@@ -1,0 +1,81 @@
+"""dashboard.fragments: every redrawn part of a page waits after drawing, so that the server
+sends what it drew before the fragment's next run can take it back (the module's note)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from streamlit.runtime.forward_msg_cache import create_reference_msg, populate_hash_if_needed
+from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
+
+from dashboard import fragments
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def pauses(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, float]]:
+    """What happened, in order: ("draw", x) for a drawing, ("pause", s) for a wait of s s; the
+    fragment runs as a plain call (no Streamlit script run here)."""
+    events: list[tuple[str, float]] = []
+    monkeypatch.setattr(fragments.time, "sleep", lambda s: events.append(("pause", s)))
+    monkeypatch.setattr(fragments.st, "fragment", lambda run_every=None: lambda func: func)
+    return events
+
+
+def test_a_fragment_draws_then_waits_for_the_server_to_send(pauses: list) -> None:
+    @fragments.fragment(run_every=1.0)
+    def counters(x: int) -> None:
+        pauses.append(("draw", float(x)))
+
+    counters(3)
+    assert pauses == [("draw", 3.0), ("pause", fragments.SEND_PAUSE_S)]
+    assert counters.__qualname__.endswith("counters")  # Streamlit names a fragment by it
+
+
+def test_a_fragment_that_stops_early_waits_too(pauses: list) -> None:
+    @fragments.fragment(run_every=2.0)
+    def broken() -> None:
+        raise RuntimeError("st.rerun or st.stop end a run this way")
+
+    with pytest.raises(RuntimeError):
+        broken()
+    assert pauses == [("pause", fragments.SEND_PAUSE_S)]
+
+
+def test_every_fragment_of_the_pages_goes_through_dashboard_fragments() -> None:
+    sources = [*ROOT.glob("pages/*.py"), *ROOT.glob("dashboard/**/*.py"), ROOT / "app.py"]
+    direct = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in sources
+        if path.name != "fragments.py"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"\bst\.fragment\b", line)
+    ]
+    assert not direct, f"use dashboard.fragments.fragment: {direct}"
+
+
+def _delta(path: list[int], fragment_id: str, text: str) -> ForwardMsg:
+    msg = ForwardMsg()
+    msg.metadata.delta_path[:] = path
+    msg.delta.fragment_id = fragment_id
+    msg.delta.new_element.markdown.body = text
+    return msg
+
+
+def test_streamlit_still_takes_back_a_fragments_unsent_elements_but_not_its_cached_ones() -> None:
+    """The Streamlit behaviour the pause is for. When this fails, Streamlit no longer splits a
+    fragment's unsent messages this way, and `dashboard.fragments` may go."""
+    queue = ForwardMsgQueue()
+    drawn = _delta([0, 5, 2, 1, 0, 0, 0], "live", "the chart drawn now")
+    unchanged = _delta([0, 5, 2, 1, 0, 0, 1], "live", "the chart drawn before" * 1000)
+    populate_hash_if_needed(unchanged)
+    queue.enqueue(drawn)
+    queue.enqueue(create_reference_msg(unchanged))  # the browser has it cached
+    queue.clear(retain_lifecycle_msgs=True, fragment_ids_this_run=["live"])  # its next run
+    left = queue.flush()
+    assert [list(msg.metadata.delta_path) for msg in left] == [[0, 5, 2, 1, 0, 0, 1]]
+    assert left[0].WhichOneof("type") == "ref_hash"  # a chart at index 1 of an empty box
