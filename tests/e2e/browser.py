@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from playwright.sync_api import Locator, Page
+from playwright.sync_api import Browser, BrowserContext, Locator, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from harness.dashboard_server import start_dashboard
@@ -20,6 +20,29 @@ from harness.live_page import status_line as progress_text
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
+
+
+PAGE_ERRORS: list[str] = []
+"""Uncaught JavaScript errors of the tests' pages since the current test began (`watched`).
+Streamlit's front end that throws while it applies an update leaves a white page that never
+redraws: no element, no server traceback; the test that saw it fails saying so."""
+
+
+def watched(context: BrowserContext) -> BrowserContext:
+    """``context``, its pages' uncaught JavaScript errors recorded in `PAGE_ERRORS`."""
+    context.on(
+        "weberror",
+        lambda error: PAGE_ERRORS.append(
+            f"{error.page.url if error.page else '?'}: {error.error.message}"
+        ),
+    )
+    return context
+
+
+def new_context(browser: Browser, **options: object) -> BrowserContext:
+    """A browser context of ``browser`` (another person's browser: its own cookies) whose
+    pages' errors are `watched`."""
+    return watched(browser.new_context(**options))  # type: ignore[arg-type]
 
 
 def another_browser(
@@ -31,9 +54,9 @@ def another_browser(
     browser = page.context.browser
     assert browser is not None  # a tab of a launched browser
     if width and height:
-        context = browser.new_context(viewport={"width": width, "height": height})
+        context = new_context(browser, viewport={"width": width, "height": height})
     else:
-        context = browser.new_context()
+        context = new_context(browser)
     tab = context.new_page()
     tab.set_default_timeout(timeout_s * 1000)
     return tab
@@ -147,8 +170,10 @@ def steps_done(tab: Page) -> int:
 
 
 def what_the_page_shows(page: Page) -> str:
-    """The URL, status line, notices and captions of a Streamlit page: for a failure message."""
+    """The URL, status line, notices and captions of a Streamlit page, and the pages' uncaught
+    errors: for a failure message."""
     parts = [f"url: {page.url}"]
+    parts += [f"page error: {error}" for error in PAGE_ERRORS]
     for name, selector in (
         ("status", '[data-testid="stProgress"]'),
         ("notice", '[data-testid="stAlert"]'),

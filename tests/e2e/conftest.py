@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Page, sync_playwright
 
 from harness.chromium import CHROMIUM, CHROMIUM_ARGS
-from tests.e2e.browser import ARTIFACTS, streamlit_server
+from tests.e2e.browser import ARTIFACTS, PAGE_ERRORS, streamlit_server, watched
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,15 @@ def page(server: str) -> Iterator[Page]:
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        tab = browser.new_page(viewport={"width": 1400, "height": 1000})
+        tab = watched(browser.new_context(viewport={"width": 1400, "height": 1000})).new_page()
         tab.set_default_timeout(60_000)
         yield tab
         browser.close()
+
+
+@pytest.fixture(autouse=True)
+def no_page_error() -> Iterator[None]:
+    """A test fails if one of its pages threw an uncaught JavaScript error (`PAGE_ERRORS`)."""
+    PAGE_ERRORS.clear()
+    yield
+    assert not PAGE_ERRORS, "uncaught errors in the page:\n" + "\n".join(PAGE_ERRORS)

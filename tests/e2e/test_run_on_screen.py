@@ -19,6 +19,7 @@ from tests.e2e.browser import (
     another_browser,
     assert_no_exception,
     never_within,
+    new_context,
     progress_text,
     saying_what_the_page_shows,
     steps_done,
@@ -213,7 +214,7 @@ def test_resume_after_a_server_restart_is_the_same_run_with_its_own_settings(
 ) -> None:
     browser = page.context.browser
     assert browser is not None
-    context = browser.new_context()  # one browser: its cookie outlives the server
+    context = new_context(browser)  # one browser: its cookie outlives the server
     tab = context.new_page()
     tab.set_default_timeout(120_000)
     with streamlit_server(tmp_path, "server-restart-1.log") as (url, _):
