@@ -174,6 +174,8 @@ def test_a_killed_worker_fails_its_run_and_keeps_its_metrics(
 def test_the_cap_and_the_queue(executor: Executor, store: RunStore) -> None:
     registry = RunRegistry(store, executor=executor, max_active=1)
     handles = registry.enqueue([tiny(200, seed=seed) for seed in range(3)])
+    # Queued behind the cap: a worker takes longer to start than this line to run.
+    assert registry.position(handles[2].id) == (2, 2)
     most = 0
 
     def all_finished() -> bool:
@@ -182,7 +184,9 @@ def test_the_cap_and_the_queue(executor: Executor, store: RunStore) -> None:
         return all(handle.join(0) for handle in handles)
 
     wait_for(all_finished, timeout=120)
-    assert most == 1
+    # Sampled: never two at once. (Not "== 1": a 200-step run can start and end between
+    # two samples, as one did under CI's load.)
+    assert most <= 1
     assert [h.status for h in handles] == ["finished"] * 3
     assert set(store.list_runs()["status"]) == {"finished"}
     registry.shutdown()
