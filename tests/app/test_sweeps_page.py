@@ -323,4 +323,10 @@ def test_stop_records_every_trial_stopped_and_offers_to_go_on(home: Path) -> Non
     with RunStore(home / "rdqn.db") as store:
         reasons = set(store.list_runs(group_id=sweep_id)["error"])
     assert reasons == {"stopped: by its owner on the Sweeps page"}
+
+    def offered() -> bool:  # once the sweep's job has ended too (just after its trials)
+        counts()
+        return any(button.key == "sweeps.rest" for button in at.button)
+
+    wait_for(offered, 30, what=lambda: str(counts()), every=0.5)
     assert at.button(key="sweeps.rest").label == "Run its 2 unfinished trials"
