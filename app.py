@@ -55,18 +55,20 @@ def frame() -> None:
     first_run = "dashboard.state" not in sys.modules
     with st.spinner("Starting the dashboard (once)…") if first_run else nullcontext():
         from dashboard.display import projector_toggle
+        from dashboard.fragments import page_run
         from dashboard.state import init_state, keep_session_runs_alive, session, store_failed
         from rdqn.runs.store import StoreError
 
     init_state()  # first: a page the store stops (session() opens it) still finds its keys
     session()
-    keep_session_runs_alive()
-    st.session_state["app.frame"] = True
-    projector_toggle()
-    try:
-        navigation.run()
-    except (StoreError, sqlite3.DatabaseError) as err:  # the store failed in the middle of a page
-        store_failed(err)
+    with page_run():  # its fragments' charts go whole (dashboard.fragments)
+        keep_session_runs_alive()
+        st.session_state["app.frame"] = True
+        projector_toggle()
+        try:
+            navigation.run()
+        except (StoreError, sqlite3.DatabaseError) as err:  # the store failed mid-page
+            store_failed(err)
 
 
 if __name__ == "__main__":  # a page run (Streamlit runs the script as __main__)

@@ -15,9 +15,11 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard.figures.projector import PROJECTOR_TICK_SIZE, for_projector
+from dashboard.fragments import page_run_mark
 from dashboard.shared_figures import SharedFigures
 
 __all__ = [
+    "PAGE_RUN_KEY",
     "PROJECTOR_FLAG",
     "projector_mode",
     "projector_toggle",
@@ -35,6 +37,8 @@ CHART_TOOLBAR: dict[str, Any] = {
     # titles of charts in narrow columns; a drag still zooms and a double-click resets.
     "modeBarButtonsToRemove": ["zoomIn2d", "zoomOut2d", "autoScale2d", "select2d", "lasso2d"],
 }
+PAGE_RUN_KEY = "rdqnPageRun"
+"""The chart configuration's key for the mark of the page run that drew it."""
 _KEY = "app.projector"
 _TRUE = {"1", "true", "on", "yes"}
 
@@ -94,7 +98,15 @@ def show_chart(where: Any, fig: go.Figure, *, height: int | None = None, **kwarg
     `CHART_TOOLBAR`, ``height`` px tall if given, restyled for a projector when the session is
     in projector mode (and `PROJECTOR_HEIGHT` times as tall: its larger titles and legends
     would squeeze the plot)."""
-    where.plotly_chart(_styled(fig, height), config=CHART_TOOLBAR, **kwargs)
+    where.plotly_chart(_styled(fig, height), config=_chart_config(), **kwargs)
+
+
+def _chart_config() -> dict[str, Any]:
+    """The `CHART_TOOLBAR`; when a fragment draws as part of a page run, with that run's mark
+    too (`dashboard.fragments`: such a chart must go whole, never as a reference to one the
+    browser has cached). Plotly ignores a configuration key it does not know."""
+    mark = page_run_mark()
+    return CHART_TOOLBAR if mark is None else CHART_TOOLBAR | {PAGE_RUN_KEY: mark}
 
 
 def _styled(fig: go.Figure, height: int | None) -> go.Figure:
@@ -116,8 +128,9 @@ def steady_chart(where: Any, fig: go.Figure, *, name: str, height: int) -> None:
     slots stacked in one place (`_PAGE_CSS`). Each redraw sends the new figure to one slot and
     raises it above the other, and sends the other one the figure of the previous redraw,
     unchanged: that one keeps its name, so the browser keeps it drawn, and it shows through
-    until the new one is drawn over it (the figures' background is opaque). The slot and figure
-    of the last redraw are kept in session state under ``app.steady.<name>``.
+    until the new one is drawn over it (the figures' background is opaque). The slot, figure and
+    configuration of the last redraw are kept in session state under ``app.steady.<name>``.
+    In a page run both slots carry its mark (`dashboard.fragments`), and are mounted anew.
     """
     _steady_slots(where, _for_steady_chart(fig, height), name)
 
@@ -155,17 +168,22 @@ def _for_steady_chart(fig: go.Figure, height: int) -> go.Figure:
 
 def _steady_slots(where: Any, fig: go.Figure, name: str) -> None:
     memory = f"app.steady.{name}"
-    last = st.session_state.get(memory)  # (the slot drawn last, the figure drawn there)
+    # (the slot drawn last, the figure and the configuration drawn there)
+    last = st.session_state.get(memory)
     fresh = "b" if last is not None and last[0] == "a" else "a"
-    figures = {fresh: fig} | ({last[0]: last[1]} if last is not None else {})
+    config = _chart_config()
+    charts = {fresh: (fig, config)}
+    if last is not None:  # in a page run, with this run's mark (`_chart_config`)
+        charts[last[0]] = (last[1], config if page_run_mark() is not None else last[2])
     box = where.container(key=f"steady-box_{name}")
     for slot in ("a", "b"):
-        if slot in figures:
+        if slot in charts:
+            figure, slot_config = charts[slot]
             box.plotly_chart(
-                figures[slot], config=CHART_TOOLBAR, width="stretch", key=f"steady-{name}_{slot}"
+                figure, config=slot_config, width="stretch", key=f"steady-{name}_{slot}"
             )
     # After the charts: the new figure is raised once its slot has it. Drawn in the box, not
     # with the page's styles (a style alone goes to the page's event container, and replaced
     # the toasts there at every redraw).
     box.html(f"<span hidden></span><style>.st-key-steady-{name}_{fresh} {{ z-index: 1; }}</style>")
-    st.session_state[memory] = (fresh, fig)
+    st.session_state[memory] = (fresh, fig, config)

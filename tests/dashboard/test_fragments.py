@@ -1,5 +1,6 @@
-"""dashboard.fragments: every redrawn part of a page waits after drawing, so that the server
-sends what it drew before the fragment's next run can take it back (the module's note)."""
+"""dashboard.fragments: a fragment drawn in a page run knows it (its charts then go whole), and
+every redrawn part of a page waits after drawing, so that the server sends what it drew before
+the fragment's next run can take it back (the module's note)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,31 @@ def test_a_fragment_that_stops_early_waits_too(pauses: list) -> None:
     with pytest.raises(RuntimeError):
         broken()
     assert pauses == [("pause", fragments.SEND_PAUSE_S)]
+
+
+def test_only_a_fragment_drawn_as_part_of_a_page_run_has_the_page_runs_mark(pauses: list) -> None:
+    seen: list[str | None] = []
+
+    @fragments.fragment(run_every=1.0)
+    def live() -> None:
+        seen.append(fragments.page_run_mark())
+
+    with fragments.page_run() as first:
+        assert fragments.page_run_mark() is None  # the page's own elements: never taken back
+        live()
+    live()  # the fragment's own run, after the page's
+    with fragments.page_run() as second:
+        live()
+    assert seen == [first, None, second] and first != second
+    assert fragments.page_run_mark() is None
+
+
+def test_a_page_run_ended_by_st_rerun_or_st_stop_ends_its_mark(pauses: list) -> None:
+    with pytest.raises(RuntimeError), fragments.page_run():
+        raise RuntimeError("st.rerun and st.stop end a page run this way")
+    seen: list[str | None] = []
+    fragments.fragment()(lambda: seen.append(fragments.page_run_mark()))()
+    assert seen == [None]
 
 
 def test_every_fragment_of_the_pages_goes_through_dashboard_fragments() -> None:
