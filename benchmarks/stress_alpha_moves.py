@@ -10,11 +10,9 @@ it applies a message to a place that does not exist, and the tab stays white: se
 Traffic stays on 127.0.0.1; the script stops every process it starts.
 
 White pages are rare and depend on load, so each round also counts what makes them possible,
-whatever the load: references to cached elements (``ref_hash`` messages) that a *page* run
-sends into a fragment's part of the page (a fragment's queued run can take back everything
-around such a reference but not the reference itself). Read from the teacher's WebSocket: a run
-starts with a ``new_session`` message naming its fragments (none for a page run); a reference
-is in a fragment's part when the block it lands in was drawn by a fragment in that run.
+whatever the load: references to cached elements that a *page* run sends into a fragment's part
+of the page (a fragment's queued run can take back everything around such a reference but not
+the reference itself), read from the teacher's WebSocket (`harness.cached_references`).
 
 Usage: python -m benchmarks.stress_alpha_moves [--rounds 5] [--moves 60] [--hogs 4]
            [--json OUT.json]
@@ -31,9 +29,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from playwright.sync_api import Browser, WebSocket, sync_playwright
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+from playwright.sync_api import Browser, sync_playwright
 
+from harness.cached_references import CachedReferences
 from harness.chromium import CHROMIUM, CHROMIUM_ARGS
 from harness.dashboard_server import start_dashboard
 
@@ -43,46 +41,9 @@ def _spin(until: float) -> None:
         pass
 
 
-class References:
-    """Counts, from the messages a tab receives, the references page runs and fragment runs
-    send, and those of page runs that land in a fragment's part of the page."""
-
-    def __init__(self) -> None:
-        self.page_run = self.fragment_run = self.page_run_in_fragments = 0
-        self._in_page_run = False
-        self._block_fragment: dict[tuple[int, ...], str] = {}
-
-    def watch(self, socket: WebSocket) -> None:
-        socket.on("framereceived", self.received)
-
-    def received(self, payload: str | bytes) -> None:
-        if isinstance(payload, str):
-            return
-        message = ForwardMsg.FromString(payload)
-        kind = message.WhichOneof("type")
-        path = tuple(message.metadata.delta_path)
-        if kind == "new_session":
-            self._in_page_run = not message.metadata.run.fragment_ids
-            self._block_fragment = {}
-        elif kind == "delta" and message.delta.WhichOneof("type") == "add_block":
-            self._block_fragment[path] = message.delta.fragment_id
-        elif kind == "ref_hash" and self._in_page_run:
-            self.page_run += 1
-            self.page_run_in_fragments += bool(self._block_fragment.get(path[:-1]))
-        elif kind == "ref_hash":
-            self.fragment_run += 1
-
-    def counts(self) -> dict[str, int]:
-        return {
-            "page_run_references": self.page_run,
-            "page_run_references_in_fragments": self.page_run_in_fragments,
-            "fragment_run_references": self.fragment_run,
-        }
-
-
 def one_round(browser: Browser, moves: int) -> dict[str, Any]:
     """Moves done, the first uncaught page error (None: every move left a working page), and
-    the teacher's tab's `References`."""
+    the teacher's tab's `CachedReferences`."""
     home = Path(tempfile.mkdtemp(prefix="rdqn-alpha-moves-"))
     env = {**os.environ, "RDQN_HOME": str(home), "RDQN_MAX_RUNS": "4"}
     process, url = start_dashboard(env)
@@ -94,7 +55,7 @@ def one_round(browser: Browser, moves: int) -> dict[str, Any]:
             context.on("weberror", lambda error: errors.append(error.error.message))
         teacher = contexts[0].new_page()
         teacher.set_default_timeout(60_000)
-        references = References()
+        references = CachedReferences()
         teacher.on("websocket", references.watch)
         teacher.goto(f"{url}/live?steps=1000000")
         teacher.get_by_role("button", name="Start", exact=True).click()

@@ -1,5 +1,7 @@
 """What the tests and the benchmarks drive the dashboard with, from the outside.
 
+    cached_references  the references to cached elements a tab receives, and those that page
+                       runs send into a fragment's part of the page
     dashboard_server   `streamlit run app.py` on a free port of 127.0.0.1, ready once it
                        answers its health check
     chromium           the browser they drive: Debian's Chromium, headless, loopback only

@@ -15,6 +15,7 @@ import pytest
 from playwright.sync_api import Page
 
 from dashboard.guided import LESSON_FOLDER, GuidedLesson, load_lesson
+from harness.cached_references import CachedReferences
 from rdqn.runs.store import RunStore
 from tests.e2e.browser import (
     ARTIFACTS,
@@ -235,8 +236,11 @@ def test_the_charts_never_go_blank_between_redraws(page: Page, served: str) -> N
     """About 10 s of a training run's page, Reset (a new run, with no data for a moment)
     halfway. Before: a chart went blank about once a second (Streamlit mounted every redrawn
     chart anew) and both charts vanished for a second after the Reset. Now no frame lacks a
-    chart before the Reset, and the page run of the Reset takes at most a few frames."""
+    chart before the Reset, and the page run of the Reset takes at most a few frames. No page
+    run sends a chart as a reference to one the browser cached (`dashboard.fragments`)."""
     tab = another_browser(page, WIDTH, HEIGHT, timeout_s=120)
+    references = CachedReferences()
+    tab.on("websocket", references.watch)
     tab.goto(f"{served}/live?steps=1000000")
     tab.get_by_role("button", name="Start", exact=True).click()
     with saying_what_the_page_shows(tab):
@@ -261,6 +265,9 @@ def test_the_charts_never_go_blank_between_redraws(page: Page, served: str) -> N
     before = [at for at, _ in seen["first"] if at < clicked]
     assert not before, f"{len(before)} frames lacked a chart between redraws: {seen}"
     assert seen["blank"] <= PAGE_RUN_BLANK_FRAMES, f"the Reset's charts vanished: {seen}"
+    # What could have left the tab white: a page run's reference to a cached chart
+    counts = references.counts()
+    assert counts["page_runs"] >= 2 and counts["page_run_references_in_fragments"] == 0, counts
     tab.get_by_role("button", name="Pause").click()
     tab.context.close()
 
