@@ -173,8 +173,8 @@ def _steady_slots(where: Any, fig: go.Figure, name: str) -> None:
     fresh = "b" if last is not None and last[0] == "a" else "a"
     config = _chart_config()
     charts = {fresh: (fig, config)}
-    if last is not None:  # in a page run, with this run's mark (`_chart_config`)
-        charts[last[0]] = (last[1], config if page_run_mark() is not None else last[2])
+    if last is not None:  # as drawn before; in a page run, with its mark (`_chart_config`)
+        charts[last[0]] = (last[1], config if PAGE_RUN_KEY in config else last[2])
     box = where.container(key=f"steady-box_{name}")
     for slot in ("a", "b"):
         if slot in charts:
