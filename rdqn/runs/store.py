@@ -31,10 +31,9 @@ Layout (``default_home()`` is ``$RDQN_HOME`` or ``.rdqn``)::
     <home>/checkpoints/       checkpoint files; delete_run removes the ones that live here, and
                               opening the store the temporary files of interrupted saves
 
-The ``runs`` table records a checkpoint in the home folder by its path relative to the folder
-(``checkpoints/<id>.pt``), so a copied or moved home resumes from its own files; records read
-(`RunStore.get_run`, `RunStore.list_runs`) give it as a path to open, under the folder the store
-was opened from. Paths recorded before (absolute) are read as they are.
+The ``runs`` table records a checkpoint in the home folder by its path relative to the folder,
+so a copied or moved home resumes from its own files (`rdqn.runs.checkpoint_paths`); records read
+(`RunStore.get_run`, `RunStore.list_runs`) give it as a path to open.
 """
 
 from __future__ import annotations
@@ -44,7 +43,6 @@ import hashlib
 import json
 import os
 import sqlite3
-import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -53,7 +51,9 @@ from typing import Any, Literal, Protocol
 
 import pandas as pd
 
+from rdqn.runs.checkpoint_paths import CheckpointPaths
 from rdqn.runs.checkpoints import remove_orphan_temporaries, write_checkpoint
+from rdqn.runs.metric_tables import read_metric_frame
 from rdqn.runs.orphans import mark_dead_owners
 from rdqn.runs.owners import this_process
 from rdqn.runs.schema import (
@@ -70,10 +70,8 @@ from rdqn.runs.schema import (
     STATUSES,
     STEP_COLUMNS,
     STEP_KEYS,
-    Converter,
     RunRecord,
     default_run_name,
-    quoted_columns,
     row_params,
 )
 from rdqn.runs.store_access import (
@@ -86,6 +84,7 @@ from rdqn.runs.store_access import (
     full_error,
     open_home,
 )
+from rdqn.runs.unwritten import UnwrittenStatuses
 
 __all__ = [
     "ResumeError",
@@ -181,14 +180,12 @@ class RunStore:
             raise ValueError("path must be a file: an in-memory database is private to one thread")
         read_only = open_home(db, create=create)
         self.path: Path = db
-        self.checkpoint_dir: Path = db.parent / "checkpoints"
-        self._home = db.parent.absolute()  # what relative checkpoint paths are relative to
+        self._checkpoints = CheckpointPaths(db)
+        self.checkpoint_dir: Path = self._checkpoints.folder
         self._db = Database(db, read_only=read_only, busy_timeout_ms=_BUSY_TIMEOUT_MS)
         self._next_sweep = 0.0
         self._run_columns = ", ".join(RUN_COLUMNS)
-        self._unwritten: dict[str, tuple[str, str | None]] = {}
-        """Final statuses a full disk kept out of the file (`set_status`), by run id."""
-        self._unwritten_lock = threading.Lock()
+        self._unwritten = UnwrittenStatuses()
         try:
             try:
                 self._migrate()
@@ -302,15 +299,18 @@ class RunStore:
         if cursor.rowcount == 0:
             raise KeyError(f"no run with id {run_id!r} in {self.path}")
 
+    def _check_exists(self, conn: sqlite3.Connection, run_id: str) -> None:
+        if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
+            raise KeyError(f"no run with id {run_id!r} in {self.path}")
+
     def set_status(self, run_id: str, status: str, error: str | None = None) -> None:
         """Set ``status`` (one of :data:`STATUSES`) and ``error`` (``None`` clears it).
 
         Moving to ``'running'`` or ``'paused'`` records this process as the run's owner.
 
         A final status that a full disk keeps out of the file (`StoreFull`, raised) is kept in
-        memory: this store reads the run with it, and writes it at the first read, every few
-        seconds, that finds space. Otherwise a run that failed because the disk filled read
-        'running' on every page until its server ended, and then 'interrupted'.
+        memory (`rdqn.runs.unwritten`): this store reads the run with it, and writes it at the
+        first read, every few seconds, that finds space.
         """
         _check_status(status)
         try:
@@ -326,26 +326,17 @@ class RunStore:
                     self._update_run(conn, run_id, "status = ?, error = ?", (status, error))
         except StoreFull:
             if status in FINAL_STATUSES:
-                with self._unwritten_lock:
-                    self._unwritten[run_id] = (status, error)
+                self._unwritten.keep(run_id, status, error)
             raise
-        self._written(run_id)
-
-    def _written(self, run_id: str) -> None:
-        """The file has the run's status now (or no such run): nothing is left to write."""
-        if self._unwritten:
-            with self._unwritten_lock:
-                self._unwritten.pop(run_id, None)
+        self._unwritten.written(run_id)
 
     def _write_unwritten(self) -> None:
         """Write the statuses a full disk kept out (`set_status`), while there is space."""
-        with self._unwritten_lock:
-            pending = list(self._unwritten.items())
-        for run_id, (status, error) in pending:
+        for run_id, (status, error) in self._unwritten.copy().items():
             try:
                 self.set_status(run_id, status, error)
             except KeyError:  # deleted since
-                self._written(run_id)
+                self._unwritten.written(run_id)
             except StoreError:
                 return
 
@@ -365,7 +356,7 @@ class RunStore:
         """Record the run's latest checkpoint file (``None`` forgets it) and, if it holds a resume
         state, the env step it resumes from. A file in the store's folder is recorded relative
         to it (a copied or moved store reads its own files); any other as an absolute path."""
-        value = None if path is None else self._stored_path(Path(path))
+        value = None if path is None else self._checkpoints.stored(Path(path))
         resume = None if value is None or resume_env_steps is None else int(resume_env_steps)
         with self._db.write() as conn:
             self._update_run(
@@ -395,25 +386,9 @@ class RunStore:
         with self._db.write() as conn:
             self._update_run(conn, run_id, "owner_hash = ?", (value,))
 
-    def _stored_path(self, path: Path) -> str:
-        """How the ``runs`` table holds a checkpoint's path: relative to the store's folder
-        (POSIX separators) when the file is in it, else absolute."""
-        absolute = path.absolute()
-        if absolute.is_relative_to(self._home):
-            return absolute.relative_to(self._home).as_posix()
-        return str(absolute)
-
-    def _read_path(self, value: str | None) -> str | None:
-        """A stored checkpoint path as a path to open: relative ones (this store's files) under
-        the store's folder; absolute ones (files elsewhere, and whatever stores recorded before
-        paths were relative) as they are."""
-        if value is None or Path(value).is_absolute():
-            return value
-        return str(self._home / value)
-
     def checkpoint_path_for(self, run_id: str) -> Path:
         """Where a run's checkpoint belongs: ``checkpoint_dir / "<run_id>.pt"``."""
-        return self.checkpoint_dir / f"{run_id}.pt"
+        return self._checkpoints.for_run(run_id)
 
     def get_run(self, run_id: str) -> RunRecord:
         """The run's record; ``KeyError`` naming the id if there is none."""
@@ -430,7 +405,7 @@ class RunStore:
         values["status"], values["error"] = self._unwritten.get(
             run_id, (values["status"], values["error"])
         )
-        values["checkpoint_path"] = self._read_path(values["checkpoint_path"])
+        values["checkpoint_path"] = self._checkpoints.read(values["checkpoint_path"])
         config = json.loads(values.pop("config_json"))
         manifest_json = values.pop("manifest_json")
         manifest = None if manifest_json is None else json.loads(manifest_json)
@@ -441,7 +416,7 @@ class RunStore:
         self._sweep()
         clauses: list[str] = []
         params: list[Any] = []
-        unwritten = dict(self._unwritten)
+        unwritten = self._unwritten.copy()
         if status is not None:
             _check_status(status)
             if not unwritten:  # else filtered below, on the statuses as read
@@ -458,7 +433,9 @@ class RunStore:
             frame.loc[frame["id"] == run_id, ["status", "error"]] = [run_status, error]
         if unwritten and status is not None:
             frame = frame[frame["status"] == status].reset_index(drop=True)
-        paths = [self._read_path(v) if isinstance(v, str) else v for v in frame["checkpoint_path"]]
+        paths = [
+            self._checkpoints.read(v) if isinstance(v, str) else v for v in frame["checkpoint_path"]
+        ]
         frame["checkpoint_path"] = pd.Series(paths, index=frame.index, dtype=object)
         return frame
 
@@ -472,11 +449,10 @@ class RunStore:
             if row is None:
                 raise KeyError(f"no run with id {run_id!r} in {self.path}")
             conn.execute("DELETE FROM runs WHERE id = ?", (run_id,))
-        self._written(run_id)
-        if row[0] is not None:
-            checkpoint = Path(str(self._read_path(row[0]))).resolve()
-            if checkpoint.is_relative_to(self.checkpoint_dir.resolve()):
-                checkpoint.unlink(missing_ok=True)
+        self._unwritten.written(run_id)
+        checkpoint = self._checkpoints.read(row[0])
+        if checkpoint is not None and self._checkpoints.is_own(checkpoint):
+            Path(checkpoint).unlink(missing_ok=True)
 
     def mark_interrupted(self) -> int:
         """Mark runs a dead process left behind as ``'stopped'``, with the reason: runs it left
@@ -532,7 +508,7 @@ class RunStore:
                 f"status = 'created', error = NULL, owner_pid = ?, owner_start = ?, {PROGRESS_SET}",
                 (*this_process(), *counters),
             )
-        self._written(run_id)
+        self._unwritten.written(run_id)
 
     # -- metrics ----------------------------------------------------------------------------
 
@@ -553,8 +529,7 @@ class RunStore:
         episode_params = row_params(run_id, episodes, EPISODE_COLUMNS, EPISODE_KEYS, "episode")
         step_params = row_params(run_id, steps, STEP_COLUMNS, STEP_KEYS, "step")
         with self._db.write() as conn:
-            if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
-                raise KeyError(f"no run with id {run_id!r} in {self.path}")
+            self._check_exists(conn, run_id)
             if episode_params:
                 conn.executemany(INSERT_EPISODES, episode_params)
             if step_params:
@@ -563,39 +538,17 @@ class RunStore:
                 counters = tuple(int(progress[k]) for k in ("env_steps", "updates", "episodes"))
                 self._update_run(conn, run_id, PROGRESS_SET, counters)
 
-    def _metric_frame(
-        self,
-        run_id: str,
-        table: str,
-        columns: tuple[tuple[str, Converter], ...],
-        after: int | None,
-    ) -> pd.DataFrame:
-        key = columns[0][0]
-        sql = f"SELECT {quoted_columns(columns)} FROM {table} WHERE run_id = ?"
-        params: list[Any] = [run_id]
-        if after is not None:
-            sql += f" AND {key} > ?"
-            params.append(int(after))
-        with self._db.read() as conn:
-            if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
-                raise KeyError(f"no run with id {run_id!r} in {self.path}")
-            frame = pd.read_sql_query(f"{sql} ORDER BY {key}", conn, params=params)
-        # Numeric dtypes even for all-NULL columns (sqlite returns None -> object otherwise).
-        for name, convert in columns:
-            column = frame[name]
-            if convert is float:
-                frame[name] = column.astype("float64")
-            else:
-                frame[name] = column.astype("Int64" if column.isna().any() else "int64")
-        return frame
-
     def episodes(self, run_id: str, *, after: int | None = None) -> pd.DataFrame:
         """The run's episode rows ordered by ``episode`` (only ``episode > after`` if given)."""
-        return self._metric_frame(run_id, "episodes", EPISODE_COLUMNS, after)
+        with self._db.read() as conn:
+            self._check_exists(conn, run_id)
+            return read_metric_frame(conn, run_id, "episodes", EPISODE_COLUMNS, after)
 
     def steps(self, run_id: str, *, after: int | None = None) -> pd.DataFrame:
         """The run's per-update rows ordered by ``updates`` (only ``updates > after`` if given)."""
-        return self._metric_frame(run_id, "steps", STEP_COLUMNS, after)
+        with self._db.read() as conn:
+            self._check_exists(conn, run_id)
+            return read_metric_frame(conn, run_id, "steps", STEP_COLUMNS, after)
 
     def export_csv(self, run_id: str, kind: Literal["episodes", "steps"]) -> str:
         """The run's ``episodes`` or ``steps`` as CSV text with a header row (floats round-trip)."""
