@@ -18,7 +18,11 @@ browser) the moment it prints it, and waits until the *Start demo* button is vis
   new browser  that run paused, a second browser (a new context: no cache, no cookie) opens
             Home and clicks *Start demo*: seconds from the click to its run's first counters, as
             in a class whose teacher started the server before the lesson. This browser loads
-            the live page's chart code (Plotly, 4.7 MB of JavaScript) with that first page
+            the live page's chart code (Plotly, 4.7 MB of JavaScript) with that first page,
+            unless Home had the time to load it first (`dashboard.chart_code`)
+  new browser, Home read
+            the same, its run paused, in a third new browser that shows Home for `READ_S`
+            seconds before the click: a teacher who explains Home first
 
 Python's bytecode caches are written as ``pip install`` writes them (``PYTHONDONTWRITEBYTECODE``
 is dropped from the server's environment, and a first start that writes them is not counted):
@@ -56,6 +60,8 @@ from harness.live_page import run_on_screen
 
 OUT = ROOT / "benchmarks" / "results" / "server_start.json"
 SOLVED = 475.0
+READ_S = 3.0
+"""How long the last new browser shows Home before its click."""
 
 
 def _rss_mb(pid: int) -> float:
@@ -156,13 +162,9 @@ def one_repeat(browser: Any, timeout: float, solve: bool = False) -> dict[str, A
                 timeout=timeout * 1000,
             )
             warm_run_s = time.monotonic() - clicked
-            page.get_by_role("button", name="Pause").click()  # its training slot frees
-            page.wait_for_function(
-                """() => document.querySelector('[data-testid="stProgress"]')
-                           ?.innerText.startsWith('paused')""",
-                timeout=timeout * 1000,
-            )
+            _pause(page, timeout)  # its training slot frees
             new_browser_run_s = _first_run_in_a_new_browser(browser, url, timeout)
+            home_read_run_s = _first_run_in_a_new_browser(browser, url, timeout, read_s=READ_S)
         finally:
             page.close()
             os.killpg(server.pid, signal.SIGINT)
@@ -180,25 +182,42 @@ def one_repeat(browser: Any, timeout: float, solve: bool = False) -> dict[str, A
         **({"solved_s": round(solved_s, 2)} if solved_s is not None else {}),
         "warm_run_s": round(warm_run_s, 3),
         "new_browser_run_s": round(new_browser_run_s, 3),
+        "home_read_run_s": round(home_read_run_s, 3),
     }
 
 
-def _first_run_in_a_new_browser(browser: Any, url: str, timeout: float) -> float:
-    """Seconds from a click on *Start demo* in a new browser context, on Home, to its run's
-    first counters."""
+def _first_run_in_a_new_browser(
+    browser: Any, url: str, timeout: float, read_s: float = 0.0
+) -> float:
+    """Seconds from a click on *Start demo* in a new browser context, on Home (shown for
+    ``read_s`` seconds first), to its run's first counters; the run is then paused (its
+    training slot frees)."""
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     try:
         page = context.new_page()
         page.goto(url, timeout=timeout * 1000)
         demo = page.get_by_role("button", name="Start demo")
         demo.wait_for(state="visible", timeout=timeout * 1000)
+        page.wait_for_timeout(read_s * 1000)
         clicked = time.monotonic()
         demo.click()
         counters = page.get_by_test_id("stMetric").filter(has_text="Env steps").first
         counters.wait_for(state="visible", timeout=timeout * 1000)
-        return time.monotonic() - clicked
+        seconds = time.monotonic() - clicked
+        _pause(page, timeout)
+        return seconds
     finally:
         context.close()
+
+
+def _pause(page: Any, timeout: float) -> None:
+    """Pause the live page's run and wait until the page says it is paused."""
+    page.get_by_role("button", name="Pause").click()
+    page.wait_for_function(
+        """() => document.querySelector('[data-testid="stProgress"]')
+                   ?.innerText.startsWith('paused')""",
+        timeout=timeout * 1000,
+    )
 
 
 def _summary(values: list[float]) -> dict[str, float]:
@@ -234,6 +253,7 @@ def measure(repeats: int, timeout: float, solve: bool) -> dict[str, Any]:
         **({"solved_s": _summary([row["solved_s"] for row in rows])} if solve else {}),
         "warm_run_s": _summary([row["warm_run_s"] for row in rows]),
         "new_browser_run_s": _summary([row["new_browser_run_s"] for row in rows]),
+        "home_read_run_s": _summary([row["home_read_run_s"] for row in rows]),
     }
 
 
@@ -263,6 +283,14 @@ def table(results: dict[str, Any]) -> str:
             f"| {cell('warm_run_s', 's', 2)} |",
             "| a new browser opens Home, server warm: *Start demo* clicked to the run's first "
             f"counters | {cell('new_browser_run_s', 's', 2)} |",
+            *(
+                [
+                    f"| the same, Home read for {READ_S:g} s before the click "
+                    f"| {cell('home_read_run_s', 's', 2)} |"
+                ]
+                if "home_read_run_s" in results
+                else []
+            ),
             "",
             f"{len(results['repeats'])} repeats, {results['date'][:10]}, commit "
             f"{results['commit']}, load average {results['loadavg'][0]:.1f} "

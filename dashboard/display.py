@@ -14,6 +14,7 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
+from dashboard import chart_code
 from dashboard.figures.projector import PROJECTOR_TICK_SIZE, for_projector
 from dashboard.fragments import page_run_mark
 from dashboard.shared_figures import SharedFigures
@@ -43,14 +44,17 @@ _KEY = "app.projector"
 _TRUE = {"1", "true", "on", "yes"}
 
 # Less empty space above every page's title: the first screen is for controls and charts.
-# A steady chart's two slots lie in one place (`steady_chart`).
+# A steady chart's two slots lie in one place (`steady_chart`). Home's invisible chart
+# (`dashboard.chart_code`) takes no room.
 _PAGE_CSS = """
 <style>
 .stMainBlockContainer { padding-top: 2.5rem; }
 [class*="st-key-steady-box_"] { display: grid; grid-template-columns: minmax(0, 1fr); }
 [class*="st-key-steady-box_"] > * { grid-area: 1 / 1; }
+.st-key-CHART_CODE { position: absolute; width: 1px; height: 1px; overflow: hidden; opacity: 0;
+  pointer-events: none; }
 </style>
-"""
+""".replace("CHART_CODE", chart_code.CONTAINER_KEY)
 # Larger body text, captions and metric values; dark captions (the theme's grey washes out).
 # `.stMain` is the main area's class whatever its tag (a <section> before Streamlit 1.5x, a
 # <main> since); a browser test checks that these sizes reach the page.

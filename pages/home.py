@@ -3,6 +3,7 @@
 import streamlit as st
 
 from dashboard.assets import explanation
+from dashboard.chart_code import load_chart_code
 from dashboard.live import live_config, start_live_run, use_defaults, wait_for_first_snapshot
 from dashboard.params import DEMO_PRESET
 from dashboard.state import ensure_app_frame, registry
@@ -43,3 +44,5 @@ cols[1].page_link("pages/sum_tree.py", label="Sum tree", icon=":material/account
 cols[1].caption("Draw a batch by hand and see the stratified segments.")
 cols[2].page_link("pages/by_hand.py", label="One update by hand", icon=":material/calculate:")
 cols[2].caption("Targets, TD errors, priorities and weights for four transitions.")
+
+load_chart_code()

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from playwright.sync_api import Page
 
-from tests.e2e.browser import another_browser, assert_no_exception
+from dashboard.chart_code import CONTAINER_KEY, DRAW_AFTER_S
+from tests.e2e.browser import another_browser, assert_no_exception, never_within
 
 _STATE = """() => ({
     links: [...document.querySelectorAll('[data-testid=stSidebarNav] a')].map(a => a.innerText),
@@ -42,4 +43,44 @@ def test_the_first_page_of_a_fresh_server_shows_the_navigation_before_the_page(
     assert all(_lists(s, "Live training") for s in waiting), waiting[0]["links"]
     assert _lists(seen[-1], "Saved runs") and not _lists(seen[-1], "app")
     assert_no_exception(tab)
+    tab.context.close()
+
+
+_COUNT_MESSAGES = """() => {
+    const Native = window.WebSocket;
+    window.__messages = 0;
+    window.WebSocket = function (...args) {
+        const socket = new Native(...args);
+        socket.addEventListener('message', () => { window.__messages += 1; });
+        return socket;
+    };
+    window.WebSocket.prototype = Native.prototype;
+    Object.assign(window.WebSocket, Native);
+}"""
+_CHART_CODE_FETCHED = """() => performance.getEntriesByType('resource')
+    .some(entry => entry.name.includes('PlotlyChart'))"""
+
+
+def test_a_new_browser_loads_the_chart_code_while_home_is_read_and_home_then_rests(
+    page: Page, server: str
+) -> None:
+    """Home draws no chart, yet a browser that opened it has Plotly's code by the time the
+    teacher clicks *Start demo* (`dashboard.chart_code`): loaded after Home showed, by a chart
+    nobody sees. Then the page's timer ends: no message reaches the idle page any more."""
+    tab = another_browser(page, 1280, 800)
+    tab.add_init_script(f"({_COUNT_MESSAGES})()")
+    tab.goto(server)
+    tab.get_by_role("button", name="Start demo").wait_for()
+    tab.wait_for_function(_CHART_CODE_FETCHED, polling=100)
+    tab.wait_for_function(f"() => !document.querySelector('.st-key-{CONTAINER_KEY}')")
+    assert tab.get_by_role("button", name="Start demo").is_visible()
+    assert_no_exception(tab)
+    received = tab.evaluate("() => window.__messages")
+    assert received > 0  # the counter counts the page's messages
+    never_within(
+        tab,
+        4 * DRAW_AFTER_S,
+        f"() => window.__messages > {received}",
+        "Home kept running after the chart code loaded",
+    )
     tab.context.close()
