@@ -9,12 +9,7 @@ resumes stopped runs under their own ids (`resume`), replaces a run by a new one
 executor's workers (`rdqn.serve.executors`); a run nobody polls for `idle_timeout` seconds stops
 itself (an owner that goes away may send no signal).
 
-Ownership: a run belongs to the owner that started or resumed it, an opaque token (the
-dashboard's, `dashboard.classroom`), until `stop_owner` ends that. Every control
-(`pause`, `step`, `unpause`, `stop`, `replace`, `delete`, `resume`) takes an ``owner``: it is
-checked (`NotOwner` if the run is another owner's), None means the caller may control any run
-(the command line, the server's admin). A run nobody owns (its owner ended, a server restart,
-the command line) may be resumed by any owner, but stopped or deleted only with ``owner=None``.
+Every control takes an ``owner``, checked against the run's (`rdqn.serve.owners`: Ownership).
 """
 
 from __future__ import annotations
@@ -34,6 +29,8 @@ from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import ResumeError, RunStore
 from rdqn.serve.executors import Executor, ThreadExecutor, WarmUp
 from rdqn.serve.handle import RunHandle
+from rdqn.serve.owners import NotOwner, RunOwners
+from rdqn.serve.run_queue import RunQueue
 from rdqn.validation import check_integer
 
 __all__ = ["NotOwner", "ResumeError", "RunRegistry", "ServerBusy", "shutdown_all"]
@@ -54,10 +51,6 @@ def describe(handle: RunHandle) -> str:
 
 class ServerBusy(RuntimeError):
     """The registry's cap on concurrent runs is reached."""
-
-
-class NotOwner(PermissionError):
-    """A session asked to control a run that is not its own; the message says whose it is."""
 
 
 class RunRegistry:
@@ -96,10 +89,10 @@ class RunRegistry:
         self._lock = threading.RLock()
         self._closed = False
         self._runs: dict[str, RunHandle] = {}
-        # (run, start it paused): new runs, and paused ones waiting to resume (`unpause`)
-        self._queue: list[tuple[RunHandle, bool]] = []
+        # new runs, and paused ones waiting to resume (`unpause`)
+        self._queue = RunQueue()
         self._paused_since: dict[str, float] = {}
-        self._owners: dict[str, str] = {}  # run id -> the owner it belongs to (not forgotten)
+        self._owners = RunOwners()  # kept for forgotten runs too (`_forget_old`)
         atexit.register(self.shutdown)
         _OPEN.add(self)
 
@@ -145,9 +138,7 @@ class RunRegistry:
         with self._lock:
             if self._closed:
                 raise ServerBusy("server busy: it is shutting down")
-            owned_by = self._owners.get(run_id)
-            if owner is not None and owned_by is not None and owned_by != owner:
-                raise NotOwner(f"cannot resume run {run_id}: it belongs to another session")
+            self._owners.check_resume(run_id, owner)
             current = self._runs.get(run_id)
             if current is not None and current.status not in FINAL_STATUSES:
                 state = current.expected_status if current.started else "queued"
@@ -189,7 +180,10 @@ class RunRegistry:
         the cap."""
         self._own(handle)
         if active >= self.max_active:
-            self._queue.insert(len(self._queue) if place is None else place, (handle, paused))
+            if place is None:
+                self._queue.append(handle, start_paused=paused)
+            else:
+                self._queue.insert(place, handle, start_paused=paused)
         else:
             handle.start(paused=paused)
             if paused:
@@ -200,40 +194,30 @@ class RunRegistry:
     def _own(self, handle: RunHandle) -> None:
         """Keep ``handle`` (and whose it is)."""
         self._runs[handle.id] = handle
-        if handle.owner is not None:
-            self._owners[handle.id] = handle.owner
-        else:
-            self._owners.pop(handle.id, None)
+        self._owners.assign(handle.id, handle.owner)
 
     def owner_of(self, run_id: str) -> str | None:
         """The session a run belongs to: the one that started or resumed it in this server,
         while that session lasts (None: nobody's, e.g. its session ended or the command line
         started it)."""
         with self._lock:
-            return self._owners.get(run_id)
+            return self._owners.owner_of(run_id)
 
     def may_control(self, run_id: str, owner: str | None) -> bool:
         """Whether ``owner`` may pause, stop, restart or delete run ``run_id``: None (the
         command line, the server's admin) any run, a session only its own."""
-        return owner is None or self.owner_of(run_id) == owner
-
-    def _check_owner(self, run_id: str, owner: str | None, action: str) -> None:
-        if not self.may_control(run_id, owner):
-            whose = "another session" if self.owner_of(run_id) is not None else "no session"
-            raise NotOwner(
-                f"cannot {action} run {run_id}: it belongs to {whose}; only the session that "
-                "started it, or the server's admin, may"
-            )
+        with self._lock:
+            return self._owners.may_control(run_id, owner)
 
     def pause(self, run_id: str, *, owner: str | None = None) -> None:
         """Pause a training run: its slot goes to the next queued run, and it counts against
         the memory cap (the run paused longest is stopped past it, resumable)."""
         with self._lock:
-            self._check_owner(run_id, owner, "pause")
+            self._owners.check(run_id, owner, "pause")
             handle = self._runs.get(run_id)
             if handle is None:
                 return
-            self._queue = [entry for entry in self._queue if entry[0] is not handle]
+            self._queue.discard(handle)
             if handle.expected_status == "running":
                 handle.pause()
                 self._held_paused(handle)
@@ -242,7 +226,7 @@ class RunRegistry:
     def step(self, run_id: str, *, owner: str | None = None) -> None:
         """One env step of a run, which then stays paused (a single step needs no slot)."""
         with self._lock:
-            self._check_owner(run_id, owner, "step")
+            self._owners.check(run_id, owner, "step")
             handle = self._runs.get(run_id)
             if handle is None or handle.expected_status not in ("running", "paused"):
                 return
@@ -256,12 +240,12 @@ class RunRegistry:
         """Let a paused run train again, now if a slot is free, else when one frees (it waits
         in the queue, paused); returns its place in the queue, None if it runs."""
         with self._lock:
-            self._check_owner(run_id, owner, "resume")
+            self._owners.check(run_id, owner, "resume")
             handle = self._runs.get(run_id)
             if handle is None or handle.expected_status != "paused":
                 return None
             if self.position(run_id) is None:
-                self._queue.append((handle, False))
+                self._queue.append(handle)
             self.pump()
             return self.position(run_id)
 
@@ -273,7 +257,7 @@ class RunRegistry:
         paused = [h for h in self._runs.values() if h.expected_status == "paused"]
         paused.sort(key=lambda h: self._paused_since.get(h.id, now))
         for old in paused[: max(0, len(paused) - self.max_paused)]:
-            self._queue = [entry for entry in self._queue if entry[0] is not old]
+            self._queue.discard(old)
             old.stop(
                 reason=f"stopped to free memory: {len(paused)} runs were paused on this server "
                 f"(limit {self.max_paused}); resume it to go on where it paused",
@@ -295,7 +279,7 @@ class RunRegistry:
             handles = [self._handle(config, owner, kwargs) for config in configs]
             for handle in handles:
                 self._own(handle)
-            self._queue.extend((handle, False) for handle in handles)
+            self._queue.extend(handles)
             self.pump()
             return handles
 
@@ -318,7 +302,7 @@ class RunRegistry:
         """Start queued runs while there is room."""
         with self._lock:
             while not self._closed and self._queue and self._training() < self.max_active:
-                handle, paused = self._queue.pop(0)
+                handle, paused = self._queue.pop_first()
                 if handle.expected_status == "paused":  # waiting to resume (`unpause`)
                     handle.resume()
                     continue
@@ -333,8 +317,7 @@ class RunRegistry:
     def position(self, run_id: str) -> tuple[int, int] | None:
         """(1-based place, length) of a queued run in the queue; None if it is not queued."""
         with self._lock:
-            ids = [handle.id for handle, _ in self._queue]
-            return (ids.index(run_id) + 1, len(ids)) if run_id in ids else None
+            return self._queue.position(run_id)
 
     def status_of(self, run_id: str) -> tuple[str, str | None]:
         """A run's status and its reason, live or stored: its handle's (what its worker last
@@ -350,7 +333,7 @@ class RunRegistry:
     def queued_ids(self) -> list[str]:
         """The ids of the queued runs, first in line first."""
         with self._lock:
-            return [handle.id for handle, _ in self._queue]
+            return self._queue.ids()
 
     def _on_exit(self, handle: RunHandle) -> None:
         self.pump()
@@ -380,11 +363,11 @@ class RunRegistry:
         """Stop a run (queued or training), recorded with ``reason`` if given; with ``wait``,
         until it has ended."""
         with self._lock:
-            self._check_owner(run_id, owner, "stop")
+            self._owners.check(run_id, owner, "stop")
             handle = self._runs.get(run_id)
             if handle is None:
                 return
-            self._queue = [entry for entry in self._queue if entry[0] is not handle]
+            self._queue.discard(handle)
         handle.stop(wait=wait, reason=reason)
 
     def replace(
@@ -407,7 +390,7 @@ class RunRegistry:
             old = self._runs.get(old_id) if old_id is not None else None
             if old is None or old.status in FINAL_STATUSES:
                 return self.start(config, owner=owner, paused=paused, queue=queue, **kwargs)
-            self._check_owner(old.id, owner, "restart")
+            self._owners.check(old.id, owner, "restart")
             if self._closed:
                 raise ServerBusy("server busy: it is shutting down")
             active = self._training() - (1 if old.expected_status == "running" else 0)
@@ -416,11 +399,12 @@ class RunRegistry:
                     f"server busy: {active} runs training (limit {self.max_active}); "
                     "try again when one ends, or queue"
                 )
-            places = [k for k, entry in enumerate(self._queue) if entry[0] is old]
             # A queued run's place, or a training run's slot (first in line if it is taken).
-            place = places[0] if places else 0 if old.expected_status == "running" else None
+            place = self._queue.index_of(old)
+            if place is None and old.expected_status == "running":
+                place = 0
             handle = self._handle(config, owner, kwargs)
-            self._queue = [entry for entry in self._queue if entry[0] is not old]
+            self._queue.discard(old)
             old.stop(wait=False, reason=reason or f"stopped: replaced by {describe(handle)}")
             return self._admit(handle, active, paused, place=place)
 
@@ -428,11 +412,12 @@ class RunRegistry:
         """Delete a run from the store, with its rows and checkpoint, stopping it first if it
         trains here. `NotOwner` unless ``owner`` may control it (`may_control`); `KeyError`
         if the store has no such run."""
-        self._check_owner(run_id, owner, "delete")
+        with self._lock:
+            self._owners.check(run_id, owner, "delete")
         self.stop(run_id)
         with self._lock:
             self._runs.pop(run_id, None)
-            self._owners.pop(run_id, None)
+            self._owners.forget(run_id)
         if self.store is not None:
             self.store.delete_run(run_id)
 
@@ -441,7 +426,7 @@ class RunRegistry:
         returns how many runs were stopped."""
         with self._lock:
             # Its runs become nobody's: any owner may resume them, only the admin delete them.
-            self._owners = {run_id: who for run_id, who in self._owners.items() if who != owner}
+            self._owners.release(owner)
         handles = [h for h in self.runs(owner) if h.status not in FINAL_STATUSES]
         # Drop the queued ones first, so that stopping a running one does not start them.
         handles.sort(key=lambda h: h.expected_status != "created")
