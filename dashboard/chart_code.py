@@ -1,8 +1,8 @@
 """The browser's chart code, loaded while Home is read.
 
 A browser draws its first Plotly chart only once it has loaded Plotly's code, 4.7 MB of
-JavaScript that Streamlit's front end fetches and compiles when a page first holds a chart: about
-two seconds on a class's laptop, during which the page that opened it (Live training, after
+JavaScript that Streamlit's front end fetches and compiles when a page first holds a chart: one
+to two seconds on a 2-core machine, during which the page that opened it (Live training, after
 Home's *Start demo*) shows none of its update. Home holds no chart. So `load_chart_code`, called at
 the end of Home, draws one tiny, invisible chart a moment after Home has shown (a fragment whose
 page-run call draws nothing and whose own first run, `DRAW_AFTER_S` later, draws the chart): the
@@ -22,12 +22,13 @@ import streamlit as st
 
 from dashboard.fragments import fragment
 
-__all__ = ["CONTAINER_KEY", "DONE", "DRAW_AFTER_S", "STATE_KEY", "load_chart_code"]
+__all__ = ["CONTAINER_KEY", "DONE", "DRAWN", "DRAW_AFTER_S", "STATE_KEY", "load_chart_code"]
 
 DRAW_AFTER_S = 1.0
 """Seconds from Home's run to the invisible chart (and again to the end of the timer)."""
 STATE_KEY = "app.chart_code"
-"""Session state: "drawn" once the invisible chart went out, `DONE` once the timer ended."""
+"""Session state: `DRAWN` once the invisible chart went out, `DONE` once the timer ended."""
+DRAWN = "drawn"
 DONE = "done"
 CONTAINER_KEY = "chart-code"
 """The invisible chart's container; `dashboard.display`'s page style takes it out of sight and
@@ -51,11 +52,11 @@ def load_chart_code() -> None:
 def _invisible_chart() -> None:
     if _IN_PAGE_RUN.get():
         return  # the page shows first
-    if st.session_state.get(STATE_KEY) != "drawn":
+    if st.session_state.get(STATE_KEY) != DRAWN:
         figure = go.Figure(layout={"width": 10, "height": 10, "margin": dict(l=0, r=0, t=0, b=0)})
         with st.container(key=CONTAINER_KEY):
             st.plotly_chart(figure, config={"staticPlot": True}, width="content")
-        st.session_state[STATE_KEY] = "drawn"
+        st.session_state[STATE_KEY] = DRAWN
         return
     st.session_state[STATE_KEY] = DONE
     st.rerun(scope="app")

@@ -55,7 +55,7 @@ def test_the_page_run_draws_nothing_and_the_fragments_runs_draw_once_then_end(
         ("container", chart_code.CONTAINER_KEY),
         ("chart", (10, 10, {"config": {"staticPlot": True}, "width": "content"})),
     ]
-    assert fake.session_state[chart_code.STATE_KEY] == "drawn"
+    assert fake.session_state[chart_code.STATE_KEY] == chart_code.DRAWN
 
     chart_code._invisible_chart()  # the next: the page runs again, without the fragment
     assert fake.calls[2:] == [("rerun", "app")]
