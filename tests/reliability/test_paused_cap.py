@@ -49,6 +49,7 @@ def paused_run(registry: RunRegistry, owner: str) -> RunHandle:
     return handle
 
 
+@pytest.mark.slow  # nine runs train, one is resumed and trains on: seconds
 def test_pausing_a_ninth_stops_the_one_paused_longest_resumable(registry: RunRegistry) -> None:
     assert registry.max_paused == 8
     runs = [paused_run(registry, f"owner-{k}") for k in range(8)]
