@@ -9,8 +9,8 @@ page-run call draws nothing and whose own first run, `DRAW_AFTER_S` later, draws
 code loads while the teacher reads, and the demo's page draws at once. Drawn as part of Home's
 run, the chart would delay Home itself.
 
-Once per browser session: the fragment's next run marks it done and reruns the page, which no
-longer calls the fragment, so its timer ends (`DONE`).
+Once per session (each tab, and again after a reload): the fragment's next run marks it done
+and reruns the page, which no longer calls the fragment, so its timer ends (`DONE`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ __all__ = ["CONTAINER_KEY", "DONE", "DRAWN", "DRAW_AFTER_S", "STATE_KEY", "load_
 
 DRAW_AFTER_S = 1.0
 """Seconds from Home's run to the invisible chart (and again to the end of the timer)."""
-STATE_KEY = "app.chart_code"
+STATE_KEY = "home.chart_code"
 """Session state: `DRAWN` once the invisible chart went out, `DONE` once the timer ended."""
 DRAWN = "drawn"
 DONE = "done"
@@ -35,6 +35,8 @@ CONTAINER_KEY = "chart-code"
 out of the layout."""
 
 _IN_PAGE_RUN: ContextVar[bool] = ContextVar("rdqn_chart_code_page_run", default=False)
+"""True while Home's script calls the fragment (`dashboard.fragments.page_run_mark` says the same
+only under `app.py`'s frame, and Home must not draw the chart in its own run without it either)."""
 
 
 def load_chart_code() -> None:

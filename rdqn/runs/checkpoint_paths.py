@@ -20,9 +20,10 @@ class CheckpointPaths:
 
     def __init__(self, db: Path) -> None:
         self.home = db.parent.absolute()
-        """The folder relative paths are relative to."""
-        self.folder: Path = db.parent / "checkpoints"
-        """Where the store's own checkpoint files belong (as given: relative if ``db`` is)."""
+        """The folder relative paths are relative to (absolute: a later change of the working
+        directory changes nothing)."""
+        self.folder: Path = self.home / "checkpoints"
+        """Where the store's own checkpoint files belong."""
 
     def for_run(self, run_id: str) -> Path:
         """Where a run's checkpoint belongs: ``folder / "<run_id>.pt"``."""
@@ -44,6 +45,6 @@ class CheckpointPaths:
         return str(self.home / value)
 
     def is_own(self, path: str) -> bool:
-        """Whether ``path`` (as `read` gives it) lies in `folder`: a file the store may delete
-        with its run (files elsewhere are their owners')."""
+        """Whether ``path`` (as `read` gives it), links resolved, lies in `folder`: a file the
+        store may delete with its run (files elsewhere are their owners')."""
         return Path(path).resolve().is_relative_to(self.folder.resolve())

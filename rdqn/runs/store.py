@@ -452,7 +452,7 @@ class RunStore:
         self._unwritten.written(run_id)
         checkpoint = self._checkpoints.read(row[0])
         if checkpoint is not None and self._checkpoints.is_own(checkpoint):
-            Path(checkpoint).unlink(missing_ok=True)
+            Path(checkpoint).resolve().unlink(missing_ok=True)
 
     def mark_interrupted(self) -> int:
         """Mark runs a dead process left behind as ``'stopped'``, with the reason: runs it left

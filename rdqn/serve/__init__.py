@@ -3,7 +3,7 @@
 - `registry`: the pool. It caps the runs training at once (and those held paused), queues the
   rest, replaces a run by another in its slot, resumes stopped runs, and checks every control
   against the run's owner, an opaque token (a client's; the command line's is None). Its
-  parts: `owners` (whose runs are whose, and the checks) and `run_queue` (the runs waiting for
+  parts: `run_owners` (whose runs are whose, and the checks) and `run_queue` (the runs waiting for
   a slot).
 - `handle`: one run as the server sees it: it relays its owner's controls to the run's worker
   and the worker's snapshots, status and store writes back.

@@ -9,7 +9,7 @@ resumes stopped runs under their own ids (`resume`), replaces a run by a new one
 executor's workers (`rdqn.serve.executors`); a run nobody polls for `idle_timeout` seconds stops
 itself (an owner that goes away may send no signal).
 
-Every control takes an ``owner``, checked against the run's (`rdqn.serve.owners`: Ownership).
+Every control takes an ``owner``, checked against the run's (`rdqn.serve.run_owners`: Ownership).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import ResumeError, RunStore
 from rdqn.serve.executors import Executor, ThreadExecutor, WarmUp
 from rdqn.serve.handle import RunHandle
-from rdqn.serve.owners import NotOwner, RunOwners
+from rdqn.serve.run_owners import NotOwner, RunOwners
 from rdqn.serve.run_queue import RunQueue
 from rdqn.validation import check_integer
 

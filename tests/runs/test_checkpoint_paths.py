@@ -44,3 +44,14 @@ def test_only_files_in_the_folder_are_the_stores_own(tmp_path: Path) -> None:
     assert paths.is_own(str(tmp_path / "home" / "checkpoints" / "sub" / "r.pt"))
     assert not paths.is_own(str(tmp_path / "home" / "r.pt"))
     assert not paths.is_own(str(tmp_path / "home" / "checkpoints" / ".." / "r.pt"))
+
+
+def test_a_change_of_directory_after_opening_changes_nothing(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    paths = CheckpointPaths(Path("home") / "rdqn.db")
+    own = paths.for_run("r")
+    monkeypatch.chdir("/")
+    assert own == tmp_path / "home" / "checkpoints" / "r.pt"
+    assert paths.for_run("r") == own
+    assert paths.is_own(str(own))
+    assert paths.stored(own) == "checkpoints/r.pt"

@@ -1,11 +1,11 @@
-"""Tests for rdqn.serve.owners: who owns which run, and who may control it."""
+"""Tests for rdqn.serve.run_owners: who owns which run, and who may control it."""
 
 from __future__ import annotations
 
 import pytest
 
 from rdqn.serve import registry
-from rdqn.serve.owners import NotOwner, RunOwners
+from rdqn.serve.run_owners import NotOwner, RunOwners
 
 
 def test_a_run_belongs_to_the_owner_assigned_until_it_is_nobodys() -> None:
