@@ -293,8 +293,9 @@ def table(results: dict[str, Any]) -> str:
             ),
             "",
             f"{len(results['repeats'])} repeats, {results['date'][:10]}, commit "
-            f"{results['commit']}, load average {results['loadavg'][0]:.1f} "
-            f"(`{results['command']}`).",
+            f"{results['commit']}"
+            + (f" ({results['variant']})" if "variant" in results else "")
+            + f", load average {results['loadavg'][0]:.1f} (`{results['command']}`).",
         ]
     )
 
