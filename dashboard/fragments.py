@@ -19,14 +19,11 @@ Two rules end it:
   fragment run takes back, nothing of that run is left to land in a place that never came. (The
   charts are sent and mounted anew once per page run, a click or a slider move, not once a
   second.)
-- **A pause after each of its own runs.** Between two runs of the same fragment, references to
-  its unchanged charts stay (they save a watching tab four fifths of its traffic) and land where
-  the run before drew the same layout. Each of the fragment's own runs waits `SEND_PAUSE_S` after
-  drawing, so that the server's event loop, which sends every few milliseconds, has sent the run
-  before the next one can start. A fragment drawn as part of a page run does not wait: that run
-  sends no reference (the rule above), so nothing of it can be left where it does not belong,
-  and every page (each holds at least `dashboard.state`'s keep-alive fragment) answers a click
-  or a slider move that much sooner.
+- **A pause after each run.** Between two runs of the same fragment, references to its
+  unchanged charts stay (they save a watching tab four fifths of its traffic) and land where the
+  run before drew the same layout. Each run waits `SEND_PAUSE_S` after drawing, so that the
+  server's event loop, which sends every few milliseconds, has sent the run before the next one
+  can start.
 """
 
 from __future__ import annotations
@@ -73,8 +70,8 @@ def page_run_mark() -> str | None:
 
 def fragment(run_every: float | None = None) -> Callable[[Draw], Draw]:
     """``st.fragment(run_every=run_every)`` of a drawing function that knows whether it draws
-    in a page run (`page_run_mark`) and, in its own runs, returns once what it drew has had
-    `SEND_PAUSE_S` to reach the browser (see the module's note)."""
+    in a page run (`page_run_mark`) and returns once what it drew has had `SEND_PAUSE_S` to
+    reach the browser (see the module's note)."""
 
     def wrap(draw: Draw) -> Draw:
         @functools.wraps(draw)
@@ -84,8 +81,7 @@ def fragment(run_every: float | None = None) -> Callable[[Draw], Draw]:
                 draw(*args, **kwargs)
             finally:
                 _IN_FRAGMENT.reset(token)
-                if _PAGE_RUN.get() is None:
-                    time.sleep(SEND_PAUSE_S)
+                time.sleep(SEND_PAUSE_S)
 
         return st.fragment(run_every=run_every)(drawn_and_sent)  # type: ignore[return-value]
 

@@ -64,22 +64,6 @@ def test_only_a_fragment_drawn_as_part_of_a_page_run_has_the_page_runs_mark(paus
     assert fragments.page_run_mark() is None
 
 
-def test_only_the_fragments_own_runs_wait(pauses: list) -> None:
-    """A page run sends its fragments' charts whole (no reference can be left behind by a run
-    queued after it), so a fragment drawn as part of one does not hold the page up."""
-
-    @fragments.fragment(run_every=1.0)
-    def keep_alive() -> None:
-        pauses.append(("draw", 0.0))
-
-    with fragments.page_run():
-        keep_alive()
-        keep_alive()
-    assert pauses == [("draw", 0.0), ("draw", 0.0)]
-    keep_alive()  # its own run
-    assert pauses[2:] == [("draw", 0.0), ("pause", fragments.SEND_PAUSE_S)]
-
-
 def test_a_page_run_ended_by_st_rerun_or_st_stop_ends_its_mark(pauses: list) -> None:
     with pytest.raises(RuntimeError), fragments.page_run():
         raise RuntimeError("st.rerun and st.stop end a page run this way")
