@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dashboard import figures
+from rdqn import figures
 from rdqn.presets import preset
 from rdqn.serve.handle import RunHandle
 from rdqn.training.telemetry import (

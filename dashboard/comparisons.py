@@ -16,19 +16,17 @@ import streamlit as st
 from pandas.io.formats.style import Styler
 
 from dashboard.display import show_chart
-from dashboard.figures import SCHEME_COLORS, comparison_figure
 from dashboard.history import (
     curves_by_scheme,
     group_progress,
     progress_frame,
-    return_decimals,
     scheme_labels,
-    summary_decimals,
 )
 from dashboard.ownership import may_control, stop_reason
 from dashboard.state import for_this_viewer, registry, session, store
-from rdqn.compare import ROLLING_WINDOW, summary_table
+from rdqn.compare import ROLLING_WINDOW, return_decimals, summary_decimals, summary_table
 from rdqn.config import RunConfig
+from rdqn.figures import SCHEME_COLORS, comparison_figure
 from rdqn.limits import check_comparison_runs, check_limits
 from rdqn.runs.schema import FINAL_STATUSES
 

@@ -3,7 +3,7 @@
 Projector mode (a sidebar toggle, or ``?projector=1`` in any page's address) is kept for the
 browser session and written back into the address while it is on, so a reloaded or shared page
 keeps it. It enlarges the page's text and, through `show_chart`, restyles every chart
-(`dashboard.figures.projector`).
+(`rdqn.figures.projector`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import chart_code
-from dashboard.figures.projector import PROJECTOR_TICK_SIZE, for_projector
 from dashboard.fragments import page_run_mark
 from dashboard.shared_figures import SharedFigures
+from rdqn.figures.projector import PROJECTOR_TICK_SIZE, for_projector
 
 __all__ = [
     "PAGE_RUN_KEY",

@@ -6,14 +6,12 @@
   the registry, and from the store's episode rows otherwise, so a reload loses nothing.
 - `RunProgress` is one row of the comparison's status table; `runs_table` and `manifest_summary`
   are the saved-runs page's table and run card.
-- Every page names a run the same way, `run_label`: scheme, α, β₀, seed and short id
-  ('rank · α 0.7 · β₀ 0.5 · seed 1 · 077847'); `scheme_label` is the same without seed and id.
+- Every page names a run the same way, `rdqn.compare.run_label`.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -22,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rdqn.compare import ROLLING_WINDOW, Curve, comparison_threshold
+from rdqn.compare import ROLLING_WINDOW, Curve, comparison_threshold, run_label, scheme_label
 from rdqn.config import SCHEMES, RunConfig
 from rdqn.presets import configure, preset
 from rdqn.runs.schema import FINAL_STATUSES
@@ -43,14 +41,10 @@ __all__ = [
     "progress_frame",
     "progress_from_handle",
     "progress_from_record",
-    "return_decimals",
-    "run_label",
     "runs_table",
-    "scheme_label",
     "scheme_labels",
     "stored_counters",
     "stored_threshold",
-    "summary_decimals",
     "waiting_note",
 ]
 
@@ -218,23 +212,6 @@ def scheme_labels(rows: Iterable[RunProgress]) -> dict[str, str]:
     return labels
 
 
-def return_decimals(values: Iterable[float]) -> int:
-    """Decimals for a column of returns: 2 when every return is below 10 in size (a goal worth
-    1, as in the chain and the cliffwalk), else 1 (CartPole's hundreds)."""
-    finite = [abs(v) for v in values if v is not None and math.isfinite(v)]
-    return 2 if finite and max(finite) < 10 else 1
-
-
-def summary_decimals(table: pd.DataFrame) -> dict[str, int]:
-    """Decimals per number column of `rdqn.compare.summary_table`, the same all down a column:
-    the return columns alike (`return_decimals` over both), episodes and env steps to the
-    threshold (means over seeds) as whole numbers."""
-    returns = [name for name in table.columns if str(name).startswith("final return")]
-    decimals = return_decimals(table[returns].to_numpy(dtype=float).ravel()) if returns else 1
-    counts = ("seeds", "episodes to threshold", "steps to threshold")
-    return {name: decimals for name in returns} | {n: 0 for n in counts if n in table.columns}
-
-
 def curves_by_scheme(
     rows: Iterable[RunProgress], order: Sequence[str] = SCHEMES
 ) -> dict[str, list[Curve]]:
@@ -316,45 +293,6 @@ def stored_counters(record: RunRecord, episodes: pd.DataFrame) -> dict[str, int]
             if not pd.isna(last[column]):
                 counters[name] = max(counters[name], int(last[column]))
     return counters
-
-
-def _settings(source: RunConfig | Mapping[str, Any]) -> tuple[str, float, float, float, int]:
-    """(scheme, alpha, beta0, beta_end, seed) of a `RunConfig` or of its dict."""
-    if isinstance(source, RunConfig):
-        replay = source.replay
-        return replay.scheme, replay.alpha, replay.beta0, replay.beta_end, source.seed
-    replay = source.get("replay") or {}
-    return (
-        str(replay.get("scheme", "?")),
-        float(replay.get("alpha", math.nan)),
-        float(replay.get("beta0", math.nan)),
-        float(replay.get("beta_end", 1.0)),
-        int(source.get("seed", 0)),
-    )
-
-
-def scheme_label(source: RunConfig | Mapping[str, Any]) -> str:
-    """A run's replay settings: 'rank · α 0.7 · β₀ 0.5'; 'uniform' alone (α and β do not
-    apply). A β that stays put (``beta_end == beta0``) reads 'β 0', not 'β₀ 0'.
-
-    ``source`` is a `RunConfig` or its dict (`RunConfig.to_dict()`, a stored run's config).
-    """
-    scheme, alpha, beta0, beta_end, _ = _settings(source)
-    if scheme == "uniform":
-        return scheme
-    beta = f"β {beta0:g}" if beta0 == beta_end else f"β₀ {beta0:g}"
-    return f"{scheme} · α {alpha:g} · {beta}"
-
-
-def run_label(source: RunConfig | Mapping[str, Any], run_id: str | None = None) -> str:
-    """How every page names a run: its scheme, α and β₀ (`scheme_label`), seed, short id:
-    'rank · α 0.7 · β₀ 0.5 · seed 1 · 077847', 'uniform · seed 1 · 077847'.
-
-    ``source`` is a `RunConfig` (a live run's, a run not started yet) or its dict (a stored run's
-    ``config``); without ``run_id`` the label ends at the seed.
-    """
-    label = f"{scheme_label(source)} · seed {_settings(source)[4]}"
-    return f"{label} · {run_id[:6]}" if run_id else label
 
 
 def format_bytes(count: float | None) -> str:

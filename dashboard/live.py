@@ -22,7 +22,6 @@ from numpy.typing import NDArray
 
 from dashboard.admin import is_admin
 from dashboard.guided import GuidedLesson, LessonStep
-from dashboard.history import run_label
 from dashboard.lessons import lessons
 from dashboard.params import DEFAULT_PRESET, URL_ALIASES, ParsedParams, to_params
 from dashboard.state import (
@@ -36,6 +35,7 @@ from dashboard.state import (
     without_paths,
 )
 from dashboard.text import plain, why_stopped
+from rdqn.compare import run_label
 from rdqn.config import RunConfig
 from rdqn.envs import load_prices_csv, make_env
 from rdqn.limits import check_limits

@@ -11,20 +11,18 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.display import show_chart
-from dashboard.figures import timing_figure
 from dashboard.fragments import fragment
 from dashboard.history import (
     final_return,
     format_bytes,
     manifest_summary,
-    return_decimals,
-    run_label,
 )
 from dashboard.ownership import may_control, not_yours_note
 from dashboard.saved_runs import DELETE_RULE, delete_run, run_counters
 from dashboard.state import for_this_viewer, registry, store
 from dashboard.text import plain
-from rdqn.compare import ROLLING_WINDOW
+from rdqn.compare import ROLLING_WINDOW, return_decimals, run_label
+from rdqn.figures import timing_figure
 from rdqn.runs.schema import ACTIVE_STATUSES
 from rdqn.runs.store import RunRecord
 from rdqn.serve.registry import NotOwner

@@ -17,7 +17,6 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.display import show_chart
-from dashboard.figures import SCHEME_COLORS, cell_curves_figure, sweep_heatmap
 from dashboard.fragments import fragment
 from dashboard.ownership import is_admin
 from dashboard.return_threshold import return_threshold_input
@@ -37,6 +36,7 @@ from dashboard.sweeps_view import (
 )
 from dashboard.text import plain
 from rdqn.compare import ROLLING_WINDOW
+from rdqn.figures import SCHEME_COLORS, cell_curves_figure, sweep_heatmap
 from rdqn.sweeps import SweepSpec, load_spec, sweep_trials
 
 __all__ = ["REFRESH_S", "HEATMAP_KEY", "chosen_sweep", "show_sweep", "start_from_form"]

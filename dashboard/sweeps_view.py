@@ -27,8 +27,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard.figures.sweeps import SeedCurve
 from rdqn.compare import Curve
+from rdqn.figures.sweeps import SeedCurve
 from rdqn.runs.store import RunStore
 from rdqn.sweeps import SweepSpec, summary
 

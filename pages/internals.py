@@ -2,15 +2,15 @@
 
 import streamlit as st
 
-from dashboard import figures
 from dashboard.assets import explanation
 from dashboard.display import show_chart
-from dashboard.figures.distributions import p_value_text
 from dashboard.fragments import fragment
 from dashboard.internals_notes import notice
 from dashboard.lessons import lesson_note
 from dashboard.params import parse_params
 from dashboard.state import ensure_app_frame, registry
+from rdqn import figures
+from rdqn.figures.distributions import p_value_text
 from rdqn.training.telemetry import relative_probability_histogram, weight_histogram
 
 ensure_app_frame()

@@ -9,13 +9,13 @@ from numpy.typing import NDArray
 
 from dashboard.comparisons import scheme_styled
 from dashboard.display import show_chart
-from dashboard.figures import runs_overlay_figure
 from dashboard.history import runs_table, stored_threshold
 from dashboard.ownership import admin_box
 from dashboard.run_card import run_card
 from dashboard.saved_runs import STOP_COLUMN, stop_reasons
 from dashboard.state import ensure_app_frame, for_this_viewer, store
 from rdqn.compare import Curve
+from rdqn.figures import runs_overlay_figure
 
 ensure_app_frame()
 

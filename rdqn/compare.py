@@ -7,12 +7,14 @@ used by the CLI's ``compare`` and the dashboard's Compare page alike). Its defau
 rolling mean of the last `window` episode returns, as a step function of environment steps (the
 value at step x is what had been achieved by then). Curves of several seeds are sampled on one
 grid of env steps and summarised by their mean and a min-max band (`aggregate`); drawing them is
-the figure layer's job (`dashboard.figures`).
+the figure layer's job (`rdqn.figures`). Every page, figure and report names a run the same way,
+`run_label` ('rank · α 0.7 · β₀ 0.5 · seed 1 · 077847'; `scheme_label` without seed and id).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +38,11 @@ __all__ = [
     "comparison_threshold",
     "episodes_to_threshold",
     "learning_curve",
+    "return_decimals",
     "rolling_mean",
+    "run_label",
+    "scheme_label",
+    "summary_decimals",
     "summary_table",
 ]
 
@@ -182,3 +188,59 @@ def summary_table(
             row["steps to threshold"] = float(np.mean([h[1] for h in hit])) if hit else np.nan
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _settings(source: RunConfig | Mapping[str, Any]) -> tuple[str, float, float, float, int]:
+    """(scheme, alpha, beta0, beta_end, seed) of a `RunConfig` or of its dict."""
+    if isinstance(source, RunConfig):
+        replay = source.replay
+        return replay.scheme, replay.alpha, replay.beta0, replay.beta_end, source.seed
+    replay = source.get("replay") or {}
+    return (
+        str(replay.get("scheme", "?")),
+        float(replay.get("alpha", math.nan)),
+        float(replay.get("beta0", math.nan)),
+        float(replay.get("beta_end", 1.0)),
+        int(source.get("seed", 0)),
+    )
+
+
+def scheme_label(source: RunConfig | Mapping[str, Any]) -> str:
+    """A run's replay settings: 'rank · α 0.7 · β₀ 0.5'; 'uniform' alone (α and β do not
+    apply). A β that stays put (``beta_end == beta0``) reads 'β 0', not 'β₀ 0'.
+
+    ``source`` is a `RunConfig` or its dict (`RunConfig.to_dict()`, a stored run's config).
+    """
+    scheme, alpha, beta0, beta_end, _ = _settings(source)
+    if scheme == "uniform":
+        return scheme
+    beta = f"β {beta0:g}" if beta0 == beta_end else f"β₀ {beta0:g}"
+    return f"{scheme} · α {alpha:g} · {beta}"
+
+
+def run_label(source: RunConfig | Mapping[str, Any], run_id: str | None = None) -> str:
+    """How every page names a run: its scheme, α and β₀ (`scheme_label`), seed, short id:
+    'rank · α 0.7 · β₀ 0.5 · seed 1 · 077847', 'uniform · seed 1 · 077847'.
+
+    ``source`` is a `RunConfig` (a live run's, a run not started yet) or its dict (a stored run's
+    ``config``); without ``run_id`` the label ends at the seed.
+    """
+    label = f"{scheme_label(source)} · seed {_settings(source)[4]}"
+    return f"{label} · {run_id[:6]}" if run_id else label
+
+
+def return_decimals(values: Iterable[float]) -> int:
+    """Decimals for a column of returns: 2 when every return is below 10 in size (a goal worth
+    1, as in the chain and the cliffwalk), else 1 (CartPole's hundreds)."""
+    finite = [abs(v) for v in values if v is not None and math.isfinite(v)]
+    return 2 if finite and max(finite) < 10 else 1
+
+
+def summary_decimals(table: pd.DataFrame) -> dict[str, int]:
+    """Decimals per number column of `rdqn.compare.summary_table`, the same all down a column:
+    the return columns alike (`return_decimals` over both), episodes and env steps to the
+    threshold (means over seeds) as whole numbers."""
+    returns = [name for name in table.columns if str(name).startswith("final return")]
+    decimals = return_decimals(table[returns].to_numpy(dtype=float).ravel()) if returns else 1
+    counts = ("seeds", "episodes to threshold", "steps to threshold")
+    return {name: decimals for name in returns} | {n: 0 for n in counts if n in table.columns}

@@ -18,7 +18,11 @@ from rdqn.compare import (
     comparison_threshold,
     episodes_to_threshold,
     learning_curve,
+    return_decimals,
     rolling_mean,
+    run_label,
+    scheme_label,
+    summary_decimals,
     summary_table,
 )
 from rdqn.presets import PAPER_RANK_ALPHA, preset
@@ -277,3 +281,45 @@ def test_the_lesson_comparison_is_valid_and_trains() -> None:
         assert trainer.status == "finished"
         assert trainer.updates > 0
         assert trainer.episodes > 0
+
+
+def test_run_label_names_scheme_alpha_beta_seed_and_short_id() -> None:
+    rank = preset("paper").with_overrides({"replay.scheme": "rank", "replay.alpha": 0.7, "seed": 1})
+    assert run_label(rank, "077847aa11bb") == "rank · α 0.7 · β₀ 0.5 · seed 1 · 077847"
+    assert run_label(rank.to_dict(), "077847aa11bb") == run_label(rank, "077847aa11bb")
+    assert run_label(rank) == "rank · α 0.7 · β₀ 0.5 · seed 1"  # a run not created yet
+    uniform = rank.with_overrides({"replay.scheme": "uniform"})
+    assert run_label(uniform, "077847aa11bb") == "uniform · seed 1 · 077847"
+
+
+def test_scheme_label_says_beta_when_it_stays_put() -> None:
+    lesson = preset("chain-lesson")
+    assert (lesson.replay.beta0, lesson.replay.beta_end) == (0.0, 0.0)
+    assert scheme_label(lesson) == "proportional · α 0.6 · β 0"
+    assert scheme_label(preset("per-notebook")) == "proportional · α 0.6 · β₀ 0.4"
+    assert scheme_label({"replay": {"scheme": "uniform"}, "seed": 3}) == "uniform"
+
+
+def test_return_decimals_follow_the_scale_of_the_returns() -> None:
+    assert return_decimals([0.8, 1.0, 0.03]) == 2  # a goal worth 1
+    assert return_decimals([9.99, math.nan]) == 2
+    assert return_decimals([475.0, 12.5]) == 1  # CartPole
+    assert return_decimals([math.nan]) == 1
+
+
+def test_summary_decimals_are_one_per_column() -> None:
+    curves = {"uniform": [Curve(np.array([5, 9]), np.array([0.25, 1.0]))]}
+    table = summary_table(curves, 0.5, window=2)
+    assert summary_decimals(table) == {
+        "final return (mean)": 2,
+        "final return (min)": 2,
+        "seeds": 0,
+        "episodes to threshold": 0,
+        "steps to threshold": 0,
+    }
+    cartpole = summary_table({"rank": [Curve(np.array([500]), np.array([500.0]))]}, None)
+    assert summary_decimals(cartpole) == {
+        "final return (mean)": 1,
+        "final return (min)": 1,
+        "seeds": 0,
+    }

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.figures import SCHEME_COLORS
+from rdqn.figures import SCHEME_COLORS
 from rdqn.presets import preset
 from rdqn.runs.store import RunStore
 from rdqn.serve.handle import RunHandle

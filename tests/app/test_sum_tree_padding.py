@@ -8,8 +8,8 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from dashboard.figures.tree import EMPTY, PADDING
 from dashboard.state import registry
+from rdqn.figures.tree import EMPTY, PADDING
 from rdqn.presets import preset
 from tests.run_helpers import wait_for
 

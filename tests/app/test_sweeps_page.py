@@ -16,7 +16,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard import state
-from dashboard.figures.sweeps import decimals_for
+from rdqn.figures.sweeps import decimals_for
 from rdqn.runs.store import RunStore
 from rdqn.serve.executors import ProcessExecutor
 from rdqn.serve.registry import RunRegistry

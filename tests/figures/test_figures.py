@@ -10,7 +10,9 @@ import plotly.graph_objects as go
 import pytest
 from plotly.basedatatypes import BaseFigure
 
-from dashboard.figures import (
+from rdqn.classroom.tree_demo import descent_path
+from rdqn.compare import Curve
+from rdqn.figures import (
     BASE_FONT_SIZE,
     EMPTY_MESSAGE,
     PATH_PALETTE,
@@ -35,12 +37,10 @@ from dashboard.figures import (
     tree_levels_figure,
     weights_scatter,
 )
-from dashboard.figures._base import CURVE_POINTS, thin
-from dashboard.figures.curves import MAX_MARKERS
-from dashboard.figures.projector import for_projector
-from dashboard.figures.tree import EMPTY, PADDING
-from rdqn.classroom.tree_demo import descent_path
-from rdqn.compare import Curve
+from rdqn.figures._base import CURVE_POINTS, thin
+from rdqn.figures.curves import MAX_MARKERS
+from rdqn.figures.projector import for_projector
+from rdqn.figures.tree import EMPTY, PADDING
 from rdqn.training.telemetry import (
     RELATIVE_PROBABILITY_EDGES,
     BatchView,

@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from dashboard.figures._base import SCHEME_COLORS
-from dashboard.figures.curves import comparison_figure
-from dashboard.history import scheme_label, summary_decimals
-from rdqn.compare import ROLLING_WINDOW, Curve
+from rdqn.compare import ROLLING_WINDOW, Curve, scheme_label, summary_decimals
 from rdqn.config import RunConfig
+from rdqn.figures._base import SCHEME_COLORS
+from rdqn.figures.curves import comparison_figure
 
 __all__ = ["comparison_report", "write_comparison_report"]
 
@@ -42,7 +41,7 @@ def comparison_report(
     """The report page: heading, learning curves per scheme, and the summary table.
 
     `runs` and `table` (`rdqn.compare.summary_table`) are keyed by scheme; the comparison's
-    `configs` name each scheme with its α and β₀ (`dashboard.history.scheme_label`) in the
+    `configs` name each scheme with its α and β₀ (`rdqn.compare.scheme_label`) in the
     legend and the table (without them, by the scheme alone) and mark where learning starts.
     """
     labels = {config.replay.scheme: scheme_label(config) for config in configs}

@@ -9,7 +9,8 @@ import numpy as np
 import plotly.graph_objects as go
 from numpy.typing import ArrayLike, NDArray
 
-from dashboard.figures._base import (
+from rdqn.classroom.tree_demo import tree_leaf_count
+from rdqn.figures._base import (
     BASE_FONT_SIZE,
     EMPHASIS,
     HIGHLIGHT_FILL,
@@ -21,7 +22,6 @@ from dashboard.figures._base import (
     _style,
     empty_figure,
 )
-from rdqn.classroom.tree_demo import tree_leaf_count
 
 
 def leaf_heap(leaf_masses: ArrayLike) -> tuple[NDArray[np.float64], int, int]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dashboard.figures import sum_tree_figure, tree_levels_figure
-from dashboard.figures.tree import EMPTY, PADDING
 from rdqn.classroom.tree_demo import tree_leaf_count
+from rdqn.figures import sum_tree_figure, tree_levels_figure
+from rdqn.figures.tree import EMPTY, PADDING
 from rdqn.replay import SumTree
 
 

@@ -1,4 +1,4 @@
-"""Tests for dashboard.figures.report: the comparison report is one self-contained HTML page."""
+"""Tests for rdqn.figures.report: the comparison report is one self-contained HTML page."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from dashboard.figures import SCHEME_COLORS
-from dashboard.figures.report import comparison_report, write_comparison_report
 from rdqn.compare import Curve, comparison_configs, summary_table
+from rdqn.figures import SCHEME_COLORS
+from rdqn.figures.report import comparison_report, write_comparison_report
 from rdqn.presets import preset
 from tests.report_helpers import annotation_texts, figure_in_page, trace_names
 

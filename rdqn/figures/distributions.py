@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from numpy.typing import ArrayLike, NDArray
 from plotly.colors import sample_colorscale
 
-from dashboard.figures._base import (
+from rdqn.figures._base import (
     NEUTRAL,
     SCHEME_COLORS,
     _as_1d,

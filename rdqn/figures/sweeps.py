@@ -26,7 +26,8 @@ import numpy as np
 import plotly.graph_objects as go
 from numpy.typing import ArrayLike, NDArray
 
-from dashboard.figures._base import (
+from rdqn.compare import ROLLING_WINDOW, Curve, rolling_mean
+from rdqn.figures._base import (
     _rgba,
     _scheme_color,
     _style,
@@ -34,7 +35,6 @@ from dashboard.figures._base import (
     empty_figure,
     thin,
 )
-from rdqn.compare import ROLLING_WINDOW, Curve, rolling_mean
 
 __all__ = [
     "RELATIVE_COLOUR_SPAN",

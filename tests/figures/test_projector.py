@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from dashboard import figures
-from dashboard.figures.projector import (
+from rdqn import figures
+from rdqn.figures.projector import (
     INK,
     LEGEND_LINE_CHARS,
     MIN_LINE_WIDTH,

@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from dashboard.figures import SCHEME_COLORS
-from dashboard.figures.sweeps import (
+from rdqn.compare import Curve
+from rdqn.figures import SCHEME_COLORS
+from rdqn.figures.sweeps import (
     SeedCurve,
     cell_curves_figure,
     colour_range,
@@ -18,7 +19,6 @@ from dashboard.figures.sweeps import (
     short_number,
     sweep_heatmap,
 )
-from rdqn.compare import Curve
 from rdqn.sweeps import reward_auc
 
 

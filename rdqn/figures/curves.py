@@ -11,7 +11,8 @@ import plotly.graph_objects as go
 from numpy.typing import ArrayLike, NDArray
 from plotly.colors import qualitative
 
-from dashboard.figures._base import (
+from rdqn.compare import ROLLING_WINDOW, Curve, aggregate
+from rdqn.figures._base import (
     FAINT,
     NEUTRAL,
     SCHEME_COLORS,
@@ -26,7 +27,6 @@ from dashboard.figures._base import (
     empty_figure,
     thin,
 )
-from rdqn.compare import ROLLING_WINDOW, Curve, aggregate
 
 MAX_MARKERS = 150
 """The raw returns are drawn with a marker per episode up to this many points (`reward_curve`)."""
@@ -87,7 +87,7 @@ def reward_curve(
                 "x": raw_x,
                 "y": raw_y,
                 # A marker per episode while they are few enough to tell apart; past that,
-                # a browser would restyle hundreds of markers at every redraw for a blur.
+                # every redraw would restyle hundreds of markers for a blur.
                 "mode": "lines+markers" if raw_y.size <= MAX_MARKERS else "lines",
                 "name": "return",
                 "line": {"color": _rgba(color, 0.3), "width": 1},
@@ -230,7 +230,7 @@ def comparison_figure(
     (`rdqn.compare.aggregate` on a grid of `points` env steps), and a dotted threshold line.
 
     `runs` is keyed by scheme, which picks the colour (`SCHEME_COLORS`); the legend names a
-    scheme by ``labels[scheme]`` (its α and β₀, `dashboard.history.scheme_label`) when given,
+    scheme by ``labels[scheme]`` (its α and β₀, `rdqn.compare.scheme_label`) when given,
     and the number of seeds: 'rank · α 0.7 · β₀ 0.5 (3 seeds)', or '(2 of 3 seeds so far)' while
     some have no episode yet. `warm_up` (env steps before the first update) draws a dotted
     vertical line 'learning starts': before it every scheme plays the same way."""
@@ -294,7 +294,7 @@ def runs_overlay_figure(
 ) -> go.Figure:
     """EMA-smoothed return curves of several runs, one line per run label.
 
-    `runs` maps a label (`dashboard.history.run_label`) to (end_steps, returns). A run's colour
+    `runs` maps a label (`rdqn.compare.run_label`) to (end_steps, returns). A run's colour
     is its scheme's (`SCHEME_COLORS`), the scheme taken from `schemes` by label, or the label
     itself when it is a scheme name; runs of the same scheme differ in their dash (solid,
     dashed, dotted, ...). `colors` by label overrides; a run of no known scheme takes the next

@@ -4,7 +4,7 @@ On a projector a 12 px light-grey tick label is unreadable from a few metres awa
 restyles a finished figure: tick labels and legends at `PROJECTOR_TICK_SIZE` px in a dark colour,
 larger axis titles and chart titles, lines and markers twice as heavy. It is applied on top of
 the builders' own layout (every axis a figure has, `xaxis2`, `yaxis2`, ... included), so each
-builder stays as it is and the look is switched per browser session.
+builder stays as it is and the look is switched per viewer (the dashboard keeps the switch).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import textwrap
 
 import plotly.graph_objects as go
 
-from dashboard.figures._base import BASE_FONT_SIZE
+from rdqn.figures._base import BASE_FONT_SIZE
 
 __all__ = ["PROJECTOR_TICK_SIZE", "for_projector"]
 

@@ -108,7 +108,7 @@ def thin(
 
     MinMaxLTTB (`tsdownsample`): each of ``points`` buckets along x keeps the sample that best
     preserves the curve's shape, with every bucket's minimum and maximum as candidates, so a
-    single spike still shows. A browser redraws a live chart every second: SVG cost grows
+    single spike still shows. A live chart is redrawn every second: SVG cost grows
     with the samples, not with the pixels. ``x`` must not decrease; fewer samples than
     ``points`` (or a decreasing ``x``) come back whole.
     """
