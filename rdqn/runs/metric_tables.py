@@ -9,11 +9,12 @@ floats (NULL is NaN), ``int64`` for integers, or pandas' nullable ``Int64`` when
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from rdqn.runs.schema import Converter, quoted_columns
+
+if TYPE_CHECKING:  # pandas loads with the first table read (see rdqn.runs.store)
+    import pandas as pd
 
 __all__ = ["read_metric_frame"]
 
@@ -27,6 +28,8 @@ def read_metric_frame(
 ) -> pd.DataFrame:
     """Run ``run_id``'s rows of ``table``, ordered by its key (only key > ``after`` if given);
     an empty frame with the columns when it has none (the caller checks that the run exists)."""
+    import pandas as pd
+
     key = columns[0][0]
     sql = f"SELECT {quoted_columns(columns)} FROM {table} WHERE run_id = ?"
     params: list[Any] = [run_id]

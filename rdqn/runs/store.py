@@ -47,9 +47,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from rdqn.runs.checkpoint_paths import CheckpointPaths
 from rdqn.runs.checkpoints import remove_orphan_temporaries, write_checkpoint
@@ -85,6 +83,9 @@ from rdqn.runs.store_access import (
     open_home,
 )
 from rdqn.runs.unwritten import UnwrittenStatuses
+
+if TYPE_CHECKING:  # pandas loads with the first table read: a worker that trains never does
+    import pandas as pd
 
 __all__ = [
     "ResumeError",
@@ -427,6 +428,8 @@ class RunStore:
             params.append(group_id)
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         sql = f"SELECT {self._run_columns} FROM runs {where} ORDER BY created_at DESC, rowid DESC"
+        import pandas as pd
+
         with self._db.read() as conn:
             frame = pd.read_sql_query(sql, conn, params=params)
         for run_id, (run_status, error) in unwritten.items():

@@ -36,12 +36,11 @@ import contextlib
 import errno
 import os
 import sqlite3
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-import pandas as pd
 
 __all__ = [
     "Database",
@@ -317,7 +316,13 @@ class Database:
             yield
         except sqlite3.Error as err:
             raise store_error(err, self.path) from err
-        except pd.errors.DatabaseError as err:
+        except Exception as err:
+            if "pandas" not in sys.modules:  # loaded with the first table read: not its error
+                raise
+            import pandas as pd  # (waits if another thread is still importing it)
+
+            if not isinstance(err, pd.errors.DatabaseError):
+                raise
             cause = err.__cause__
             if isinstance(cause, sqlite3.Error):
                 raise store_error(cause, self.path) from err

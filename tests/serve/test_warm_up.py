@@ -107,3 +107,29 @@ def test_the_registry_tells_its_executors_warm_up(tmp_path: Path) -> None:
             assert registry.warm_up_progress() == WarmUp(2, 5, compiling=True, part="sum tree")
         finally:
             registry.shutdown()
+
+
+_WARM_WORKER = r"""
+import sys
+
+from rdqn.serve.worker import warm_up
+
+warm_up()
+print(sorted(name for name in ("pandas", "plotly", "streamlit") if name in sys.modules))
+"""
+
+
+@pytest.mark.slow
+def test_the_zygote_warm_up_loads_no_pandas() -> None:
+    """The zygote's warm-up is what a first run on a fresh server waits for: the run store
+    loads pandas (about 0.3 s) with its first table read, which a worker that trains never
+    makes; nor does the warm-up draw anything."""
+    done = subprocess.run(
+        [sys.executable, "-c", _WARM_WORKER],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    assert done.stdout.strip() == "[]"
