@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rdqn import figures
+import rdqn_figures as figures
 from rdqn.presets import preset
 from rdqn.serve.handle import RunHandle
 from rdqn.training.telemetry import (

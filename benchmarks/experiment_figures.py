@@ -3,8 +3,8 @@
 Plotly's own PNG export needs kaleido, which is not a dependency; this draws each figure as an
 offline HTML page in the Chromium the browser tests use (`harness.chromium`, driven by
 Playwright, a dev dependency) and saves a screenshot of it. The figures are the ones the
-dashboard's Experiments page and the HTML report show (`rdqn.figures.experiments`,
-`rdqn.figures.experiment_report`).
+dashboard's Experiments page and the HTML report show (`rdqn_figures.experiments`,
+`rdqn_figures.experiment_report`).
 
 Usage:
     python -m benchmarks.experiment_figures --out docs/figures
@@ -27,8 +27,8 @@ WIDTH, HEIGHT = 1000, 480
 
 def figures(cliffwalk: Path | None, per_notebook: Path | None) -> dict[str, go.Figure]:
     """Name -> figure for every results file given that exists."""
-    from rdqn.figures.experiment_report import per_notebook_figures
-    from rdqn.figures.experiments import cliffwalk_figure
+    from rdqn_figures.experiment_report import per_notebook_figures
+    from rdqn_figures.experiments import cliffwalk_figure
 
     out: dict[str, go.Figure] = {}
     if cliffwalk is not None and cliffwalk.exists():

@@ -1,14 +1,12 @@
-"""The dashboard's layer between the pages and the core.
+"""The dashboard's layer between the pages and the core (its figures are `rdqn_figures`).
 
 Pure (no Streamlit; unit-tested as plain functions):
-    figures/        figure builders: data in, plotly figure out; the comparison report
     history         rows, curves and tables of stored and live runs
     params          the live page's URL: a preset and config overrides, checked by their rules
     guided          guided lessons: steps read from assets/lessons/*.toml, checked field by field
     lessons         the lessons on offer, read again when a file changes
     share           class codes, follow links and their QR codes
     eta             time left for a run, the wait of a queued one
-    figures/projector  the same figures, restyled for a projector
 
 Streamlit glue (session state, widgets, the process-wide registry):
     state           the run store, the run registry, the session, every session-state default

@@ -26,9 +26,9 @@ from dashboard.ownership import may_control, stop_reason
 from dashboard.state import for_this_viewer, registry, session, store
 from rdqn.compare import ROLLING_WINDOW, return_decimals, summary_decimals, summary_table
 from rdqn.config import RunConfig
-from rdqn.figures import SCHEME_COLORS, comparison_figure
 from rdqn.limits import check_comparison_runs, check_limits
 from rdqn.runs.schema import FINAL_STATUSES
+from rdqn_figures import SCHEME_COLORS, comparison_figure
 
 __all__ = [
     "comparison_results",

@@ -3,7 +3,7 @@
 Projector mode (a sidebar toggle, or ``?projector=1`` in any page's address) is kept for the
 browser session and written back into the address while it is on, so a reloaded or shared page
 keeps it. It enlarges the page's text and, through `show_chart`, restyles every chart
-(`rdqn.figures.projector`).
+(`rdqn_figures.projector`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import streamlit as st
 from dashboard import chart_code
 from dashboard.fragments import page_run_mark
 from dashboard.shared_figures import SharedFigures
-from rdqn.figures.projector import PROJECTOR_TICK_SIZE, for_projector
+from rdqn_figures.projector import PROJECTOR_TICK_SIZE, for_projector
 
 __all__ = [
     "PAGE_RUN_KEY",

@@ -17,7 +17,7 @@ import streamlit as st
 
 from dashboard.assets import explanation
 from dashboard.display import show_chart
-from rdqn.figures.experiments import SCHEME_NAMES, cliffwalk_figure
+from rdqn_figures.experiments import SCHEME_NAMES, cliffwalk_figure
 
 __all__ = ["COMMAND", "RESULTS", "read_results", "show_cliffwalk", "summary_frame"]
 

@@ -16,13 +16,13 @@ import plotly.graph_objects as go
 import streamlit as st
 from streamlit import net_util
 
+import rdqn_figures as figures
 from dashboard.display import projector_mode, shared_steady_chart, show_chart
 from dashboard.eta import RunRates, duration_text, queue_wait_seconds, remaining_seconds
 from dashboard.live import prices_note
 from dashboard.share import LOOPBACK, follow_link, qr_png, run_link, server_address
 from dashboard.state import for_this_viewer, live_pages, registry, session, store
 from dashboard.text import plain, why_stopped
-from rdqn import figures
 from rdqn.compare import ROLLING_WINDOW, run_label
 from rdqn.runs.resume import resume_blocker
 from rdqn.runs.schema import FINAL_STATUSES

@@ -22,10 +22,10 @@ from dashboard.saved_runs import DELETE_RULE, delete_run, run_counters
 from dashboard.state import for_this_viewer, registry, store
 from dashboard.text import plain
 from rdqn.compare import ROLLING_WINDOW, return_decimals, run_label
-from rdqn.figures import timing_figure
 from rdqn.runs.schema import ACTIVE_STATUSES
 from rdqn.runs.store import RunRecord
 from rdqn.serve.registry import NotOwner
+from rdqn_figures import timing_figure
 
 __all__ = ["run_card"]
 

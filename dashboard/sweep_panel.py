@@ -36,8 +36,8 @@ from dashboard.sweeps_view import (
 )
 from dashboard.text import plain
 from rdqn.compare import ROLLING_WINDOW
-from rdqn.figures import SCHEME_COLORS, cell_curves_figure, sweep_heatmap
 from rdqn.sweeps import SweepSpec, load_spec, sweep_trials
+from rdqn_figures import SCHEME_COLORS, cell_curves_figure, sweep_heatmap
 
 __all__ = ["REFRESH_S", "HEATMAP_KEY", "chosen_sweep", "show_sweep", "start_from_form"]
 

@@ -28,9 +28,9 @@ import pandas as pd
 import streamlit as st
 
 from rdqn.compare import Curve
-from rdqn.figures.sweeps import SeedCurve
 from rdqn.runs.store import RunStore
 from rdqn.sweeps import SweepSpec, summary
+from rdqn_figures.sweeps import SeedCurve
 
 __all__ = [
     "LIVE_STATUSES",

@@ -13,7 +13,7 @@ from dashboard.live_tree_notes import no_tree_note, tree_note
 from dashboard.state import latest_snapshot
 from dashboard.text import plain
 from rdqn.classroom import tree_demo as td
-from rdqn.figures import tree_levels_figure
+from rdqn_figures import tree_levels_figure
 
 __all__ = ["DECIMALS", "batch_queries", "leaf_table", "live_tree", "priority_editor"]
 

@@ -2,11 +2,11 @@
 
 import streamlit as st
 
+import rdqn_figures as figures
 from dashboard.by_hand_table import transition_columns
 from dashboard.display import show_chart
 from dashboard.state import ensure_app_frame
 from dashboard.text import plain
-from rdqn import figures
 from rdqn.classroom import worked_example as we
 
 ensure_app_frame()

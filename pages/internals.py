@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+import rdqn_figures as figures
 from dashboard.assets import explanation
 from dashboard.display import show_chart
 from dashboard.fragments import fragment
@@ -9,9 +10,8 @@ from dashboard.internals_notes import notice
 from dashboard.lessons import lesson_note
 from dashboard.params import parse_params
 from dashboard.state import ensure_app_frame, registry
-from rdqn import figures
-from rdqn.figures.distributions import p_value_text
 from rdqn.training.telemetry import relative_probability_histogram, weight_histogram
+from rdqn_figures.distributions import p_value_text
 
 ensure_app_frame()
 

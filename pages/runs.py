@@ -15,7 +15,7 @@ from dashboard.run_card import run_card
 from dashboard.saved_runs import STOP_COLUMN, stop_reasons
 from dashboard.state import ensure_app_frame, for_this_viewer, store
 from rdqn.compare import Curve
-from rdqn.figures import runs_overlay_figure
+from rdqn_figures import runs_overlay_figure
 
 ensure_app_frame()
 

@@ -8,7 +8,7 @@ from dashboard.display import show_chart
 from dashboard.state import ensure_app_frame
 from dashboard.tree_view import batch_queries, leaf_table, live_tree, priority_editor
 from rdqn.classroom import tree_demo as td
-from rdqn.figures import draw_histogram_figure, segments_figure, sum_tree_figure
+from rdqn_figures import draw_histogram_figure, segments_figure, sum_tree_figure
 
 ensure_app_frame()
 

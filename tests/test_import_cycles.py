@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("rdqn", "dashboard")
+PACKAGES = ("rdqn", "rdqn_figures", "dashboard")
 
 
 def _module(path: Path) -> str:

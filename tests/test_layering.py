@@ -13,16 +13,16 @@ Lowest first; a module may import rdqn modules of its own package or of lower la
     compare, classroom    comparisons of recorded runs; the classroom examples
     sweeps                grids of recorded runs on the serving layer; a parallel map of tasks
     experiments           the PER paper's Blind Cliffwalk figure, the PER notebook's study
-    figures               Plotly figures, the offline HTML reports (the pages' and the CLI's)
     cli                   `python -m rdqn` (a package: a module per command)
 
 Recording starts no thread and no worker, and nothing in rdqn knows the dashboard's people:
 browsers, cookies, class codes (owners are opaque tokens).
 
-Only the figure layer imports a drawing library (Plotly), and nothing in rdqn imports Streamlit or
-the app (`dashboard`, `pages`). The CLI is a client like the dashboard's pages: it is the one
-package that prints, and it reaches the figure layer (to write its reports) only inside a function,
-so that a command that draws nothing does not import Plotly.
+No UI library in the core: nothing in rdqn imports Streamlit, Plotly or the app (`dashboard`,
+`pages`). The figures are a package of their own beside it, `rdqn_figures` (Plotly, never
+Streamlit). The CLI is a client like the dashboard's pages: it is the one package that prints, and
+the one that reaches `rdqn_figures` (to write its reports), only inside a function, so that a
+command that draws nothing does not import Plotly.
 """
 
 from __future__ import annotations
@@ -50,12 +50,11 @@ LAYERS = {
     "classroom": 8,
     "sweeps": 9,
     "experiments": 9,
-    "figures": 10,
-    "cli": 11,
-    "__main__": 12,
+    "cli": 10,
+    "__main__": 11,
 }
-UI_LIBRARIES = {"streamlit", "dashboard", "pages"}
-DRAWING = {"plotly"}
+UI_LIBRARIES = {"streamlit", "plotly", "dashboard", "pages", "rdqn_figures"}
+FIGURES = sorted((RDQN.parent / "rdqn_figures").glob("*.py"))
 
 
 def unit(module: str) -> str:
@@ -105,33 +104,35 @@ def test_imports_go_down_the_layers(path: Path) -> None:
         assert other == own or LAYERS[other] < LAYERS[own], f"{module} imports {name}"
 
 
-def in_figures(path: Path) -> bool:
-    return module_name(path).startswith("rdqn.figures")
-
-
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(RDQN)))
-def test_core_module_imports_no_ui_library_and_only_figures_draw(path: Path) -> None:
+def test_core_module_imports_no_ui_library(path: Path) -> None:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     everywhere = {name.split(".")[0] for name in imports(tree)}
-    assert not everywhere & UI_LIBRARIES
-    if not in_figures(path):
-        assert not everywhere & DRAWING
+    if in_cli(path):
+        top = {name.split(".")[0] for name in imports(tree, top_level_only=True)}
+        assert not top & UI_LIBRARIES
+        assert {n for n in imports(tree) if n.split(".")[0] in UI_LIBRARIES} <= {
+            "rdqn_figures.report",
+            "rdqn_figures.experiments",
+            "rdqn_figures.experiment_report",
+        }
+    else:
+        assert not everywhere & UI_LIBRARIES
 
 
-def test_the_cli_reaches_the_figure_layer_inside_functions_only() -> None:
-    reaching: dict[str, set[str]] = {}
-    for path in FILES:
-        if in_figures(path):
-            continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        found = {n for n in imports(tree) if n == "rdqn.figures" or n.startswith("rdqn.figures.")}
-        if found:
-            reaching[module_name(path)] = found
-            assert not imports(tree, top_level_only=True) & found, module_name(path)
-    assert reaching == {
-        "rdqn.cli.compare": {"rdqn.figures.report"},
-        "rdqn.cli.experiment": {"rdqn.figures.experiments", "rdqn.figures.experiment_report"},
+def test_only_the_cli_reaches_the_figures_and_it_does() -> None:
+    reaching = {
+        module_name(path)
+        for path in FILES
+        if any(n.split(".")[0] in UI_LIBRARIES for n in imports(ast.parse(path.read_text("utf-8"))))
     }
+    assert reaching == {"rdqn.cli.compare", "rdqn.cli.experiment"}
+
+
+@pytest.mark.parametrize("path", FIGURES, ids=lambda p: p.name)
+def test_the_figures_draw_with_plotly_and_never_import_streamlit_or_the_app(path: Path) -> None:
+    found = {n.split(".")[0] for n in imports(ast.parse(path.read_text(encoding="utf-8")))}
+    assert not found & {"streamlit", "dashboard", "pages"}, path.name
 
 
 @pytest.mark.parametrize(

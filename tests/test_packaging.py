@@ -5,9 +5,9 @@ The wheel is built from a copy of the sources (so the checkout gets no build/ fo
 build isolation or dependencies (the machine may be offline), then installed into a fresh
 virtual environment that sees this interpreter's packages (a `.pth` file naming its site-packages,
 so that it works whether the tests run from a virtual environment or a system Python), and its
-`rdqn` command runs a tiny comparison, report included. The wheel's one top-level package is
-`rdqn` (its figures and reports included): the sources copied hold no `dashboard/`, so a report that
-still needed the app's package would fail here.
+`rdqn` command runs a tiny comparison, report included. The wheel's top-level packages are `rdqn`
+and `rdqn_figures` (the figures and reports): the sources copied hold no `dashboard/`, so a report
+that still needed the app's package would fail here.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = (
     "rdqn",
+    "rdqn_figures",
     "pyproject.toml",
     "README.md",
     "requirements.txt",
@@ -83,13 +84,14 @@ def test_the_wheel_installs_an_rdqn_command(tmp_path: Path) -> None:
         if line.startswith("Requires-Dist:")
     ] == [*requirements(), 'ray==2.60.0; extra == "ray"']
     assert "Provides-Extra: ray" in metadata
-    # One top-level package, named after the project: nothing another distribution could own.
+    # Top-level packages named after the project only: nothing another distribution could own.
     # The app (app.py, pages/, dashboard/) runs from a checkout.
     assert {name.split("/")[0] for name in names} == {
         "rdqn",
+        "rdqn_figures",
         wheel.name.rsplit("-", 3)[0] + ".dist-info",
     }
-    assert "rdqn/runs/lifecycle.py" in names and "rdqn/figures/report.py" in names
+    assert "rdqn/runs/lifecycle.py" in names and "rdqn_figures/report.py" in names
     assert not [n for n in names if "__pycache__" in n]
 
     venv = tmp_path / "venv"

@@ -20,6 +20,7 @@ def shown_text_files() -> list[Path]:
     return [
         *sorted((ROOT / "pages").glob("*.py")),
         *sorted((ROOT / "dashboard").glob("*.py")),
+        *sorted((ROOT / "rdqn_figures").glob("*.py")),
         *sorted((ROOT / "assets" / "text").glob("*.md")),
     ]
 

@@ -11,7 +11,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from dashboard.shared_figures import FrozenFigure, SharedFigures
-from rdqn.figures import reward_curve
+from rdqn_figures import reward_curve
 
 
 def _figure(n: int = 5) -> go.Figure:
@@ -95,7 +95,7 @@ def _draw_both() -> None:
     import streamlit as st
 
     from dashboard.shared_figures import FrozenFigure
-    from rdqn.figures import reward_curve
+    from rdqn_figures import reward_curve
 
     fig = reward_curve(np.arange(1, 41) * 10, np.sin(np.arange(40)), scheme="proportional")
     st.plotly_chart(fig, key="plain")

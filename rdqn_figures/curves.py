@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike, NDArray
 from plotly.colors import qualitative
 
 from rdqn.compare import ROLLING_WINDOW, Curve, aggregate
-from rdqn.figures._base import (
+from rdqn_figures._base import (
     FAINT,
     NEUTRAL,
     SCHEME_COLORS,

@@ -13,7 +13,7 @@ import textwrap
 
 import plotly.graph_objects as go
 
-from rdqn.figures._base import BASE_FONT_SIZE
+from rdqn_figures._base import BASE_FONT_SIZE
 
 __all__ = ["PROJECTOR_TICK_SIZE", "for_projector"]
 

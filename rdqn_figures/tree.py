@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from numpy.typing import ArrayLike, NDArray
 
 from rdqn.classroom.tree_demo import tree_leaf_count
-from rdqn.figures._base import (
+from rdqn_figures._base import (
     BASE_FONT_SIZE,
     EMPHASIS,
     HIGHLIGHT_FILL,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rdqn.figures._base import _style
+from rdqn_figures._base import _style
 
 
 def test_title_reserves_its_height_and_the_legend_sits_under_it() -> None:

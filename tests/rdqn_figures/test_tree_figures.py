@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from rdqn.classroom.tree_demo import tree_leaf_count
-from rdqn.figures import sum_tree_figure, tree_levels_figure
-from rdqn.figures.tree import EMPTY, PADDING
 from rdqn.replay import SumTree
+from rdqn_figures import sum_tree_figure, tree_levels_figure
+from rdqn_figures.tree import EMPTY, PADDING
 
 
 def named(fig, name: str):  # noqa: ANN001, ANN201

@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 from numpy.typing import ArrayLike
 
-from rdqn.figures._base import (
+from rdqn_figures._base import (
     BASE_FONT_SIZE,
     EMPHASIS,
     MAX_LABELLED_QUERIES,
@@ -25,7 +25,7 @@ from rdqn.figures._base import (
     _style,
     empty_figure,
 )
-from rdqn.figures.tree import leaf_heap
+from rdqn_figures.tree import leaf_heap
 
 
 def segments_figure(

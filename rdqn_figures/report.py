@@ -16,8 +16,8 @@ import pandas as pd
 
 from rdqn.compare import ROLLING_WINDOW, Curve, scheme_label, summary_decimals
 from rdqn.config import RunConfig
-from rdqn.figures._base import SCHEME_COLORS
-from rdqn.figures.curves import comparison_figure
+from rdqn_figures._base import SCHEME_COLORS
+from rdqn_figures.curves import comparison_figure
 
 __all__ = ["comparison_report", "write_comparison_report"]
 

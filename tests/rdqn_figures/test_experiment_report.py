@@ -1,4 +1,4 @@
-"""The PER notebook study's report (rdqn.figures.experiment_report) on a tiny run: one
+"""The PER notebook study's report (rdqn_figures.experiment_report) on a tiny run: one
 self-contained offline page with the summary and every figure."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from rdqn.experiments.per_notebook import (
     per_notebook_trials,
     run_per_notebook_trial,
 )
-from rdqn.figures.experiment_report import per_notebook_figures, per_notebook_report
+from rdqn_figures.experiment_report import per_notebook_figures, per_notebook_report
 
 pytestmark = pytest.mark.slow  # trains CartPole for seconds
 

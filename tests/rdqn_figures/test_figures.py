@@ -12,7 +12,14 @@ from plotly.basedatatypes import BaseFigure
 
 from rdqn.classroom.tree_demo import descent_path
 from rdqn.compare import Curve
-from rdqn.figures import (
+from rdqn.training.telemetry import (
+    RELATIVE_PROBABILITY_EDGES,
+    BatchView,
+    GoodnessOfFit,
+    Histogram,
+    HistogramHistory,
+)
+from rdqn_figures import (
     BASE_FONT_SIZE,
     EMPTY_MESSAGE,
     PATH_PALETTE,
@@ -37,17 +44,10 @@ from rdqn.figures import (
     tree_levels_figure,
     weights_scatter,
 )
-from rdqn.figures._base import CURVE_POINTS, thin
-from rdqn.figures.curves import MAX_MARKERS
-from rdqn.figures.projector import for_projector
-from rdqn.figures.tree import EMPTY, PADDING
-from rdqn.training.telemetry import (
-    RELATIVE_PROBABILITY_EDGES,
-    BatchView,
-    GoodnessOfFit,
-    Histogram,
-    HistogramHistory,
-)
+from rdqn_figures._base import CURVE_POINTS, thin
+from rdqn_figures.curves import MAX_MARKERS
+from rdqn_figures.projector import for_projector
+from rdqn_figures.tree import EMPTY, PADDING
 
 
 def is_empty_state(fig: go.Figure) -> bool:

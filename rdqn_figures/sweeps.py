@@ -27,7 +27,7 @@ import plotly.graph_objects as go
 from numpy.typing import ArrayLike, NDArray
 
 from rdqn.compare import ROLLING_WINDOW, Curve, rolling_mean
-from rdqn.figures._base import (
+from rdqn_figures._base import (
     _rgba,
     _scheme_color,
     _style,

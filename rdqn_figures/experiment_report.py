@@ -3,7 +3,7 @@
 Written by ``python -m rdqn experiment per-notebook --report FILE`` from the study's results file:
 a summary table (seeds reaching the threshold, env steps to it, best and final 20-episode means,
 how much larger the sampled batches' |TD error| is than the buffer's) and the figures of
-`rdqn.figures.experiments` (the PER notebook's sections 9-10): smoothed reward curves with
+`rdqn_figures.experiments` (the PER notebook's sections 9-10): smoothed reward curves with
 bands, the mean |TD error| in the buffer and in the sampled batches over time, histograms of the
 sampled |TD errors|, N * P(i) and IS weights at four stages of training, and the buffer's
 priority and |TD error| distributions over time. plotly.js is inlined once, at the first figure.
@@ -17,7 +17,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from rdqn.figures.experiments import (
+from rdqn_figures.experiments import (
     buffer_td_figure,
     probe_heatmap,
     reward_bands_figure,

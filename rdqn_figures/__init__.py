@@ -13,7 +13,7 @@ P(i) = m_i / sum_k m_k, *weight* the importance-sampling weight w_i = (N * P(i))
 (Schaul et al. 2015, arXiv:1511.05952).
 """
 
-from rdqn.figures._base import (
+from rdqn_figures._base import (
     BASE_FONT_SIZE,
     EMPTY_MESSAGE,
     PATH_PALETTE,
@@ -21,14 +21,14 @@ from rdqn.figures._base import (
     ema,
     empty_figure,
 )
-from rdqn.figures.curves import (
+from rdqn_figures.curves import (
     comparison_figure,
     loss_curve,
     reward_curve,
     runs_overlay_figure,
     timing_figure,
 )
-from rdqn.figures.distributions import (
+from rdqn_figures.distributions import (
     age_figure,
     column_fractions,
     fit_figure,
@@ -38,9 +38,9 @@ from rdqn.figures.distributions import (
     td_stages_figure,
     weights_scatter,
 )
-from rdqn.figures.segments import draw_histogram_figure, segments_figure
-from rdqn.figures.sweeps import cell_curves_figure, sweep_heatmap
-from rdqn.figures.tree import sum_tree_figure, tree_levels_figure
+from rdqn_figures.segments import draw_histogram_figure, segments_figure
+from rdqn_figures.sweeps import cell_curves_figure, sweep_heatmap
+from rdqn_figures.tree import sum_tree_figure, tree_levels_figure
 
 __all__ = [
     "BASE_FONT_SIZE",

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from rdqn.compare import Curve
-from rdqn.figures import SCHEME_COLORS
-from rdqn.figures.sweeps import (
+from rdqn.sweeps import reward_auc
+from rdqn_figures import SCHEME_COLORS
+from rdqn_figures.sweeps import (
     SeedCurve,
     cell_curves_figure,
     colour_range,
@@ -19,7 +20,6 @@ from rdqn.figures.sweeps import (
     short_number,
     sweep_heatmap,
 )
-from rdqn.sweeps import reward_auc
 
 
 def curve(ends: list[int], returns: list[float]) -> Curve:

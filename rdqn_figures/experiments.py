@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from rdqn.figures._base import (
+from rdqn_figures._base import (
     SCHEME_COLORS,
     _hline,
     _log_axis,
@@ -27,7 +27,7 @@ from rdqn.figures._base import (
     _style,
     empty_figure,
 )
-from rdqn.figures.distributions import heatmap_over_time
+from rdqn_figures.distributions import heatmap_over_time
 
 __all__ = [
     "EXPERIMENT_COLORS",

@@ -6,11 +6,11 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from rdqn.figures import fit_figure, histogram_figure, td_stages_figure, weights_scatter
-from rdqn.figures._base import _log_ticks
-from rdqn.figures.distributions import p_value_text
 from rdqn.training.sampler_check import GoodnessOfFit
 from rdqn.training.telemetry import WEIGHT_EDGES, BatchView, Histogram, weight_histogram
+from rdqn_figures import fit_figure, histogram_figure, td_stages_figure, weights_scatter
+from rdqn_figures._base import _log_ticks
+from rdqn_figures.distributions import p_value_text
 
 
 def fit(**changes: object) -> GoodnessOfFit:

@@ -1,10 +1,10 @@
-"""Figures of the experiments (rdqn.figures.experiments) from hand-made results rows."""
+"""Figures of the experiments (rdqn_figures.experiments) from hand-made results rows."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from rdqn.figures.experiments import (
+from rdqn_figures.experiments import (
     EXPERIMENT_COLORS,
     buffer_td_figure,
     cliffwalk_figure,

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from rdqn import figures
-from rdqn.figures.projector import (
+import rdqn_figures as figures
+from rdqn_figures.projector import (
     INK,
     LEGEND_LINE_CHARS,
     MIN_LINE_WIDTH,

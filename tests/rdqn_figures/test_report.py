@@ -1,4 +1,4 @@
-"""Tests for rdqn.figures.report: the comparison report is one self-contained HTML page."""
+"""Tests for rdqn_figures.report: the comparison report is one self-contained HTML page."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 
 from rdqn.compare import Curve, comparison_configs, summary_table
-from rdqn.figures import SCHEME_COLORS
-from rdqn.figures.report import comparison_report, write_comparison_report
 from rdqn.presets import preset
+from rdqn_figures import SCHEME_COLORS
+from rdqn_figures.report import comparison_report, write_comparison_report
 from tests.report_helpers import annotation_texts, figure_in_page, trace_names
 
 A = Curve(np.array([10, 25, 40]), np.array([1.0, 3.0, 5.0]))

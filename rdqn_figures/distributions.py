@@ -10,7 +10,14 @@ import plotly.graph_objects as go
 from numpy.typing import ArrayLike, NDArray
 from plotly.colors import sample_colorscale
 
-from rdqn.figures._base import (
+from rdqn.training.telemetry import (
+    TD_STAGES,
+    BatchView,
+    GoodnessOfFit,
+    Histogram,
+    HistogramHistory,
+)
+from rdqn_figures._base import (
     NEUTRAL,
     SCHEME_COLORS,
     _as_1d,
@@ -23,13 +30,6 @@ from rdqn.figures._base import (
     _style,
     _vline,
     empty_figure,
-)
-from rdqn.training.telemetry import (
-    TD_STAGES,
-    BatchView,
-    GoodnessOfFit,
-    Histogram,
-    HistogramHistory,
 )
 
 
