@@ -124,24 +124,43 @@ class DQNAgent:
         target = copy.deepcopy(online).requires_grad_(False)
         self.online: nn.Module = online.to(self.device)
         self.target: nn.Module = target.to(self.device)
-        self.optimizer: torch.optim.Optimizer = (
-            torch.optim.Adam(self.online.parameters(), lr=config.lr, fused=True)
-            if config.optimizer == "adam"
-            else torch.optim.SGD(self.online.parameters(), lr=config.lr)
-        )
         self._online_params = list(self.online.parameters())
         self._target_params = list(self.target.parameters())
         self._fused: FusedMLP | None = None
+        self._optimizer: torch.optim.Optimizer | None = None
         if config.fused_mlp and fused_update_supported(self.online, self.device):
             self._fused = FusedMLP(
                 self.online,
                 self.target,
-                self.optimizer,
+                optimizer=config.optimizer,
+                lr=config.lr,
                 loss=config.loss,
                 double_dqn=config.double_dqn,
                 grad_clip_norm=config.grad_clip_norm,
             )
+        else:
+            self._optimizer = self._new_optimizer()
         self.updates = 0
+
+    def _new_optimizer(self) -> torch.optim.Optimizer:
+        if self.config.optimizer == "adam":
+            return torch.optim.Adam(self.online.parameters(), lr=self.config.lr, fused=True)
+        return torch.optim.SGD(self.online.parameters(), lr=self.config.lr)
+
+    @property
+    def optimizer(self) -> torch.optim.Optimizer:
+        """The torch optimizer over the online network (its state is the checkpoints' format).
+
+        The fused update keeps Adam's state in its own flat buffers and needs none to train, so
+        it is built on first use (a checkpoint) and then shares those buffers: building one
+        imports ``torch._dynamo``, a second of CPU that a first run on a fresh server would
+        otherwise wait for before its first step.
+        """
+        if self._optimizer is None:
+            assert self._fused is not None
+            self._optimizer = self._new_optimizer()
+            self._fused.attach(self._optimizer)
+        return self._optimizer
 
     @property
     def learner(self) -> str:

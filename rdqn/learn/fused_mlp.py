@@ -22,7 +22,9 @@ c / (||g|| + 1e-6))) and applies PyTorch's Adam (Kingma & Ba 2015, bias-correcte
 
 The torch modules and the torch optimizer stay the source of truth for everything else
 (checkpoints, ``nn.Module`` forward passes, the dashboard): :class:`FusedMLP` re-points their
-parameters and Adam state at the flat buffers, so both views always hold the same numbers.
+parameters and, once an optimizer is attached, its Adam state at the flat buffers, so both views
+always hold the same numbers. Training needs no torch optimizer: the agent attaches one when a
+checkpoint first asks for it (building one imports ``torch._dynamo``, a second of CPU).
 ``tests/test_fused_mlp.py`` checks the update against autograd + ``torch.optim`` step by step.
 The kernels release the GIL, so a dashboard thread keeps running while a run trains.
 """
@@ -226,17 +228,19 @@ class FusedResult:
 class FusedMLP:
     """Flat float32 buffers behind an online/target :class:`MLPQNet` pair and its optimizer.
 
-    After construction the modules' parameters (and Adam's ``exp_avg``/``exp_avg_sq``/``step``)
-    are views of these buffers: updating one updates the other. Call :meth:`rebind` after
-    ``load_state_dict`` replaced the optimizer's state tensors.
+    After construction the modules' parameters are views of these buffers, and so are Adam's
+    ``exp_avg``/``exp_avg_sq``/``step`` in a torch optimizer once :meth:`attach` shared them:
+    updating one updates the other. Call :meth:`rebind` after ``load_state_dict`` replaced the
+    attached optimizer's state tensors (and perhaps its hyperparameters).
     """
 
     def __init__(
         self,
         online: MLPQNet,
         target: MLPQNet,
-        optimizer: torch.optim.Optimizer,
         *,
+        optimizer: str,
+        lr: float,
         loss: str,
         double_dqn: bool,
         grad_clip_norm: float | None,
@@ -258,20 +262,41 @@ class FusedMLP:
         # One step counter per parameter, as torch.optim keeps them; one tensor shared by all
         # would be incremented once per parameter by torch.optim after a checkpoint round trip.
         self.step = np.zeros(len(self._params), dtype=_F32)
-        self.optimizer = optimizer
-        self.adam = isinstance(optimizer, torch.optim.Adam)
+        self.optimizer: torch.optim.Optimizer | None = None
+        self.adam = optimizer == "adam"
+        self.lr = float(lr)
+        self.betas = (0.9, 0.999)  # torch.optim.Adam's defaults, as the agent builds it
+        self.adam_eps = 1e-8
         self.huber = loss == "huber"
         self.double_dqn = double_dqn
         self.clip_norm = -1.0 if grad_clip_norm is None else float(grad_clip_norm)
-        self.rebind()
+
+    def attach(self, optimizer: torch.optim.Optimizer) -> None:
+        """Make ``optimizer`` (fresh, over the online parameters) hold this update's Adam state
+        as views of the flat buffers."""
+        self.optimizer = optimizer
+        self._share_state(copy_in=False)
 
     def rebind(self) -> None:
-        """Copy the optimizer's current Adam state into the flat buffers and share them back."""
+        """Copy the attached optimizer's state and hyperparameters (after its
+        ``load_state_dict``) into the flat buffers and share them back."""
+        assert self.optimizer is not None, "attach an optimizer first"
+        group = self.optimizer.param_groups[0]
+        self.lr = float(group["lr"])
+        self.betas = tuple(map(float, group.get("betas", self.betas)))  # type: ignore[assignment]
+        self.adam_eps = float(group.get("eps", self.adam_eps))
+        self._share_state(copy_in=True)
+
+    def _share_state(self, *, copy_in: bool) -> None:
+        """Point the optimizer's Adam state at the flat buffers; ``copy_in`` first copies the
+        optimizer's own state (zeros where it has none) into them."""
         if not self.adam:
             return
+        assert self.optimizer is not None
         state = self.optimizer.state
-        first = state.get(self._params[0], {})
-        self.step[:] = float(first["step"]) if "step" in first else 0.0
+        if copy_in:
+            first = state.get(self._params[0], {})
+            self.step[:] = float(first["step"]) if "step" in first else 0.0
         views = {
             "exp_avg": _views(self.exp_avg, self._params),
             "exp_avg_sq": _views(self.exp_avg_sq, self._params),
@@ -280,10 +305,11 @@ class FusedMLP:
             entry = state.get(param, {})
             for key, key_views in views.items():
                 view = key_views[index]
-                if key in entry:
-                    view.copy_(entry[key])
-                else:
-                    view.zero_()
+                if copy_in:
+                    if key in entry:
+                        view.copy_(entry[key])
+                    else:
+                        view.zero_()
                 entry[key] = view
             entry["step"] = torch.from_numpy(self.step[index : index + 1]).view(())
             state[param] = entry
@@ -302,13 +328,12 @@ class FusedMLP:
         next_obs: NDArray[np.float32],
     ) -> FusedResult:
         """One update in place (see the module docstring); a non-finite result changes nothing."""
-        group = self.optimizer.param_groups[0]
-        beta1, beta2 = group.get("betas", (0.9, 0.999))
+        beta1, beta2 = self.betas
         td, stats = _dqn_update(
             obs, actions, rewards, discount, weights, next_obs,
             self.online, self.target, self.grad, self.exp_avg, self.exp_avg_sq, self.step,
             self.dims, self.huber, self.double_dqn, self.clip_norm, self.adam,
-            float(group["lr"]), float(beta1), float(beta2), float(group.get("eps", 1e-8)),
+            self.lr, beta1, beta2, self.adam_eps,
         )  # fmt: skip
         return FusedResult(td_errors=td, stats=stats)
 

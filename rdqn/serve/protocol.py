@@ -61,6 +61,7 @@ WARM_UP_PART_NAMES: tuple[str, ...] = (
     "fused MLP update",
     "sum tree",
     *(f"{scheme} replay" for scheme in WARM_UP_SCHEMES[1:]),
+    "checkpoint and resume",
     "recurrent net",
 )
 """The parts of a warm-up, in order (`rdqn.serve.worker.WARM_UP_PARTS` does each)."""

@@ -100,9 +100,10 @@ def _listen(link: Link, controls: RunControls) -> None:
             return
 
 
-def _tiny_run(name: str, scheme: str | None = None) -> None:
-    """Train a tiny run of preset ``name`` to its end, and resume it: every kernel its path
-    calls is loaded (a resumed rank-based run rebuilds its order from the stored keys)."""
+def _tiny_run(name: str, scheme: str | None = None, *, resume: bool = True) -> None:
+    """Train a tiny run of preset ``name`` to its end, and (``resume``) resume it: every kernel
+    its path calls is loaded (a resumed rank-based run rebuilds its order from the stored
+    keys)."""
     overrides: dict[str, Any] = {
         "agent.device": "cpu",  # workers are forked from here: CUDA must stay untouched
         "replay.capacity": 64,
@@ -118,6 +119,9 @@ def _tiny_run(name: str, scheme: str | None = None) -> None:
     trainer = Trainer(config)
     trainer.run()
     trainer.snapshot()
+    if not resume:
+        trainer.close()
+        return
     resumed = Trainer(config)
     resumed.restore(trainer.checkpoint_state(resumable=True))
     for closing in (trainer, resumed):
@@ -131,17 +135,29 @@ def _sum_tree() -> None:
     tree.find(np.array([0.5, 3.5]))
 
 
+def _checkpoints() -> None:
+    """A checkpoint of a tiny run of each scheme, and its resume."""
+    for scheme in WARM_UP_SCHEMES:
+        _tiny_run("per-notebook", scheme)
+
+
 WARM_UP_PARTS: tuple[tuple[str, Callable[[], None]], ...] = tuple(
     zip(
         WARM_UP_PART_NAMES,
         (
-            # The demo's path first, and with it what every run loads once (torch's optimizer
-            # pulls in torch._dynamo: a second of CPU): Home's Start demo, pressed while the
-            # server starts, forks its run after this part (`rdqn.serve.zygote.main`), warm.
-            partial(_tiny_run, "demo"),
+            # The demo's path first: Home's Start demo, pressed while the server starts, forks
+            # its run after this part (`rdqn.serve.zygote.main`), warm. The zygote forks the
+            # runs asked for between two parts, so the long ones come last: a checkpoint builds
+            # a torch optimizer, which imports torch._dynamo (most of a second of CPU), and
+            # which training with the fused MLP update never needs.
+            partial(_tiny_run, "demo", resume=False),
             fused_mlp.warm_up,
             _sum_tree,
-            *(partial(_tiny_run, "per-notebook", scheme) for scheme in WARM_UP_SCHEMES[1:]),
+            *(
+                partial(_tiny_run, "per-notebook", scheme, resume=False)
+                for scheme in WARM_UP_SCHEMES[1:]
+            ),
+            _checkpoints,
             # Windows of observations and the LSTM (e14, e14-lesson, e15): no numba kernel of
             # its own beyond the window gather, but its first call sets up torch's recurrent path.
             partial(_tiny_run, "e14-lesson"),

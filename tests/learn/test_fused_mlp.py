@@ -8,6 +8,9 @@ rounding.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -27,6 +30,7 @@ from rdqn.learn.fused_mlp import (
 from rdqn.learn.nets import MLPQNet, RecurrentQNet
 
 OBS_DIM, N_ACTIONS, BATCH = 4, 3, 16
+REPO = Path(__file__).resolve().parents[2]
 
 
 def random_batch(rng: np.random.Generator, reward_scale: float = 1.0) -> SimpleNamespace:
@@ -124,6 +128,48 @@ def test_adam_state_is_shared_with_the_torch_optimizer() -> None:
         assert float(mine["step"]) == float(theirs["step"]) == 3.0
         for key in ("exp_avg", "exp_avg_sq"):
             torch.testing.assert_close(mine[key], theirs[key], rtol=1e-4, atol=1e-8)
+    # The optimizer, built above when first asked for, shares the state: it follows updates.
+    for _ in range(2):
+        batch = random_batch(rng)
+        fused.learn(batch)
+        plain.learn(batch)
+    for p, q in zip(fused.online.parameters(), plain.online.parameters(), strict=True):
+        mine, theirs = fused.optimizer.state[p], plain.optimizer.state[q]
+        assert float(mine["step"]) == float(theirs["step"]) == 5.0
+        torch.testing.assert_close(mine["exp_avg_sq"], theirs["exp_avg_sq"], rtol=1e-4, atol=1e-8)
+
+
+_TRAIN_WITHOUT_OPTIMIZER = r"""
+import sys
+
+import numpy as np
+
+from rdqn.learn.agent import DQNAgent
+from rdqn.learn.agent_config import AgentConfig
+from tests.learn.test_fused_mlp import random_batch
+
+agent = DQNAgent(4, 3, AgentConfig(network="mlp", device="cpu"), seed=3)
+rng = np.random.default_rng(0)
+for _ in range(3):
+    agent.learn(random_batch(rng))
+print(agent.learner, "torch._dynamo" in sys.modules)
+agent.state_dict()
+print(agent.learner, "torch._dynamo" in sys.modules)
+"""
+
+
+def test_the_fused_update_trains_without_a_torch_optimizer() -> None:
+    """A torch optimizer imports torch._dynamo when built (a second of CPU, which the first run
+    on a fresh server would wait for); the fused update builds one only for a checkpoint."""
+    done = subprocess.run(
+        [sys.executable, "-c", _TRAIN_WITHOUT_OPTIMIZER],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    assert done.stdout.split() == ["fused-mlp", "False", "fused-mlp", "True"]
 
 
 @pytest.mark.parametrize("direction", ["fused->autograd", "autograd->fused"])
@@ -167,8 +213,15 @@ def test_supported_networks() -> None:
 
 def test_parameters_are_views_of_the_flat_buffers() -> None:
     online, target = MLPQNet(4, 2), MLPQNet(4, 2)
-    optimizer = torch.optim.Adam(online.parameters())
-    fused = FusedMLP(online, target, optimizer, loss="huber", double_dqn=False, grad_clip_norm=1.0)
+    fused = FusedMLP(
+        online,
+        target,
+        optimizer="adam",
+        lr=1e-3,
+        loss="huber",
+        double_dqn=False,
+        grad_clip_norm=1.0,
+    )
     assert fused.online.size == sum(p.numel() for p in online.parameters())
     fused.online[0] = 123.0
     assert online.body[0].weight[0, 0].item() == 123.0

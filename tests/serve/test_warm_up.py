@@ -133,3 +133,37 @@ def test_the_zygote_warm_up_loads_no_pandas() -> None:
         check=True,
     )
     assert done.stdout.strip() == "[]"
+
+
+_DEMO_PART = r"""
+import sys
+
+from rdqn.serve.worker import WARM_UP_PARTS
+
+for name, part in WARM_UP_PARTS:
+    part()
+    print(name.replace(" ", "-"), "torch._dynamo" in sys.modules)
+"""
+
+
+def test_the_warm_up_loads_torch_dynamo_only_for_checkpoints() -> None:
+    """The zygote forks a run asked for during its warm-up between two parts; the demo's part
+    (the first) and the short ones after it train without a torch optimizer (whose import of
+    torch._dynamo is most of a second of CPU), which a checkpoint builds, near the end."""
+    done = subprocess.run(
+        [sys.executable, "-c", _DEMO_PART],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    assert done.stdout.splitlines() == [
+        "proportional-replay False",
+        "fused-MLP-update False",
+        "sum-tree False",
+        "uniform-replay False",
+        "rank-replay False",
+        "checkpoint-and-resume True",
+        "recurrent-net True",
+    ]
