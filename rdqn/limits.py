@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from rdqn.envs.options import observation_size
 from rdqn.envs.prices_csv import CsvLimits
+from rdqn.replay.sizes import replay_nbytes
 from rdqn.validation import is_integer, parse_count
 
 if TYPE_CHECKING:
@@ -199,10 +200,11 @@ online pass and runs the target pass: about 4,000 float32s."""
 def memory_estimate(config: RunConfig) -> int:
     """Bytes a run of ``config`` allocates at least, estimated without allocating anything.
 
-    The replay memory, full (`rdqn.replay.replay_nbytes`, float32 observations); a sampled batch
-    (windows W_t and W_{t+1}, as NumPy arrays and as tensors); the network's parameters with the
-    target copy and Adam's two moments; and, for the recurrent net, its activations over the
-    batch's windows. Torch and Python themselves (a few hundred MiB) are not counted.
+    The replay memory, full (`rdqn.replay.sizes.replay_nbytes`, float32 observations); a sampled
+    batch (windows W_t and W_{t+1}, as NumPy arrays and as tensors); the network's parameters
+    with the target copy and Adam's two moments; and, for the recurrent net, its activations
+    over the batch's windows. Torch and Python themselves (a few hundred MiB) are not counted.
+    Loads no kernel: a server checks a run's settings with it before any worker starts.
     """
     obs = observation_size(config.env.id, config.env.kwargs)
     replay = config.replay
@@ -218,8 +220,6 @@ def memory_estimate(config: RunConfig) -> int:
     else:
         parameters = obs * _ACTIONS
         activations = 0
-    from rdqn.replay.buffer import replay_nbytes  # compiled kernels: not with a server's Home
-
     return (
         replay_nbytes(replay.capacity, obs, replay.scheme)
         + batch

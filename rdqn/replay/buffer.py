@@ -14,45 +14,21 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from rdqn.replay.checks import all_finite, check_slots, check_update, well_typed
-from rdqn.replay.rank.sampler import RankBasedSampler, rank_sampler_nbytes
+from rdqn.replay.rank.sampler import RankBasedSampler
 from rdqn.replay.samplers import ProportionalSampler, Sampler, UniformSampler
-from rdqn.replay.sizes import check_nbytes, format_bytes
+from rdqn.replay.sizes import (
+    SAMPLER_PARTS,
+    check_nbytes,
+    format_bytes,
+    replay_nbytes,
+    sampler_nbytes,
+    storage_nbytes,
+)
 from rdqn.replay.state_checks import ReplayStateError, entry, integer_field, mapping, refuse
-from rdqn.replay.storage import ACTION_MAX, RingStorage, count_stale, storage_nbytes
-from rdqn.replay.sumtree import sum_tree_nbytes
+from rdqn.replay.storage import ACTION_MAX, RingStorage, count_stale
 from rdqn.validation import check_integer, check_probability, is_integer, shown
 
 __all__ = ["Batch", "ReplayBuffer", "replay_nbytes"]
-
-_SCHEMES = {"uniform": "", "proportional": "sum tree", "rank": "rank order"}
-"""The sampling schemes, and what each keeps per slot besides the storage."""
-
-
-def sampler_nbytes(capacity: int, scheme: str) -> int:
-    """Bytes a sampler of ``scheme`` keeps for ``capacity`` slots, without allocating."""
-    if scheme == "proportional":
-        return sum_tree_nbytes(capacity)
-    if scheme == "rank":
-        return rank_sampler_nbytes(capacity)
-    if scheme == "uniform":
-        return 0
-    raise ValueError(f"scheme must be one of {tuple(_SCHEMES)}, got {scheme!r}")
-
-
-def replay_nbytes(capacity: int, obs_size: int, scheme: str, obs_itemsize: int = 4) -> int:
-    """The `nbytes` of a full `ReplayBuffer` of ``capacity`` transitions whose observations hold
-    ``obs_size`` values of ``obs_itemsize`` bytes, under sampling ``scheme`` ("uniform",
-    "proportional" or "rank"), computed without allocating anything: what a server checks
-    against its memory limit before it builds a run (`rdqn.limits`).
-
-    Storage: o_t and o_{t+1} per slot plus the slot's bookkeeping. Proportional: a sum tree and
-    a min tree of 2P float64 nodes each, P = the smallest power of two >= capacity. Rank-based:
-    the exact rank order (`rank_sampler_nbytes`): per slot an int64 write stamp, an int32 block
-    index, a float64 priority and the float64 prefix sum of the rank masses, plus at most
-    2N/C + 2 blocks of C uint64 entries (C = `block_capacity(N)`) with a few per-block fields;
-    about 45 bytes per slot.
-    """
-    return storage_nbytes(capacity, obs_size, obs_itemsize) + sampler_nbytes(capacity, scheme)
 
 
 def _scheme(sampler: Sampler) -> str:
@@ -178,9 +154,9 @@ class ReplayBuffer:
         scheme = _scheme(self.sampler)
         storage = storage_nbytes(capacity, obs_size, dtype.itemsize)
         parts = f"storage {format_bytes(storage)}"
-        if _SCHEMES[scheme]:
+        if SAMPLER_PARTS[scheme]:
             sampled = sampler_nbytes(capacity, scheme)
-            parts += f", the {scheme} sampler's {_SCHEMES[scheme]} {format_bytes(sampled)}"
+            parts += f", the {scheme} sampler's {SAMPLER_PARTS[scheme]} {format_bytes(sampled)}"
         check_nbytes(
             f"ReplayBuffer of capacity {capacity:,} × obs_shape {self.obs_shape} of {dtype}",
             replay_nbytes(capacity, obs_size, scheme, dtype.itemsize),

@@ -1,12 +1,13 @@
-"""The refusal of replay sizes no machine can hold, before anything is allocated.
+"""Replay sizes: the bytes each replay structure needs, computed without allocating anything
+or loading a kernel, and the refusal of sizes no machine can hold.
 
 Every replay structure that allocates by a capacity or a shape (`RingStorage`, `SumTree`, the
 rank order, `ReplayBuffer` as a whole, `WindowBuilder`, `gather_windows`) computes the bytes it
-needs first, with the same estimates the server's limits use (`rdqn.replay.replay_nbytes`, built
-from `storage_nbytes`, `sum_tree_nbytes` and `rank_sampler_nbytes`), and raises
-`ReplaySizeError` when they exceed the machine's physical memory. Without this, NumPy raised
-``MemoryError`` for sizes beyond the address space, and for sizes between physical and virtual
-memory filled pages until the kernel killed the process.
+needs first, with the same estimates the server's limits use (`replay_nbytes`, built from
+`storage_nbytes`, `sum_tree_nbytes` and `rdqn.replay.rank.shape.rank_sampler_nbytes`), and
+raises `ReplaySizeError` when they exceed the machine's physical memory. Without this, NumPy
+raised ``MemoryError`` for sizes beyond the address space, and for sizes between physical and
+virtual memory filled pages until the kernel killed the process.
 
 The bound is absolute, for the library as much as for a server: a server's own, lower limits
 are `rdqn.limits`' (``RDQN_LIMIT_MEMORY_BYTES``), checked on run settings before a buffer is
@@ -20,7 +21,21 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["ReplaySizeError", "check_nbytes", "format_bytes", "physical_memory"]
+from rdqn.replay.rank.shape import rank_sampler_nbytes
+
+__all__ = [
+    "SAMPLER_PARTS",
+    "SLOT_BYTES",
+    "ReplaySizeError",
+    "check_nbytes",
+    "format_bytes",
+    "leaf_offset",
+    "physical_memory",
+    "replay_nbytes",
+    "sampler_nbytes",
+    "storage_nbytes",
+    "sum_tree_nbytes",
+]
 
 ADDRESS_SPACE = 1 << 48
 """The bound where the OS does not report its physical memory."""
@@ -64,3 +79,57 @@ def check_nbytes(what: str, nbytes: int, parts: str = "", advice: str = "") -> N
             f"{what} needs {format_bytes(nbytes)} ({detail}), more than this machine's physical "
             f"memory ({format_bytes(memory)})" + (f"; {advice}" if advice else "")
         )
+
+
+# ------------------------------------------------- the bytes of each structure, computed
+SLOT_BYTES = 4 + 4 + 1 + 1 + 4 + 8 + 4
+"""Per slot, besides observations: action int32, reward float32, terminated and truncated bools,
+episode_step int32, generation int64, sample count int32."""
+
+
+def storage_nbytes(capacity: int, obs_size: int, obs_itemsize: int) -> int:
+    """`RingStorage.nbytes` for ``capacity`` slots of observations of ``obs_size`` values of
+    ``obs_itemsize`` bytes, without allocating: o_t and o_{t+1} and `SLOT_BYTES` per slot."""
+    return capacity * (2 * obs_size * obs_itemsize + SLOT_BYTES)
+
+
+def leaf_offset(capacity: int) -> int:
+    """P, the sum tree's first leaf: the smallest power of two >= capacity."""
+    return 1 << max(0, (capacity - 1).bit_length())
+
+
+def sum_tree_nbytes(capacity: int, track_min: bool = True) -> int:
+    """`SumTree.nbytes` for ``capacity`` leaves, without allocating: 2P float64 nodes, twice
+    with the min tree (P = the smallest power of two >= capacity)."""
+    return 2 * leaf_offset(capacity) * 8 * (2 if track_min else 1)
+
+
+SAMPLER_PARTS = {"uniform": "", "proportional": "sum tree", "rank": "rank order"}
+"""The sampling schemes, and what each keeps per slot besides the storage."""
+
+
+def sampler_nbytes(capacity: int, scheme: str) -> int:
+    """Bytes a sampler of ``scheme`` keeps for ``capacity`` slots, without allocating."""
+    if scheme == "proportional":
+        return sum_tree_nbytes(capacity)
+    if scheme == "rank":
+        return rank_sampler_nbytes(capacity)
+    if scheme == "uniform":
+        return 0
+    raise ValueError(f"scheme must be one of {tuple(SAMPLER_PARTS)}, got {scheme!r}")
+
+
+def replay_nbytes(capacity: int, obs_size: int, scheme: str, obs_itemsize: int = 4) -> int:
+    """The `nbytes` of a full `ReplayBuffer` of ``capacity`` transitions whose observations hold
+    ``obs_size`` values of ``obs_itemsize`` bytes, under sampling ``scheme`` ("uniform",
+    "proportional" or "rank"), computed without allocating anything: what a server checks
+    against its memory limit before it builds a run (`rdqn.limits`).
+
+    Storage: o_t and o_{t+1} per slot plus the slot's bookkeeping. Proportional: a sum tree and
+    a min tree of 2P float64 nodes each, P = the smallest power of two >= capacity. Rank-based:
+    the exact rank order (`rank_sampler_nbytes`): per slot an int64 write stamp, an int32 block
+    index, a float64 priority and the float64 prefix sum of the rank masses, plus at most
+    2N/C + 2 blocks of C uint64 entries (C = `block_capacity(N)`) with a few per-block fields;
+    about 45 bytes per slot.
+    """
+    return storage_nbytes(capacity, obs_size, obs_itemsize) + sampler_nbytes(capacity, scheme)

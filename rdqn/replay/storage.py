@@ -25,7 +25,7 @@ from numpy.typing import DTypeLike, NDArray
 
 from rdqn.replay.checks import check_slots
 from rdqn.replay.compiled import kernel
-from rdqn.replay.sizes import check_nbytes
+from rdqn.replay.sizes import check_nbytes, storage_nbytes
 from rdqn.replay.state_checks import (
     array_field,
     entry,
@@ -38,7 +38,7 @@ from rdqn.replay.state_checks import (
 from rdqn.replay.windows import fill_window
 from rdqn.validation import check_integer
 
-__all__ = ["ACTION_MAX", "RingStorage", "Stacked", "storage_nbytes"]
+__all__ = ["ACTION_MAX", "RingStorage", "Stacked"]
 
 ACTION_MAX = int(np.iinfo(np.int32).max)
 """Actions are stored as int32 (discrete action spaces are far smaller)."""
@@ -47,9 +47,6 @@ EPISODE_STEP_MAX = int(np.iinfo(np.int32).max)
 WRITES_MAX = 1 << 62
 """The most writes a loaded state may count (the int64 generation stamps them): 10^18 steps,
 beyond any run."""
-SLOT_BYTES = 4 + 4 + 1 + 1 + 4 + 8 + 4
-"""Per slot, besides observations: action int32, reward float32, terminated and truncated bools,
-episode_step int32, generation int64, sample count int32."""
 _INT64, _BOOL, _FLOAT32 = np.dtype(np.int64), np.dtype(np.bool_), np.dtype(np.float32)
 _ACTIONS, _EPISODE_STEP, _COUNTS = 0, 1, 2
 """Rows of `RingStorage`'s stacked int32 columns."""
@@ -142,12 +139,6 @@ def count_stale(
             return -1
         stale += generation[slots[k]] != sampled[k]
     return stale
-
-
-def storage_nbytes(capacity: int, obs_size: int, obs_itemsize: int) -> int:
-    """`RingStorage.nbytes` for ``capacity`` slots of observations of ``obs_size`` values of
-    ``obs_itemsize`` bytes, without allocating: o_t and o_{t+1} and `SLOT_BYTES` per slot."""
-    return capacity * (2 * obs_size * obs_itemsize + SLOT_BYTES)
 
 
 Stacked = tuple[NDArray, NDArray[np.bool_], NDArray[np.int64], NDArray[np.bool_], NDArray]

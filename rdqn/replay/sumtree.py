@@ -47,21 +47,11 @@ from numpy.typing import ArrayLike, NDArray
 
 from rdqn.replay.checks import check_magnitudes, check_slots
 from rdqn.replay.compiled import inlined, kernel, prefetch, refcounted
-from rdqn.replay.sizes import check_nbytes
+from rdqn.replay.sizes import check_nbytes, leaf_offset, sum_tree_nbytes
 from rdqn.replay.state_checks import described, found, refuse
 from rdqn.validation import check_integer
 
-__all__ = ["SumTree", "sum_tree_nbytes"]
-
-
-def _leaf_offset(capacity: int) -> int:
-    return 1 << max(0, (capacity - 1).bit_length())
-
-
-def sum_tree_nbytes(capacity: int, track_min: bool = True) -> int:
-    """`SumTree.nbytes` for ``capacity`` leaves, without allocating: 2P float64 nodes, twice
-    with the min tree (P = the smallest power of two >= capacity)."""
-    return 2 * _leaf_offset(capacity) * 8 * (2 if track_min else 1)
+__all__ = ["SumTree"]
 
 
 def aligned_nodes(count: int, width: int, fill: float) -> NDArray[np.float64]:
@@ -234,7 +224,7 @@ class SumTree:
             sum_tree_nbytes(self.capacity, track_min),
             advice="choose a smaller capacity",
         )
-        self.offset = _leaf_offset(self.capacity)
+        self.offset = leaf_offset(self.capacity)
         self.nodes = aligned_nodes(2 * self.offset, 2 if track_min else 1, 0.0)
         if track_min:
             self.nodes[:, 1] = np.inf

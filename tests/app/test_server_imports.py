@@ -113,3 +113,30 @@ def test_the_server_starts_the_zygote_before_it_loads_pandas_or_gymnasium(tmp_pa
     zygote (`prepare_early`): that import loads neither the run store's pandas nor the config's
     gymnasium (about 0.3 s here, before the zygote could start); the first page run does."""
     assert report_of(_SERVER_START, tmp_path) == {"loaded": []}
+
+
+_START_DEMO = r"""
+import json, sys
+from streamlit.testing.v1 import AppTest
+
+from dashboard.state import registry
+
+at = AppTest.from_file("app.py", default_timeout=120)
+at.run()
+at.button(key="home.demo").click().run()
+launched = registry().get(at.session_state["live.run_id"]) is not None
+loaded = [name for name in ("torch", "numba", "scipy") if name in sys.modules]
+registry().shutdown()
+print(json.dumps({"exception": [e.message for e in at.exception], "launched": launched,
+                  "loaded": loaded}))
+"""
+
+
+@pytest.mark.slow
+def test_start_demo_loads_no_kernels_in_the_server(tmp_path: Path) -> None:
+    """Home's *Start demo* checks the run's settings against the server's limits, its memory
+    among them (`rdqn.replay.sizes`: arithmetic), and hands the run to a worker; the live page
+    it opens draws the run. Loading the replay kernels' modules (numba, and SciPy through it)
+    would add half a second to the first click on a fresh server."""
+    report = report_of(_START_DEMO, tmp_path)
+    assert report == {"exception": [], "launched": True, "loaded": []}

@@ -30,8 +30,8 @@ from rdqn.replay import (
     replay_nbytes,
     sizes,
 )
-from rdqn.replay.rank.sampler import rank_sampler_nbytes
-from rdqn.replay.sumtree import sum_tree_nbytes
+from rdqn.replay.rank.shape import rank_sampler_nbytes
+from rdqn.replay.sizes import sum_tree_nbytes
 
 SAMPLERS: dict[str, Callable[[], Sampler]] = {
     "uniform": UniformSampler,

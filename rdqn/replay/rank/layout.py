@@ -8,6 +8,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rdqn.replay.compiled import float_bits, inlined
+from rdqn.replay.rank.shape import GROUP, SEGMENT
 
 __all__ = [
     "AHEAD",
@@ -61,18 +62,6 @@ State = tuple[NDArray, ...]
 # are spread out again.
 REACH = 32
 
-# Positions per segment of the search for a key's block (8 cache lines of last keys); the last
-# key of every segment's last position is kept apart too (`segment_key`), so that the search
-# for the segment reads a few contiguous cache lines.
-SEGMENT = 64
-
-# Positions per group: the slots of each group of positions are counted (a small array that
-# stays in the nearest caches); the slot at a rank is found from the groups' prefix ends (the
-# group that holds it, `order.select_kernel`), then a step through that group's positions.
-# The step through a group's sizes is one vector of 8 lanes (`prefix_position`), so
-# GROUP stays 8. Numba's on-disk cache does not notice a change of a constant imported from
-# another module: after changing one here, delete rdqn/replay/rank/__pycache__.
-GROUP = 8
 
 # How many writes ahead `writes.write_kernel` prefetches the slots' homes (and half as
 # many ahead, the blocks they leave).

@@ -24,6 +24,7 @@ from rdqn.replay.rank.layout import (
     slot_of,
     unsigned,
 )
+from rdqn.replay.rank.shape import block_capacity, max_blocks, positions, rank_order_nbytes
 from rdqn.replay.rank.writes import build_kernel, write_kernel
 from rdqn.replay.sizes import check_nbytes
 from rdqn.validation import check_integer
@@ -34,8 +35,6 @@ __all__ = [
     "COUNT_LAST",
     "COUNT_STORED",
     "RankOrder",
-    "block_capacity",
-    "rank_order_nbytes",
     "select_kernel",
 ]
 
@@ -44,45 +43,6 @@ _FREE, _LAST = COUNT_FREE, COUNT_LAST
 _ALL = (1 << 31) - 1  # above any running count: `prefix_position` then gives the sum of all 8
 CAPACITY_MAX = (1 << 31) - 1
 """Block indices and sizes are int32."""
-
-
-def block_capacity(capacity: int) -> int:
-    """C for ``capacity`` slots: the power of two nearest sqrt(capacity), clamped to [8, 64]
-    (a write shifts and scans O(C) entries; splits and merges, once per C/2 writes into a
-    block, cost O(C + REACH log P), so C is small: 64 measured fastest at N = 2^17 and 2^20)."""
-    return int(min(64, max(8, 1 << round(np.log2(max(1.0, np.sqrt(capacity)))))))
-
-
-def max_blocks(capacity: int) -> int:
-    """Physical blocks allocated: at most 2N/C + 1 are ever in use (`rdqn.replay.rank`)."""
-    return 2 * capacity // block_capacity(capacity) + 2
-
-
-def positions(capacity: int) -> int:
-    """P: two positions per physical block, so a spread leaves a gap after every block, rounded
-    up to whole chunks of 8 groups (`select_kernel` steps through the group counts 8 at a
-    time)."""
-    chunk = 8 * GROUP
-    return -(-2 * max_blocks(capacity) // chunk) * chunk
-
-
-def rank_order_nbytes(capacity: int) -> int:
-    """`RankOrder(capacity).nbytes` without allocating: per slot an int64 stamp, an int32 home
-    block and a float64 priority; per physical block C uint64 entries (and one spare after the
-    last block), an int32 position and free-stack entry; per position an int32 block and size
-    and a float64 last key; per segment of positions (plus one) a float64 last key; per group of
-    positions an int32 count; eight int64 counters."""
-    c = block_capacity(capacity)
-    p = positions(capacity)
-    return (
-        capacity * (8 + 4 + 8)
-        + max_blocks(capacity) * (8 * c + 2 * 4)
-        + 8
-        + p * (4 + 4 + 8)
-        + (p // SEGMENT + 1) * 8
-        + p // GROUP * 4
-        + 8 * 8
-    )
 
 
 class RankOrder:

@@ -17,9 +17,9 @@ from rdqn.replay.rank.order import (
     COUNT_LAST,
     COUNT_STORED,
     RankOrder,
-    rank_order_nbytes,
     select_kernel,
 )
+from rdqn.replay.rank.shape import rank_sampler_nbytes
 from rdqn.replay.samplers import (
     Draw,
     Normalization,
@@ -41,7 +41,7 @@ from rdqn.replay.state_checks import (
 )
 from rdqn.validation import check_integer, check_real
 
-__all__ = ["RankBasedSampler", "rank_sampler_nbytes"]
+__all__ = ["RankBasedSampler"]
 
 
 CLOCK_MAX = 1 << 62
@@ -64,12 +64,6 @@ def rank_cdf_offset(alpha: float, rank_cdf: NDArray[np.float64]) -> float:
     if abs(1.0 - alpha) < LOG_FORM:
         return float(rank_cdf[-1] - np.log(last))
     return float(rank_cdf[-1] - last ** (1.0 - alpha) / (1.0 - alpha))
-
-
-def rank_sampler_nbytes(capacity: int) -> int:
-    """`RankBasedSampler.nbytes` once attached to ``capacity`` slots, without allocating: the
-    rank order (`rank_order_nbytes`) and the float64 prefix sums of the rank masses."""
-    return rank_order_nbytes(capacity) + 8 * capacity
 
 
 class RankBasedSampler:

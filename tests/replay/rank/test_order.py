@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rdqn.replay import RankBasedSampler
-from rdqn.replay.rank.order import RankOrder, block_capacity, rank_order_nbytes
-from rdqn.replay.rank.sampler import rank_sampler_nbytes
+from rdqn.replay.rank.order import RankOrder
+from rdqn.replay.rank.shape import block_capacity, rank_order_nbytes, rank_sampler_nbytes
 
 
 def test_order_is_the_ranked_slots_and_read_only() -> None:
