@@ -81,9 +81,11 @@ The modules::
 
     sampler.py        RankBasedSampler (the Sampler protocol, state dicts) and its kernels: the
                       rank-mass prefix sums, the sample, the probabilities
-    order.py          RankOrder: its arrays and sizes, the select and walk kernels, invariants
+    order.py          RankOrder: its arrays, the select and walk kernels, invariants
+    shape.py          C, the blocks, the positions, SEGMENT / GROUP and the bytes of it all
+                      (plain arithmetic: a server sizes a run without loading a kernel)
     layout.py         the kernels' shared names: the arrays' places in the State tuple, the
-                      counters, GROUP / SEGMENT / REACH, block entries
+                      counters, REACH, block entries (and GROUP / SEGMENT from shape.py)
     search.py         the block a key goes to
     writes.py         the write and build kernels (remove a slot, insert it)
     blocks.py         shifts, splits, borrows, merges, spreads
