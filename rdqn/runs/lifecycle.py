@@ -49,6 +49,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from rdqn.config import RunConfig
@@ -238,7 +239,11 @@ class RecordedRun:
             self.create()
             self.trainer = trainer
             if self.store is not None:
-                self._writer = RunWriter(self.store, self.id)  # type: ignore[arg-type]
+                self._writer = RunWriter(
+                    self.store,  # type: ignore[arg-type]
+                    self.id,  # type: ignore[arg-type]
+                    progress=partial(_counters, trainer),
+                )
                 trainer.sink = self._writer
             self.mark("paused" if paused else "running")
             self._checkpoint_due = time.monotonic() + self.checkpoint_every
@@ -277,23 +282,15 @@ class RecordedRun:
         self.status = status
 
     def record_progress(self) -> None:
-        """Queue the trainer's counters (they reach the store with the next batch of rows), and
-        save a periodic resume checkpoint when one is due (see the module docstring). Call it
+        """Save a periodic resume checkpoint when one is due (see the module docstring); the
+        trainer's counters reach the store with every batch of rows (`RunWriter`). Call it
         between two steps; a failing save (a full disk) raises, and the run should end."""
-        self._queue_progress()
         trainer = self.trainer
         if trainer is not None and not trainer.done and time.monotonic() >= self._checkpoint_due:
             started = time.monotonic()
             self.save_resume_point()
             done = time.monotonic()
             self._checkpoint_due = done + next_checkpoint_gap(self.checkpoint_every, done - started)
-
-    def _queue_progress(self) -> None:
-        trainer = self.trainer
-        if self._writer is not None and trainer is not None:
-            self._writer.set_progress(
-                env_steps=trainer.env_steps, updates=trainer.updates, episodes=trainer.episodes
-            )
 
     def save_resume_point(self) -> bool:
         """Write the rows so far and a resume checkpoint now, so that the run can be resumed from
@@ -305,7 +302,6 @@ class RecordedRun:
             return False
         if trainer.env_steps == self._saved_at or not trainer.between_steps:
             return False
-        self._queue_progress()
         if self._writer is not None:
             self._writer.flush()
         self._save_checkpoint(trainer, resumable=True)
@@ -337,7 +333,6 @@ class RecordedRun:
         trainer = self.trainer
         self._checkpoint_due = math.inf
         try:
-            self._queue_progress()
             if self._writer is not None:
                 self._writer.close()
             if self.store is not None and trainer is not None and self.id is not None:
@@ -417,3 +412,12 @@ def run_to_end(
     with contextlib.suppress(Exception):
         run.close(status, error)
     return run
+
+
+def _counters(trainer: Trainer) -> dict[str, int]:
+    """The run's progress counters, as the trainer has them now."""
+    return {
+        "env_steps": trainer.env_steps,
+        "updates": trainer.updates,
+        "episodes": trainer.episodes,
+    }

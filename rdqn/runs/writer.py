@@ -24,10 +24,12 @@ class RunWriter:
 
     A flush happens inside :meth:`add_episode` / :meth:`add_step` once ``flush_every`` seconds have
     passed since the last one or ``max_pending`` rows are waiting, so the per-row cost on the
-    training thread is a list append and a clock compare. Rows, plus the latest
-    :meth:`set_progress` counters, go to the store in one transaction, so a reader never sees
-    progress counters ahead of the rows behind them. If a write fails the rows stay pending, the
-    error propagates, and the next automatic attempt waits for the next deadline.
+    training thread is a list append and a clock compare. Rows, plus the run's counters as
+    ``progress()`` (their owner, the trainer) gives them at that moment, go to the store in one
+    transaction: the counters written are those of the rows written, whenever the flush comes
+    (a copy of the counters taken earlier would lag a row added since, and stay behind for good
+    if the next write failed: a full disk). If a write fails the rows stay pending, the error
+    propagates, and the next automatic attempt waits for the next deadline.
     """
 
     def __init__(
@@ -38,6 +40,7 @@ class RunWriter:
         flush_every: float = 1.0,
         max_pending: int = 1000,
         clock: Callable[[], float] = time.monotonic,
+        progress: Callable[[], Mapping[str, int]] | None = None,
     ) -> None:
         self.flush_every = check_real("flush_every", flush_every, minimum=0.0)
         self.max_pending = check_integer("max_pending", max_pending, minimum=1)
@@ -47,7 +50,7 @@ class RunWriter:
         self._lock = threading.Lock()
         self._episodes: list[dict[str, Any]] = []
         self._steps: list[dict[str, Any]] = []
-        self._progress: dict[str, int] | None = None
+        self._progress = progress
         self._flush_at = max_pending
         self._deadline = clock() + self.flush_every
         self._closed = False
@@ -78,11 +81,6 @@ class RunWriter:
             )
         self._add(self._steps, row)
 
-    def set_progress(self, *, env_steps: int, updates: int, episodes: int) -> None:
-        """Record the run's counters; written with the next flush."""
-        with self._lock:
-            self._progress = {"env_steps": env_steps, "updates": updates, "episodes": episodes}
-
     def _add(self, queue: list[dict[str, Any]], row: dict[str, Any]) -> None:
         with self._lock:
             if self._closed:
@@ -98,12 +96,15 @@ class RunWriter:
             return
         try:
             self.store.write_metrics(
-                self.run_id, episodes=self._episodes, steps=self._steps, progress=self._progress
+                self.run_id,
+                episodes=self._episodes,
+                steps=self._steps,
+                progress=None if self._progress is None else self._progress(),
             )
         except BaseException:
             self._flush_at = self.pending + self.max_pending
             raise
-        self._episodes, self._steps, self._progress = [], [], None
+        self._episodes, self._steps = [], []
         self._flush_at = self.max_pending
 
     def flush(self) -> None:

@@ -555,10 +555,12 @@ def test_writer_thread_and_reader_thread(store: RunStore) -> None:
 
     def write() -> None:
         try:
-            writer = RunWriter(store, run_id, flush_every=3600, max_pending=per_batch)
+            counters = {"env_steps": 0, "updates": 0, "episodes": 0}
+            writer = RunWriter(
+                store, run_id, flush_every=3600, max_pending=per_batch, progress=counters.copy
+            )
             for u in range(batches * per_batch):
-                if (u + 1) % per_batch == 0:
-                    writer.set_progress(env_steps=4 * (u + 1), updates=u + 1, episodes=0)
+                counters.update(env_steps=4 * (u + 1), updates=u + 1)
                 writer.add_step(**step_rows(1, start=u)[0])
             writer.close()
         except BaseException as exc:  # re-raised in the main thread

@@ -38,12 +38,30 @@ def test_writer_flushes_on_time(store: RunStore) -> None:
     writer.add_episode(episode=1, return_=2.0, length=3)
     assert store.episodes(run_id).empty
     clock.now = 1.0
-    writer.set_progress(env_steps=9, updates=0, episodes=3)
     writer.add_episode(episode=2)
     episodes = store.episodes(run_id)
     assert list(episodes["episode"]) == [0, 1, 2]
     assert list(episodes["return"].iloc[:2]) == [1.0, 2.0]
-    assert store.get_run(run_id).episodes == 3
+
+
+def test_the_counters_written_are_those_of_the_rows_written(store: RunStore) -> None:
+    """The counters come from their owner at each flush: a flush that an episode's row sets
+    off writes that episode in the counters too, and the next flush failing (a full disk)
+    cannot leave the run's counters behind its rows."""
+    run_id = new_run(store)
+    clock = FakeClock()
+    counters = {"env_steps": 0, "updates": 0, "episodes": 0}
+    writer = RunWriter(store, run_id, flush_every=1.0, clock=clock, progress=counters.copy)
+    for episode in (1, 2, 3):
+        clock.now = float(episode - 1)
+        counters.update(env_steps=10 * episode, episodes=episode)
+        writer.add_episode(episode=episode, length=10)
+    record = store.get_run(run_id)
+    assert (record.episodes, record.env_steps) == (3, 30) == (len(store.episodes(run_id)), 30)
+    writer.flush()  # with no new row: the counters alone
+    counters.update(env_steps=35, updates=2)
+    writer.flush()
+    assert (store.get_run(run_id).env_steps, store.get_run(run_id).updates) == (35, 2)
 
 
 def test_writer_close_flushes_and_refuses_more(store: RunStore) -> None:
