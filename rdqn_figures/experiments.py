@@ -71,23 +71,7 @@ def cliffwalk_figure(
         high = np.where(np.isnan(high), low, high)
         values += [v for v in (*median, *low, *high) if np.isfinite(v)]
         name = SCHEME_NAMES.get(scheme, scheme)
-        band_x = np.concatenate([x, x[::-1]])
-        band_y = np.concatenate([high, low[::-1]])
-        keep = np.isfinite(band_y)
-        traces.append(
-            {
-                "type": "scatter",
-                "x": band_x[keep],
-                "y": band_y[keep],
-                "mode": "lines",
-                "fill": "toself",
-                "fillcolor": _rgba(color, 0.15),
-                "line": {"width": 0},
-                "hoverinfo": "skip",
-                "showlegend": False,
-                "legendgroup": scheme,
-            }
-        )
+        traces.append(_range_band(x, low, high, color, group=scheme))
         hover = [
             f"n = {r['n']}, N = {r['memory_size']:,}<br>median {_number(r['median'])}, "
             f"range {_number(r['min'])}-{_number(r['max'])}<br>"
@@ -167,18 +151,7 @@ def _band_traces(
         median = np.nanmedian(stacked, axis=0)
         low, high = np.nanmin(stacked, axis=0), np.nanmax(stacked, axis=0)
     return [
-        {
-            "type": "scatter",
-            "x": np.concatenate([x, x[::-1]]),
-            "y": np.concatenate([high, low[::-1]]),
-            "mode": "lines",
-            "fill": "toself",
-            "fillcolor": _rgba(color, 0.15),
-            "line": {"width": 0},
-            "hoverinfo": "skip",
-            "showlegend": False,
-            "legendgroup": name,
-        },
+        _range_band(x, low, high, color, group=name),
         {
             "type": "scatter",
             "mode": "lines",
@@ -190,6 +163,28 @@ def _band_traces(
             "hovertemplate": "step %{x:,}<br>%{y:.3g}<extra>" + name + "</extra>",
         },
     ]
+
+
+def _range_band(
+    x: np.ndarray, low: np.ndarray, high: np.ndarray, color: str, *, group: str
+) -> dict[str, Any]:
+    """The shaded area between ``low`` and ``high`` over ``x`` (points where either is not
+    finite left out), in legend group ``group``."""
+    band_x = np.concatenate([x, x[::-1]])
+    band_y = np.concatenate([high, low[::-1]])
+    keep = np.isfinite(band_y)
+    return {
+        "type": "scatter",
+        "x": band_x[keep],
+        "y": band_y[keep],
+        "mode": "lines",
+        "fill": "toself",
+        "fillcolor": _rgba(color, 0.15),
+        "line": {"width": 0},
+        "hoverinfo": "skip",
+        "showlegend": False,
+        "legendgroup": group,
+    }
 
 
 def _scheme_name(trial: Mapping[str, Any]) -> str:

@@ -7,14 +7,18 @@ wait for (a grace period, a debounce), it moves a clock forward instead (`Shifte
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from rdqn.presets import preset
 
 T = TypeVar("T")
+REPO = Path(__file__).resolve().parents[1]
 
 
 def tiny(total_steps: int = 400, **overrides: object):  # noqa: ANN201
@@ -73,3 +77,13 @@ class ShiftedTime:
 
 def rdqn_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("rdqn-run-")]
+
+
+def fresh_python(script: str, *, timeout: float = 300) -> str:
+    """The standard output of ``script`` run by a fresh interpreter in the repository: what a
+    process that never imported this test session's modules loads (torch, numba, pandas)."""
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout

@@ -8,9 +8,6 @@ rounding.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -28,9 +25,9 @@ from rdqn.learn.fused_mlp import (
     warm_up,
 )
 from rdqn.learn.nets import MLPQNet, RecurrentQNet
+from tests.run_helpers import fresh_python
 
 OBS_DIM, N_ACTIONS, BATCH = 4, 3, 16
-REPO = Path(__file__).resolve().parents[2]
 
 
 def random_batch(rng: np.random.Generator, reward_scale: float = 1.0) -> SimpleNamespace:
@@ -119,24 +116,21 @@ def test_acting_uses_the_same_q_values_as_the_module() -> None:
 def test_adam_state_is_shared_with_the_torch_optimizer() -> None:
     fused, plain = agent_pair()
     rng = np.random.default_rng(2)
-    for _ in range(3):
-        batch = random_batch(rng)
-        fused.learn(batch)
-        plain.learn(batch)
-    for p, q in zip(fused.online.parameters(), plain.online.parameters(), strict=True):
-        mine, theirs = fused.optimizer.state[p], plain.optimizer.state[q]
-        assert float(mine["step"]) == float(theirs["step"]) == 3.0
-        for key in ("exp_avg", "exp_avg_sq"):
-            torch.testing.assert_close(mine[key], theirs[key], rtol=1e-4, atol=1e-8)
+
+    def learn_both_then_compare(updates: int, steps: float) -> None:
+        for _ in range(updates):
+            batch = random_batch(rng)
+            fused.learn(batch)
+            plain.learn(batch)
+        for p, q in zip(fused.online.parameters(), plain.online.parameters(), strict=True):
+            mine, theirs = fused.optimizer.state[p], plain.optimizer.state[q]
+            assert float(mine["step"]) == float(theirs["step"]) == steps
+            for key in ("exp_avg", "exp_avg_sq"):
+                torch.testing.assert_close(mine[key], theirs[key], rtol=1e-4, atol=1e-8)
+
+    learn_both_then_compare(3, 3.0)
     # The optimizer, built above when first asked for, shares the state: it follows updates.
-    for _ in range(2):
-        batch = random_batch(rng)
-        fused.learn(batch)
-        plain.learn(batch)
-    for p, q in zip(fused.online.parameters(), plain.online.parameters(), strict=True):
-        mine, theirs = fused.optimizer.state[p], plain.optimizer.state[q]
-        assert float(mine["step"]) == float(theirs["step"]) == 5.0
-        torch.testing.assert_close(mine["exp_avg_sq"], theirs["exp_avg_sq"], rtol=1e-4, atol=1e-8)
+    learn_both_then_compare(2, 5.0)
 
 
 _TRAIN_WITHOUT_OPTIMIZER = r"""
@@ -161,15 +155,8 @@ print(agent.learner, "torch._dynamo" in sys.modules)
 def test_the_fused_update_trains_without_a_torch_optimizer() -> None:
     """A torch optimizer imports torch._dynamo when built (a second of CPU, which the first run
     on a fresh server would wait for); the fused update builds one only for a checkpoint."""
-    done = subprocess.run(
-        [sys.executable, "-c", _TRAIN_WITHOUT_OPTIMIZER],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    assert done.stdout.split() == ["fused-mlp", "False", "fused-mlp", "True"]
+    output = fresh_python(_TRAIN_WITHOUT_OPTIMIZER)
+    assert output.split() == ["fused-mlp", "False", "fused-mlp", "True"]
 
 
 @pytest.mark.parametrize("direction", ["fused->autograd", "autograd->fused"])

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 import rdqn.replay
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.run_helpers import fresh_python
 
 
 def test_every_public_name_resolves_to_its_module() -> None:
@@ -35,7 +30,4 @@ def test_the_sizes_load_no_kernel() -> None:
         "from rdqn.replay import ReplayBuffer\n"
         "print('numba' in sys.modules)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True
-    )
-    assert done.stdout.split("\n")[:2] == ["[]", "True"]
+    assert fresh_python(script).split("\n")[:2] == ["[]", "True"]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -13,10 +11,9 @@ from rdqn.runs.store import RunStore
 from rdqn.serve.executors import ProcessExecutor, ThreadExecutor, WarmUp
 from rdqn.serve.registry import RunRegistry
 from rdqn.serve.worker import WARM_UP_PARTS, _kernels, kernels_cached, warm_up
-from tests.run_helpers import wait_for
+from tests.run_helpers import fresh_python, wait_for
 
 N = len(WARM_UP_PARTS)
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_warm_up_reports_each_part_then_ready() -> None:
@@ -53,11 +50,7 @@ for name in PRESETS:
 new = {k.__name__: set(k.signatures) - before[k] for k in _kernels()}
 print({name: sigs for name, sigs in new.items() if sigs})
 """
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().splitlines()[-1] == "{}"
+    assert fresh_python(script).strip().splitlines()[-1] == "{}"
 
 
 def test_the_thread_executor_reports_its_warm_up_thread() -> None:
@@ -124,15 +117,8 @@ def test_the_zygote_warm_up_loads_no_pandas() -> None:
     """The zygote's warm-up is what a first run on a fresh server waits for: the run store
     loads pandas (about 0.3 s) with its first table read, which a worker that trains never
     makes; nor does the warm-up draw anything."""
-    done = subprocess.run(
-        [sys.executable, "-c", _WARM_WORKER],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    assert done.stdout.strip() == "[]"
+    output = fresh_python(_WARM_WORKER)
+    assert output.strip() == "[]"
 
 
 _DEMO_PART = r"""
@@ -150,15 +136,8 @@ def test_the_warm_up_loads_torch_dynamo_only_for_checkpoints() -> None:
     """The zygote forks a run asked for during its warm-up between two parts; the demo's part
     (the first) and the short ones after it train without a torch optimizer (whose import of
     torch._dynamo is most of a second of CPU), which a checkpoint builds, near the end."""
-    done = subprocess.run(
-        [sys.executable, "-c", _DEMO_PART],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    assert done.stdout.splitlines() == [
+    output = fresh_python(_DEMO_PART)
+    assert output.splitlines() == [
         "proportional-replay False",
         "fused-MLP-update False",
         "sum-tree False",
