@@ -35,6 +35,7 @@ __all__ = [
     "Worker",
     "drain",
     "RECORD_METHODS",
+    "RUN_START_PART_NAMES",
     "SERVER_GONE",
     "TRAINING_NICENESS",
     "WARM_UP_PART_NAMES",
@@ -65,6 +66,12 @@ WARM_UP_PART_NAMES: tuple[str, ...] = (
     "recurrent net",
 )
 """The parts of a warm-up, in order (`rdqn.serve.worker.WARM_UP_PARTS` does each)."""
+
+RUN_START_PART_NAMES: tuple[str, ...] = WARM_UP_PART_NAMES[:-2]
+"""The parts a run waits for: the zygote reports these (`WarmUp` over them) and forks runs at once
+after them. It loads the others (a checkpoint's torch optimizer, whose import of torch._dynamo is
+most of a second of CPU; the LSTM's first call) once its first run is on its way
+(`rdqn.serve.zygote.main`): a run forked before them loads what it needs itself."""
 
 
 @dataclass(frozen=True)

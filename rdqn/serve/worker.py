@@ -48,6 +48,7 @@ from rdqn.runs.lifecycle import RecordedRun, ending
 from rdqn.runs.store import RunRecords, RunStore
 from rdqn.serve.protocol import (
     COMMANDS,
+    RUN_START_PART_NAMES,
     SERVER_GONE,
     TRAINING_NICENESS,
     WARM_UP_PART_NAMES,
@@ -67,6 +68,8 @@ __all__ = [
     "TRAINING_NICENESS",
     "Link",
     "RecordRelay",
+    "LATER_PARTS",
+    "RUN_START_PARTS",
     "WARM_UP_PARTS",
     "RunSpec",
     "WarmUp",
@@ -147,9 +150,10 @@ WARM_UP_PARTS: tuple[tuple[str, Callable[[], None]], ...] = tuple(
         (
             # The demo's path first: Home's Start demo, pressed while the server starts, forks
             # its run after this part (`rdqn.serve.zygote.main`), warm. The zygote forks the
-            # runs asked for between two parts, so the long ones come last: a checkpoint builds
-            # a torch optimizer, which imports torch._dynamo (most of a second of CPU), and
-            # which training with the fused MLP update never needs.
+            # runs asked for between two parts, and loads the long ones (`LATER_PARTS`) only
+            # once its first run is on its way: a checkpoint builds a torch optimizer, which
+            # imports torch._dynamo (most of a second of CPU), and which training with the
+            # fused MLP update never needs.
             partial(_tiny_run, "demo", resume=False),
             fused_mlp.warm_up,
             _sum_tree,
@@ -167,6 +171,10 @@ WARM_UP_PARTS: tuple[tuple[str, Callable[[], None]], ...] = tuple(
 )
 """The warm-up, in the parts it reports (`WARM_UP_PART_NAMES`): each loads (or compiles) the
 kernels of one path."""
+RUN_START_PARTS = WARM_UP_PARTS[: len(RUN_START_PART_NAMES)]
+"""The parts a run waits for (`RUN_START_PART_NAMES`)."""
+LATER_PARTS = WARM_UP_PARTS[len(RUN_START_PART_NAMES) :]
+"""The parts no run waits for: the zygote loads them after its first launch."""
 
 KERNEL_MODULES: tuple[ModuleType, ...] = (
     fused_mlp,
@@ -218,20 +226,23 @@ def kernels_cached() -> bool:
 def warm_up(
     on_progress: Callable[[WarmUp], None] | None = None,
     between_parts: Callable[[], None] | None = None,
+    parts: tuple[tuple[str, Callable[[], None]], ...] = WARM_UP_PARTS,
 ) -> None:
-    """Load every compiled kernel a run uses, part by part (`WARM_UP_PARTS`).
+    """Load every compiled kernel a run uses, part by part (``parts``, default all:
+    `WARM_UP_PARTS`).
 
     The fused MLP update, the samplers' trees and the window gather are numba kernels: the first
     compile on a fresh checkout takes 20-60 s, later processes load numba's on-disk cache in
     about a second. Done once where workers are forked from, no run waits for either.
-    ``on_progress`` hears `WarmUp(0, n)` first, then once after each part; ``between_parts``
-    is called after each part but the last (the zygote starts the runs asked for meanwhile).
+    ``on_progress`` hears `WarmUp(0, n)` first (n parts), then once after each part;
+    ``between_parts`` is called after each part but the last (the zygote starts the runs asked
+    for meanwhile).
     """
     torch.set_num_threads(1)
-    total = len(WARM_UP_PARTS)
+    total = len(parts)
     compiling = not kernels_cached()
     tell = on_progress or (lambda progress: None)
-    for done, (name, part) in enumerate(WARM_UP_PARTS):
+    for done, (name, part) in enumerate(parts):
         if done and between_parts is not None:
             between_parts()
         tell(WarmUp(done, total, compiling, name))

@@ -43,11 +43,14 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Protocol
 
-from rdqn.serve.protocol import TRAINING_NICENESS, WARM_UP_PART_NAMES, RunSpec, WarmUp
+from rdqn.serve.protocol import RUN_START_PART_NAMES, TRAINING_NICENESS, RunSpec, WarmUp
 
 __all__ = ["Job", "Zygote", "ZygoteWorker"]
 
 _ROOT = Path(__file__).resolve().parents[2]
+LATER_PARTS_AFTER_S = 30.0
+"""How long a warm zygote waits for its first launch before it loads the warm-up's later parts
+anyway (`main`)."""
 _NEVER_STARTED = "the worker zygote ended before it started the run"
 
 
@@ -133,7 +136,7 @@ class Zygote:
         # The zygote each run was sent to: when one ends, only its runs are affected, not those
         # a zygote started after it already has (a launch can follow a zygote's death at once).
         self._sent_to: dict[str, subprocess.Popen[bytes]] = {}
-        self._warm_up = WarmUp(0, len(WARM_UP_PART_NAMES))
+        self._warm_up = WarmUp(0, len(RUN_START_PART_NAMES))
 
     def warm_up_progress(self) -> WarmUp:
         """How far the zygote's warm-up has come ((0, n) until it is started and reports)."""
@@ -151,7 +154,7 @@ class Zygote:
         # A fresh zygote warms up again; its first report says whether it compiles (the server
         # does not load the kernels' modules to find out: they import torch).
         with self._changed:
-            self._warm_up = WarmUp(0, len(WARM_UP_PART_NAMES))
+            self._warm_up = WarmUp(0, len(RUN_START_PART_NAMES))
         requests, zygote_requests = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         reports, zygote_reports = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         env = {
@@ -239,7 +242,9 @@ class Zygote:
                     for run_id in (its & self._pids.keys()) - self._exits.keys():
                         self._lost.setdefault(run_id, "the worker zygote ended; exit unknown")
                     if self._process is zygote:  # nothing is warm until the next launch
-                        self._warm_up = WarmUp(0, len(WARM_UP_PART_NAMES), self._warm_up.compiling)
+                        self._warm_up = WarmUp(
+                            0, len(RUN_START_PART_NAMES), self._warm_up.compiling
+                        )
                     self._changed.notify_all()
                 return
             with self._changed:
@@ -291,6 +296,7 @@ class _Launcher:
         self.reports = reports
         self.spec_reader = Connection(os.dup(requests.fileno()))
         self.children: dict[int, str] = {}
+        self.launches = 0
 
     def serve_waiting(self, timeout: float = 0.0) -> bool:
         """Start every launch asked for (waiting up to ``timeout`` s for one), report the
@@ -310,7 +316,17 @@ class _Launcher:
         while self.serve_waiting(0.2):
             pass
 
+    def serve_until_a_launch(self, timeout: float) -> bool:
+        """Serve launches until one has been asked for (since this launcher began) or
+        ``timeout`` s have passed; False once the server has closed the channel."""
+        deadline = time.monotonic() + timeout
+        while not self.launches and (left := deadline - time.monotonic()) > 0:
+            if not self.serve_waiting(min(left, 0.2)):
+                return False
+        return True
+
     def _fork(self, spec: RunSpec | Job, fd: int) -> None:
+        self.launches += 1
         try:
             pid = os.fork()
         except OSError as err:
@@ -350,16 +366,20 @@ class _ServerGone(Exception):
 
 
 def main(requests_fd: int, reports_fd: int) -> None:
-    """The zygote: warm up (reporting each part), then serve launches until the server goes
-    away. A launch asked for during the warm-up starts between two of its parts: the demo's
-    path is loaded first (`rdqn.serve.worker.WARM_UP_PARTS`), and a worker loads by itself
-    whatever its run needs that the warm-up has not loaded yet."""
+    """The zygote: warm up what a run waits for (`rdqn.serve.worker.RUN_START_PARTS`,
+    reporting each part), then serve launches until the server goes away. A launch asked for
+    during the warm-up starts between two of its parts: the demo's path is loaded first, and a
+    worker loads by itself whatever its run needs that the warm-up has not loaded yet.
+
+    The rest (`LATER_PARTS`: about a second of CPU in one piece, which a launch would wait for)
+    is loaded once the first launch is on its way, or after `LATER_PARTS_AFTER_S` without one:
+    a *Start demo* pressed the moment a fresh server shows Home forks at once."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # The pages come first, from the start: the warm-up (seconds of CPU, as the server starts)
     # must not slow the server's first page, and the workers forked from here inherit it.
     with contextlib.suppress(OSError):
         os.nice(TRAINING_NICENESS)
-    from rdqn.serve.worker import warm_up
+    from rdqn.serve.worker import LATER_PARTS, RUN_START_PARTS, warm_up
 
     reports = Connection(reports_fd)
     launcher = _Launcher(socket.socket(fileno=requests_fd), reports)
@@ -369,8 +389,12 @@ def main(requests_fd: int, reports_fd: int) -> None:
             raise _ServerGone
 
     with contextlib.suppress(OSError, EOFError, _ServerGone):  # the server went away
-        warm_up(lambda progress: reports.send(("warm-up", "", progress)), between_parts)
-        launcher.serve()
+        warm_up(
+            lambda progress: reports.send(("warm-up", "", progress)), between_parts, RUN_START_PARTS
+        )
+        if launcher.serve_until_a_launch(LATER_PARTS_AFTER_S):
+            warm_up(None, between_parts, LATER_PARTS)
+            launcher.serve()
     # Nothing is left to clean up; the interpreter's own finalization would spend seconds
     # collecting the garbage of torch and numba while the server waits for this exit.
     sys.stdout.flush()

@@ -33,7 +33,7 @@ from rdqn.serve.executors import (
 )
 from rdqn.serve.handle import RunHandle
 from rdqn.serve.registry import RunRegistry
-from rdqn.serve.worker import TRAINING_NICENESS, WARM_UP_PARTS
+from rdqn.serve.worker import RUN_START_PARTS, TRAINING_NICENESS, WARM_UP_PARTS
 from tests.run_helpers import tiny, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -194,11 +194,12 @@ def test_the_cap_and_the_queue(executor: Executor, store: RunStore) -> None:
 
 def test_a_prepared_executor_reports_its_warm_up_done(executor: Executor) -> None:
     """Every executor answers `warm_up_progress`; after `prepare` it reaches ready (Ray at
-    once: each actor loads its own kernels)."""
+    once: each actor loads its own kernels). The zygote reports the parts a run waits for."""
     executor.prepare()
     wait_for(lambda: executor.warm_up_progress().ready, timeout=120)
     progress = executor.warm_up_progress()
-    assert progress.done == progress.total == len(WARM_UP_PARTS)
+    parts = RUN_START_PARTS if executor.name == "process" else WARM_UP_PARTS
+    assert progress.done == progress.total == len(parts)
 
 
 def test_the_thread_warm_up_is_not_a_daemon_even_when_prepared_from_one() -> None:

@@ -10,7 +10,7 @@ import pytest
 from rdqn.runs.store import RunStore
 from rdqn.serve.executors import ProcessExecutor, ThreadExecutor, WarmUp
 from rdqn.serve.registry import RunRegistry
-from rdqn.serve.worker import WARM_UP_PARTS, _kernels, kernels_cached, warm_up
+from rdqn.serve.worker import RUN_START_PARTS, WARM_UP_PARTS, _kernels, kernels_cached, warm_up
 from tests.run_helpers import fresh_python, wait_for
 
 N = len(WARM_UP_PARTS)
@@ -66,9 +66,11 @@ def test_the_thread_executor_reports_its_warm_up_thread() -> None:
 
 
 def test_the_process_executor_hears_the_zygote_part_by_part() -> None:
+    """The zygote reports the parts a run waits for (`RUN_START_PARTS`), not the later ones."""
+    n = len(RUN_START_PARTS)
     executor = ProcessExecutor(capacity=1)
     try:
-        assert executor.warm_up_progress() == WarmUp(0, N)  # no zygote yet
+        assert executor.warm_up_progress() == WarmUp(0, n)  # no zygote yet
         executor.prepare()
         heard = [executor.warm_up_progress()]
         assert heard[0].done == 0 and heard[0].compiling == (not kernels_cached())
@@ -80,10 +82,10 @@ def test_the_process_executor_hears_the_zygote_part_by_part() -> None:
             return progress.ready
 
         wait_for(listen, timeout=120)
-        assert heard[-1] == WarmUp(N, N, heard[0].compiling)
+        assert heard[-1] == WarmUp(n, n, heard[0].compiling)
         assert [p.done for p in heard] == sorted(p.done for p in heard)
         # the zygote's own messages name the parts (the server's first guess names none)
-        assert {p.part for p in heard[1:-1]} <= {name for name, _ in WARM_UP_PARTS}
+        assert {p.part for p in heard[1:-1]} <= {name for name, _ in RUN_START_PARTS}
     finally:
         executor.close()
 
@@ -133,9 +135,9 @@ for name, part in WARM_UP_PARTS:
 
 
 def test_the_warm_up_loads_torch_dynamo_only_for_checkpoints() -> None:
-    """The zygote forks a run asked for during its warm-up between two parts; the demo's part
-    (the first) and the short ones after it train without a torch optimizer (whose import of
-    torch._dynamo is most of a second of CPU), which a checkpoint builds, near the end."""
+    """The parts a run waits for (`RUN_START_PARTS`: the demo's first) train without a torch
+    optimizer, whose import of torch._dynamo is most of a second of CPU in one piece; a
+    checkpoint builds one, in the parts the zygote loads once its first run is on its way."""
     output = fresh_python(_DEMO_PART)
     assert output.splitlines() == [
         "proportional-replay False",
@@ -146,3 +148,4 @@ def test_the_warm_up_loads_torch_dynamo_only_for_checkpoints() -> None:
         "checkpoint-and-resume True",
         "recurrent-net True",
     ]
+    assert [name for name, _ in RUN_START_PARTS][-1] == "rank replay"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from rdqn.serve.worker import _kernels
 
 
@@ -9,3 +11,9 @@ def rank_kernels_loaded(_: object) -> bool:
     """In a worker: whether the process it was forked from had loaded the rank sampler's
     kernels (the warm-up's rank replay part, one of its last)."""
     return any(k.signatures for k in _kernels() if k.__module__.startswith("rdqn.replay.rank"))
+
+
+def dynamo_loaded(_: object) -> bool:
+    """In a worker: whether the process it was forked from had imported torch._dynamo (what a
+    checkpoint's torch optimizer imports: the warm-up's later parts)."""
+    return "torch._dynamo" in sys.modules
