@@ -9,8 +9,13 @@ browser) the moment it prints it, and waits until the *Start demo* button is vis
   home      seconds from starting the server to *Start demo* on screen
   rss       the server process's resident memory (VmRSS) then, before any run; its children
             (the zygote that forks the workers) apart
-  first run seconds from the click on *Start demo* (right when it shows) to the live page's
-            first counters (the run's first snapshot; the page redraws every second)
+  run start seconds from the click on *Start demo* (right when it shows) until the run
+            trains: the run store says "running" (its worker, forked from the zygote, has
+            opened the run), read from the store every 10 ms
+  first run seconds from the click on *Start demo* to the first frame the page draws with
+            the run's counters (its first snapshot; the page redraws every second), and to the
+            first with its charts. Timed in the page (`PAINT_MARKS`), from the click event to
+            the frame; so are all the other times to counters
   solved    with ``--solve``: seconds from the click until the live page, open all along, shows
             a mean return of the last 20 episodes of at least 475 (CartPole-v1 solved)
   again     then, back on Home, seconds from a second click on *Start demo* to the new run's
@@ -28,7 +33,7 @@ browser) the moment it prints it, and waits until the *Start demo* button is vis
             opened the dashboard before (one context kept over the repeats: its HTTP cache holds
             Streamlit's front end and Plotly's chart code, as the teacher's own browser does):
             seconds from starting the server to *Start demo* on screen, and from the click on
-            it to the run's first counters
+            it until the run trains and to the run's first counters
 
 Python's bytecode caches are written as ``pip install`` writes them (``PYTHONDONTWRITEBYTECODE``
 is dropped from the server's environment, and a first start that writes them is not counted):
@@ -49,6 +54,7 @@ import json
 import os
 import platform
 import signal
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -122,10 +128,10 @@ def _wait_solved(page: Any, timeout: float) -> float:
 
 
 @contextmanager
-def _fresh_server(port: int, timeout: float) -> Iterator[tuple[str, float, int]]:
+def _fresh_server(port: int, timeout: float) -> Iterator[tuple[str, float, int, Path]]:
     """Start ``streamlit run app.py`` on ``port`` with a new RDQN_HOME; yield its address, once
-    printed, the `time.monotonic()` of the start and the server's pid. Stopped with SIGINT
-    (Ctrl-C) at the end."""
+    printed, the `time.monotonic()` of the start, the server's pid and its RDQN_HOME. Stopped
+    with SIGINT (Ctrl-C) at the end."""
     url = f"http://127.0.0.1:{port}/"
     with tempfile.TemporaryDirectory(prefix="rdqn-start-") as home:
         env = {**_environment(), "RDQN_HOME": home}
@@ -146,7 +152,7 @@ def _fresh_server(port: int, timeout: float) -> Iterator[tuple[str, float, int]]
         try:
             if not printed.wait(timeout):
                 raise TimeoutError(f"the server printed no address {url} in {timeout:.0f} s")
-            yield url, start, server.pid
+            yield url, start, server.pid, Path(home)
         finally:
             os.killpg(server.pid, signal.SIGINT)
             try:
@@ -171,32 +177,117 @@ def _wait_until_gone(group: int, timeout: float = 30.0) -> None:
     os.killpg(group, signal.SIGKILL)
 
 
+class _RunStart:
+    """Watches a fresh server's run store from a thread: `seconds` from `clicked` until its
+    first run is no longer "created" (its worker has opened it and trains)."""
+
+    def __init__(self, home: Path, timeout: float) -> None:
+        self.db = home / "rdqn.db"
+        self.timeout = timeout
+        self.clicked = 0.0
+        self._started: float | None = None
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> _RunStart:
+        self.clicked = time.monotonic()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._thread.join(self.timeout)
+
+    def _status(self) -> str | None:
+        try:
+            with sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=0.1) as db:
+                row = db.execute("SELECT status FROM runs ORDER BY created_at LIMIT 1").fetchone()
+        except sqlite3.Error:  # no store yet, or a write holds it
+            return None
+        return row[0] if row else None
+
+    def _watch(self) -> None:
+        deadline = self.clicked + self.timeout
+        while time.monotonic() < deadline:
+            if self._status() not in (None, "created"):
+                self._started = time.monotonic()
+                return
+            time.sleep(0.01)
+
+    @property
+    def seconds(self) -> float:
+        if self._started is None:
+            raise TimeoutError(f"the run did not start in {self.timeout:.0f} s")
+        return self._started - self.clicked
+
+
+PAINT_MARKS = """
+(() => {
+  const marks = (window.__rdqn = { clicks: [], counters: {}, charts: {} });
+  document.addEventListener("click", (event) => marks.clicks.push(event.timeStamp), true);
+  const painted = (seen, id) => {
+    seen[id] = null;
+    requestAnimationFrame(() => setTimeout(() => (seen[id] = performance.now()), 0));
+  };
+  new MutationObserver(() => {
+    const line = document.querySelector('[data-testid="stProgress"]');
+    const id = ((line && line.textContent.match(/run ([0-9a-f]{12})/)) || [])[1];
+    if (!id) return;
+    const metrics = [...document.querySelectorAll('[data-testid="stMetric"]')];
+    if (!(id in marks.counters) && metrics.some((m) => m.textContent.includes("Env steps")))
+      painted(marks.counters, id);
+    if (!(id in marks.charts) && document.querySelector(".js-plotly-plot .main-svg"))
+      painted(marks.charts, id);
+  }).observe(document, { subtree: true, childList: true, characterData: true });
+})();
+"""
+"""Run in every page the benchmark opens: the time of each click, and of the first frame drawn
+with each run's counters (and with a chart) on the live page. Timed in the page: a wait from
+Playwright polls the page, and the page answers late while it compiles Plotly's code, which it
+does right after it has drawn the counters."""
+
+
 def _first_counters(page: Any, timeout: float) -> None:
     """Wait for the run's counters, not the sidebar's "Env steps budget" field drawn before."""
     counters = page.get_by_test_id("stMetric").filter(has_text="Env steps").first
     counters.wait_for(state="visible", timeout=timeout * 1000)
 
 
+def _painted_after_click(page: Any, timeout: float, what: str = "counters") -> float:
+    """Seconds from the page's last click to the first frame it drew with the counters (or
+    ``what="charts"``: a chart) of the run its live page shows (`PAINT_MARKS`)."""
+    run_id = run_on_screen(page)
+    page.wait_for_function(
+        "([what, id]) => window.__rdqn[what][id]", arg=[what, run_id], timeout=timeout * 1000
+    )
+    return page.evaluate(
+        "([what, id]) => (window.__rdqn[what][id] - window.__rdqn.clicks.at(-1)) / 1000",
+        [what, run_id],
+    )
+
+
 def one_repeat(browser: Any, timeout: float, solve: bool = False) -> dict[str, Any]:
     # A page opened before the server starts, as a browser waiting for the address.
     page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.add_init_script(PAINT_MARKS)
     try:
-        with _fresh_server(free_port(), timeout) as (url, start, pid):
+        with _fresh_server(free_port(), timeout) as (url, start, pid, home):
             page.goto(url, timeout=timeout * 1000)
             demo = page.get_by_role("button", name="Start demo")
             demo.wait_for(state="visible", timeout=timeout * 1000)
             home_s = time.monotonic() - start
             rss = _rss_mb(pid)
             children = [_rss_mb(child) for child in _children(pid)]
-            clicked = time.monotonic()
-            demo.click()
-            _first_counters(page, timeout)
-            first_run_s = time.monotonic() - clicked
-            solved_s = _wait_solved(page, timeout) + first_run_s if solve else None
+            with _RunStart(home, timeout) as run_start:
+                demo.click()
+                _first_counters(page, timeout)
+            first_run_s = _painted_after_click(page, timeout)
+            first_charts_s = _painted_after_click(page, timeout, "charts")
+            solved_s = None
+            if solve:
+                _wait_solved(page, timeout)
+                solved_s = time.monotonic() - run_start.clicked
             first_run = run_on_screen(page)
             page.get_by_role("link", name="Home").first.click()
             demo.wait_for(state="visible", timeout=timeout * 1000)
-            clicked = time.monotonic()
             demo.click()
             page.wait_for_function(
                 """first => [...document.querySelectorAll('[data-testid="stMetric"]')]
@@ -205,7 +296,7 @@ def one_repeat(browser: Any, timeout: float, solve: bool = False) -> dict[str, A
                 arg=first_run,
                 timeout=timeout * 1000,
             )
-            warm_run_s = time.monotonic() - clicked
+            warm_run_s = _painted_after_click(page, timeout)
             _pause(page, timeout)  # its training slot frees
             new_browser_run_s = _first_run_in_a_new_browser(browser, url, timeout)
             home_read_run_s = _first_run_in_a_new_browser(browser, url, timeout, read_s=READ_S)
@@ -215,7 +306,9 @@ def one_repeat(browser: Any, timeout: float, solve: bool = False) -> dict[str, A
         "home_s": round(home_s, 3),
         "server_rss_mb": round(rss, 1),
         "children_rss_mb": [round(value, 1) for value in children],
+        "run_start_s": round(run_start.seconds, 3),
         "first_run_s": round(first_run_s, 3),
+        "first_charts_s": round(first_charts_s, 3),
         **({"solved_s": round(solved_s, 2)} if solved_s is not None else {}),
         "warm_run_s": round(warm_run_s, 3),
         "new_browser_run_s": round(new_browser_run_s, 3),
@@ -228,20 +321,25 @@ def returning_browser(returning: Any, port: int, timeout: float) -> dict[str, fl
     dashboard at this address before): seconds to *Start demo* on screen, and from its click
     to the run's first counters."""
     page = returning.new_page()
+    page.add_init_script(PAINT_MARKS)
     try:
-        with _fresh_server(port, timeout) as (url, start, _):
+        with _fresh_server(port, timeout) as (url, start, _, home):
             page.goto(url, timeout=timeout * 1000)
             demo = page.get_by_role("button", name="Start demo")
             demo.wait_for(state="visible", timeout=timeout * 1000)
             home_s = time.monotonic() - start
-            clicked = time.monotonic()
-            demo.click()
-            _first_counters(page, timeout)
-            first_run_s = time.monotonic() - clicked
+            with _RunStart(home, timeout) as run_start:
+                demo.click()
+                _first_counters(page, timeout)
+            first_run_s = _painted_after_click(page, timeout)
             _pause(page, timeout)
     finally:
         page.close()
-    return {"returning_home_s": round(home_s, 3), "returning_first_run_s": round(first_run_s, 3)}
+    return {
+        "returning_home_s": round(home_s, 3),
+        "returning_run_start_s": round(run_start.seconds, 3),
+        "returning_first_run_s": round(first_run_s, 3),
+    }
 
 
 def _first_run_in_a_new_browser(
@@ -253,15 +351,14 @@ def _first_run_in_a_new_browser(
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     try:
         page = context.new_page()
+        page.add_init_script(PAINT_MARKS)
         page.goto(url, timeout=timeout * 1000)
         demo = page.get_by_role("button", name="Start demo")
         demo.wait_for(state="visible", timeout=timeout * 1000)
         page.wait_for_timeout(read_s * 1000)
-        clicked = time.monotonic()
         demo.click()
-        counters = page.get_by_test_id("stMetric").filter(has_text="Env steps").first
-        counters.wait_for(state="visible", timeout=timeout * 1000)
-        seconds = time.monotonic() - clicked
+        _first_counters(page, timeout)
+        seconds = _painted_after_click(page, timeout)
         _pause(page, timeout)
         return seconds
     finally:
@@ -315,12 +412,15 @@ def measure(repeats: int, timeout: float, solve: bool) -> dict[str, Any]:
         "repeats": rows,
         "home_s": _summary([row["home_s"] for row in rows]),
         "server_rss_mb": _summary([row["server_rss_mb"] for row in rows]),
+        "run_start_s": _summary([row["run_start_s"] for row in rows]),
         "first_run_s": _summary([row["first_run_s"] for row in rows]),
+        "first_charts_s": _summary([row["first_charts_s"] for row in rows]),
         **({"solved_s": _summary([row["solved_s"] for row in rows])} if solve else {}),
         "warm_run_s": _summary([row["warm_run_s"] for row in rows]),
         "new_browser_run_s": _summary([row["new_browser_run_s"] for row in rows]),
         "home_read_run_s": _summary([row["home_read_run_s"] for row in rows]),
         "returning_home_s": _summary([row["returning_home_s"] for row in rows]),
+        "returning_run_start_s": _summary([row["returning_run_start_s"] for row in rows]),
         "returning_first_run_s": _summary([row["returning_first_run_s"] for row in rows]),
     }
 
@@ -339,7 +439,23 @@ def table(results: dict[str, Any]) -> str:
             "|---|---|",
             f"| `streamlit run` to Home's *Start demo* on screen | {cell('home_s', 's', 2)} |",
             f"| server memory (RSS) before any run | {cell('server_rss_mb', 'MB', 0)} |",
+            *(
+                [
+                    "| *Start demo* clicked (the moment it shows) until the run trains "
+                    f"| {cell('run_start_s', 's', 2)} |"
+                ]
+                if "run_start_s" in results
+                else []
+            ),
             f"| *Start demo* clicked to the run's first counters | {cell('first_run_s', 's', 2)} |",
+            *(
+                [
+                    "| *Start demo* clicked to the run's charts drawn "
+                    f"| {cell('first_charts_s', 's', 2)} |"
+                ]
+                if "first_charts_s" in results
+                else []
+            ),
             *(
                 [
                     f"| *Start demo* clicked to a mean return of 475 on the live page "
@@ -365,6 +481,14 @@ def table(results: dict[str, Any]) -> str:
                     "| a browser that has opened the dashboard before (its cache), fresh server: "
                     "`streamlit run` to Home's *Start demo* on screen "
                     f"| {cell('returning_home_s', 's', 2)} |",
+                    *(
+                        [
+                            "| the same browser: *Start demo* clicked until the run trains "
+                            f"| {cell('returning_run_start_s', 's', 2)} |"
+                        ]
+                        if "returning_run_start_s" in results
+                        else []
+                    ),
                     "| the same browser: *Start demo* clicked to the run's first counters "
                     f"| {cell('returning_first_run_s', 's', 2)} |",
                 ]
