@@ -17,6 +17,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from harness.dashboard_server import start_dashboard
 from harness.live_page import run_on_screen as run_on_screen  # re-exported for the tests
 from harness.live_page import status_line as progress_text
+from rdqn.runs.store import RunStore
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -153,6 +154,12 @@ def never_within(page: Page, seconds: float, happened: str, what: str, arg: obje
 def assert_no_exception(page: Page) -> None:
     errors = page.locator('[data-testid="stException"]')
     assert errors.count() == 0, errors.first.inner_text()
+
+
+def stored_status(home: Path, run_id: str) -> str:
+    """The run's status in the store of the server whose RDQN_HOME is ``home``."""
+    with RunStore(home / "rdqn.db") as store:
+        return store.get_run(run_id).status
 
 
 def start_a_run(page: Page, url: str) -> None:

@@ -18,14 +18,9 @@ from tests.e2e.browser import (
     run_on_screen,
     start_a_run,
     steps_done,
+    stored_status,
 )
 from tests.run_helpers import wait_for
-
-
-def status(home: Path, run_id: str) -> str:
-    """The run's status in the server's store."""
-    with RunStore(home / "rdqn.db") as store:
-        return store.get_run(run_id).status
 
 
 def _page_drawn(tab: Page) -> None:
@@ -61,7 +56,7 @@ def test_a_reload_keeps_the_run_and_another_browser_is_not_offered_it(
     assert_no_exception(tab)
 
     tab.close()  # the browser's last tab: its run stops after the grace period
-    wait_for(lambda: status(server_home, run_id) == "stopped", 30, what="the run went on")
+    wait_for(lambda: stored_status(server_home, run_id) == "stopped", 30, what="the run went on")
     again = context.new_page()
     again.set_default_timeout(60_000)
     again.goto(f"{server}/live")
@@ -124,7 +119,7 @@ def test_start_demo_after_a_reload_replaces_the_browsers_run(
         arg=old,
     )
     new = run_on_screen(tab)
-    wait_for(lambda: status(server_home, old) == "stopped", 30, what="the old run went on")
+    wait_for(lambda: stored_status(server_home, old) == "stopped", 30, what="the old run went on")
     with RunStore(server_home / "rdqn.db") as store:
         assert store.get_run(old).error.startswith(f"stopped: replaced by run {new}")
     tab.wait_for_function(  # its dashed overlay is the run it replaced
