@@ -324,8 +324,9 @@ def _show_run(
     old = replacing if replacing is not None else current_run()
     previous = None
     if old is not None and old.id != run_id:
-        why = reason or f"stopped: the live page went on with run {run_id}"
-        registry().stop(old.id, wait=False, owner=session().owner, reason=why)
+        if not has_ended(old):  # an ended run (on screen again after a reload) has stopped
+            why = reason or f"stopped: the live page went on with run {run_id}"
+            registry().stop(old.id, wait=False, owner=session().owner, reason=why)
         previous = old.id
     st.session_state["live.run_id"] = run_id
     live_pages().show(session().owner, run_id, previous=previous)
@@ -341,24 +342,38 @@ def previous_run_id() -> str | None:
 
 def restore_live_run() -> None:
     """A reloaded page (a new session of the same browser, `dashboard.state.Session`) shows the
-    run the browser had on its live page again, with its settings and speed, while it goes on
-    (running, paused, or queued with its place). Once per session, before the page draws its
-    controls."""
+    run the browser had on its live page again, with its settings and speed: one that goes on
+    (running, paused, or queued with its place), and one that has ended (finished, failed or
+    stopped, with its curves, as the page showed it before the reload) where the page's address
+    asks for its settings: a reload keeps the address the page wrote for it (`sync_url`), while
+    a link to other settings opens a page for those. Once per session, before the page draws
+    its controls."""
     if st.session_state["live.run_id"] is not None or (handle := browsers_live_run()) is None:
+        return
+    if has_ended(handle) and not _settings_are(handle.config):
         return
     _use_settings_of(handle.config)
     st.session_state["live.run_id"] = handle.id
 
 
+def _settings_are(config: RunConfig) -> bool:
+    """Whether the page's settings are ``config``."""
+    try:
+        return live_config() == config
+    except ValueError:  # settings that conflict are nobody's
+        return False
+
+
 def browsers_live_run() -> RunHandle | None:
     """The run this browser showed on its live page, in another session (a tab reloaded, or
-    another tab), while it goes on and is the browser's own; None for a session whose browser
-    sent no cookie (a new owner: nothing of an earlier session is its own)."""
+    another tab), while the server still has it (an ended run too, among its last few) and it
+    is the browser's own; None for a session whose browser sent no cookie (a new owner:
+    nothing of an earlier session is its own)."""
     if not session().from_cookie:
         return None
     run_id = live_pages().live_run(session().owner)
     handle = registry().get(run_id) if run_id else None
-    if handle is None or handle.status in FINAL_STATUSES or handle.owner != session().owner:
+    if handle is None or handle.owner != session().owner:
         return None
     return handle
 

@@ -33,6 +33,7 @@ from dashboard.live_view import highlight_css
 from dashboard.params import URL_ALIASES
 from dashboard.state import SPEEDS, registry, session, shown_value
 from dashboard.text import plain
+from rdqn.serve.handle import RunHandle
 
 __all__ = ["lesson_panel", "main_controls", "run_buttons", "settings_form"]
 
@@ -141,17 +142,8 @@ def run_buttons() -> None:
         long := LONG_PRESETS.get(st.session_state["live.preset"])
     ):
         st.warning(long, icon=":material/schedule:")
-    if handle is None:
-        for run_id, text in resumable_runs():
-            where, go_on = st.columns([5, 1], vertical_alignment="center")
-            where.caption(plain(text))
-            go_on.button(
-                "Resume",
-                key=f"live.resume_{run_id}",
-                on_click=resume_run,
-                args=(run_id,),
-                help="Go on with this run where it stopped, with its settings",
-            )
+    if handle is None or has_ended(handle):
+        _resumable_rows(handle)
     buttons[4].select_slider(
         "Speed",
         list(SPEEDS),
@@ -161,6 +153,32 @@ def run_buttons() -> None:
         help="Slow down to watch single updates; full speed for real training. The run keeps "
         "its speed across pages and reloads.",
     )
+
+
+def _resumable_rows(shown: RunHandle | None) -> None:
+    """The browser's stopped runs it can go on with, each with its Resume: under the buttons
+    when no run is on screen (a reload, a server restart), folded away under a run that has
+    ended (which is on screen after a reload too)."""
+    rows = [
+        (run_id, text) for run_id, text in resumable_runs() if shown is None or run_id != shown.id
+    ]
+    if not rows:
+        return
+    where = (
+        st.container()
+        if shown is None
+        else st.expander(f"Stopped runs to go on with ({len(rows)})")
+    )
+    for run_id, text in rows:
+        about, go_on = where.columns([5, 1], vertical_alignment="center")
+        about.caption(plain(text))
+        go_on.button(
+            "Resume",
+            key=f"live.resume_{run_id}",
+            on_click=resume_run,
+            args=(run_id,),
+            help="Go on with this run where it stopped, with its settings",
+        )
 
 
 def settings_form() -> None:

@@ -671,6 +671,51 @@ def test_a_reload_shows_the_browsers_run_again_and_does_not_stop_it(
     assert again.button(key="live.start").disabled and not again.button(key="live.pause").disabled
 
 
+def test_a_reload_after_the_run_ended_shows_it_again(
+    monkeypatch: pytest.MonkeyPatch, timers: GraceTimers
+) -> None:
+    """The demo has finished on the projector and its tab reloads: the page shows the finished
+    run again, with its settings, counters and curves, as it did before the reload; Start
+    begins anew, with the finished run as the dashed overlay. A link to other settings opens a
+    page for those instead."""
+    browser(monkeypatch, TOKEN)
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["steps"] = "300"
+    at.query_params["alpha"] = "0.3"
+    at.run()
+    at.switch_page("pages/live.py").run()
+    at.button(key="live.start").click().run()
+    run_id = at.session_state["live.run_id"]
+    ended = registry().get(run_id)
+    assert ended.join(timeout=60) and ended.status == "finished"
+    address = dict(at.query_params)  # what the page wrote for its run: a reload keeps it
+
+    def reopen(params: dict[str, str]) -> AppTest:
+        close_session()
+        page = AppTest.from_file(APP, default_timeout=60)
+        page.query_params.update(params)
+        page.run()
+        page.switch_page("pages/live.py").run()
+        assert not page.exception
+        return page
+
+    other = reopen({**address, "alpha": "0.8"})
+    assert other.session_state["live.run_id"] is None
+    assert other.slider(key="live.alpha").value == 0.8
+    again = reopen(address)
+    timers.end_grace()
+    assert again.session_state["live.run_id"] == run_id
+    assert again.slider(key="live.alpha").value == 0.3
+    assert f"finished · run `{run_id}`" in again.get("progress")[0].proto.text
+    assert int(again.metric[0].value.replace(",", "")) == 300
+    start = again.button(key="live.start")
+    assert start.label == "Start" and not start.disabled
+    start.click().run()
+    assert not again.exception
+    new_id = again.session_state["live.run_id"]
+    assert new_id != run_id and live_pages().previous_run(owner_for(TOKEN), new_id) == run_id
+
+
 def test_start_demo_after_a_reload_replaces_the_browsers_run_instead_of_queueing(
     monkeypatch: pytest.MonkeyPatch, timers: GraceTimers
 ) -> None:

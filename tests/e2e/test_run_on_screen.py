@@ -158,7 +158,8 @@ def test_a_reload_after_a_slider_stopped_run_shows_it_resumable(
     page: Page, served: str, home: Path
 ) -> None:
     """Start, one arrow-key press on α (the run restarts), wait for the new run to finish,
-    reload: the page draws without an error and offers the stopped run with its reason."""
+    reload: the page draws without an error, shows the finished run again and, folded under
+    it, offers the stopped run with its reason."""
     tab = another_browser(page, timeout_s=120)
     tab.goto(f"{served}/live?steps=20000")
     tab.get_by_role("button", name="Start", exact=True).click()
@@ -171,6 +172,8 @@ def test_a_reload_after_a_slider_stopped_run_shows_it_resumable(
     assert "replaced by run " + second in str(stored(home, first)["error"])
     tab.reload()
     tab.get_by_text("Curve smoothing (EMA)").wait_for()
+    tab.locator('[data-testid="stProgress"]', has_text=f"finished · run {second}").wait_for()
+    tab.get_by_text("Stopped runs to go on with (1)").click()
     tab.get_by_text(f"Run {first} (").wait_for()
     assert "replaced by run" in tab.get_by_text(f"Run {first} (").inner_text()
     assert_no_exception(tab)
