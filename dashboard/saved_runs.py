@@ -10,9 +10,12 @@ Deleting is for the browser that started the run, or the server's admin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
 import streamlit as st
 
+from dashboard.fragments import fragment
 from dashboard.history import stored_counters
 from dashboard.ownership import actor
 from dashboard.state import registry, store
@@ -20,7 +23,15 @@ from dashboard.text import why_stopped
 from rdqn.runs.store import RunRecord
 from rdqn.training.telemetry import Telemetry
 
-__all__ = ["DELETE_RULE", "STOP_COLUMN", "delete_run", "run_counters", "stop_reasons"]
+__all__ = [
+    "DELETE_RULE",
+    "STOP_COLUMN",
+    "WATCH_S",
+    "delete_run",
+    "redraw_when_a_status_changes",
+    "run_counters",
+    "stop_reasons",
+]
 
 STOP_COLUMN = "why it stopped"
 """The table's column of stop reasons (beside the status)."""
@@ -30,6 +41,28 @@ DELETE_RULE = (
     "is open; the server's admin (who knows its RDQN_ADMIN_TOKEN) may delete any run, and so "
     "does `python -m rdqn runs delete ID` on the server."
 )
+
+
+WATCH_S = 2.0
+"""How often an open Saved runs page checks the statuses of the runs it lists."""
+CHANGING = ("created", "running")
+"""Statuses a run leaves by itself (it starts; it stops, finishes or fails)."""
+
+
+def redraw_when_a_status_changes(listed: Mapping[str, str]) -> None:
+    """While the page lists a run whose status can change by itself (``listed``: each run's
+    status as the page shows it, by id), check the store every `WATCH_S` seconds and draw the
+    page anew once a run's status differs from it, or a run came or went: the status filter
+    and the table show the runs as they are (a run a moved slider replaced shows as stopped
+    once its worker has saved it, a second or so after the page opened)."""
+    if any(status in CHANGING for status in listed.values()):
+        _watch(dict(listed))
+
+
+@fragment(run_every=WATCH_S)
+def _watch(listed: dict[str, str]) -> None:
+    if store().statuses() != listed:
+        st.rerun(scope="app")
 
 
 def stop_reasons(runs: pd.DataFrame) -> list[str]:

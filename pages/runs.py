@@ -12,7 +12,7 @@ from dashboard.display import show_chart
 from dashboard.history import runs_table, stored_threshold
 from dashboard.ownership import admin_box
 from dashboard.run_card import run_card
-from dashboard.saved_runs import STOP_COLUMN, stop_reasons
+from dashboard.saved_runs import STOP_COLUMN, redraw_when_a_status_changes, stop_reasons
 from dashboard.state import ensure_app_frame, for_this_viewer, store
 from rdqn.compare import Curve
 from rdqn_figures import runs_overlay_figure
@@ -35,6 +35,7 @@ TABLE_COLUMNS = {
 st.title("Saved runs")
 admin_box()
 runs = store().list_runs()
+redraw_when_a_status_changes(dict(zip(runs["id"], runs["status"], strict=True)))
 if runs.empty:
     st.info("No saved runs yet — start one on the Live training page.")
     st.page_link("pages/live.py", label="Live training", icon=":material/monitoring:")

@@ -278,6 +278,16 @@ def test_list_runs_newest_first_and_filters(store: RunStore) -> None:
     assert json.loads(runs.loc[runs["id"] == a, "config_json"].iloc[0]) == CONFIG
 
 
+def test_statuses_are_those_list_runs_gives(store: RunStore) -> None:
+    assert store.statuses() == {}
+    a, b = new_run(store), new_run(store)
+    store.set_status(b, "running")
+    store._unwritten.keep(a, "failed", "the disk is full")  # a status the file has not taken
+    runs = store.list_runs()
+    assert store.statuses() == dict(zip(runs["id"], runs["status"], strict=True))
+    assert store.statuses() == {a: "failed", b: "running"}
+
+
 def test_two_store_objects_see_each_others_writes(tmp_path: Path) -> None:
     with RunStore(tmp_path / "rdqn.db") as one, RunStore(tmp_path / "rdqn.db") as two:
         run_id = new_run(one)
