@@ -24,6 +24,7 @@ from tests.e2e.browser import (
     saying_what_the_page_shows,
     steps_done,
     streamlit_server,
+    wait_for_metric,
 )
 from tests.run_helpers import wait_for
 
@@ -193,9 +194,13 @@ def test_speed_belongs_to_the_run_across_pages_and_a_reload(page: Page, served: 
     def sends_100(message: str | bytes) -> bool:
         return isinstance(message, bytes) and b"100 steps/s" in message
 
+    wait_for_metric(tab, "Steps/s", "v > 150")  # training at full speed
     with connection.value.expect_event("framesent", sends_100):
         speed.press("ArrowLeft")
         speed.press("ArrowLeft")  # full speed -> 1,000 -> 100 steps/s
+    # Sent is not yet set: leave once the run's rate shows the server has set it (CI once saw
+    # the run at 1,000 steps/s after the pages were left right after the message went).
+    wait_for_metric(tab, "Steps/s", "v <= 150")
     for leave in ("Sum tree", None):  # another page and back, then a reload
         if leave:
             tab.get_by_role("link", name=leave).first.click()
