@@ -67,7 +67,9 @@ WARM_UP_PART_NAMES: tuple[str, ...] = (
 )
 """The parts of a warm-up, in order (`rdqn.serve.worker.WARM_UP_PARTS` does each)."""
 
-RUN_START_PART_NAMES: tuple[str, ...] = WARM_UP_PART_NAMES[:-2]
+RUN_START_PART_NAMES: tuple[str, ...] = WARM_UP_PART_NAMES[
+    : WARM_UP_PART_NAMES.index("checkpoint and resume")
+]
 """The parts a run waits for: the zygote reports these (`WarmUp` over them) and forks runs at once
 after them. It loads the others (a checkpoint's torch optimizer, whose import of torch._dynamo is
 most of a second of CPU; the LSTM's first call) once its first run is on its way
