@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import chart_code, fragments
+from dashboard import chart_code
+from tests.dashboard.fragment_calls import call_plainly
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -38,9 +39,7 @@ class FakeStreamlit:
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeStreamlit:
     streamlit = FakeStreamlit()
     monkeypatch.setattr(chart_code, "st", streamlit)
-    monkeypatch.setattr(fragments.time, "sleep", lambda seconds: None)
-    # The fragment as a plain call: outside a script run, st.fragment would not call it.
-    monkeypatch.setattr(chart_code, "_invisible_chart", chart_code._invisible_chart.__wrapped__)
+    call_plainly(monkeypatch, chart_code, "_invisible_chart")
     return streamlit
 
 

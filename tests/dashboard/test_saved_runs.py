@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from dashboard import fragments, saved_runs
+from dashboard import saved_runs
+from tests.dashboard.fragment_calls import call_plainly
 
 
 class FakeStore:
@@ -30,9 +31,7 @@ class FakeStreamlit:
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeStreamlit:
     streamlit = FakeStreamlit()
     monkeypatch.setattr(saved_runs, "st", streamlit)
-    monkeypatch.setattr(fragments.time, "sleep", lambda seconds: None)
-    # The fragment as a plain call: outside a script run, st.fragment would not call it.
-    monkeypatch.setattr(saved_runs, "_watch", saved_runs._watch.__wrapped__)
+    call_plainly(monkeypatch, saved_runs, "_watch")
     return streamlit
 
 
