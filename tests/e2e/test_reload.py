@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page
 
 from rdqn.runs.store import RunStore
@@ -82,10 +83,19 @@ def test_a_reload_storm_keeps_the_run(page: Page, server: str) -> None:
     start_a_run(tab, server)
     run_id = run_on_screen(tab)
 
+    reloads = 0
     started = time.monotonic()
     while time.monotonic() - started < 12.0:  # four graces long
-        tab.reload(wait_until="commit")
+        try:
+            tab.reload(wait_until="commit")
+            reloads += 1
+        except PlaywrightError as error:
+            # Chromium's own race: a reload that lands while the previous one swaps the page
+            # finds no page attached. The next one goes on with the storm.
+            if "Not attached to an active page" not in str(error):
+                raise
         tab.wait_for_timeout(100)  # real time is the point: the storm's pace, 0.1 s apart
+    assert reloads >= 20, f"only {reloads} reloads in the storm"
 
     tab.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()
     assert run_on_screen(tab) == run_id, progress_text(tab)
