@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from rdqn.runs.checkpoint_paths import CheckpointPaths
 from rdqn.runs.checkpoints import remove_orphan_temporaries, write_checkpoint
 from rdqn.runs.metric_tables import read_metric_frame
+from rdqn.runs.migration import migrate
 from rdqn.runs.orphans import mark_dead_owners
 from rdqn.runs.owners import this_process
 from rdqn.runs.schema import (
@@ -61,10 +62,7 @@ from rdqn.runs.schema import (
     FINAL_STATUSES,
     INSERT_EPISODES,
     INSERT_STEPS,
-    MIGRATIONS,
     PROGRESS_SET,
-    RUN_COLUMNS,
-    SCHEMA_VERSION,
     STATUSES,
     STEP_COLUMNS,
     STEP_KEYS,
@@ -73,13 +71,11 @@ from rdqn.runs.schema import (
     row_params,
 )
 from rdqn.runs.store_access import (
-    ELSEWHERE,
     Database,
     StoreError,
     StoreFull,
     StoreMissing,
     checkpoint_error,
-    full_error,
     open_home,
 )
 from rdqn.runs.unwritten import UnwrittenStatuses
@@ -185,11 +181,10 @@ class RunStore:
         self.checkpoint_dir: Path = self._checkpoints.folder
         self._db = Database(db, read_only=read_only, busy_timeout_ms=_BUSY_TIMEOUT_MS)
         self._next_sweep = 0.0
-        self._run_columns = ", ".join(RUN_COLUMNS)
         self._unwritten = UnwrittenStatuses()
         try:
             try:
-                self._migrate()
+                self._run_columns = migrate(self._db, db)
             except StoreFull:
                 if read_only:
                     raise
@@ -197,7 +192,7 @@ class RunStore:
                 # what is stored is read as a read-only store is, writes wait for space.
                 self._db.close()
                 self._db = Database(db, read_only=True, busy_timeout_ms=_BUSY_TIMEOUT_MS, full=True)
-                self._migrate()
+                self._run_columns = migrate(self._db, db)
         except BaseException:
             self.close()
             raise
@@ -209,46 +204,6 @@ class RunStore:
         """Whether writes are refused: the file or its folder is read-only, or the disk was full
         when it was opened (until a write finds space again)."""
         return self._db.read_only
-
-    def _migrate(self) -> None:
-        """Bring the schema to `SCHEMA_VERSION`; a read-only store is read as it is, columns it
-        lacks reading as NULL. A database with tables but no rdqn schema is refused untouched."""
-        with self._db.read() as conn:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path} has schema version {version}, newer than this rdqn "
-                f"({SCHEMA_VERSION}): upgrade rdqn or {ELSEWHERE}"
-            )
-        if version == 0 and tables:
-            raise StoreError(
-                f"{self.path} is not an rdqn run store (a database of another program): move it "
-                f"away or {ELSEWHERE}"
-            )
-        if self.read_only:
-            if version == 0:
-                if self._db.full:
-                    raise full_error(self.path)
-                raise StoreError(f"{self.path} is an empty, read-only file: {ELSEWHERE}")
-            self._db.may_write_again = self._db.full and version == SCHEMA_VERSION
-            with self._db.read() as conn:
-                present = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
-            self._run_columns = ", ".join(
-                name if name in present else f"NULL AS {name}" for name in RUN_COLUMNS
-            )
-            return
-        with self._db.errors():
-            # Persistent, so once is enough; only now that the file is known to be a run store.
-            self._db.connect().execute("PRAGMA journal_mode = WAL")
-        if version == SCHEMA_VERSION:
-            return
-        with self._db.write() as conn:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]  # another process's?
-            for statements in MIGRATIONS[version:]:
-                for statement in statements:
-                    conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def close(self) -> None:
         """Close every thread's connection. Idempotent; later calls raise ``RuntimeError``."""
