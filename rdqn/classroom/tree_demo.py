@@ -66,13 +66,15 @@ def masses(priorities: ArrayLike, alpha: float) -> NDArray[np.float64]:
     return np.asarray(priorities, dtype=np.float64) ** alpha
 
 
-def importance_weights(probabilities: ArrayLike, beta: float) -> NDArray[np.float64]:
+def importance_weights(
+    probabilities: ArrayLike, beta: float, normalization: str = "global"
+) -> NDArray[np.float64]:
     """w_i = (N P(i))^-beta / max_j (N P(j))^-beta over the items with P > 0 (NaN where P = 0).
 
     The max is over every item, so this is the paper's global normalisation when `probabilities`
     covers the whole buffer; the largest weight, that of the least likely item, is 1. Computed
-    by the replay samplers' own kernel (`importance_weights_kernel`, global mode: the formula is
-    written once), as (P(i) / P_min)^-beta.
+    by the replay samplers' own kernel (`importance_weights_kernel`: the formula is written
+    once), as (P(i) / P_min)^-beta; ``normalization="none"`` gives (N P(i))^-beta itself.
     """
     from rdqn.replay.sampling_kernels import (  # compiled: loads with the first draw
         check_normalization,
@@ -86,7 +88,7 @@ def importance_weights(probabilities: ArrayLike, beta: float) -> NDArray[np.floa
     if positive.any():
         drawn = np.ascontiguousarray(p[positive])
         weights = np.empty(drawn.size)
-        mode, no_clip = check_normalization("global", None)
+        mode, no_clip = check_normalization(normalization, None)
         importance_weights_kernel(drawn, drawn.min(), p.size, float(beta), mode, no_clip, weights)
         out[positive] = weights
     return out

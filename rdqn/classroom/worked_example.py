@@ -268,7 +268,7 @@ def step_equations(example: UpdateExample, result: UpdateResult, row: int) -> li
     r, q, nq = example.rewards[k], example.q_values[k], example.next_max_q[k]
     g, a, b = example.gamma, example.alpha, example.beta
     current = masses(example.priorities, a)
-    raw = (n * result.table["probability"].to_numpy()) ** -b
+    raw = importance_weights(result.table["probability"].to_numpy(), b, normalization="none")
     new_total = float(result.table["new_mass"].sum())
     weighted_sum = float(result.table["weighted_loss"].sum())
     delta = float(t["td_error"])

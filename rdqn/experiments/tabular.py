@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rdqn.learn.agent_config import AgentConfig
+from rdqn.learn.losses import td_loss
 
 __all__ = ["TabularLearner"]
 
@@ -91,7 +92,10 @@ class TabularLearner:
         """One SGD update on the batch; returns its TD errors from before the update."""
         config = self.config
         delta = self.td_errors(states, actions, rewards, next_states, terminated)
-        psi = 2.0 * delta if config.loss == "mse" else np.clip(delta, -1.0, 1.0)
+        # The loss's slope at x = -delta, negated (`rdqn.learn.losses`): Huber's clip(delta), or
+        # the squared error's 2 delta.
+        huber = config.loss != "mse"
+        psi = np.array([-td_loss.py_func(-d, huber)[1] for d in delta.tolist()])
         if weights is not None:
             psi = psi * weights
         grad = np.zeros_like(self.q)

@@ -6,8 +6,9 @@ With x = Q(s, a) - y, the prediction's error (delta = -x):
     squared error         L(x) = x^2                                    L'(x) = 2 x
 
 `td_loss` is compiled for the fused MLP update (`rdqn.learn.fused_mlp`, which inlines it) and
-called plain by the classroom's worked example (`td_loss.py_func`); the autograd learner uses
-torch's ``smooth_l1_loss`` and ``mse_loss``, the same functions (a test checks all three agree).
+called plain by the classroom's worked example and the tabular learner (`td_loss.py_func`,
+`rdqn.experiments.tabular`); the autograd learner uses torch's ``smooth_l1_loss`` and
+``mse_loss``, the same functions (a test checks that they agree).
 """
 
 from __future__ import annotations

@@ -56,7 +56,11 @@ def importance_weights_kernel(
         for k in range(n):
             min_probability = min(min_probability, probabilities[k])
     for k in range(n):
-        out[k] = size * probabilities[k] if mode == 2 else probabilities[k] / min_probability
+        # P(i) / P_min >= 1 exactly: a P_min computed apart (the rank sampler's n^-alpha / S(n))
+        # may round a last place away from the P(i) it equals, and no weight may exceed 1.
+        out[k] = (
+            size * probabilities[k] if mode == 2 else max(probabilities[k] / min_probability, 1.0)
+        )
     power(out, -beta, out)
     if max_weight > 0.0:
         for k in range(n):

@@ -120,3 +120,18 @@ def test_tally_with_adds_counts_and_restarts_for_other_masses() -> None:
     assert td.tally_with(first, [1.0, 2.0], [2, 0]).counts == (3, 3)
     restarted = td.tally_with(first, [1.0, 5.0], [0, 2])  # alpha or a priority changed
     assert restarted.masses == (1.0, 5.0) and restarted.counts == (0, 2)
+
+
+def test_importance_weights_by_hand() -> None:
+    """P = [1/2, 1/4, 1/4, 0], N = 4, beta 1: (N P)^-1 = [1/2, 1, 1] (and NaN where P = 0);
+    normalised by the largest (the least likely item's), [1/2, 1, 1]; beta 0.5 global:
+    sqrt of those ratios, [1/sqrt 2, 1, 1]."""
+    p = [0.5, 0.25, 0.25, 0.0]
+    raw = td.importance_weights(p, 1.0, normalization="none")
+    np.testing.assert_allclose(raw[:3], [0.5, 1.0, 1.0], rtol=1e-15)
+    assert math.isnan(raw[3])
+    np.testing.assert_allclose(td.importance_weights(p, 1.0)[:3], [0.5, 1.0, 1.0], rtol=1e-15)
+    half = td.importance_weights(p, 0.5)
+    np.testing.assert_allclose(half[:3], [2**-0.5, 1.0, 1.0], rtol=1e-15)
+    with pytest.raises(ValueError, match="is_normalization"):
+        td.importance_weights(p, 1.0, normalization="max")

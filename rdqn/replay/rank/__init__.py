@@ -13,7 +13,9 @@ A sample of B, end to end (`sampler.rank_sample_kernel`, one call)::
       -> rank r_k        S(r_k - 1) <= m_k < S(r_k)            guessed from S's closed form,
                                                                checked on the prefix sums S
       -> slot at r_k     `order.select_kernel`, below          one pass over the group counts
-      -> P, w            r^-alpha / S(n), (r / r_min)^(alpha beta)     one vector `power` each
+      -> P, w            r^-alpha / S(n), (P / P_min)^-beta    one vector `power` each
+                                                               (w: the samplers' one formula,
+                                                               `importance_weights_kernel`)
 
 An update of B priorities (`writes.write_kernel`, one call): each slot leaves its block, takes the
 next stamp, and goes in where its new key belongs: a search over the blocks' last keys

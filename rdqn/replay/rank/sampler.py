@@ -29,7 +29,7 @@ from rdqn.replay.samplers import (
     stored_field,
     tuple_new,
 )
-from rdqn.replay.sampling_kernels import check_normalization
+from rdqn.replay.sampling_kernels import check_normalization, importance_weights_kernel
 from rdqn.replay.sizes import check_nbytes
 from rdqn.replay.state_checks import (
     array_field,
@@ -366,25 +366,17 @@ def rank_sample_kernel(
     select_kernel(
         entries, sizes, blocks, group_count, counters, ranks, out_indices, scratch[batch:], True
     )
-    # P = r^-alpha / total for r = rank + 1. The weights from the ranks, so that rank n's is 1
-    # exactly: (P / P_min)^-beta = (r / r_min)^(alpha beta), r_min = n (global) or the batch's
-    # last rank (the ranks do not decrease), or (n P)^-beta (none). Each a vectorized `power`.
-    last = n * 1.0 if mode == 0 else ranks[batch - 1] + 1.0
+    # P = r^-alpha / total for r = rank + 1 (one vectorized `power`), and their IS weights by
+    # the samplers' one formula; the smallest stored P is rank n's, the batch's its last rank's.
     for k in range(batch):
         out_probabilities[k] = ranks[k] + 1.0
-        out_weights[k] = out_probabilities[k] / last
     power(out_probabilities, -alpha, out_probabilities)
     for k in range(batch):
         out_probabilities[k] /= total
-    if mode == 2:
-        for k in range(batch):
-            out_weights[k] = n * out_probabilities[k]
-        power(out_weights, -beta, out_weights)
-    else:
-        power(out_weights, alpha * beta, out_weights)
-    if max_weight > 0.0:
-        for k in range(batch):
-            out_weights[k] = min(out_weights[k], max_weight)
+    min_probability = n**-alpha / total
+    importance_weights_kernel(
+        out_probabilities, min_probability, n, beta, mode, max_weight, out_weights
+    )
     return True
 
 

@@ -191,5 +191,6 @@ def test_the_samplers_take_their_powers_from_it() -> None:
     vector(ranks, -0.7, probabilities)
     total = np.sum(np.arange(1.0, n + 1) ** -0.7)
     np.testing.assert_allclose(draw.probabilities, probabilities / total, rtol=1e-13)
-    vector(ranks / n, 0.7 * 0.4, weights)
+    p_min = n**-0.7 / rank._rank_cdf[n - 1]  # rank n's, by the samplers' one weight formula
+    vector(np.maximum(draw.probabilities / p_min, 1.0), -0.4, weights)
     np.testing.assert_array_equal(draw.weights, weights)
