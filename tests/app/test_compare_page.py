@@ -9,6 +9,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
+from dashboard.assets import explanation
 from rdqn.runs.store import RunStore
 from tests.run_helpers import wait_for
 
@@ -39,8 +40,10 @@ def test_form_defaults_to_the_lesson_that_shows_a_difference(home: Path) -> None
     assert at.multiselect(key="compare.schemes").value == ["uniform", "proportional", "rank"]
     assert at.session_state["compare.group"] == []
     (why,) = at.info
+    # The asset's text whole; tests/dashboard/test_quoted_figures.py checks its figures.
+    assert why.value == explanation("compare_lesson").strip()
     assert "Why this setup shows the difference" in why.value
-    assert "58,000–84,000" in why.value  # and why CartPole would take far longer
+    assert "Why not CartPole?" in why.value  # and why CartPole would take far longer
     assert "9 runs of 4,000 env steps" in at.caption[1].value
 
 
@@ -50,7 +53,8 @@ def test_cartpole_says_how_many_steps_it_needs(home: Path) -> None:
     assert not at.exception
     assert at.selectbox(key="compare.env.per-notebook").value == "CartPole-v1"
     (why,) = at.info
-    assert "CartPole needs 60,000–90,000 steps" in why.value
+    assert why.value == explanation("compare_cartpole").strip()
+    assert why.value.startswith("**CartPole needs ")
 
 
 @pytest.mark.slow  # trains two runs to their end, the page redrawn meanwhile
