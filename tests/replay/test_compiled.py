@@ -29,9 +29,11 @@ STRUCTURE = ",".join(name for name in FAST_PATHS if name != "power")
 
 
 def _python(code: str, **environ: str) -> str:
-    """The last line ``code`` prints in a fresh process with ``environ`` added (and no
-    RDQN_PLAIN_KERNELS of this process's)."""
-    env = {k: v for k, v in os.environ.items() if k != "RDQN_PLAIN_KERNELS"} | environ
+    """The last line ``code`` prints in a fresh process with ``environ`` added (and none of
+    this process's own path or target choices: a run under ``NUMBA_CPU_NAME=generic`` still
+    starts its host processes on the host)."""
+    inherited = {"RDQN_PLAIN_KERNELS", "NUMBA_CPU_NAME", "NUMBA_CPU_FEATURES", "NUMBA_ENABLE_AVX"}
+    env = {k: v for k, v in os.environ.items() if k not in inherited} | environ
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True
     )
