@@ -190,6 +190,10 @@ def test_numbas_cache_keeps_each_path_and_each_target_apart(tmp_path: Path) -> N
         assert _python(check, **cache) == "True"
         assert _python(check, NUMBA_CPU_NAME="generic", **cache) == "False"
         assert _python(check, **cache) == "True"
+        # numba's AVX switch takes AVX-512 away too, and the widths tried follow it
+        assert _python(check, NUMBA_ENABLE_AVX="0", **cache) == "False"
+        widths = "from rdqn.replay.rank.vector_power import widths_to_try; print(widths_to_try())"
+        assert _python(widths, NUMBA_ENABLE_AVX="0", **cache) == "[2]"
 
 
 # ---------------------------------------------------------------- both paths, the same results

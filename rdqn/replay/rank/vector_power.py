@@ -13,9 +13,10 @@ exponent 0) are as libm's.
 
 Which width: the widest that both this CPU and the code numba compiles can take
 (`widths_to_try`): the CPU's flags from llvmlite's public `get_host_cpu_features`; the compiled
-code's from numba's documented settings ``NUMBA_CPU_NAME`` and ``NUMBA_CPU_FEATURES`` (a
-vector argument is passed in the registers of the compiled code's target: AVX-512's 8 doubles in
-one zmm register only where the target has AVX-512; elsewhere the vector pow reads garbage).
+code's from numba's documented settings ``NUMBA_CPU_NAME``, ``NUMBA_CPU_FEATURES`` and
+``NUMBA_ENABLE_AVX`` (a vector argument is passed in the registers of the compiled code's target:
+AVX-512's 8 doubles in one zmm register only where the target has AVX-512; elsewhere the vector
+pow reads garbage).
 `rdqn.replay.compiled` then runs each candidate on known values against libm's pow and keeps the
 first that agrees. Without libmvec (not glibc on x86-64) `power` is libm's scalar pow, the plain
 twin (`rank.plain.power`).
@@ -60,15 +61,32 @@ def host_features() -> str:
     return llvm_binding.get_host_cpu_features().flatten()
 
 
-def target_features(environ: Mapping[str, str], host: str) -> str:
+AVX_OFF_BY_DEFAULT = frozenset({"sandybridge", "ivybridge", "corei7-avx", "core-avx-i", "nocona"})
+"""CPUs numba compiles for without AVX unless ``NUMBA_ENABLE_AVX`` says otherwise (numba's docs:
+Sandy Bridge and Ivy Bridge, where AVX can be slower; and a baseline name virtual machines
+report with AVX they may not have)."""
+
+
+def target_features(environ: Mapping[str, str], host: str, host_name: str | None = None) -> str:
     """The features of the code numba compiles, from its documented settings: those of
     ``NUMBA_CPU_FEATURES`` where set (and this CPU has them); else none beyond the baseline
     where ``NUMBA_CPU_NAME`` names a CPU (``generic``, or another one, whose features are not
-    known here); else this CPU's."""
+    known here); else this CPU's (`host`), without its AVX ones where ``NUMBA_ENABLE_AVX`` is 0
+    or, unset, where this CPU (`host_name`, llvmlite's name for it) is one numba leaves AVX off
+    for. (A setting in a ``.numba_config.yaml`` is not read here: the check of each width in
+    `rdqn.replay.compiled` still refuses a width the compiled code cannot take.)"""
     given = environ.get("NUMBA_CPU_FEATURES")
     name = environ.get("NUMBA_CPU_NAME", "host")
     if given is None:
-        return host if name == "host" else ""
+        if name != "host":
+            return ""
+        if host_name is None:
+            host_name = llvm_binding.get_host_cpu_name()
+        switch = environ.get("NUMBA_ENABLE_AVX", "").strip()
+        avx = host_name not in AVX_OFF_BY_DEFAULT if not switch else switch not in ("0", "")
+        if not avx:
+            return ",".join(flag for flag in host.split(",") if not flag.startswith("+avx"))
+        return host
     on_host = {flag for flag in host.split(",") if flag.startswith("+")}
     return ",".join(flag for flag in given.split(",") if flag in on_host)
 

@@ -95,7 +95,25 @@ HOST = "+sse2,+avx2,-avx512f,+fma"
 def test_the_target_features_come_from_numbas_documented_settings(
     environ: dict[str, str], features: str
 ) -> None:
-    assert target_features(environ, HOST) == features
+    assert target_features(environ, HOST, "skylake") == features
+
+
+@pytest.mark.parametrize(
+    ("environ", "cpu", "features"),
+    [
+        ({"NUMBA_ENABLE_AVX": "0"}, "skylake", "+sse2,-avx512f,+fma"),  # AVX switched off
+        ({"NUMBA_ENABLE_AVX": "1"}, "ivybridge", HOST),  # switched on where it is off by default
+        ({}, "sandybridge", "+sse2,-avx512f,+fma"),  # off by default there
+        ({}, "nocona", "+sse2,-avx512f,+fma"),
+    ],
+)
+def test_numbas_avx_switch_takes_the_avx_features_away(
+    environ: dict[str, str], cpu: str, features: str
+) -> None:
+    assert target_features(environ, HOST, cpu) == features
+    assert vector_width(target_features(environ, HOST, cpu), True, "x86_64") == (
+        4 if "+avx2" in features else 2
+    )
 
 
 def test_widths_to_try_for_the_generic_target_and_for_this_cpu() -> None:
