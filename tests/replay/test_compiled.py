@@ -175,6 +175,31 @@ def test_the_switch_and_the_target_choose_the_path_in_a_fresh_process(tmp_path: 
         assert _python(_SHOW_PATH, NUMBA_CPU_NAME="generic", **cache) == "fast-pow2 [] 2 True"
 
 
+_BREAK_THE_FAST_PATHS = "import sys; sys.modules['rdqn.replay.rank.intrinsics'] = None; "
+_DRAW_AND_SHOW = (
+    "import numpy as np; from rdqn.replay import compiled, RankBasedSampler; "
+    "s = RankBasedSampler(alpha=0.7); s.attach(8); [s.on_add(i) for i in range(8)]; "
+    "s.update_priorities(np.arange(8), np.arange(1.0, 9.0)); "
+    "d = s.sample(8, 4, 0.5, np.random.default_rng(0)); "
+    "print(compiled.PATH.why['move'].split(' (')[0], '|', "
+    + _SHOW_PATH.split("print(")[1][:-1]
+    + ", '|', d.indices.tolist(), d.weights.tolist())"
+)
+
+
+@pytest.mark.slow
+def test_fast_paths_that_do_not_import_leave_the_plain_twins(tmp_path: Path) -> None:
+    """Where numba or llvmlite changes so that the fast paths' module cannot import, every
+    kernel takes its plain twin, says why, and the samplers draw as on the plain path."""
+    cache = {"NUMBA_CACHE_DIR": str(tmp_path)}
+    why, shown, broken = _python(_BREAK_THE_FAST_PATHS + _DRAW_AND_SHOW, **cache).split(" | ")
+    assert why == "the fast paths did not import"
+    assert shown == f"plain {sorted(FAST_PATHS)} 1 True"
+    asked = _python(_DRAW_AND_SHOW, RDQN_PLAIN_KERNELS="1", **cache).split(" | ")
+    assert asked[0] == "RDQN_PLAIN_KERNELS asks for it"
+    assert asked[2] == broken
+
+
 @pytest.mark.slow
 def test_numbas_cache_keeps_each_path_and_each_target_apart(tmp_path: Path) -> None:
     """Processes on different paths, one cache: each loads only its own path's kernels
