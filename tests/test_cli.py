@@ -720,6 +720,24 @@ def test_warm_up_fills_numbas_cache_and_says_where(
     assert not (tmp_path / "home").exists()  # it needs no run store
 
 
+def test_warm_up_works_with_a_numba_whose_cache_it_cannot_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check of numba's cache reads numba's private cache index: a numba that changed it
+    must not fail the README's set-up. The kernels compile and run; the warm-up says it cannot
+    tell whether they were kept."""
+    from rdqn.serve import worker
+
+    def changed() -> list[object]:
+        raise AttributeError("'CPUDispatcher' object has no attribute '_cache'")
+
+    monkeypatch.setattr(worker, "_kernels", changed)
+    assert worker.kernels_cached() is None and worker.kernel_cache_dirs() == []
+    code, out, err = cli(capsys, tmp_path, "warm-up", "--quiet")
+    assert code == 0, err
+    assert out.startswith("kernels compiled in ") and "does not say whether" in out
+
+
 def test_warm_up_fails_when_numba_keeps_nothing(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

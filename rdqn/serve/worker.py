@@ -206,21 +206,26 @@ def _kernels() -> list[Any]:
 
 def kernel_cache_dirs() -> list[str]:
     """Where numba keeps the compiled kernels: ``__pycache__`` next to the sources, or a
-    per-user folder when that is not writable (or ``NUMBA_CACHE_DIR``)."""
-    return sorted({kernel._cache._cache_path for kernel in _kernels()})
+    per-user folder when that is not writable (or ``NUMBA_CACHE_DIR``); empty where this numba
+    does not tell (see `kernels_cached`)."""
+    try:
+        return sorted({kernel._cache._cache_path for kernel in _kernels()})
+    except Exception:  # noqa: BLE001 - another numba's internals: nothing to name
+        return []
 
 
-def kernels_cached() -> bool:
+def kernels_cached() -> bool | None:
     """Whether numba's on-disk cache holds machine code for every kernel of this source.
 
     Reads each kernel's cache index (milliseconds); an index written for an older version of
-    the source reads as empty. False on a fresh checkout: the warm-up will compile.
+    the source reads as empty. False on a fresh checkout: the warm-up will compile. None where
+    this numba cannot be asked: numba has no public call for this, and its private cache index
+    (which checks the source's time stamp) may change; the kernels still compile and run.
     """
-    # numba has no public call for this; its index loader checks the source's time stamp.
     try:
         return all(kernel._cache._cache_file._load_index() for kernel in _kernels())
-    except Exception:  # noqa: BLE001 - another numba: say "compiling", the safe guess
-        return False
+    except Exception:  # noqa: BLE001 - another numba: cannot tell
+        return None
 
 
 def warm_up(
@@ -240,7 +245,7 @@ def warm_up(
     """
     torch.set_num_threads(1)
     total = len(parts)
-    compiling = not kernels_cached()
+    compiling = kernels_cached() is not True  # not known: say compiling, the safe guess
     tell = on_progress or (lambda progress: None)
     for done, (name, part) in enumerate(parts):
         if done and between_parts is not None:
