@@ -15,11 +15,13 @@
    chunks of 400 steps; the ratio is the median over rounds of (now / REV).
 
 Usage: python -m benchmarks.bench_buffer [--quick] [--before REV] [--json OUT.json]
+       python -m benchmarks.bench_buffer --table benchmarks/results/buffer.json
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import statistics
 import subprocess
@@ -28,9 +30,11 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from benchmarks.provenance import git_commit
 from rdqn.replay import ProportionalSampler, ReplayBuffer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -160,26 +164,46 @@ def bench_loop(before: str, rounds: int) -> dict[str, object]:
     }
 
 
+def table(results: dict[str, Any]) -> str:
+    """The docs' table (Markdown) from a results file, with the training loop's line when the
+    file has one (``--before``)."""
+    lines = ["| | µs per call | × sampler cycle |", "|---|---:|---:|"]
+    for name, row in results["buffer"].items():
+        lines.append(f"| {name} | {row['us']:.1f} | {row['x_sampler_cycle']:.2f} |")
+    lines += ["", "Medians over the interleaved rounds."]
+    loop = results.get("loop")
+    if loop:
+        lines[-1] += (
+            f" The per-notebook training loop: {loop['steps_per_second_now']:,.0f} env steps/s "
+            f"with this checkout, {loop['steps_per_second_before']:,.0f} at {loop['before']} "
+            f"(×{loop['ratio']:.2f}, the median of {loop['rounds']} alternating rounds' ratios)."
+        )
+    if "commit" in results:
+        lines[-1] += f" Commit {results['commit']}, {results['date']}."
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds and calls")
     parser.add_argument("--before", help="a git revision to compare the training loop with")
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--table", type=Path, help="print the table of a results file and exit")
     args = parser.parse_args()
+    if args.table:
+        print(table(json.loads(args.table.read_text(encoding="utf-8"))), end="")
+        return
     rounds, calls = (3, 2_000) if args.quick else (15, 10_000)
-    results: dict[str, object] = {"buffer": bench_buffer(rounds, calls)}
+    results: dict[str, Any] = {
+        "commit": git_commit(),
+        "date": datetime.date.today().isoformat(),
+        "rounds": rounds,
+        "buffer": bench_buffer(rounds, calls),
+    }
     print(f"Replay buffer around its sampler: N = {CAPACITY:,}, batch {BATCH}, T = 1, medians")
-    print("| | µs per call | × sampler cycle |\n|---|---:|---:|")
-    for name, row in results["buffer"].items():
-        print(f"| {name} | {row['us']:.1f} | {row['x_sampler_cycle']:.2f} |")
     if args.before:
-        loop = bench_loop(args.before, 3 if args.quick else 9)
-        results["loop"] = loop
-        print(
-            f"\nper-notebook loop: {loop['steps_per_second_now']:,.0f} env steps/s now, "
-            f"{loop['steps_per_second_before']:,.0f} at {args.before} "
-            f"(×{loop['ratio']:.2f}: the median of {loop['rounds']} alternating rounds' ratios)"
-        )
+        results["loop"] = bench_loop(args.before, 3 if args.quick else 9)
+    print(table(results), end="")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
 

@@ -12,21 +12,25 @@ torch thread) three ways, interleaved round by round, and compares env steps per
                   pages' fragments refresh)
 
 Usage: python -m benchmarks.bench_dashboard [--seconds 20] [--rounds 3] [--json OUT.json]
+       python -m benchmarks.bench_dashboard --table benchmarks/results/dashboard.json
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import statistics
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
 import rdqn_figures as figures
+from benchmarks.provenance import git_commit
 from rdqn.presets import preset
 from rdqn.serve.handle import RunHandle
 from rdqn.training.telemetry import (
@@ -103,12 +107,35 @@ def measure(pages: list, seconds: float) -> float:
     return (end_steps - start_steps) / (end - start)
 
 
+def table(results: dict[str, Any]) -> str:
+    """The docs' table (Markdown) from a results file: env steps/s, median (range) over the
+    rounds, and the median against headless."""
+    labels = {
+        "live page": "live training page open",
+        "live+internals": "live page and replay-internals page open (nine more figures)",
+    }
+    medians = results["medians"]
+    lines = ["| | env steps/s, median (range) | of headless |", "|---|---:|---:|"]
+    for name, values in results["rates"].items():
+        span = f"{medians[name]:,.0f} ({min(values):,.0f}-{max(values):,.0f})"
+        share = medians[name] / medians["headless"]
+        lines.append(f"| {labels.get(name, name)} | {span} | {share:.1%} |")
+    note = f"Medians of {len(results['rates']['headless'])} interleaved rounds."
+    if "commit" in results:
+        note += f" Commit {results['commit']}, {results['date']}."
+    return "\n".join([*lines, "", note]) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json")
+    parser.add_argument("--table", type=Path, help="print the table of a results file and exit")
     args = parser.parse_args()
+    if args.table:
+        print(table(json.loads(args.table.read_text(encoding="utf-8"))), end="")
+        return
     torch.set_num_threads(1)
     variants = {
         "headless": [],
@@ -123,7 +150,13 @@ def main() -> None:
     for name, rate in medians.items():
         print(f"{name:15s} {rate:7.0f} env steps/s  {rate / medians['headless']:6.1%} of headless")
     if args.json:
-        Path(args.json).write_text(json.dumps({"rates": rates, "medians": medians}, indent=2))
+        results = {
+            "commit": git_commit(),
+            "date": datetime.date.today().isoformat(),
+            "rates": rates,
+            "medians": medians,
+        }
+        Path(args.json).write_text(json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ and, with ``--variants``, what the tuning changed, one thing at a time (`VARIANT
 
 Measured per run: whether and when (env steps, wall seconds) the mean return of 20 consecutive
 episodes first reaches 475, the mean of the last 20 episodes when the run ends (its budget
-spent or its goal reached), env steps per second. Goals (issue 27): 10 of 10 seeds reach 475,
+spent or its goal reached), env steps per second. Goals: 10 of 10 seeds reach 475,
 median time to it at most 15 s, the 20-episode mean at the end at least 400 in 9 of 10.
 
 Usage (the published figures ran at ``nice -n -10`` on the shared 2-core machine):
@@ -37,6 +37,7 @@ import platform
 from pathlib import Path
 from typing import Any
 
+from benchmarks.provenance import git_commit
 from benchmarks.timed_runs import (
     measures,
     median_range,
@@ -85,8 +86,13 @@ def summary(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     return out
 
 
-def table(results: dict[str, Any]) -> str:
-    """The docs' tables (markdown) from a results file: the summary, then seed by seed."""
+def summary_table(results: dict[str, Any]) -> str:
+    """The summary table (Markdown) of a results file, per variant, with its note."""
+    return table(results, seed_by_seed=False)
+
+
+def table(results: dict[str, Any], *, seed_by_seed: bool = True) -> str:
+    """The docs' tables (Markdown) from a results file: the summary, then seed by seed."""
     rows = [
         "| variant | reached 475 | env steps to 475 | CPU s to 475 | wall s to 475 | "
         "20-episode mean at the end | ≥ 400 at the end | env steps per CPU s |",
@@ -106,10 +112,17 @@ def table(results: dict[str, Any]) -> str:
         rows.append("| " + " | ".join(cells) + " |")
     load = results["load_average"]
     seeds = sorted({run["seed"] for runs in results["runs"].values() for run in runs})
+    when = f"{results['date'][:10]}" + (
+        f", commit {results['commit']}" if "commit" in results else ""
+    )
     rows += [
         "",
-        f"Median (min–max) over seeds {', '.join(map(str, seeds))}. Load average (1 minute) "
+        f"Median (min–max) over seeds {_seeds(seeds)}; {when}. Load average (1 minute) "
         f"at the start {load['start'][0]:.1f}, at the end {load.get('end', load['start'])[0]:.1f}.",
+    ]
+    if not seed_by_seed:
+        return "\n".join(rows) + "\n"
+    rows += [
         "",
         "Seed by seed: env steps to 475 (CPU seconds); 20-episode mean at the end.",
         "",
@@ -130,7 +143,14 @@ def table(results: dict[str, Any]) -> str:
             by_seed.setdefault(run["seed"], []).append(f"{cell}; {end}")
     for seed, cells in sorted(by_seed.items()):
         rows.append(f"| {seed} | " + " | ".join(cells) + " |")
-    return "\n".join(rows)
+    return "\n".join(rows) + "\n"
+
+
+def _seeds(seeds: list[int]) -> str:
+    """``0-9`` for a run of consecutive seeds, else the list."""
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(map(str, seeds))
 
 
 def _versions() -> dict[str, str]:
@@ -150,12 +170,13 @@ def main() -> None:
     parser.add_argument("--table", type=Path, help="print the tables of a results file and exit")
     args = parser.parse_args()
     if args.table:
-        print(table(json.loads(args.table.read_text())))
+        print(table(json.loads(args.table.read_text())), end="")
         return
     from rdqn.presets import preset
 
     results: dict[str, Any] = {
         "command": "nice -n -10 python -m benchmarks.bench_demo",
+        "commit": git_commit(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "versions": _versions(),
@@ -180,7 +201,7 @@ def main() -> None:
                 results["summary"] = summary(results["runs"])
                 args.out.parent.mkdir(parents=True, exist_ok=True)
                 args.out.write_text(json.dumps(results, indent=1))
-    print(table(results))
+    print(table(results), end="")
 
 
 if __name__ == "__main__":

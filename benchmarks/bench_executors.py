@@ -14,20 +14,24 @@ Start overhead: seconds from `RunHandle.start` to the first snapshot, for a work
 the warm zygote and for a new Ray actor (a fresh process on some node).
 
 Usage: python -m benchmarks.bench_executors [--seconds 15] [--rounds 3] [--no-ray] [--json OUT]
+       python -m benchmarks.bench_executors --table benchmarks/results/executors.json
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 
+from benchmarks.provenance import git_commit
 from rdqn.presets import preset
 from rdqn.runs.store import RunStore
 from rdqn.serve.executors import Executor, ProcessExecutor
@@ -83,13 +87,54 @@ def start_overhead(executor: Executor, store: RunStore) -> float:
     return elapsed
 
 
+def _span(values: list[float], fmt: str) -> str:
+    low, high = format(min(values), fmt), format(max(values), fmt)
+    return f"{format(statistics.median(values), fmt)} ({low}-{high})"
+
+
+def table(results: dict[str, Any]) -> str:
+    """The docs' table (Markdown) from a results file: env steps/s, median (range) over the
+    rounds, each against the in-process loop (or, for two runs, against one)."""
+    rates, medians = results["rates"], results["medians"]
+    labels = {
+        "in-process": "the loop in this process, nothing relayed",
+        "1 worker": "one run in a worker process, snapshots relayed",
+        "2 workers": "two runs in two worker processes, total",
+        "1 Ray actor": "one run as a Ray actor, writes relayed",
+        "2 Ray actors": "two Ray actors, total",
+    }
+    lines = ["| | env steps/s, median (range) | against |", "|---|---:|---:|"]
+    for name, values in rates.items():
+        if name.startswith("2 "):
+            one = "1 worker" if name == "2 workers" else "1 Ray actor"
+            against = f"{medians[name] / medians[one]:.2f} × {one}"
+        else:
+            against = f"{medians[name] / medians['in-process']:.1%} of in-process"
+        lines.append(f"| {labels.get(name, name)} | {_span(values, ',.0f')} | {against} |")
+    starts = results["starts"]
+    note = [
+        f"Medians of {len(rates['in-process'])} interleaved rounds. Start to the first snapshot: "
+        + ", ".join(f"{name} {_span(values, '.2f')} s" for name, values in starts.items())
+    ]
+    if "ray_init_seconds" in results:
+        note.append(f"; the local Ray instance's start {results['ray_init_seconds']:.1f} s")
+    note.append(".")
+    if "commit" in results:
+        note.append(f" Commit {results['commit']}, {results['date']}.")
+    return "\n".join([*lines, "", "".join(note)]) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-ray", action="store_true", help="leave out the Ray variants")
     parser.add_argument("--json")
+    parser.add_argument("--table", type=Path, help="print the table of a results file and exit")
     args = parser.parse_args()
+    if args.table:
+        print(table(json.loads(args.table.read_text(encoding="utf-8"))), end="")
+        return
     torch.set_num_threads(1)
     store = RunStore(Path(tempfile.mkdtemp(prefix="rdqn-bench-")) / "rdqn.db")
     process = ProcessExecutor(capacity=2)
@@ -133,7 +178,13 @@ def main() -> None:
     for name, seconds in start_medians.items():
         print(f"start to first snapshot, {name}: {seconds:.2f} s")
     if args.json:
-        result = {"rates": rates, "medians": medians, "starts": starts}
+        result = {
+            "commit": git_commit(),
+            "date": datetime.date.today().isoformat(),
+            "rates": rates,
+            "medians": medians,
+            "starts": starts,
+        }
         if ray is not None:
             result["ray_init_seconds"] = ray_init
         Path(args.json).write_text(json.dumps(result, indent=2))

@@ -10,11 +10,13 @@
 Every comparison interleaves its variants round by round and reports medians.
 
 Usage: python -m benchmarks.bench_learner [--quick] [--json OUT.json]
+       python -m benchmarks.bench_learner --table benchmarks/results/learner.json
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import statistics
 import tempfile
@@ -26,6 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from benchmarks.provenance import git_commit
 from rdqn.presets import preset
 from rdqn.runs.store import RunStore
 from rdqn.runs.writer import RunWriter
@@ -188,40 +191,59 @@ def bench_store(steps: int, rounds: int) -> dict[str, float]:
     }
 
 
+def table(results: dict[str, Any]) -> str:
+    """The docs' table (Markdown) from a results file, and where the per-notebook loop's time
+    goes."""
+    e14, per, store = results["e14"], results["per_notebook"], results["store"]
+    lines = [
+        "| measure | result | target |",
+        "|---|---:|---:|",
+        "| e14 (recurrent, batch 128, T = 8): replay work (sample + priority update) / network "
+        f"update | {e14['replay_share_of_update']:.2%} | ≤ 5 % |",
+        "| e14: whole loop (env step + act + store + learn) / bare network update rate "
+        f"| {e14['loop_over_bare']:.1%} | ≥ 85 % |",
+        "| per-notebook on CartPole, one update per step: env steps/s "
+        f"| {per['env_steps_per_s']:,.0f} | ≥ 1,000 |",
+        "| the same loop with the autograd update instead of the fused one "
+        f"| {per['env_steps_per_s_autograd']:,.0f} | |",
+        "| per-notebook: bare network updates/s, fused / autograd "
+        f"| {per['bare_updates_per_s']:,.0f} / {per['bare_updates_per_s_autograd']:,.0f} | |",
+        "| run store (SQLite, batched writes): time spent inside the writer "
+        f"| {store['writer_share']:.2%} | ≤ 2 % |",
+        "| run store: steps/s with the store vs without (includes all other noise) "
+        f"| {store['slowdown']:.1%} slower | |",
+    ]
+    shares = {k[6:]: v for k, v in per.items() if k.startswith("share_")}
+    note = (
+        f"Fused / autograd: ×{per['update_speedup']:.1f} the bare update, "
+        f"×{per['loop_speedup']:.1f} the whole loop. Of the per-notebook loop's measured time: "
+        + ", ".join(f"{name} {share:.0%}" for name, share in shares.items())
+        + "."
+    )
+    if "commit" in results:
+        note += f" Commit {results['commit']}, {results['date']}."
+    return "\n".join([*lines, "", note]) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json")
+    parser.add_argument("--table", type=Path, help="print the table of a results file and exit")
     args = parser.parse_args()
+    if args.table:
+        print(table(json.loads(args.table.read_text(encoding="utf-8"))), end="")
+        return
     torch.set_num_threads(1)
     rounds = 3 if args.quick else 5
     results = {
+        "commit": git_commit(),
+        "date": datetime.date.today().isoformat(),
         "e14": bench_e14(updates=10 if args.quick else 40, rounds=rounds),
         "per_notebook": bench_per_notebook(steps=300 if args.quick else 2_000, rounds=rounds),
         "store": bench_store(steps=300 if args.quick else 2_000, rounds=rounds),
     }
-    e14 = results["e14"]
-    print("e14 learner (recurrent, batch 128, T=8, 1 torch thread)")
-    print(f"  bare network update      {e14['bare_updates_per_s']:8.1f} updates/s")
-    print(f"  whole loop               {e14['loop_updates_per_s']:8.1f} updates/s")
-    print(f"  loop / bare update       {e14['loop_over_bare']:8.1%}   (target >= 85%)")
-    print(f"  replay work / update     {e14['replay_share_of_update']:8.2%}   (target <= 5%)")
-    per = results["per_notebook"]
-    print("per-notebook on CartPole-v1, one update per step")
-    print(f"  env steps/s              {per['env_steps_per_s']:8.0f}   (target >= 1,000)")
-    print(f"  bare updates/s alone     {per['bare_updates_per_s']:8.0f}   (the ceiling)")
-    print(f"  autograd: env steps/s    {per['env_steps_per_s_autograd']:8.0f}")
-    print(f"  autograd: bare updates/s {per['bare_updates_per_s_autograd']:8.0f}")
-    print(
-        f"  fused / autograd         {per['loop_speedup']:8.1f}x loop, "
-        f"{per['update_speedup']:.1f}x update"
-    )
-    shares = {k[6:]: v for k, v in per.items() if k.startswith("share_")}
-    print("  time shares              " + ", ".join(f"{k} {v:.0%}" for k, v in shares.items()))
-    store = results["store"]
-    print("run store (SQLite, batched writes)")
-    print(f"  time inside the writer   {store['writer_share']:8.2%}   (target <= 2%)")
-    print(f"  steps/s ratio slowdown   {store['slowdown']:8.2%}   (noisy: everything else too)")
+    print(table(results), end="")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
 

@@ -2,9 +2,6 @@
 
 Experiments:
 
-  cartpole  `per-notebook` on CartPole-v1, 100,000 env steps, 5 seeds, proportional vs uniform:
-            does the mean return of 20 consecutive episodes reach 475? (The docs' table comes
-            from ``python -m rdqn experiment per-notebook``, the same runs with probes.)
   cliffwalk Blind Cliffwalk at n = 8 and 12, 5 seeds, from a memory of random-policy episodes:
             a random behaviour policy fills it with 10 * 2^n env steps, then it is held fixed
             while the `paper` preset's learner (batch 32) replays it; learner updates until
@@ -13,15 +10,16 @@ Experiments:
             ``python -m rdqn experiment cliffwalk``.
   memory    velocity-masked CartPole: `e14` (recurrent, window 8) vs `per-notebook`'s MLP.
   cartpole-sweep
-            the cartpole check, proportional only, for variants of the preset (Double DQN,
-            learning rate, target period): how robust is reaching 475?
+            `per-notebook` on CartPole-v1, 100,000 env steps, 5 seeds, proportional replay, for
+            variants of the preset (Double DQN, learning rate, target period): how robust is
+            reaching a 20-episode mean return of 475? (Proportional against uniform replay at
+            the preset itself is ``python -m rdqn experiment per-notebook``.)
 
 Runs execute in parallel worker processes (one torch thread each). Results go to a JSON file;
 ``--table`` prints the docs' Markdown table of a results file (`rdqn.experiments.tables`)
 instead of running anything.
 
 Usage (R = benchmarks/results):
-    python -m benchmarks.bench_learning cartpole --workers 2 --out R/cartpole.json
     python -m benchmarks.bench_learning cliffwalk --out R/cliffwalk_random_memory.json
     python -m benchmarks.bench_learning memory --seeds 5 --out R/memory.json
     python -m benchmarks.bench_learning cartpole-sweep --out R/cartpole_sweep.json
@@ -38,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from benchmarks.provenance import git_commit
 
 SEEDS = (0, 1, 2, 3, 4)
 
@@ -138,28 +138,6 @@ def run_cliffwalk(job: dict[str, Any]) -> dict[str, Any]:
         "final_error": error,
         "updates": updates,
     }
-
-
-def cartpole_jobs(steps: int) -> list[dict[str, Any]]:
-    from rdqn.presets import preset
-
-    jobs = []
-    for scheme in ("proportional", "uniform"):
-        for seed in SEEDS:
-            config = preset("per-notebook").with_overrides(
-                {"replay.scheme": scheme, "seed": seed, "train.total_steps": steps}
-            )
-            jobs.append(
-                {
-                    "kind": "curve",
-                    "task": "CartPole-v1",
-                    "scheme": scheme,
-                    "seed": seed,
-                    "threshold": 475.0,
-                    "config": config.to_dict(),
-                }
-            )
-    return jobs
 
 
 def cartpole_sweep_jobs(steps: int) -> list[dict[str, Any]]:
@@ -271,7 +249,7 @@ TABLES = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("experiment", choices=["cartpole", "cartpole-sweep", "cliffwalk", "memory"])
+    parser.add_argument("experiment", choices=["cartpole-sweep", "cliffwalk", "memory"])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--steps", type=int, default=None, help="env steps per run")
     parser.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (memory: 3)")
@@ -288,9 +266,7 @@ def main() -> None:
         results = json.loads(Path(args.out).read_text(encoding="utf-8"))
         print(getattr(tables, TABLES[args.experiment])(results), end="")
         return
-    if args.experiment == "cartpole":
-        jobs = cartpole_jobs(args.steps or 100_000)
-    elif args.experiment == "cartpole-sweep":
+    if args.experiment == "cartpole-sweep":
         jobs = cartpole_sweep_jobs(args.steps or 100_000)
     elif args.experiment == "cliffwalk":
         jobs = cliffwalk_jobs((8, 12))
@@ -298,9 +274,11 @@ def main() -> None:
         jobs = memory_jobs(args.steps or 40_000, tuple(range(args.seeds or 3)))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    commit = git_commit()
     results = []
     with mp.get_context("spawn").Pool(args.workers) as pool:
         for result in pool.imap_unordered(_run, jobs):
+            result["commit"] = commit
             results.append(result)
             keys = (
                 "task",

@@ -20,18 +20,21 @@ Last, what each watching session pays per redraw for the two charts once they ar
 figures every session shares (`dashboard.shared_figures`: the dict is made once per snapshot).
 
 Usage: python -m benchmarks.bench_live_curves [--rounds 5] [--json OUT.json]
+       python -m benchmarks.bench_live_curves --table benchmarks/results/live_curves.json
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime
 import json
 import math
 import statistics
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 import numpy as np
@@ -40,6 +43,7 @@ import plotly.io as pio
 from plotly.tools import return_figure_from_figure_or_data
 
 import rdqn_figures as figures
+from benchmarks.provenance import git_commit
 from dashboard.shared_figures import FrozenFigure
 from rdqn_figures import _base, curves
 
@@ -142,11 +146,39 @@ def synthetic_run(episodes: int, seed: int = 0) -> dict[str, np.ndarray]:
     }
 
 
+def table(results: dict[str, Any] | list[dict[str, Any]]) -> str:
+    """The docs' table (Markdown) from a results file (older files: the list of rows alone)."""
+    rows = results["rows"] if isinstance(results, dict) else results
+    lines = [
+        "| episodes | build + serialise, whole | thinned | bytes per refresh, whole | thinned "
+        "| `to_json`, json | orjson | per session, own figures | shared figures |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['episodes']:,} | {row['whole_ms']:.1f} ms "
+            f"| {row['thinned_ms']:.1f} ms ({row['whole_ms'] / row['thinned_ms']:.1f}×) "
+            f"| {row['whole_kb']:,.0f} kB "
+            f"| {row['thinned_kb']:,.0f} kB ({row['whole_kb'] / row['thinned_kb']:.0f}×) "
+            f"| {row['to_json_json_ms']:.1f} ms | {row['to_json_orjson_ms']:.1f} ms "
+            f"| {row['session_plain_ms']:.1f} ms | {row['session_shared_ms']:.2f} ms |"
+        )
+    loss = {row["loss_points"] for row in rows}
+    note = f"Medians over the rounds; the loss log at {', '.join(f'{n:,}' for n in loss)} points."
+    if isinstance(results, dict):
+        note += f" {results['rounds']} rounds; commit {results['commit']}, {results['date']}."
+    return "\n".join([*lines, "", note]) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--table", type=Path, help="print the table of a results file and exit")
     args = parser.parse_args()
+    if args.table:
+        print(table(json.loads(args.table.read_text(encoding="utf-8"))), end="")
+        return
     rows = []
     for episodes in EPISODES:
         run = synthetic_run(episodes)
@@ -182,7 +214,13 @@ def main() -> None:
         )
     print(f"(at most {_base.CURVE_POINTS} samples per trace, markers up to {curves.MAX_MARKERS})")
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+        results = {
+            "commit": git_commit(),
+            "date": datetime.date.today().isoformat(),
+            "rounds": args.rounds,
+            "rows": rows,
+        }
+        args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -21,11 +21,13 @@ it starts.
 
 Usage: python -m benchmarks.bench_page_load [--executors thread process] [--runs 0 1 2 3]
        [--repeats 3] [--timeout 60] [--watching] [--json OUT.json]
+       python -m benchmarks.bench_page_load --table benchmarks/results/page_load.json
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import statistics
@@ -38,6 +40,7 @@ from typing import Any
 from playwright.sync_api import Browser, Page, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
+from benchmarks.provenance import git_commit
 from harness.chromium import CHROMIUM, CHROMIUM_ARGS
 from harness.dashboard_server import start_dashboard
 
@@ -156,6 +159,39 @@ def _p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20)[-1] if len(values) >= 2 else float("nan")
 
 
+def table(results: dict[str, Any]) -> str:
+    """The docs' table (Markdown) from a results file: per number of runs already training,
+    medians over the sessions of *served* and *run seen* for each executor, and the open page's
+    refresh intervals (median / p95) with worker processes."""
+    executors = [e for e in ("thread", "process") if e in results] or list(results)
+    executors = [e for e in executors if isinstance(results[e], dict)]
+    names = {"thread": "threads", "process": "processes"}
+    header = ["runs training"]
+    header += [f"served, {names.get(e, e)}" for e in executors]
+    header += [f"run seen, {names.get(e, e)}" for e in executors]
+    last = executors[-1]
+    header.append(f"refresh interval, {names.get(last, last)} (median / p95)")
+    lines = ["| " + " | ".join(header) + " |", "|" + "---:|" * len(header)]
+    for count in results[executors[0]]:
+        rows = {e: results[e].get(count) for e in executors}
+        cells = [count]
+        for key in ("served", "loads"):
+            cells += [
+                "–" if rows[e] is None else f"{statistics.median(rows[e][key]):.1f} s"
+                for e in executors
+            ]
+        intervals = (rows[last] or {}).get("refresh_intervals") or []
+        cells.append(
+            f"{statistics.median(intervals):.2f} / {_p95(intervals):.2f} s" if intervals else "–"
+        )
+        lines.append("| " + " | ".join(cells) + " |")
+    sessions = len(results[executors[0]][next(iter(results[executors[0]]))]["loads"])
+    note = f"Medians of {sessions} sessions."
+    if "commit" in results:
+        note += f" Commit {results['commit']}, {results['date']}."
+    return "\n".join([*lines, "", note]) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--executors", nargs="+", default=["thread", "process"])
@@ -166,11 +202,18 @@ def main() -> None:
         "--watching", action="store_true", help="keep the other sessions on the live page"
     )
     parser.add_argument("--json")
+    parser.add_argument("--table", type=Path, help="print the table of a results file and exit")
     args = parser.parse_args()
-    results = {
+    if args.table:
+        print(table(json.loads(args.table.read_text(encoding="utf-8"))), end="")
+        return
+    results: dict[str, Any] = {
         executor: measure_executor(executor, args.runs, args.repeats, args.timeout, args.watching)
         for executor in args.executors
     }
+    results["commit"] = git_commit()
+    results["date"] = datetime.date.today().isoformat()
+    print(table(results), end="")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
 

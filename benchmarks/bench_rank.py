@@ -4,20 +4,28 @@ A cycle is what the learner does per update: a stratified `sample(N, 128, beta, 
 P(i), IS weights), then `update_priorities` with 128 new |delta|. Both samplers are filled to N
 slots with |delta| ~ |N(0, 1)|, the new ones drawn alike (a steady state), and warmed up; the
 two run in the same process, interleaved round by round, and each figure is the median over the
-rounds, so the ratio rank / proportional holds even on a noisy shared machine.
+rounds, so the ratio rank / proportional holds even on a noisy shared machine. The ratio's range is
+over the rounds' own ratios.
 
-Usage: python -m benchmarks.bench_rank [--quick]
+Usage: python -m benchmarks.bench_rank [--quick] [--out benchmarks/results/rank.json]
+       python -m benchmarks.bench_rank --table benchmarks/results/rank.json
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
+import os
 import platform
 import statistics
 import time
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from benchmarks.provenance import git_commit
 from rdqn.replay import ProportionalSampler, RankBasedSampler, Sampler
 
 BATCH = 128
@@ -40,8 +48,8 @@ def run_cycles(sampler: Sampler, n: int, news: np.ndarray, rng: np.random.Genera
         sampler.update_priorities(draw.indices, magnitudes)
 
 
-def bench(log2n: int, rounds: int, cycles: int) -> dict[str, float]:
-    """Median µs per cycle of each sampler at N = 2^log2n, interleaved round by round."""
+def bench(log2n: int, rounds: int, cycles: int) -> dict[str, list[float]]:
+    """µs per cycle of each sampler at N = 2^log2n in every round, interleaved round by round."""
     n = 1 << log2n
     rng = np.random.default_rng(log2n)
     samplers = {
@@ -60,29 +68,81 @@ def bench(log2n: int, rounds: int, cycles: int) -> dict[str, float]:
             start = time.perf_counter()
             run_cycles(sampler, n, round_news, rng)
             times[name].append((time.perf_counter() - start) / cycles * 1e6)
-    return {name: statistics.median(values) for name, values in times.items()}
+    return times
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def table(results: dict[str, Any]) -> str:
+    """The docs' table (Markdown) from a results file: medians over the rounds, the ratio's
+    range over the rounds' own ratios."""
+    lines = [
+        "| N | proportional (µs/cycle) | rank (µs/cycle) | rank / proportional, median (range) |",
+        "|---|---:|---:|---:|",
+    ]
+    for row in results["sizes"]:
+        ratio = row["ratio"]
+        lines.append(
+            f"| 2^{row['log2n']} | {row['proportional']['median']:.1f} "
+            f"| {row['rank']['median']:.1f} "
+            f"| {ratio['median']:.2f} ({ratio['min']:.2f}-{ratio['max']:.2f}) |"
+        )
+    lines += [
+        "",
+        f"{results['rounds']} interleaved rounds of {results['cycles']:,} cycles, median µs per "
+        f"cycle; {results['date']}, commit {results['commit']}, load average "
+        f"{results['load_average'][0]:.1f} at the start.",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
+    parser.add_argument("--out", type=Path, help="write the results JSON here")
+    parser.add_argument("--table", type=Path, help="print the table of a results file and exit")
     args = parser.parse_args()
+    if args.table:
+        print(table(json.loads(args.table.read_text(encoding="utf-8"))), end="")
+        return
     rounds, cycles = (3, 200) if args.quick else (11, 1000)
-    print(f"python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}")
+    results: dict[str, Any] = {
+        "command": "python -m benchmarks.bench_rank" + (" --quick" if args.quick else ""),
+        "date": datetime.date.today().isoformat(),
+        "commit": git_commit(),
+        "versions": {"python": platform.python_version(), "numpy": np.__version__},
+        "machine": {"machine": platform.machine(), "cpus": os.cpu_count()},
+        "load_average": list(os.getloadavg()),
+        "rounds": rounds,
+        "cycles": cycles,
+        "sizes": [],
+    }
     print(f"{rounds} interleaved rounds of {cycles} cycles; median µs per cycle")
-    rows = []
     for log2n in SIZES:
-        result = bench(log2n, rounds, cycles)
-        ratio = result["rank"] / result["proportional"]
-        rows.append((log2n, result["proportional"], result["rank"], ratio))
+        times = bench(log2n, rounds, cycles)
+        ratios = [r / p for r, p in zip(times["rank"], times["proportional"], strict=True)]
+        row = {
+            "log2n": log2n,
+            "us_per_cycle": times,
+            "proportional": _spread(times["proportional"]),
+            "rank": _spread(times["rank"]),
+            "ratio": _spread(ratios),
+        }
+        results["sizes"].append(row)
         print(
-            f"N = 2^{log2n}: proportional {result['proportional']:7.1f} µs, "
-            f"rank {result['rank']:7.1f} µs, rank / proportional {ratio:.2f}"
+            f"N = 2^{log2n}: proportional {row['proportional']['median']:7.1f} µs, "
+            f"rank {row['rank']['median']:7.1f} µs, rank / proportional "
+            f"{row['ratio']['median']:.2f}",
+            flush=True,
         )
-    print("\n| N | proportional (µs/cycle) | rank (µs/cycle) | rank / proportional |")
-    print("|---|---:|---:|---:|")
-    for log2n, proportional, rank, ratio in rows:
-        print(f"| 2^{log2n} | {proportional:.1f} | {rank:.1f} | {ratio:.2f} |")
+    print()
+    print(table(results), end="")
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        print(f"written to {args.out}")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ Rounds interleave every implementation of both processes at every size; the tabl
 median over rounds of the mean time per cycle.
 
 Usage: python -m benchmarks.bench_replay [--quick] [--json OUT.json] [--peer-python PATH]
+       python -m benchmarks.bench_replay --table benchmarks/results/replay.json
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import numpy as np
 from benchmarks.peers.driver import Worker
 from benchmarks.peers.numpy_references import REFERENCES
 from benchmarks.peers.protocol import ALPHA, BATCH, BETA, EPS, LOG2_SIZES, initial_magnitudes
+from benchmarks.provenance import git_commit
 from rdqn.replay import ProportionalSampler, ReplayBuffer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -291,6 +293,29 @@ def cycle_table(cycle: dict) -> str:
     return "\n".join(lines)
 
 
+def table(results: dict) -> str:
+    """The docs' tables (Markdown) from a results file: the PER cycle (`cycle_table`), then
+    window sampling and the memory of a full buffer."""
+    lines = [
+        cycle_table(results["cycle"]),
+        "",
+        "| ReplayBuffer, 50,000 transitions of 4 float32 | |",
+        "|---|---:|",
+    ]
+    for name, us in results["sample_us"].items():
+        lines.append(f"| {name.replace('x 4 floats', 'x 4 float32')}: µs per call | {us:.1f} |")
+    for name, m in results["memory"].items():
+        lines.append(
+            f"| full buffer, {name}: bytes per item (share of 2.2 × N × obs + 96 N) "
+            f"| {m['bytes_per_item']:.1f} ({m['fraction_of_budget']:.0%}) |"
+        )
+    note = f"{results['date']}, `{results['command']}`"
+    if "commit" in results:
+        note += f", commit {results['commit']}"
+    lines += ["", note + "."]
+    return "\n".join(lines) + "\n"
+
+
 def bench_window_sample(rounds: int, calls: int) -> dict[str, float]:
     """µs per ReplayBuffer.sample(128) with T=8 windows of 4 floats from 50,000 transitions."""
     rng = np.random.default_rng(0)
@@ -352,7 +377,11 @@ def main() -> None:
     parser.add_argument(
         "--peer-python", type=Path, default=PEER_PYTHON, help="the peer venv's python"
     )
+    parser.add_argument("--table", type=Path, help="print the tables of a results file and exit")
     args = parser.parse_args()
+    if args.table:
+        print(table(json.loads(args.table.read_text(encoding="utf-8"))), end="")
+        return
     rounds, calls = (3, 200) if args.quick else (9, 2000)
     command = "python -m benchmarks.bench_replay" + (" --quick" if args.quick else "")
     date = datetime.date.today().isoformat()
@@ -360,6 +389,7 @@ def main() -> None:
     results = {
         "date": date,
         "command": command,
+        "commit": git_commit(),
         "versions": {
             "python": platform.python_version(),
             "numpy": np.__version__,

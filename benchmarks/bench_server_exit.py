@@ -8,6 +8,7 @@ relies on: the run was recorded `stopped` with the reason "stopped: the server s
 a fresh run folder; traffic stays on 127.0.0.1 and the script stops everything it starts.
 
 Usage: python -m benchmarks.bench_server_exit [--repeats 5] [--json OUT.json]
+       python -m benchmarks.bench_server_exit --table benchmarks/results/server_exit.json
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import os
 import signal
 import sqlite3
 import statistics
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -26,6 +26,7 @@ from typing import Any
 
 from playwright.sync_api import sync_playwright
 
+from benchmarks.provenance import git_commit
 from harness.chromium import CHROMIUM, CHROMIUM_ARGS
 from harness.dashboard_server import start_dashboard
 
@@ -73,11 +74,34 @@ def one_exit(browser: Any) -> dict[str, Any]:
     return {"seconds": seconds, "exit_code": code, "runs": rows, "workers_outlived": outlived}
 
 
+def table(results: dict[str, Any]) -> str:
+    """The docs' table (Markdown) from a results file."""
+    trials = results["trials"]
+    stopped = sum(
+        [list(run) for run in t["runs"]] == [["stopped", "stopped: the server shut down"]]
+        for t in trials
+    )
+    outlived = sum(len(t["workers_outlived"]) for t in trials)
+    return (
+        "| repeats | seconds to exit, median (range) | runs recorded `stopped: the server shut "
+        "down` | workers outliving the server |\n"
+        "|---:|---:|---:|---:|\n"
+        f"| {len(trials)} | {results['median_s']:.2f} ({results['min_s']:.2f}-"
+        f"{results['max_s']:.2f}) | {stopped} of {len(trials)} | {outlived} |\n\n"
+        f"Commit {results['commit']}, {results['date']}, load average "
+        f"{results['load_average'][0]:.1f} at the end.\n"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", default="benchmarks/results/server_exit.json")
+    parser.add_argument("--table", type=Path, help="print the table of a results file and exit")
     args = parser.parse_args()
+    if args.table:
+        print(table(json.loads(args.table.read_text(encoding="utf-8"))), end="")
+        return
     trials = []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -92,9 +116,7 @@ def main() -> None:
     seconds = [t["seconds"] for t in trials]
     results = {
         "what": "seconds from SIGINT to the server's exit, one run training",
-        "commit": subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-        ).stdout.strip(),
+        "commit": git_commit(),
         "date": time.strftime("%Y-%m-%d"),
         "load_average": os.getloadavg(),
         "median_s": statistics.median(seconds),

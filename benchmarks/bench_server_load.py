@@ -494,6 +494,13 @@ def summarise(steps: list[dict[str, Any]], sessions: list[int]) -> dict[str, Any
     }
 
 
+def docs_table(results: dict[str, Any]) -> str:
+    """`table` with the summary derived again from the steps, as this version derives it (what
+    ``--table`` prints, and the docs show)."""
+    again = {**results, "summary": summarise(results["steps"], results["settings"]["sessions"])}
+    return table(again) + "\n"
+
+
 def table(results: dict[str, Any]) -> str:
     """The table of docs/performance.md, from a results file."""
     summary = results["summary"]
@@ -680,10 +687,8 @@ def main() -> int:
     parser.add_argument("--table", action="store_true", help="print the table of --out; no run")
     parser.add_argument("--keep", action="store_true", help="keep the temporary RDQN_HOME")
     args = parser.parse_args()
-    if args.table:  # the summary is derived again from the steps, as this version derives it
-        results = json.loads(Path(args.out).read_text(encoding="utf-8"))
-        results["summary"] = summarise(results["steps"], results["settings"]["sessions"])
-        print(table(results))
+    if args.table:
+        print(docs_table(json.loads(Path(args.out).read_text(encoding="utf-8"))), end="")
         return 0
     args.sessions = sorted(set(args.sessions))
     if len(os.sched_getaffinity(0) & {args.server_core, args.other_core}) < 2:

@@ -68,6 +68,7 @@ from typing import Any
 
 from playwright.sync_api import sync_playwright
 
+from benchmarks.provenance import git_commit
 from harness.chromium import CHROMIUM, CHROMIUM_ARGS
 from harness.dashboard_server import ROOT, free_port
 from harness.live_page import run_on_screen
@@ -403,9 +404,7 @@ def measure(repeats: int, timeout: float, solve: bool) -> dict[str, Any]:
             browser.close()
     return {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "commit": subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-        ).stdout.strip(),
+        "commit": git_commit(),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "loadavg": list(os.getloadavg()),
         "command": "python -m benchmarks.bench_server_start " + " ".join(sys.argv[1:]),

@@ -30,7 +30,7 @@ in `rdqn.serve.worker.lower_priority`), so the command runs at -20 for the trial
 
     nice -n -20 python -m benchmarks.bench_sweep --json benchmarks/results/sweep_scaling.json
     python -m benchmarks.bench_sweep --table benchmarks/results/sweep_scaling.json
-        # rewrites the table in docs/sweeps.md from the results file
+        # prints the table; `python -m benchmarks.doc_tables --write` puts it in docs/sweeps.md
 """
 
 from __future__ import annotations
@@ -48,15 +48,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.provenance import git_commit
 from rdqn.runs.store import RunStore
 from rdqn.serve.executors import Executor, ProcessExecutor
 from rdqn.serve.registry import RunRegistry
 from rdqn.serve.worker import lower_priority
 from rdqn.sweeps import SweepSpec, run_sweep
 
-ROOT = Path(__file__).resolve().parents[1]
-DOCS = ROOT / "docs" / "sweeps.md"
-START, END = "<!-- sweep_scaling:start -->", "<!-- sweep_scaling:end -->"
 COMMAND = (
     "nice -n -20 python -m benchmarks.bench_sweep --json benchmarks/results/sweep_scaling.json"
 )
@@ -257,18 +255,9 @@ def table(result: dict[str, Any]) -> str:
     if startup.get("Ray instance start") is not None:
         once += f", a local Ray instance's start {startup['Ray instance start']:.1f} s"
     lines += [f"{once}.", "", f"Command: `{result['command']}`"]
-    return "\n".join(lines)
-
-
-def write_table(results: Path) -> None:
-    text = DOCS.read_text(encoding="utf-8")
-    if START not in text or END not in text:
-        raise SystemExit(f"{DOCS} has no {START} ... {END} block")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    block = table(json.loads(results.read_text(encoding="utf-8")))
-    DOCS.write_text(f"{head}{START}\n{block}\n{END}{tail}", encoding="utf-8")
-    print(f"table in {DOCS} rewritten from {results}")
+    if "commit" in result:
+        lines[-1] += f"; commit {result['commit']}."
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
@@ -280,13 +269,14 @@ def main() -> None:
     )
     parser.add_argument("--no-ray", action="store_true", help="leave out Ray")
     parser.add_argument("--json", help="write the results here")
-    parser.add_argument("--table", metavar="RESULTS", help="rewrite the docs' table from a file")
+    parser.add_argument("--table", metavar="RESULTS", help="print the table of a results file")
     args = parser.parse_args()
     if args.table:
-        write_table(Path(args.table))
+        print(table(json.loads(Path(args.table).read_text(encoding="utf-8"))), end="")
         return
     result = run(args)
-    print(table(result))
+    result["commit"] = git_commit()
+    print(table(result), end="")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
         print(f"written to {args.json}", file=sys.stderr)

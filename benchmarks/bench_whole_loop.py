@@ -35,6 +35,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from benchmarks.provenance import git_commit
 from benchmarks.timed_runs import (
     measures,
     median_range,
@@ -118,9 +119,11 @@ def table(results: dict[str, Any]) -> str:
     rows.append(
         f"Seeds {seeds}; {results['steps']:,} env steps per run; median (min–max); × SB3: the "
         f"ratio seed by seed. Load average (1 minute) at the start {load['start'][0]:.1f}, at "
-        f"the end {load.get('end', load['start'])[0]:.1f}. CleanRL: {results['cleanrl']}."
+        f"the end {load.get('end', load['start'])[0]:.1f}"
+        + (f"; commit {results['commit']}" if "commit" in results else "")
+        + f". CleanRL: {results['cleanrl']}."
     )
-    return "\n".join(rows)
+    return "\n".join(rows) + "\n"
 
 
 def _versions() -> dict[str, str]:
@@ -139,12 +142,13 @@ def main() -> None:
     parser.add_argument("--table", type=Path, help="print the table of a results file and exit")
     args = parser.parse_args()
     if args.table:
-        print(table(json.loads(args.table.read_text())))
+        print(table(json.loads(args.table.read_text())), end="")
         return
     if not args.sb3_python.exists():
         parser.error(f"{args.sb3_python} is missing: {SETUP_HINT}")
     results: dict[str, Any] = {
         "command": "nice -n -10 python -m benchmarks.bench_whole_loop",
+        "commit": git_commit(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "versions": _versions(),
@@ -177,7 +181,7 @@ def main() -> None:
                 results["summary"] = summary(results["runs"])
                 args.out.parent.mkdir(parents=True, exist_ok=True)
                 args.out.write_text(json.dumps(results, indent=1))
-    print(table(results))
+    print(table(results), end="")
 
 
 if __name__ == "__main__":

@@ -42,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.provenance import git_commit
+
 PRESET = "chain-lesson"
 SEEDS = tuple(range(10))
 PAGE_SEEDS = (0, 1, 2)
@@ -258,6 +260,7 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {
         "preset": PRESET,
+        "commit": git_commit(),
         "machine": {
             "cores": os.cpu_count(),
             "python": platform.python_version(),

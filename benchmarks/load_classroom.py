@@ -63,6 +63,7 @@ import numpy as np
 from playwright.async_api import Browser, Locator, Page, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
+from benchmarks.provenance import git_commit
 from harness.chromium import CHROMIUM, CHROMIUM_ARGS
 from harness.dashboard_server import start_dashboard
 
@@ -990,6 +991,75 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def comparison_table(*results: dict[str, Any]) -> str:
+    """The docs' table (Markdown): one column per results file (30 and 10 sessions, say)."""
+
+    def p50_p95(result: dict[str, Any], key: str) -> str:
+        cell = result["latency_s"].get(key) or {}
+        if not cell.get("n"):
+            return "–"
+        return (
+            f"{cell['p50']:.2f} / {cell['p95']:.2f} s"
+            if key == "update_interval"
+            else (f"{cell['p50']:.1f} / {cell['p95']:.1f} s")
+        )
+
+    def server(result: dict[str, Any], key: str, fmt: str) -> str:
+        s = result["server"]
+        return " / ".join(format(s[phase][key], fmt) for phase in ("baseline", "peak", "after"))
+
+    def clean(result: dict[str, Any]) -> str:
+        log = result["server_log"]
+        leaked = len(result["leaked_after_server_exit"])
+        return f"{log['tracebacks']}, {log['http_5xx_count']}, {leaked}"
+
+    rows = [
+        (
+            "got the page within the timeout",
+            lambda r: f"{r['sessions']['got_page']} of {r['sessions']['opened']}",
+        ),
+        ("page load, p50 / p95", lambda r: p50_p95(r, "page_load")),
+        ("Start → run training or queued, p50 / p95", lambda r: p50_p95(r, "run_shown")),
+        ("reload → live page on screen, p50 / p95", lambda r: p50_p95(r, "reload")),
+        (
+            "kept its run after the reload",
+            lambda r: f"{r['sessions']['run_kept_after_reload']} of {r['sessions']['reloaded']}",
+        ),
+        ("interval between page updates, p50 / p95", lambda r: p50_p95(r, "update_interval")),
+        (
+            "server RSS: baseline / peak / after close",
+            lambda r: server(r, "server_rss_mb", ".0f") + " MiB",
+        ),
+        (
+            "server threads: baseline / peak / after close",
+            lambda r: server(r, "server_threads", "d"),
+        ),
+        (
+            "server CPU, cores; the browsers' (on the same machine)",
+            lambda r: (
+                f"{r['cpu_during_class']['cores']['server']:.2f}; "
+                f"{r['cpu_during_class']['cores']['browsers']:.2f}"
+            ),
+        ),
+        (
+            "load average at the start / at most",
+            lambda r: (
+                f"{r['machine']['load_average_at_start']:.1f} / "
+                f"{r['machine']['load_average_max_during']:.1f}"
+            ),
+        ),
+        ("tracebacks, HTTP 5xx, processes outliving the server", clean),
+    ]
+    header = "| | " + " | ".join(f"{r['settings']['sessions']} sessions" for r in results) + " |"
+    lines = [header, "|---|" + "---:|" * len(results)]
+    for label, cell in rows:
+        lines.append(f"| {label} | " + " | ".join(cell(r) for r in results) + " |")
+    commits = [r.get("commit") for r in results]
+    if any(commits):
+        lines += ["", "Commits: " + ", ".join(c or "not recorded" for c in commits) + "."]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sessions", type=int, default=30, help="browser sessions (students)")
@@ -1043,6 +1113,7 @@ def main() -> int:
             shutil.rmtree(home, ignore_errors=True)
     result = summarize(args, raw, log, leaked)
     result["wall_s"] = round(time.monotonic() - started, 1)
+    result["commit"] = git_commit()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")

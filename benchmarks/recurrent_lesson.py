@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.provenance import git_commit
 from rdqn.presets import FEED_FORWARD_LESSON
 
 SEEDS = (0, 1, 2, 3, 4)
@@ -218,6 +219,7 @@ def main() -> None:
     summary = summarize(results)
     report = {
         "what": __doc__.split("\n")[0],
+        "commit": git_commit(),
         "lesson_config": preset("e14-lesson").to_dict(),
         "feed_forward_overrides": FEED_FORWARD_LESSON,
         "seeds": args.seeds,

@@ -31,6 +31,7 @@ from typing import Any
 
 from playwright.sync_api import Browser, sync_playwright
 
+from benchmarks.provenance import git_commit
 from harness.cached_references import CachedReferences
 from harness.chromium import CHROMIUM, CHROMIUM_ARGS
 from harness.dashboard_server import start_dashboard
@@ -114,6 +115,8 @@ def main() -> None:
             print(f"round {number + 1}: {result}", flush=True)
         browser.close()
     summary = {
+        "commit": git_commit(),
+        "date": time.strftime("%Y-%m-%d"),
         "rounds": rounds,
         "moves": sum(r["moves"] for r in rounds),
         "white_pages": sum(r["page_error"] is not None for r in rounds),
