@@ -127,7 +127,12 @@ def for_this_viewer(text: str) -> str:
     return text if is_admin() else without_paths(text, default_home())
 
 
-_ABSOLUTE_PATH = re.compile(r"(?<![\w$])/(?:[^\s:;,()'\"]+)")
+_SEGMENT = r"[^\s:;,()'\"/]+"
+_ABSOLUTE_PATH = re.compile(
+    rf"(?<![\w$])/(?:(?:{_SEGMENT}(?: {_SEGMENT})*/)+(?:{_SEGMENT})?|{_SEGMENT})"
+)
+"""An absolute path: folders whose names may hold single spaces (``/srv/My Class/x``), then a
+last name without one (the words after a path are not part of it)."""
 
 
 def without_paths(text: str, home: Path) -> str:

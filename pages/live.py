@@ -31,7 +31,7 @@ from dashboard.live_view import (
     stored_run_view,
 )
 from dashboard.params import parse_params
-from dashboard.state import ensure_app_frame, live_pages, registry, shown_value
+from dashboard.state import ensure_app_frame, for_this_viewer, live_pages, registry, shown_value
 from dashboard.text import plain
 
 ensure_app_frame()
@@ -94,7 +94,7 @@ else:
     if "settings" in visible:
         settings_form()
     if ss["live.error"]:
-        st.error(plain(ss["live.error"]))
+        st.error(plain(for_this_viewer(ss["live.error"])))  # no server paths for students
     sync_url()
     with share.container(horizontal=True, horizontal_alignment="right"):
         with st.popover("Share with the class", icon=":material/qr_code_2:"):

@@ -789,6 +789,30 @@ def test_the_resume_list_offers_only_this_browsers_stopped_runs(
         assert offered == {ids[who] for who in listed}, token
 
 
+def test_a_refused_resume_shows_a_student_no_server_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Resume of a run whose checkpoint is not one: one line, the run kept, and the checkpoint's
+    folder on the server written as $RDQN_HOME for a student (the admin's page shows it whole)."""
+    run_store = state.store()
+    run_id = run_store.create_run(config={}, env_id="CartPole-v1", scheme="rank", seed=0)
+    run_store.set_owner_hash(run_id, owner_for(TOKEN))
+    run_store.set_status(run_id, "stopped", "stopped: the server shut down")
+    checkpoint = run_store.checkpoint_dir / f"{run_id}.pt"
+    checkpoint.parent.mkdir(parents=True, exist_ok=True)
+    checkpoint.write_bytes(b"not a checkpoint")
+    run_store.set_checkpoint(run_id, checkpoint, resume_env_steps=5)
+    browser(monkeypatch, TOKEN)
+    at = open_app()
+    at.switch_page("pages/live.py").run()
+    at.button(key=f"live.resume_{run_id}").click().run()
+    assert not at.exception
+    (shown,) = [e.value for e in at.error if run_id in e.value]
+    assert "the run stays listed" in shown and plain("$RDQN_HOME/checkpoints/") in shown, shown
+    assert str(run_store.checkpoint_dir.parent.resolve()) not in shown, shown
+    assert run_store.get_run(run_id).status == "stopped"
+
+
 def button_keys(at: AppTest) -> list[str]:
     return [b.key for b in at.button if b.key and b.key.startswith("live.resume_")]
 
