@@ -2,7 +2,10 @@
 
 import sys
 
-from rdqn.cli import main
-
 if __name__ == "__main__":
+    try:
+        from rdqn.cli import main
+    except KeyboardInterrupt:  # Ctrl-C while Python loads the command: nothing has started
+        print("rdqn: interrupted", file=sys.stderr)
+        sys.exit(130)
     sys.exit(main(prog="python -m rdqn"))

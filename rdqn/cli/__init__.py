@@ -93,5 +93,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "rdqn") -> int:
         print(f"rdqn: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("rdqn: interrupted; the run is saved as 'stopped'", file=sys.stderr)
+        # Before a run began, or a Ctrl-C long after the first (`rdqn.cli.interrupts`): a run it
+        # started is filed 'stopped', resumable if it had saved a checkpoint by then.
+        print("rdqn: interrupted (`rdqn runs list` shows any run it left)", file=sys.stderr)
         return 130

@@ -5,18 +5,25 @@ compiled numba call that surfaces as ``SystemError: CPUDispatcher(...) returned 
 exception set``, and a run cut off inside a step cannot resume: it would be filed 'failed'.
 While a `StopSignals` is active, the first SIGINT or SIGTERM only sets `reason`, which the run
 loop reads between two steps (`rdqn.runs.lifecycle.run_to_end`, or a comparison's watch loop):
-the run ends 'stopped' with its resume checkpoint. A second SIGINT
-raises KeyboardInterrupt at once, as Python would (a hard abort); a second SIGTERM changes
+the run ends 'stopped' with its resume checkpoint. Ctrl-C pressed twice in a row (within
+`ABORT_AFTER_S` of the first) is the same request: the run still stops between two steps and
+saves its checkpoint, so it stays resumable. A SIGINT after that raises KeyboardInterrupt at
+once, as Python would (a hard abort, for a stop that takes too long); a second SIGTERM changes
 nothing. The previous handlers are restored on exit.
 """
 
 from __future__ import annotations
 
 import signal
+import sys
 import threading
+import time
 from types import FrameType, TracebackType
 
-__all__ = ["StopSignals"]
+__all__ = ["ABORT_AFTER_S", "StopSignals"]
+
+ABORT_AFTER_S = 5.0
+"""Seconds after the first Ctrl-C during which another one asks for the same orderly stop."""
 
 _REASONS = {signal.SIGINT: "stopped by Ctrl-C", signal.SIGTERM: "stopped by SIGTERM"}
 
@@ -29,6 +36,8 @@ class StopSignals:
         self.signum: int | None = None
         self.reason: str | None = None
         self._previous: dict[int, object] = {}
+        self._first = 0.0  # when the first signal came (monotonic)
+        self._told = False
 
     def requested(self) -> str | None:
         """The reason to stop (None: go on)."""
@@ -43,8 +52,17 @@ class StopSignals:
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.signum is None:
             self.signum, self.reason = signum, _REASONS[signal.Signals(signum)]
+            self._first = time.monotonic()
         elif signum == signal.SIGINT:
-            raise KeyboardInterrupt
+            if time.monotonic() - self._first >= ABORT_AFTER_S:
+                raise KeyboardInterrupt
+            if not self._told:
+                self._told = True
+                print(
+                    "rdqn: stopping after this step, saving the run to resume "
+                    f"(Ctrl-C again after {ABORT_AFTER_S:g} s abandons it)",
+                    file=sys.stderr,
+                )
 
     def __enter__(self) -> StopSignals:
         if threading.current_thread() is threading.main_thread():

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from rdqn.cli import main
+from rdqn.cli import interrupts, main
 from rdqn.replay import ReplayBuffer
 from rdqn.runs.resume import resume_blocker
 from rdqn.runs.store import RunStore
@@ -126,14 +126,31 @@ def test_a_resumed_run_stops_on_ctrl_c_too(
     capsys.readouterr()
 
 
-def test_a_second_ctrl_c_aborts_at_once(
+def test_ctrl_c_twice_in_a_row_still_stops_resumably(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The first asks to stop; the second interrupts where it lands, as Python would."""
+    """Ctrl-C pressed twice (a habit): the second, within seconds of the first, is the same
+    request; the run still stops between two steps with its checkpoint."""
+    signal_inside_an_update(monkeypatch, signal.SIGINT, at=50, times=3)
+    assert main(["--home", str(tmp_path), "train", "--steps", "5000", *TINY]) == 130
+    _, err = capsys.readouterr()
+    record, blocker = the_run(tmp_path)
+    assert (record.status, record.error, blocker) == ("stopped", "stopped by Ctrl-C", None)
+    assert err.count("rdqn: stopping after this step") == 1, err
+    assert err.endswith(f"run {record.id} stopped by Ctrl-C: `rdqn resume {record.id}` goes on\n")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_ctrl_c_long_after_the_first_aborts_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """For a stop that takes too long: a later Ctrl-C interrupts where it lands, as Python
+    would, and the run is still filed 'stopped'."""
+    monkeypatch.setattr(interrupts, "ABORT_AFTER_S", 0.0)  # "later" at once
     signal_inside_an_update(monkeypatch, signal.SIGINT, at=50, times=2)
     assert main(["--home", str(tmp_path), "train", "--steps", "5000", *TINY]) == 130
     _, err = capsys.readouterr()
-    assert err == "rdqn: interrupted; the run is saved as 'stopped'\n"
+    assert err == "rdqn: interrupted (`rdqn runs list` shows any run it left)\n"
     record, _ = the_run(tmp_path)
     assert (record.status, record.error) == ("stopped", "interrupted by the user")
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
@@ -185,8 +202,9 @@ def wait_until(process: subprocess.Popen[str], condition: Callable[[], bool]) ->
         raise
 
 
-def interrupt(process: subprocess.Popen[str]) -> tuple[int, str, str]:
-    process.send_signal(signal.SIGINT)
+def interrupt(process: subprocess.Popen[str], times: int = 1) -> tuple[int, str, str]:
+    for _ in range(times):
+        process.send_signal(signal.SIGINT)
     try:
         out, err = process.communicate(timeout=WAIT_S)
     except subprocess.TimeoutExpired:
@@ -215,6 +233,12 @@ def test_ctrl_c_during_python_m_rdqn_train_leaves_a_resumable_run(tmp_path: Path
         assert err == f"run {run_id} stopped by Ctrl-C: `rdqn resume {run_id}` goes on\n"
         assert out.startswith(f"run {run_id}: stopped, ")
         assert_stopped_and_resumable(home, run_id)
+
+    process = rdqn(home, "resume", run_id, "--quiet")  # Ctrl-C twice, at once: the same stop
+    wait_until(process, lambda: runs(home)[0][1] == "running")
+    code, out, err = interrupt(process, times=2)
+    assert code == 130 and "Traceback" not in err, err
+    assert_stopped_and_resumable(home, run_id)
 
     before = runs(home)[0][3]
     process = rdqn(home, "resume", run_id, "--quiet")
@@ -252,3 +276,20 @@ def test_ctrl_c_during_python_m_rdqn_compare_stops_every_run(tmp_path: Path) -> 
     for run_id, *_ in stored:
         assert_stopped_and_resumable(tmp_path, run_id)
     assert not (tmp_path / "r.html").exists()
+
+
+def test_ctrl_c_while_python_loads_the_command_is_one_line() -> None:
+    """Ctrl-C in the first seconds, while ``python -m rdqn`` still imports: no traceback."""
+    loading = (
+        "import runpy, sys\n"
+        "class Interrupted:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'rdqn.cli':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Interrupted())\n"
+        "runpy.run_module('rdqn', run_name='__main__')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", loading], cwd=REPO, capture_output=True, text=True, timeout=WAIT_S
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", "rdqn: interrupted\n")
