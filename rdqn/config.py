@@ -255,6 +255,11 @@ class RunConfig:
                 f"{train.total_steps:,} (the first update would come at env step {shown(first)}): "
                 "lower them or raise the budget"
             )
+        if self.replay.window > self.replay.capacity:
+            raise ValueError(
+                f"replay.window must be at most replay.capacity ({self.replay.capacity:,}), "
+                f"got {shown(self.replay.window)}"
+            )
         if self.agent.network != "recurrent" and self.replay.window != 1:
             raise ValueError(
                 f"replay.window must be 1 for the {self.agent.network} network "

@@ -61,6 +61,8 @@ def test_cross_field_rules() -> None:
         RunConfig(train=TrainConfig(learning_starts=8))
     with pytest.raises(ValueError, match=r"replay.window must be 1 for the mlp network"):
         RunConfig(replay=ReplayConfig(capacity=10_000, batch_size=32, window=4))
+    with pytest.raises(ValueError, match=r"replay.window must be at most replay.capacity \(64\)"):
+        RunConfig(replay=ReplayConfig(capacity=64, batch_size=32, window=2**40))
 
 
 def test_from_dict_rejects_unknown_keys_with_their_path() -> None:

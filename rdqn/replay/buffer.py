@@ -141,7 +141,13 @@ class ReplayBuffer:
         self.sampler: Sampler = UniformSampler() if sampler is None else sampler
         if not isinstance(self.sampler, Sampler):
             raise ValueError(f"sampler must implement the Sampler protocol, got {sampler!r}")
+        if self.window > capacity:
+            raise ValueError(
+                f"window must be at most capacity ({capacity:,}): a window reads the stored "
+                f"observations before a transition, got {self.window:,}"
+            )
         self._check_size(capacity, dtype)
+        self._checked_batch = 0  # the largest batch whose windows are known to fit in memory
         self.storage = RingStorage(capacity, self.obs_shape, dtype)
         self.sampler.attach(capacity)
         self.rng = np.random.default_rng(seed)
@@ -163,6 +169,18 @@ class ReplayBuffer:
             parts,
             "choose a smaller capacity or observation",
         )
+
+    def _check_batch(self, batch_size: int) -> None:
+        """`ReplaySizeError` when a batch's windows (o_t and o_{t+1}: 2 B T observations, and
+        their masks) would not fit in this machine's memory, before they are allocated."""
+        frames = 2 * batch_size * self.window
+        nbytes = frames * (math.prod(self.obs_shape) * self.storage.obs_dtype.itemsize + 1)
+        check_nbytes(
+            f"a batch of {batch_size:,} windows of {self.window:,} observations",
+            nbytes,
+            advice="choose a smaller batch or window",
+        )
+        self._checked_batch = batch_size
 
     # ------------------------------------------------------------------ properties
     @property
@@ -265,6 +283,8 @@ class ReplayBuffer:
             batch_size = check_integer("batch_size", batch_size, minimum=1, maximum=size)
         if not (type(beta) is float and 0.0 <= beta <= 1.0):
             beta = float(check_probability("beta", beta))
+        if batch_size > self._checked_batch:
+            self._check_batch(batch_size)
         indices, probabilities, weights = self.sampler.sample(size, batch_size, beta, self.rng)
         windows, masks, integers, flags, rewards = self.storage.gather(indices, self.window)
         batch = _new_batch(Batch)

@@ -98,6 +98,25 @@ def test_an_observation_size_that_overflows_int64_is_refused() -> None:
         RingStorage(4, (2**32, 2**32), np.float32)
 
 
+def test_windows_beyond_the_memory_or_the_capacity_are_refused(
+    memory: Callable[[int], None],
+) -> None:
+    """A window longer than the capacity reads nothing stored: refused when built. A batch of
+    windows that would not fit (2 B T observations and their masks) is refused before the
+    sample allocates it, naming the batch and the window; a batch that fits is drawn."""
+    with pytest.raises(ValueError, match=r"window must be at most capacity \(10\)"):
+        ReplayBuffer(10, (4,), window=2**40)
+    buf = ReplayBuffer(64, (4,), window=64)
+    for t in range(8):
+        buf.add(np.full(4, t, np.float32), 0, 1.0, np.full(4, t + 1, np.float32), False, False)
+    needed = 2 * 8 * 64 * (4 * 4 + 1)  # B = 8, T = 64, float32 observations of 4
+    memory(needed - 1)
+    with pytest.raises(ReplaySizeError, match=rf"8 windows of 64 .*\({needed:,} bytes\)"):
+        buf.sample(8)
+    memory(needed)
+    assert buf.sample(8).obs.shape == (8, 64, 4)
+
+
 def test_a_rank_sampler_larger_than_memory_is_refused(memory: Callable[[int], None]) -> None:
     """2**30 slots need 45.3 GiB: refused on a machine of 16 GiB before a page is touched."""
     memory(16 << 30)
