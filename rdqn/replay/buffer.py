@@ -141,11 +141,6 @@ class ReplayBuffer:
         self.sampler: Sampler = UniformSampler() if sampler is None else sampler
         if not isinstance(self.sampler, Sampler):
             raise ValueError(f"sampler must implement the Sampler protocol, got {sampler!r}")
-        if self.window > capacity:
-            raise ValueError(
-                f"window must be at most capacity ({capacity:,}): a window reads the stored "
-                f"observations before a transition, got {self.window:,}"
-            )
         self._check_size(capacity, dtype)
         self._checked_batch = 0  # the largest batch whose windows are known to fit in memory
         self.storage = RingStorage(capacity, self.obs_shape, dtype)

@@ -98,14 +98,16 @@ def test_an_observation_size_that_overflows_int64_is_refused() -> None:
         RingStorage(4, (2**32, 2**32), np.float32)
 
 
-def test_windows_beyond_the_memory_or_the_capacity_are_refused(
+def test_windows_beyond_the_memory_are_refused_before_a_sample_allocates_them(
     memory: Callable[[int], None],
 ) -> None:
-    """A window longer than the capacity reads nothing stored: refused when built. A batch of
-    windows that would not fit (2 B T observations and their masks) is refused before the
-    sample allocates it, naming the batch and the window; a batch that fits is drawn."""
-    with pytest.raises(ValueError, match=r"window must be at most capacity \(10\)"):
-        ReplayBuffer(10, (4,), window=2**40)
+    """A batch of windows that would not fit (2 B T observations and their masks) is refused
+    before the sample allocates it, naming the batch and the window; a batch that fits is drawn.
+    (A run's config refuses a window longer than its capacity, `tests/test_config.py`.)"""
+    huge = ReplayBuffer(10, (4,), window=2**40)
+    huge.add(np.zeros(4, np.float32), 0, 1.0, np.ones(4, np.float32), False, False)
+    with pytest.raises(ReplaySizeError, match=r"a batch of 1 windows of 1,099,511,627,776 obs"):
+        huge.sample(1)
     buf = ReplayBuffer(64, (4,), window=64)
     for t in range(8):
         buf.add(np.full(4, t, np.float32), 0, 1.0, np.full(4, t + 1, np.float32), False, False)
