@@ -24,6 +24,7 @@ from rdqn.replay.compiled import kernel
 
 __all__ = [
     "all_finite",
+    "check_draw",
     "check_magnitudes",
     "check_slot",
     "check_slots",
@@ -85,6 +86,21 @@ def check_slots(name: str, indices: Any, size: int) -> NDArray[np.int64]:
     if array.dtype != np.int64 or not array.flags.c_contiguous:
         array = np.ascontiguousarray(array, dtype=np.int64)
     return array
+
+
+def check_draw(size: int, batch_size: int, stored: int) -> None:
+    """``ValueError`` unless a sampler holding slots [0, ``stored``) may draw ``batch_size`` of
+    the first ``size``: 1 <= size <= stored (the buffer passes its size) and batch_size >= 1.
+    Before any kernel reads them: a size past the stored slots would draw slots never stored."""
+    if 1 <= size <= stored and batch_size >= 1:
+        return
+    if stored == 0:
+        raise ValueError("cannot sample: no transition is stored")
+    if not 1 <= size <= stored:
+        raise ValueError(
+            f"size must be the number of stored transitions, 1 to {stored:,}, got {_shown(size)}"
+        )
+    raise ValueError(f"batch_size must be >= 1, got {_shown(batch_size)}")
 
 
 def check_slot(slot: Any, size: int) -> int:

@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rdqn.replay.checks import (
+    check_draw,
     check_magnitudes,
     check_slot,
     check_slots,
@@ -166,6 +167,7 @@ class UniformSampler:
 
     def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
         check_attached(self._capacity, "UniformSampler")
+        check_draw(size, batch_size, self.stored)
         indices = rng.integers(0, size, batch_size, dtype=np.int64)
         return Draw(indices, np.full(batch_size, 1.0 / size), np.ones(batch_size))
 
@@ -254,6 +256,7 @@ class ProportionalSampler:
 
     def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
         tree = self.tree if self.tree is not None else self._tree()
+        check_draw(size, batch_size, self.stored)
         indices = np.empty(batch_size, np.int64)
         probabilities = rng.random(out=np.empty(batch_size, np.float64))  # the u_k
         weights = np.empty(batch_size, np.float64)

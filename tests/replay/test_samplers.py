@@ -520,3 +520,22 @@ def test_uniform_update_priorities_is_a_no_op(assert_same_state: Callable) -> No
 def test_bad_sampler_arguments(make: Callable[[], Sampler], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         make()
+
+
+@pytest.mark.parametrize("make", [UniformSampler, ProportionalSampler, RankBasedSampler])
+def test_a_draw_beyond_the_stored_slots_is_refused(make: Callable[[], Sampler]) -> None:
+    """Attached to 8 slots, 2 stored: a size past them (uniform drew slots 78 and 91 of 100),
+    a size below 1 (the trees drew anyway) or an empty batch is refused before any draw."""
+    sampler = filled(make(), 8, 2)
+    rng = np.random.default_rng(0)
+    for size in (100, 3, 0, -1):
+        with pytest.raises(ValueError, match=rf"size must be .* 1 to 2, got {size}"):
+            sampler.sample(size, 4, 0.5, rng)
+    with pytest.raises(ValueError, match="batch_size must be >= 1, got 0"):
+        sampler.sample(2, 0, 0.5, rng)
+    draw = sampler.sample(2, 64, 0.5, rng)
+    assert set(draw.indices.tolist()) <= {0, 1}
+    empty = make()
+    empty.attach(8)
+    with pytest.raises(ValueError, match="no transition is stored"):
+        empty.sample(0, 4, 0.5, rng)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rdqn.replay.checks import check_slot, check_update, well_typed
+from rdqn.replay.checks import check_draw, check_slot, check_update, well_typed
 from rdqn.replay.compiled import kernel, power, prefetch, refcounted
 from rdqn.replay.rank.layout import COUNT_SLOT_MASK, slot_of
 from rdqn.replay.rank.order import (
@@ -150,6 +150,7 @@ class RankBasedSampler:
     def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
         if self._capacity is None:
             self._order()  # raises: not attached
+        check_draw(size, batch_size, self.stored)
         indices = np.empty(batch_size, np.int64)
         probabilities = rng.random(out=np.empty(batch_size, np.float64))  # the u_k
         weights = np.empty(batch_size, np.float64)
