@@ -157,7 +157,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     try:
         store = RunStore(_db(args), create=args.action is None)
     except StoreMissing as missing:
-        raise UsageError(f"{missing}") from None
+        if args.action == "list":  # a read creates nothing, and finds nothing
+            print(f"no sweeps stored yet: {missing}")
+            return 0
+        raise UsageError(
+            f"no sweep {args.sweep_id!r}: {missing}; check --home or RDQN_HOME"
+        ) from None
     try:
         if args.action == "list":
             return _list(store)

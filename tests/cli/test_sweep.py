@@ -52,7 +52,7 @@ def cli(capsys: pytest.CaptureFixture[str], home: Path, *args: str) -> tuple[int
         ([*SWEEP, "--workers", "0"], r"--workers must be >= 1, got 0"),
         (["sweep", "show"], r"sweep show needs a SWEEP_ID"),
         (["sweep", "abc"], r"invalid choice: 'abc'"),
-        (["sweep", "show", "abc"], r"there is no run store at"),
+        (["sweep", "show", "abc"], r"no sweep 'abc': there is no run store at .*check --home"),
     ],
 )
 def test_a_bad_sweep_is_one_line_and_nothing_is_filed(
@@ -62,6 +62,17 @@ def test_a_bad_sweep_is_one_line_and_nothing_is_filed(
     assert code == 2 and out == ""
     assert err.startswith("rdqn: error: ") and err.count("\n") == 1 and re.search(message, err)
     assert not (tmp_path / "rdqn.db").exists()
+
+
+def test_listing_sweeps_where_no_store_exists_finds_none_and_creates_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """As `rdqn runs list` does: a read creates nothing, and an empty list is no error."""
+    home = tmp_path / "not" / "here"
+    code, out, err = cli(capsys, home, "sweep", "list")
+    assert (code, err) == (0, "")
+    assert out == f"no sweeps stored yet: there is no run store at {home / 'rdqn.db'}\n"
+    assert not (tmp_path / "not").exists()
 
 
 def test_without_ray_the_message_says_what_to_install(
