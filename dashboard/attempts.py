@@ -12,8 +12,9 @@ The admin box (`dashboard.ownership`) checks every entered token against the ser
 So the right token always works from a browser that has not been guessing (the teacher's),
 however much others guess, while a guesser gets at most `per_browser` tries a window per
 browser and, once the server-wide brake is on, one per new browser (a page load each). The
-token is 96 random bits (`secrets.token_urlsafe(12)`, docs/classroom.md's recipe): the brakes are a
-second line. The command line (``python -m rdqn runs delete``) is never braked.
+token has at least 16 characters (`dashboard.admin.MIN_TOKEN_CHARS`; docs/classroom.md's recipe
+makes 96 random bits), so one guess per page load is no threat: the brakes are a second line.
+The command line (``python -m rdqn runs delete``) is never braked.
 """
 
 from __future__ import annotations

@@ -24,11 +24,18 @@ module says who the session acts as (`actor`) and draws the admin box (`admin_bo
 from __future__ import annotations
 
 import math
-import os
 
 import streamlit as st
 
-from dashboard.admin import ADMIN_TOKEN_ENV, TOKEN_KEY, is_admin, token_matches
+from dashboard.admin import (
+    ADMIN_TOKEN_ENV,
+    MIN_TOKEN_CHARS,
+    TOKEN_KEY,
+    is_admin,
+    server_token,
+    token_matches,
+    token_too_short,
+)
 from dashboard.attempts import AdminBrake
 from dashboard.state import registry, session
 
@@ -95,7 +102,7 @@ def _enter_token() -> None:
     wait = tries.wait(browser)
     if wait > 0:
         st.session_state[_OUTCOME_KEY] = wait
-    elif token_matches(entered, os.environ.get(ADMIN_TOKEN_ENV)):
+    elif token_matches(entered, server_token()):
         st.session_state[_TOKEN_KEY] = entered
         st.session_state[_OUTCOME_KEY] = None
     else:
@@ -109,7 +116,15 @@ def _leave_admin() -> None:
 
 def admin_box() -> None:
     """Saved runs' admin box, when the server has an admin token."""
-    if not os.environ.get(ADMIN_TOKEN_ENV):
+    if token_too_short():
+        st.warning(
+            f"Admin is off: the server's {ADMIN_TOKEN_ENV} has fewer than {MIN_TOKEN_CHARS} "
+            "characters, short enough to guess. Restart the server with a longer one "
+            "(docs/classroom.md has a one-liner).",
+            icon=":material/key_off:",
+        )
+        return
+    if server_token() is None:
         return
     with st.expander("Admin", icon=":material/admin_panel_settings:", expanded=is_admin()):
         if is_admin():

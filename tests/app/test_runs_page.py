@@ -56,7 +56,7 @@ def test_empty_store_points_to_live_training(home: Path) -> None:
 
 
 def test_table_card_downloads_and_delete(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RDQN_ADMIN_TOKEN", "teacher")
+    monkeypatch.setenv("RDQN_ADMIN_TOKEN", "teacher-token-2026")
     uniform, proportional = finished_runs(home, ("uniform", "proportional"))
     at = open_page()
     table = at.dataframe[0]
@@ -86,7 +86,7 @@ def test_table_card_downloads_and_delete(home: Path, monkeypatch: pytest.MonkeyP
     assert delete.disabled
     # Runs the command line recorded are nobody's: only the admin may delete them.
     assert at.checkbox(key=f"runs.sure.{uniform}").disabled
-    at.text_input(key="app.admin_input").input("teacher").run()
+    at.text_input(key="app.admin_input").input("teacher-token-2026").run()
 
     at.checkbox(key=f"runs.sure.{uniform}").check().run()
     at.button(key="runs.delete").click().run()

@@ -121,10 +121,10 @@ def test_a_runs_error_shows_the_servers_paths_to_the_admin_only(
         step(self)
 
     monkeypatch.setattr(Trainer, "step", failing_step)
-    monkeypatch.setenv("RDQN_ADMIN_TOKEN", "teacher-only")
+    monkeypatch.setenv("RDQN_ADMIN_TOKEN", "teacher-only-token")
     at = AppTest.from_file(APP, default_timeout=60)
     if admin:
-        at.session_state["app.admin_token"] = "teacher-only"
+        at.session_state["app.admin_token"] = "teacher-only-token"
     at.run()
     at.switch_page("pages/live.py").run()
     at.session_state["live.overrides"] = TINY
@@ -234,9 +234,9 @@ def test_the_admin_reads_the_servers_path_and_the_log_has_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     DAMAGED["garbage"](tmp_path / "rdqn.db")
-    monkeypatch.setenv("RDQN_ADMIN_TOKEN", "teacher-only")
+    monkeypatch.setenv("RDQN_ADMIN_TOKEN", "teacher-only-token")
     at = AppTest.from_file(APP, default_timeout=60)
-    at.session_state["app.admin_token"] = "teacher-only"
+    at.session_state["app.admin_token"] = "teacher-only-token"
     at.run()
     assert_store_message(at, str(tmp_path), admin=True)
     assert any(str(tmp_path) in record.getMessage() for record in caplog.records)

@@ -130,7 +130,7 @@ def test_saved_runs_cannot_delete_another_sessions_live_run() -> None:
 
 
 def test_the_admin_token_lets_a_session_delete_any_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RDQN_ADMIN_TOKEN", "teacher-only")
+    monkeypatch.setenv("RDQN_ADMIN_TOKEN", "teacher-only-token")
     theirs = registry().start(tiny(LONG), owner=OTHER, paused=True)
     wait_for(lambda: theirs.status == "paused")  # its worker has recorded it
     at = open_page("pages/runs.py")
@@ -139,10 +139,10 @@ def test_the_admin_token_lets_a_session_delete_any_run(monkeypatch: pytest.Monke
     select_row(at, theirs.id)
     assert at.checkbox(key=f"runs.sure.{theirs.id}").disabled
 
-    at.text_input(key="app.admin_input").input("teacher-only").run()
+    at.text_input(key="app.admin_input").input("teacher-only-token").run()
     assert not at.exception and not at.error
     assert "may stop and delete any run" in " ".join(c.value for c in at.caption)
-    assert "teacher-only" not in str(dict(at.query_params))  # never in the URL
+    assert "teacher-only-token" not in str(dict(at.query_params))  # never in the URL
     assert not [box for box in at.text_input if box.key == "app.admin_input"]
     at.checkbox(key=f"runs.sure.{theirs.id}").check().run()
     at.button(key="runs.delete").click().run()
@@ -159,7 +159,7 @@ def test_wrong_admin_tokens_brake_the_guesser_never_the_teacher(
 ) -> None:
     """Regression: a student's wrong tokens used to lock the box server-wide, the teacher's right
     token too. Three wrong ones brake that browser; the teacher's browser is checked at once."""
-    monkeypatch.setenv("RDQN_ADMIN_TOKEN", "teacher-only")
+    monkeypatch.setenv("RDQN_ADMIN_TOKEN", "teacher-only-token")
     now = [0.0]
     brake = AdminBrake(per_browser=3, server_wide=30, window=60.0, clock=lambda: now[0])
     monkeypatch.setattr(ownership, "wrong_tries", lambda: brake)
@@ -171,17 +171,17 @@ def test_wrong_admin_tokens_brake_the_guesser_never_the_teacher(
         student.text_input(key="app.admin_input").input("a guess").run()
         assert "not the admin token" in student.error[0].value
     now[0] = 59.5
-    student.text_input(key="app.admin_input").input("teacher-only").run()
+    student.text_input(key="app.admin_input").input("teacher-only-token").run()
     assert "Too many wrong admin tokens from this browser" in student.error[0].value
     assert "Try again in 1 s" in student.error[0].value
     assert "may stop and delete any run" not in " ".join(c.value for c in student.caption)
     browser[0] = "teacher"
-    teacher.text_input(key="app.admin_input").input("teacher-only").run()
+    teacher.text_input(key="app.admin_input").input("teacher-only-token").run()
     assert not teacher.exception and not teacher.error
     assert "may stop and delete any run" in " ".join(c.value for c in teacher.caption)
     now[0] = 60.0
     browser[0] = "student"
-    student.text_input(key="app.admin_input").input("teacher-only").run()
+    student.text_input(key="app.admin_input").input("teacher-only-token").run()
     assert not student.error  # a minute on, the student's browser is checked again
 
 
@@ -195,6 +195,28 @@ def test_without_a_token_set_there_is_no_admin(monkeypatch: pytest.MonkeyPatch) 
     at.run()
     select_row(at, theirs.id)
     assert at.checkbox(key=f"runs.sure.{theirs.id}").disabled
+
+
+def test_a_token_short_enough_to_guess_turns_the_admin_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Guessing is braked per browser, but a script opening a fresh browser per guess gets one
+    check per page load: a short token is refused outright, and the box says why."""
+    monkeypatch.setenv("RDQN_ADMIN_TOKEN", "teacher-1234567")  # 15 characters
+    at = open_page("pages/runs.py")
+    assert not at.exception and not at.text_input
+    (warning,) = at.warning
+    assert "Admin is off" in warning.value and "fewer than 16 characters" in warning.value
+    at.session_state["app.admin_token"] = "teacher-1234567"  # entered before: no rights either
+    theirs = registry().start(tiny(LONG), owner=OTHER, paused=True)
+    wait_for(lambda: theirs.status == "paused")  # its worker has recorded it
+    at.run()
+    select_row(at, theirs.id)
+    assert at.checkbox(key=f"runs.sure.{theirs.id}").disabled
+    monkeypatch.setenv("RDQN_ADMIN_TOKEN", "teacher-12345678")  # 16: the admin is on
+    at.session_state["app.admin_token"] = "teacher-12345678"
+    at.run()
+    assert not at.warning and not at.checkbox(key=f"runs.sure.{theirs.id}").disabled
 
 
 def test_another_sessions_comparison_link_is_read_only() -> None:

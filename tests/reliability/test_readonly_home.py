@@ -137,9 +137,9 @@ def test_every_page_reads_and_what_would_write_says_read_only_in_one_line(
     (message,) = messages(at)  # the app frame's, for a store that fails inside a page
     assert message.startswith(f"The run store cannot be used: {refused}")
 
-    monkeypatch.setenv("RDQN_ADMIN_TOKEN", "teacher-only")
+    monkeypatch.setenv("RDQN_ADMIN_TOKEN", "teacher-only-token")
     admin = AppTest.from_file(APP, default_timeout=60)
-    admin.session_state["app.admin_token"] = "teacher-only"
+    admin.session_state["app.admin_token"] = "teacher-only-token"
     admin.run()
     admin.switch_page("pages/runs.py").run()
     admin.session_state[admin.dataframe[0].key] = {
