@@ -1,6 +1,7 @@
 """``rdqn experiment``: the studies of `rdqn.experiments`, run on worker processes or Ray.
 
     python -m rdqn experiment cliffwalk --out benchmarks/results/cliffwalk.json
+    python -m rdqn experiment cliffwalk --out benchmarks/results/cliffwalk.json --resume
     python -m rdqn experiment per-notebook --out benchmarks/results/per_notebook.json
     python -m rdqn experiment cliffwalk --from benchmarks/results/cliffwalk.json --table
     python -m rdqn experiment tables --write docs/experiments.md
@@ -8,7 +9,12 @@
 Trials go through `rdqn.sweeps.map_tasks` (``--workers``, ``--ray``), with a progress bar; a
 trial that fails is reported and recorded with its error, and the others go on. The results file
 (``--out``) is rewritten after every finished trial, so an interrupted experiment keeps what it
-finished. ``--from FILE`` reads a results file instead of running anything, to redraw its figure
+finished, and ``--resume`` goes on with it: the trials the file holds as finished are kept and not
+run again, the others (failed ones included) are run. The file's settings (every option but
+``--sizes``, ``--schemes`` and ``--seeds``) and each kept trial's config must be the command's,
+and the command must plan every trial the file holds (the same grid or a larger one); otherwise
+``--resume`` refuses in one line before anything runs. Without the file it starts afresh.
+``--from FILE`` reads a results file instead of running anything, to redraw its figure
 (``--plot``, ``--report``) or print its table (``--table``). ``tables`` prints every table of the
 docs from the results files, or rewrites the generated blocks of a Markdown file (``--write``).
 """
@@ -25,6 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from rdqn.cli.experiment_resume import config_digest, resumed_trials, trial_fields
 from rdqn.cli.options import check_writable, parse_set, write_output
 from rdqn.cli.usage import UsageError
 from rdqn.validation import shown
@@ -116,7 +123,15 @@ def add_experiment_parser(sub: Any, parser_class: type[argparse.ArgumentParser])
 
 def _common(parser: argparse.ArgumentParser, out: str, *, plot: bool) -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--out", default=out, help=f"results JSON (default {out})")
+    parser.add_argument(
+        "--out", default=out, help=f"results JSON, rewritten after each trial (default {out})"
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with the --out file of an interrupted run: its finished trials are kept, "
+        "the rest (failed ones too) run; its settings must be this command's",
+    )
     if plot:
         parser.add_argument("--plot", help="HTML figure (default: --out with .html)")
     parser.add_argument(
@@ -156,6 +171,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         raise UsageError(f"--seeds must be distinct non-negative integers, got {args.seeds}")
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    if args.resume and args.source:
+        raise UsageError("--resume goes on with the --out file; --from only reads a file")
     if args.experiment == "cliffwalk":
         return _cmd_cliffwalk(args)
     return _cmd_per_notebook(args)
@@ -199,6 +216,12 @@ def _cmd_cliffwalk(args: argparse.Namespace) -> int:
             "max_updates": args.max_updates,
             "oracle_loss": args.oracle_loss,
             "overrides": overrides,
+            "settings": {
+                "threshold": args.threshold,
+                "max_updates": args.max_updates,
+                "oracle_loss": args.oracle_loss,
+                "overrides": overrides,
+            },
             "learner": trials[0].config["agent"],
             "replay": {k: v for k, v in trials[0].config["replay"].items() if k != "capacity"},
         }
@@ -253,6 +276,12 @@ def _cmd_per_notebook(args: argparse.Namespace) -> int:
             "(per-notebook preset), with probes of TD errors, priorities and IS weights",
             "threshold": args.threshold,
             "overrides": overrides,
+            "settings": {
+                "steps": trials[0].config["train"]["total_steps"],
+                "threshold": args.threshold,
+                "probes": args.probes,
+                "overrides": overrides,
+            },
             "config": trials[0].config,
         }
         report = _run(
@@ -281,34 +310,49 @@ def _run(
     args: argparse.Namespace,
     label: str,
 ) -> dict[str, Any]:
-    """Every trial through `map_tasks`; the results file rewritten after each one."""
+    """Every trial through `map_tasks` (with ``--resume``, every trial the results file does not
+    hold as finished); the results file rewritten after each one."""
     from rdqn.sweeps import map_tasks
 
     started = time.time()
     head = {**head, "machine": _machine(), "workers": args.workers, "ray": args.ray}
     results: list[dict[str, Any]] = []
+    earlier = 0.0
+    if args.resume:
+        results, earlier, trials = resumed_trials(out, head, trials, args.quiet)
     failed: list[dict[str, Any]] = []
-    outcomes = map_tasks(
-        func,
-        trials,
-        workers=args.workers,
-        ray=args.ray,
-        progress=None if args.quiet else label,
+    outcomes = (
+        map_tasks(
+            func,
+            trials,
+            workers=args.workers,
+            ray=args.ray,
+            progress=None if args.quiet else label,
+        )
+        if trials
+        else iter(())
     )
     try:
         for trial, outcome in outcomes:
             if isinstance(outcome, BaseException):
-                fields = {k: v for k, v in vars(trial).items() if k != "config"}
+                fields = trial_fields(trial)
                 failed.append({**fields, "error": f"{type(outcome).__name__}: {outcome}"})
                 print(f"rdqn: trial {fields} failed: {outcome}", file=sys.stderr)
             else:
-                results.append(outcome)
-            report = _report(head, results, failed, summarize, time.time() - started)
+                results.append({**outcome, "config_digest": config_digest(trial)})
+            seconds = earlier + time.time() - started
+            report = _report(head, results, failed, summarize, seconds)
             write_output(out, json.dumps(report, indent=1) + "\n", "--out")
     except KeyboardInterrupt:
-        print(f"rdqn: interrupted; {out} holds the {len(results)} finished trials", file=sys.stderr)
+        print(
+            f"rdqn: interrupted; {out} holds the {len(results)} finished trials "
+            "(--resume goes on with them)",
+            file=sys.stderr,
+        )
         raise SystemExit(130) from None
-    report = _report(head, results, failed, summarize, time.time() - started)
+    report = _report(head, results, failed, summarize, earlier + time.time() - started)
+    if not trials:  # all finished before: the file rewritten once, with this run's head
+        write_output(out, json.dumps(report, indent=1) + "\n", "--out")
     if not args.quiet:
         print(f"results: {out} ({len(results)} trials, {len(failed)} failed)", file=sys.stderr)
     return report

@@ -1,7 +1,8 @@
 """Running sweeps on the serving layer: every trial a recorded run, a rerun skips finished ones,
 a failing trial is recorded and the sweep goes on, a stop leaves every trial's state true and a
-rerun resumes it, a killed worker's trial is run again, and Ray's actors relay their writes to
-the driver. Trials are tiny chain-lesson runs (300 env steps: about a second)."""
+rerun resumes it, a killed worker's trial is run again, Ray's actors relay their writes to the
+driver, and a trial whose Ray actor is killed (as a lost node's are) is run again. Trials are
+tiny chain-lesson runs (300 env steps: about a second)."""
 
 from __future__ import annotations
 
@@ -182,3 +183,62 @@ def test_on_a_local_ray_the_driver_records_every_trial(store: RunStore) -> None:
             os.getpid(),
         )
         assert record.manifest is not None and not store.episodes(outcome.run_id).empty
+
+
+def _ray_actor_pids() -> dict[str, int]:
+    """Name -> process id of the live Ray actors, from Ray's control store (the state API
+    `ray.util.state` needs the dashboard, which the executors do not start)."""
+    from ray._private.state import actors
+
+    return {
+        actor["Name"]: int(actor["Pid"])
+        for actor in actors().values()
+        if actor.get("State") == "ALIVE" and actor.get("Name") and actor.get("Pid")
+    }
+
+
+@pytest.mark.slow
+def test_on_a_local_ray_an_actor_killed_mid_trial_is_run_again_once(store: RunStore) -> None:
+    """As a lost node loses its actors: the process of a trial's actor is killed while the trial
+    trains (env steps relayed); the driver records that run failed, files the trial again once,
+    and the sweep finishes with every run's state true."""
+    spec = SweepSpec.from_grid(PRESET, {"replay.alpha": [0.6]}, seeds=2, steps=2000)
+    killed: list[str] = []
+
+    def kill_an_actor_mid_trial() -> None:
+        """Kill the actor of the first run seen training with steps recorded (SIGKILL)."""
+        if killed:
+            return None
+        frame = store.list_runs(group_id=spec.id, status="running")
+        training = frame.loc[frame["env_steps"] > 0, "id"].tolist()
+        pids = _ray_actor_pids() if training else {}
+        for run_id in training:
+            pid = pids.get(f"rdqn-run-{run_id}")
+            if pid is not None and pid != os.getpid():
+                os.kill(pid, signal.SIGKILL)
+                killed.append(run_id)
+                break
+        return None
+
+    result = run_sweep(
+        spec, store, workers=2, ray="local", stop=kill_an_actor_mid_trial, progress=False
+    )
+    assert killed, "no trial was seen training"
+    assert result.complete and result.stopped is None, [o.error for o in result.trials]
+    assert sorted(o.runs for o in result.trials) == [1, 2]
+    [lost] = killed
+    record = store.get_run(lost)
+    assert record.status == "failed" and lost_worker(record.error), record.error
+    assert (record.error or "").startswith("the Ray actor was lost: ")
+    assert record.env_steps > 0  # its rows up to the last relayed batch are kept
+    [retried] = [o for o in result.trials if o.runs == 2]
+    assert retried.run_id != lost and retried.status == "finished"
+    runs = group(store, spec)
+    assert sorted(runs.values()) == ["failed", "finished", "finished"]  # no run left 'running'
+    for run_id, status in runs.items():
+        record = store.get_run(run_id)
+        assert record.owner_pid == os.getpid()  # the driver made every write
+        if status == "finished":
+            assert record.env_steps == 2000 and record.manifest is not None
+    table = sweep_trials(store, spec)
+    assert list(table["status"]) == ["finished", "finished"] and sorted(table["runs"]) == [1, 2]
