@@ -6,7 +6,9 @@ how much larger the sampled batches' |TD error| is than the buffer's) and the fi
 `rdqn_figures.experiments` (the PER notebook's sections 9-10): smoothed reward curves with
 bands, the mean |TD error| in the buffer and in the sampled batches over time, histograms of the
 sampled |TD errors|, N * P(i) and IS weights at four stages of training, and the buffer's
-priority and |TD error| distributions over time. plotly.js is inlined once, at the first figure.
+priority and |TD error| distributions over time; every one the median over the seeds with their
+spread, never the seeds pooled. The docs' PNGs (``python -m benchmarks.experiment_figures``) are
+screenshots of these same figures. plotly.js is inlined once, at the first figure.
 """
 
 from __future__ import annotations

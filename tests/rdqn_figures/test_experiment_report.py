@@ -72,6 +72,22 @@ def test_report_is_one_offline_page_with_every_figure(report: dict) -> None:
     assert len(values(heat["x"])) == 3  # one column per probe
 
 
+def test_report_distributions_show_median_and_spread_over_seeds(report: dict) -> None:
+    """The report draws the same figures as the docs' PNGs (`per_notebook_figures`): every
+    distribution is the median over the seeds with their spread, never the seeds pooled."""
+    figures = plotted(per_notebook_report(report))
+    for name in ("per-notebook-sampled-td", "per-notebook-weights"):
+        layout = figures[name]["layout"]
+        assert "median over 1 seed of" in layout["title"]["subtitle"]["text"]
+        assert any(t.get("fill") == "toself" for t in figures[name]["data"])  # the seeds' range
+    for name in ("per-notebook-priorities", "per-notebook-buffer-td-proportional"):
+        median, spread = figures[name]["data"]
+        assert (median["name"], spread["name"]) == ("median", "spread")
+        assert spread["xaxis"] == "x2" and median["coloraxis"] == spread["coloraxis"]
+        labels = [a["text"] for a in figures[name]["layout"]["annotations"]]
+        assert labels[0] == "<b>median of 1 seed</b>"
+
+
 def test_report_table_and_words(report: dict) -> None:
     page = per_notebook_report(report)
     assert "<th>reached 475</th>" in page and "<td>uniform</td>" in page
