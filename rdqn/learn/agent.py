@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 from torch import nn
 
 from rdqn.learn.agent_config import AgentConfig, resolve_device
+from rdqn.learn.agent_state import check_agent_state, explore_rng_state
 from rdqn.learn.errors import DivergenceError
 from rdqn.learn.fused_mlp import FusedMLP, fused_update_supported
 from rdqn.learn.nets import build_q_network
@@ -364,28 +365,19 @@ class DQNAgent:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore from :meth:`state_dict`; shapes and network kind must match this agent."""
-        expected = (self.obs_dim, self.n_actions, self.config.network, self.config.dueling)
-        found = (
-            state["obs_dim"],
-            state["n_actions"],
-            state["config"]["network"],
-            state["config"]["dueling"],
-        )
-        if found != expected:
-            raise ValueError(
-                f"state must match (obs_dim, n_actions, network, dueling) = {expected}, got {found}"
-            )
+        """Restore from :meth:`state_dict`, checked whole first (`check_state`): a state this
+        agent could not have saved raises ``ValueError`` naming what is wrong, and nothing
+        changes."""
+        self.check_state(state)
         self.online.load_state_dict(state["online"])
         self.target.load_state_dict(state["target"])
         self.optimizer.load_state_dict(state["optimizer"])
         if self._fused is not None:
             self._fused.rebind()
         self.updates = int(state["updates"])
-        rng = state["explore_rng"]
-        self._rng.bit_generator.state = {
-            "bit_generator": rng["bit_generator"],
-            "state": {"state": int(rng["state"]), "inc": int(rng["inc"])},
-            "has_uint32": rng["has_uint32"],
-            "uinteger": rng["uinteger"],
-        }
+        self._rng.bit_generator.state = explore_rng_state(state["explore_rng"])
+
+    def check_state(self, state: Any) -> None:
+        """Raise ``ValueError`` naming the first thing wrong with a :meth:`state_dict` read back
+        from a checkpoint; changes nothing (`rdqn.learn.agent_state.check_agent_state`)."""
+        check_agent_state(self, state)

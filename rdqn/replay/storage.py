@@ -295,7 +295,8 @@ class RingStorage:
         dtype; the counters' ranges; each stored row's generation, which the number of writes
         determines (slot s holds the latest write w < writes with w = s mod capacity; -1 where
         none), so no window can read before the ring's oldest row; actions, episode steps and
-        sample counts >= 0; rewards and observations finite; flags that are 0 or 1."""
+        sample counts >= 0; rewards and observations finite; flags that are 0 or 1; episode
+        steps that count on from row to row as `write` numbers them."""
         state = mapping(state, "storage state")
         for name in _ARRAYS:
             current = getattr(self, name)
@@ -324,7 +325,40 @@ class RingStorage:
             if raw.size and raw.max() > 1:
                 k = int(np.argmax(raw > 1))
                 refuse(f"{name}[{k}] is the byte {raw[k]}, not a bool (0 or 1)")
+        self._check_episode_steps(state, writes, size)
         return size
+
+    def _check_episode_steps(self, state: Mapping[str, Any], writes: int, size: int) -> None:
+        """Each stored row's episode step, in write order, is 0 (an episode began: after a
+        terminal row, or a reset `new_episode` marked) or one more than the row before it (its
+        predecessor not terminal), as `write` numbers them; ``next_episode_step`` likewise
+        follows the newest row. (The oldest row's predecessor is gone: any step.) Windows reach
+        back as far as the episode step says, so a wrong one would gather another episode's
+        observations into a window."""
+        slots = np.arange(writes - size, writes, dtype=np.int64) % self.capacity
+        steps = state["episode_step"][slots].astype(np.int64)
+        ended = state["terminated"][slots] | state["truncated"][slots]
+        following = np.minimum(steps + 1, EPISODE_STEP_MAX)
+        bad = (steps[1:] != 0) & (ended[:-1] | (steps[1:] != following[:-1]))
+        if bad.any():
+            k = int(np.argmax(bad)) + 1
+            before = "ends its episode" if ended[k - 1] else f"has episode_step {steps[k - 1]}"
+            refuse(
+                f"episode_step[{slots[k]}] is {steps[k]}, but the row written before it (slot "
+                f"{slots[k - 1]}) {before}: an episode step is 0 or one more than the step "
+                "before it"
+            )
+        following_step = int(entry(state, "next_episode_step"))
+        if size == 0:
+            if following_step != 0:
+                refuse(f"next_episode_step is {following_step:,}, but no row is stored: it is 0")
+            return
+        allowed = {0} if ended[-1] else {0, int(following[-1])}
+        if following_step not in allowed:
+            refuse(
+                f"next_episode_step is {following_step:,}, but after the newest row (slot "
+                f"{slots[-1]}) it is " + " or ".join(f"{step:,}" for step in sorted(allowed))
+            )
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Load a `state_dict`, if `check_state` accepts it (else nothing changes)."""

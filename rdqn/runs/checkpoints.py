@@ -23,11 +23,15 @@ properties matter:
   with a segmentation fault). The digest travels inside the file, so it holds wherever the
   bytes go (a copied store, a worker sent the bytes) and cannot disagree with a record written
   a moment apart. ``torch.load`` reads past a trailing line, so the file is still a plain torch
-  archive; files without the line (saved before it existed) load as they did, unchecked.
+  archive. A file without a valid digest line is refused too ("has no valid digest: damaged, or
+  written by an older rdqn"): a line damaged so that it no longer parses looks exactly like the
+  missing line of a file saved before digests existed, and loading such files unchecked let one
+  flipped bit in the line and one in the replay memory resume silently.
 
 Versions: 1 held a run's agent (weights, optimizer), config and counters; 2 may add a ``"resume"``
-entry with everything else a stopped run needs to continue (`rdqn.runs.resume`). Both load, and
-the agent's weights sit where they always did (``state["agent"]["online"]``).
+entry with everything else a stopped run needs to continue (`rdqn.runs.resume`). Both load when
+they carry a digest, and the agent's weights sit where they always did
+(``state["agent"]["online"]``).
 
 Importing this module does not import torch (the dashboard's server cleans up checkpoint files
 without it); writing or reading a checkpoint does.
@@ -69,6 +73,7 @@ _MARKER_KEYS = ("format", "version")
 _ZIP_MAGIC = b"PK\x03\x04"
 _DIGEST_PREFIX = b"\nrdqn-sha256:"
 _DIGEST_LINE = len(_DIGEST_PREFIX) + 64 + 1
+_HEX_DIGITS = frozenset(b"0123456789abcdef")
 _TMP_SUFFIX = ".tmp"
 STALE_TEMPORARY_S = 600.0
 """Age past which a temporary checkpoint file is an orphan whoever wrote it (a save takes
@@ -135,13 +140,22 @@ def checkpoint_digest(archive: bytes) -> str:
     return hashlib.sha256(archive).hexdigest()
 
 
-def _verified_archive(data: bytes, source: str) -> bytes:
-    """The archive of a checkpoint's bytes, its digest checked; bytes without a digest line
-    (an older rdqn's) as they are."""
+def _verified_archive(data: bytes, source: str) -> bytes | None:
+    """The archive of a checkpoint's bytes, its digest checked (`CheckpointError` when it does
+    not match); None for bytes without a valid digest line, which `load_checkpoint_bytes`
+    refuses: a line damaged so that it no longer parses cannot be told from the missing line of
+    an older rdqn, and loading either unchecked would let damage through."""
     line = data[-_DIGEST_LINE:]
-    if len(data) <= _DIGEST_LINE or not (line.startswith(_DIGEST_PREFIX) and line[-1:] == b"\n"):
-        return data
-    archive, stored = data[:-_DIGEST_LINE], line[len(_DIGEST_PREFIX) : -1]
+    stored = line[len(_DIGEST_PREFIX) : -1]
+    if not (
+        len(data) > _DIGEST_LINE
+        and line.startswith(_DIGEST_PREFIX)
+        and line[-1:] == b"\n"
+        and len(stored) == 64
+        and all(byte in _HEX_DIGITS for byte in stored)
+    ):
+        return None
+    archive = data[:-_DIGEST_LINE]
     if stored != checkpoint_digest(archive).encode("ascii"):
         raise CheckpointError(f"checkpoint {source} is damaged (digest mismatch)")
     return archive
@@ -222,10 +236,10 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Load a checkpoint written by :func:`save_checkpoint`; return the state without the marker.
 
     Tensors are mapped to the CPU. Raises :class:`CheckpointError` (a ``ValueError``) whose message
-    names ``path`` for a missing or unreadable file, a file whose digest does not match its bytes,
-    a corrupt or truncated archive, a file that is not an rdqn checkpoint (plain pickle, text, a
-    torch file without the marker or holding arbitrary objects), and a checkpoint version this
-    code does not read.
+    names ``path`` for a missing or unreadable file, a file without a valid digest line or whose
+    digest does not match its bytes, a corrupt or truncated archive, a file that is not an rdqn
+    checkpoint (plain pickle, text, a torch file without the marker or holding arbitrary
+    objects), and a checkpoint version this code does not read.
     """
     source = Path(path)
     try:
@@ -241,12 +255,17 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
 def load_checkpoint_bytes(data: bytes, *, source: str = "checkpoint bytes") -> dict[str, Any]:
     """:func:`load_checkpoint` for the bytes of a checkpoint file (`checkpoint_bytes`, or a file
     read elsewhere); ``source`` names them in errors."""
-    data = _verified_archive(data, source)
+    archive = _verified_archive(data, source)
     head = data[: len(_ZIP_MAGIC)]
     if len(head) < len(_ZIP_MAGIC):
         raise CheckpointError(f"checkpoint {source} is corrupt or truncated ({len(head)} bytes)")
     if head != _ZIP_MAGIC:
         raise CheckpointError(f"{source} is not an rdqn checkpoint: it is not a torch.save archive")
+    if archive is None:
+        raise CheckpointError(
+            f"checkpoint {source} has no valid digest: damaged, or written by an older rdqn"
+        )
+    data = archive
     import torch
 
     try:

@@ -209,8 +209,9 @@ class RecordedRun:
         A run that is not filed yet is filed only once its trainer is built, so settings the
         trainer rejects leave nothing behind; a filed run whose trainer fails to build is
         recorded as failed. Either way the exception propagates. A checkpoint ``resume_from``
-        that cannot be read or restored (damaged, or of another rdqn: any error) raises
-        `ResumeError` naming the run and the file, and the run stays 'stopped' with that error.
+        that cannot be read or restored (damaged, edited, of another rdqn: any error; the trainer
+        checks the whole state before it uses any of it, `Trainer.restore`) raises `ResumeError`
+        naming the run and the file, and the run stays 'stopped' with that error.
         """
         if self.status != "created":
             raise RuntimeError(f"run {self.id} is {self.status}; only a created run opens")
@@ -258,9 +259,15 @@ class RecordedRun:
     def _not_resumed(self, error: Exception) -> ResumeError:
         if isinstance(error, CheckpointError):  # it names the file
             return ResumeError(f"cannot resume run {self.id}: {error}; {KEPT}")
+        from rdqn.replay.state_checks import ReplayStateError
+        from rdqn.training.state import ResumeStateError
+
         source = self.resume_from
         where = "bytes" if isinstance(source, bytes) else f"file {source}"
-        detail = " ".join(f"{type(error).__name__}: {error}".split())  # torch's span lines
+        detail = str(error)
+        if not isinstance(error, ResumeStateError | ReplayStateError):  # says what it checked
+            detail = f"{type(error).__name__}: {detail}"
+        detail = " ".join(detail.split())  # torch's span lines
         return ResumeError(
             f"cannot resume run {self.id}: its checkpoint ({where}) cannot be restored: {detail}; "
             f"{KEPT}"

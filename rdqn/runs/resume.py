@@ -14,27 +14,41 @@ from the run's record, without reading the file.
 
 Resuming (`RunRegistry.resume`, `python -m rdqn resume RUN_ID`):
 
-1. `resume_point` checks the run is stopped and its checkpoint loads (its digest matches its
-   bytes, `rdqn.runs.checkpoints`), resumes and matches the run's config; anything else raises
-   `ResumeError` naming the run and the reason, and changes nothing.
+1. `resume_point` checks the run is stopped and its checkpoint loads (it carries a digest that
+   matches its bytes, `rdqn.runs.checkpoints`), resumes and matches the run's config, and that
+   every value in it is one this run could have saved: its counters are those the store
+   recorded for this checkpoint (``runs.resume_env_steps``, and no further than the run's
+   recorded progress), and the whole state restores into a throwaway trainer of the stored
+   config (`rdqn.training.trainer.check_resume_state`: weights and optimizer state finite and
+   of the agent's shapes, Adam's moments and steps in range, the replay memory's arrays,
+   actions and priorities, generators, telemetry and timings consistent with the counters).
+   Anything else raises `ResumeError` naming the run, the file and the reason, and changes
+   nothing: the run stays 'stopped', listed with its rows.
 2. `prepare_resume` sets the run back to 'created' with the checkpoint's counters, dropping any
    rows written after the checkpoint (a run that paused, ran on, then died), so the resumed run's
-   rows follow the stored ones with nothing repeated and nothing missing.
+   rows follow the stored ones with nothing repeated and nothing missing. Only a checkpoint
+   that passed step 1 gets here.
 3. A worker builds a trainer of the stored config and restores the checkpoint into it
-   (`Trainer.restore`): env steps, updates and episodes go on from the stored counts, and
-   training continues at the next episode boundary. Stopped between two episodes, the run goes
-   on exactly as if it had never stopped; stopped inside one, that episode's stored steps and
-   rows stay, its end is never seen (no episode row), and a new episode begins.
+   (`Trainer.restore`, which checks it again): env steps, updates and episodes go on from the
+   stored counts, and training continues at the next episode boundary. Stopped between two
+   episodes, the run goes on exactly as if it had never stopped; stopped inside one, that
+   episode's stored steps and rows stay, its end is never seen (no episode row), and a new
+   episode begins.
 
 A run that was queued but never started when its server stopped is 'stopped' without a
 checkpoint: resuming it starts it from the beginning, under the same id.
 
 Damaged checkpoints: damaged bytes are refused at step 1, before anything is
 unpickled, as "checkpoint <file> is damaged (digest mismatch); the run stays listed with its
-rows". A checkpoint without a digest (an older rdqn's) is only found out when step 3 restores it:
-whatever that raises, `RecordedRun.open` turns into a `ResumeError` naming the run and the file,
-and the run is 'stopped' again with it as its error (rows past the checkpoint, dropped at step 2,
-do not come back: no resume could have kept them).
+rows". A checkpoint without a valid digest line is refused there too, as "checkpoint <file> has
+no valid digest: damaged, or written by an older rdqn": a damaged line cannot be told from the
+missing line of a file saved before checkpoints carried digests, so neither is loaded unchecked
+(such a run can no longer be resumed; its rows stay). A checkpoint with a valid digest that was
+edited (a file anyone with access to the folder can change) is refused at step 1 as "checkpoint
+<file> is invalid: <what is wrong>", before any row is dropped or its status changes. Should a
+worker's restore still fail (the file replaced after step 1), `RecordedRun.open` turns whatever
+it raises into a `ResumeError` naming the run and the file, and the run is 'stopped' again with
+it as its error.
 
 Size: the replay memory dominates, and it is allocated whole, so the size hardly depends on how
 far the run got. Per slot: two float32 observations (obs and next obs) plus 26 bytes of action,
@@ -132,9 +146,12 @@ def resume_point(store: RunStore | None, run_id: str) -> ResumePoint:
 
     Raises `ResumeError` (a ``ValueError``) naming the run and why not: no store, an unknown id,
     a run that is not stopped (queued, running, paused, finished, failed), no resume checkpoint
-    (saved before resuming existed, or none at all), a checkpoint that is missing, unreadable or
-    damaged (its digest does not match its bytes, `rdqn.runs.checkpoints`: refused before
-    anything is unpickled) or that belongs to another config.
+    (saved before resuming existed, or none at all), a checkpoint that is missing, unreadable,
+    without a valid digest or damaged (its digest does not match its bytes,
+    `rdqn.runs.checkpoints`: refused before anything is unpickled), that belongs to another
+    config, or that holds a state this run could not have saved: counters other than the store
+    recorded for it, or anything `rdqn.training.trainer.check_resume_state` refuses (the
+    module docstring, step 1).
     """
     if store is None:
         raise ResumeError(f"cannot resume run {run_id}: runs kept in memory only cannot resume")
@@ -179,10 +196,54 @@ def resume_point(store: RunStore | None, run_id: str) -> ResumePoint:
             f"cannot resume run {run_id}: checkpoint {path} is damaged (its counters cannot be "
             f"read: {type(err).__name__}: {err}); {KEPT}"
         ) from err
+    problem = _counters_problem(record, counters)
+    if problem is not None:
+        raise ResumeError(
+            f"cannot resume run {run_id}: checkpoint {path} is invalid: counters: {problem}; {KEPT}"
+        )
+    from rdqn.training.trainer import check_resume_state  # torch and the kernels: only here
+
+    try:
+        check_resume_state(config, state)
+    except Exception as err:  # noqa: BLE001 - whatever a wrong state makes a restore raise
+        raise ResumeError(
+            f"cannot resume run {run_id}: checkpoint {path} is invalid: {_detail(err)}; {KEPT}"
+        ) from err
     return ResumePoint(run_id=run_id, config=config, checkpoint=path, **counters)
 
 
 _COUNTERS = ("env_steps", "updates", "episodes")
+
+
+def _counters_problem(record: RunRecord, counters: dict[str, int]) -> str | None:
+    """What is wrong with a checkpoint's counters, given what the store recorded: the env step it
+    saved the checkpoint at (``runs.resume_env_steps``), and the run's progress, which the
+    checkpoint's counters never pass (rows are written before a checkpoint is saved)."""
+    env_steps = counters["env_steps"]
+    if env_steps != record.resume_env_steps:
+        return (
+            f"env_steps is {env_steps:,}, but the store recorded this checkpoint at env step "
+            f"{record.resume_env_steps:,}"
+        )
+    for name in _COUNTERS:
+        recorded = getattr(record, name)
+        if counters[name] > recorded:
+            return (
+                f"{name} is {counters[name]:,}, past the {recorded:,} the store recorded for the "
+                "run"
+            )
+    return None
+
+
+def _detail(error: BaseException) -> str:
+    """An error as one line: its message, after its type unless it is a refused state's."""
+    from rdqn.replay.state_checks import ReplayStateError
+    from rdqn.training.state import ResumeStateError
+
+    text = str(error)
+    if not isinstance(error, ResumeStateError | ReplayStateError):
+        text = f"{type(error).__name__}: {text}"
+    return " ".join(text.split())
 
 
 def _count(value: Any) -> int:

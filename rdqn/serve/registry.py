@@ -136,16 +136,17 @@ class RunRegistry:
         checkpoint...), and `ServerBusy` at the cap without ``queue``; either way nothing
         changes."""
         with self._lock:
-            if self._closed:
-                raise ServerBusy("server busy: it is shutting down")
-            self._owners.check_resume(run_id, owner)
-            current = self._runs.get(run_id)
-            if current is not None and current.status not in FINAL_STATUSES:
-                state = current.expected_status if current.started else "queued"
-                raise ResumeError(f"cannot resume run {run_id}: it is {state}, not stopped")
-            point = resume_point(self.store, run_id)
+            self._check_resumable(run_id, owner)
+        # Reading and checking the whole checkpoint takes a while (the first time, torch and the
+        # kernels load): not under the lock, which every page's call takes.
+        point = resume_point(self.store, run_id)
+        with self._lock:
+            self._check_resumable(run_id, owner)  # and `reopen` refuses a run resumed meanwhile
             active = self._check_room(queue)
             assert self.store is not None  # resume_point refuses runs kept in memory only
+            recorded = self.store.get_run(run_id).resume_env_steps
+            if point.checkpoint is not None and recorded != point.env_steps:
+                raise ResumeError(f"cannot resume run {run_id}: it was resumed meanwhile")
             reopen(self.store, point)
             kwargs.setdefault("idle_timeout", self.idle_timeout)
             handle = RunHandle(
@@ -160,6 +161,17 @@ class RunRegistry:
                 **kwargs,
             )
             return self._admit(handle, active, paused)
+
+    def _check_resumable(self, run_id: str, owner: str | None) -> None:
+        """`ServerBusy` when closing; `NotOwner` or `ResumeError` when ``owner`` may not resume
+        the run or it is not over yet (under the lock)."""
+        if self._closed:
+            raise ServerBusy("server busy: it is shutting down")
+        self._owners.check_resume(run_id, owner)
+        current = self._runs.get(run_id)
+        if current is not None and current.status not in FINAL_STATUSES:
+            state = current.expected_status if current.started else "queued"
+            raise ResumeError(f"cannot resume run {run_id}: it is {state}, not stopped")
 
     def _check_room(self, queue: bool) -> int:
         """How many runs train; raises `ServerBusy` when closed, or full without ``queue``."""

@@ -16,10 +16,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RESUME_KEY", "env_rng", "from_checkpoint", "to_checkpoint"]
+__all__ = ["RESUME_KEY", "ResumeStateError", "env_rng", "from_checkpoint", "to_checkpoint"]
 
 RESUME_KEY = "resume"
 """The entry of `Trainer.checkpoint_state(resumable=True)` that `Trainer.restore` reads."""
+
+
+class ResumeStateError(ValueError):
+    """A checkpoint's state that `Trainer.restore` refuses, well-formed or not: one a trainer of
+    this config could not have saved (damaged, or edited). The message names the part and what
+    is wrong with it; nothing was changed."""
 
 
 def to_checkpoint(value: Any) -> Any:

@@ -23,13 +23,24 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from rdqn.replay.state_checks import (
+    ReplayStateError,
+    array_field,
+    entry,
+    mapping,
+    refuse,
+    require_finite,
+    require_nonnegative,
+)
 from rdqn.training.sampler_check import GoodnessOfFit
+from rdqn.validation import shown
 
 __all__ = [
     "BatchView",
@@ -156,8 +167,29 @@ class Telemetry:
         return min(1.0, self.env_steps / self.total_steps) if self.total_steps else 0.0
 
 
+_F64, _I64 = np.dtype(np.float64), np.dtype(np.int64)
+_HISTORY_ROWS = 400
+"""The most recent histograms a history keeps."""
+_RECENT_TD = 32
+"""The most recent batches' |TD errors| kept for the |TD error| stages."""
+_TD_BINS = 30
+_WEIGHT_BINS = len(WEIGHT_EDGES) - 1
+
+
+def _require_counts(name: str, counts: NDArray[np.float64]) -> None:
+    require_finite(name, counts)
+    require_nonnegative(name, counts)
+
+
+def found_length(value: Any) -> str:
+    """What a list field is, for an error message."""
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    return f"a {type(value).__name__}"
+
+
 class _HistoryBuilder:
-    def __init__(self, edges: NDArray[np.float64], limit: int = 400) -> None:
+    def __init__(self, edges: NDArray[np.float64], limit: int = _HISTORY_ROWS) -> None:
         self.edges = edges
         self.steps: deque[int] = deque(maxlen=limit)
         self.rows: deque[NDArray[np.float64]] = deque(maxlen=limit)
@@ -216,7 +248,7 @@ class TelemetryRecorder:
         self.priority_history = _HistoryBuilder(RELATIVE_PROBABILITY_EDGES)
         self.weight_history = _HistoryBuilder(WEIGHT_EDGES)
         self._weight_counts = np.zeros(len(WEIGHT_EDGES) - 1)
-        self._recent_td: deque[NDArray[np.float64]] = deque(maxlen=32)
+        self._recent_td: deque[NDArray[np.float64]] = deque(maxlen=_RECENT_TD)
         self.td_stages: dict[str, Histogram] = {}
         self._age_counts = np.zeros(AGE_BINS)
         self._rate_marks: deque[tuple[float, int]] = deque(maxlen=64)
@@ -240,6 +272,114 @@ class TelemetryRecorder:
             age_counts=self._age_counts.copy(),
         )
         return state
+
+    def check_state(
+        self,
+        state: Any,
+        *,
+        env_steps: int,
+        updates: int,
+        episodes: int,
+        log_every: int,
+        histogram_every: int,
+        batch_size: int,
+    ) -> None:
+        """Refuse (`ReplayStateError`, a ``ValueError`` naming the field) a :meth:`state_dict`
+        read back from a checkpoint that this recorder could not have written after the given
+        counts of a run with these settings; changes nothing.
+
+        Checked: every array's type, dtype and shape, which the counters determine (one entry
+        per episode; one per logged update, the most recent `max_points`; one histogram row
+        every ``histogram_every`` updates, the most recent 400; the last 32 batches' |TD
+        errors|; the |TD error| stages reached); the update numbers the logged series and
+        histograms were recorded at; episodes that end in order within the env steps, each as
+        long as it can be; every value finite, and counts, |TD errors|, losses and ESS >= 0.
+        """
+        state = mapping(state, "telemetry state")
+        n = episodes
+        returns = array_field(state, "episode_returns", (n,), _F64)
+        require_finite("episode_returns", returns)
+        ends = array_field(state, "episode_end_steps", (n,), _I64)
+        lengths = array_field(state, "episode_lengths", (n,), _I64)
+        if n:
+            starts = np.concatenate([[0], ends[:-1]])
+            if not (ends[0] >= 1 and (ends > starts).all() and ends[-1] <= env_steps):
+                refuse(
+                    f"episode_end_steps must increase from 1 to at most the {env_steps:,} env "
+                    f"steps, got {shown(ends.tolist(), 80)}"
+                )
+            bad = (lengths < 1) | (lengths > ends - starts)
+            if bad.any():
+                k = int(np.argmax(bad))
+                refuse(
+                    f"episode_lengths[{k}] is {lengths[k]}; episode {k + 1} ended at env step "
+                    f"{ends[k]:,}, {ends[k] - starts[k]:,} steps after the one before, so its "
+                    f"length is from 1 to {ends[k] - starts[k]:,}"
+                )
+        logged = updates // log_every
+        kept = min(logged, self.log_updates.maxlen or logged)
+        expected = log_every * np.arange(logged - kept + 1, logged + 1, dtype=np.int64)
+        self._check_steps(state, "log_updates", expected, updates)
+        for name in ("losses", "td_abs_mean", "q_mean", "ess"):
+            series = array_field(state, name, (kept,), _F64)
+            require_finite(name, series)
+            if name != "q_mean":
+                require_nonnegative(name, series)
+        recorded = updates // histogram_every
+        rows = min(recorded, _HISTORY_ROWS)
+        steps = histogram_every * np.arange(recorded - rows + 1, recorded + 1, dtype=np.int64)
+        for name, edges in (
+            ("priority_history", RELATIVE_PROBABILITY_EDGES),
+            ("weight_history", WEIGHT_EDGES),
+        ):
+            history = mapping(entry(state, name), name)
+            try:
+                self._check_steps(history, "steps", steps, updates)
+                counts = array_field(history, "counts", (rows, len(edges) - 1), _F64)
+                _require_counts("counts", counts)
+            except ReplayStateError as err:
+                raise ReplayStateError(f"{name}: {err}") from None
+        _require_counts("weight_counts", array_field(state, "weight_counts", (_WEIGHT_BINS,), _F64))
+        _require_counts("age_counts", array_field(state, "age_counts", (AGE_BINS,), _F64))
+        recent = entry(state, "recent_td")
+        if not isinstance(recent, list) or len(recent) != min(updates, _RECENT_TD):
+            refuse(
+                f"recent_td must be a list of the last {min(updates, _RECENT_TD)} batches' |TD "
+                f"errors|, got {found_length(recent)}"
+            )
+        for k, td in enumerate(recent):
+            td = array_field({f"recent_td[{k}]": td}, f"recent_td[{k}]", (batch_size,), _F64)
+            require_finite(f"recent_td[{k}]", td)
+            require_nonnegative(f"recent_td[{k}]", td)
+        stages = mapping(entry(state, "td_stages"), "td_stages")
+        reached = [
+            key for stage, key in _STAGE_KEYS if updates and updates >= stage * self.planned_updates
+        ]
+        if sorted(stages) != sorted(reached):
+            refuse(
+                f"td_stages holds {shown(sorted(map(str, stages)))}, but after {updates:,} of "
+                f"{self.planned_updates:,} updates the stages reached are {reached}"
+            )
+        for key in reached:
+            stage = mapping(stages[key], f"td_stages[{key!r}]")
+            edges = array_field(stage, "edges", (_TD_BINS + 1,), _F64)
+            require_finite(f"td_stages[{key!r}] edges", edges)
+            if not (edges[0] == 0 and (np.diff(edges) > 0).all()):
+                refuse(f"td_stages[{key!r}] edges must increase from 0")
+            _require_counts(
+                f"td_stages[{key!r}] counts", array_field(stage, "counts", (_TD_BINS,), _F64)
+            )
+
+    @staticmethod
+    def _check_steps(
+        state: Mapping[str, Any], key: str, expected: NDArray[np.int64], updates: int
+    ) -> None:
+        steps = array_field(state, key, expected.shape, _I64)
+        if not np.array_equal(steps, expected):
+            refuse(
+                f"{key} must be the updates {shown(expected.tolist(), 80)} after {updates:,} "
+                f"updates, got {shown(steps.tolist(), 80)}"
+            )
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` returned."""
@@ -310,7 +450,7 @@ class TelemetryRecorder:
             if key not in self.td_stages and update >= stage * self.planned_updates:
                 recent = np.concatenate(self._recent_td)
                 top = max(float(recent.max()), 1e-12)
-                self.td_stages[key] = Histogram.of(recent, np.linspace(0.0, top, 31))
+                self.td_stages[key] = Histogram.of(recent, np.linspace(0.0, top, _TD_BINS + 1))
         return view
 
     def on_histograms(self, update: int, probabilities: NDArray[np.float64]) -> None:

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
+
+from rdqn.validation import is_integer, is_real, shown
 
 __all__ = ["ACT", "ENV", "EVALUATION", "INIT", "PHASES", "SAMPLE", "UPDATE", "Timings"]
 
@@ -104,6 +106,40 @@ class Timings:
     def state_dict(self) -> dict[str, dict[str, float] | dict[str, int]]:
         """Totals and counts so far (a resumed run keeps adding to them)."""
         return {"totals": self.totals(), "counts": self.counts()}
+
+    @staticmethod
+    def check_state(state: Any, expected_counts: Mapping[str, int]) -> None:
+        """Raise ``ValueError`` naming what is wrong with a :meth:`state_dict` read back from a
+        checkpoint; changes nothing. Totals and counts name the same phases, of `PHASES`; every
+        total a finite number of seconds >= 0, every count an integer >= 0; a phase of
+        ``expected_counts`` was measured exactly that many times (absent: none)."""
+        if not isinstance(state, Mapping) or set(state) != {"totals", "counts"}:
+            raise ValueError(f"timings must be a dict of totals and counts, got {shown(state)}")
+        totals, counts = state["totals"], state["counts"]
+        if not (isinstance(totals, Mapping) and isinstance(counts, Mapping)):
+            raise ValueError("timings totals and counts must be dicts")
+        if set(totals) != set(counts) or not set(totals) <= set(PHASES):
+            raise ValueError(
+                f"timings must time phases of {PHASES}, totals and counts the same ones; got "
+                f"{shown(sorted(map(str, totals)))} and {shown(sorted(map(str, counts)))}"
+            )
+        for name, seconds in totals.items():
+            if not (is_real(seconds) and seconds >= 0):
+                raise ValueError(
+                    f"timings total of {name} must be a finite number of seconds >= 0, got "
+                    f"{shown(seconds)}"
+                )
+            count = counts[name]
+            if not (is_integer(count) and count >= 0):
+                raise ValueError(
+                    f"timings count of {name} must be an integer >= 0, got {shown(count)}"
+                )
+        for name, count in expected_counts.items():
+            if counts.get(name, 0) != count:
+                raise ValueError(
+                    f"timings count of {name} is {shown(counts.get(name, 0))}, but the counters "
+                    f"give {count:,}"
+                )
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self._totals = {str(k): float(v) for k, v in state["totals"].items()}

@@ -50,8 +50,15 @@ from rdqn.replay import (
     UniformSampler,
     WindowBuilder,
 )
+from rdqn.replay.state_checks import ReplayStateError
+from rdqn.training.resume_checks import CheckedResume, check_resume
 from rdqn.training.sampler_check import GoodnessOfFit, check_sampler
-from rdqn.training.state import RESUME_KEY, env_rng, from_checkpoint, to_checkpoint
+from rdqn.training.state import (
+    RESUME_KEY,
+    ResumeStateError,
+    env_rng,
+    to_checkpoint,
+)
 from rdqn.training.telemetry import (
     Telemetry,
     TelemetryRecorder,
@@ -59,7 +66,15 @@ from rdqn.training.telemetry import (
 )
 from rdqn.training.timings import ACT, ENV, EVALUATION, INIT, SAMPLE, UPDATE, Timings
 
-__all__ = ["RESUME_KEY", "MetricsSink", "Trainer", "build_sampler"]
+__all__ = [
+    "RESUME_KEY",
+    "CheckedResume",
+    "MetricsSink",
+    "ResumeStateError",
+    "Trainer",
+    "build_sampler",
+    "check_resume_state",
+]
 
 FIT_BINS = 16
 FIT_BATCHES = 16
@@ -414,27 +429,26 @@ class Trainer:
         """Continue from ``state`` (`checkpoint_state(resumable=True)` of a trainer of this
         config), at the next episode boundary; see the module docstring.
 
-        Only a trainer that has not stepped yet restores (``RuntimeError``); a state without
-        resume data or of another config raises ``ValueError`` before anything changes.
+        Only a trainer that has not stepped yet restores (``RuntimeError``). The whole state is
+        checked before anything changes (`check_resume`): a state without resume data, of another
+        config, or that a trainer of this config could not have saved raises ``ValueError``
+        (`ResumeStateError`, or the replay memory's `ReplayStateError`) naming what is wrong.
         """
         if self.env_steps or self.status != "created":
             raise RuntimeError("only a trainer that has not stepped yet can restore a run")
-        resume = state.get(RESUME_KEY)
-        if resume is None:
-            raise ValueError(
-                "the checkpoint holds no resume state (it was saved when the run ended, or by an "
-                "older rdqn): only its weights can be loaded"
-            )
-        if RunConfig.from_dict(state["config"]) != self.config:
-            raise ValueError("the checkpoint was saved by a run of another config")
+        checked = self.check_resume(state)
+        try:
+            self.buffer.load_state_dict(checked.replay)  # checked whole before anything changes
+        except ReplayStateError as err:
+            said = str(err)
+            if not said.startswith("replay state"):
+                said = f"replay state: {said}"
+            raise ReplayStateError(said) from None
         self.agent.load_state_dict(state["agent"])
-        self.buffer.load_state_dict(from_checkpoint(resume["replay"]))
-        counters = state["counters"]
-        self.env_steps = int(counters["env_steps"])
-        self.updates = int(counters["updates"])
-        self.episodes = int(counters["episodes"])
+        self.env_steps, self.updates, self.episodes = checked.counters
+        resume = checked.resume
         self._diagnostic_rng.bit_generator.state = resume["diagnostic_rng"]
-        self.recorder.load_state_dict(from_checkpoint(resume["telemetry"]))
+        self.recorder.load_state_dict(checked.telemetry)
         self._goal_reached = self._reaches_goal()
         self.timings.load_state_dict(resume["timings"])
         self._started = self._clock() - float(resume["wall_time"])
@@ -457,6 +471,11 @@ class Trainer:
         self.windows.reset(self._obs)
         self.env.action_space.np_random.bit_generator.state = resume["action_space_rng"]
 
+    def check_resume(self, state: Mapping[str, Any]) -> CheckedResume:
+        """Check a resume state before `restore` uses any of it, changing nothing
+        (`rdqn.training.resume_checks.check_resume`); ``ValueError`` names what is wrong."""
+        return check_resume(self, state)
+
     def close(self) -> None:
         self.env.close()
 
@@ -466,3 +485,24 @@ class Trainer:
             f"Trainer(env={self.config.env.id!r}, scheme={cfg['scheme']!r}, "
             f"steps={self.env_steps}/{self.config.train.total_steps}, status={self.status!r})"
         )
+
+
+def check_resume_state(config: RunConfig, state: Mapping[str, Any]) -> None:
+    """Refuse (``ValueError`` naming what is wrong) a resume state that `Trainer.restore` would
+    refuse for a trainer of ``config``, or fail on: restores it into a throwaway trainer, on the
+    CPU whatever the config's device (checking needs no accelerator, and a server checking a
+    run it hands to a worker must not take one). A resumed run's trainer checks it again."""
+    if config.agent.device != "cpu" and isinstance(state, Mapping):
+        try:
+            same = RunConfig.from_dict(state.get("config")) == config
+        except (TypeError, ValueError, KeyError, AttributeError):
+            same = False
+        if not same:
+            raise ResumeStateError("the checkpoint was saved by a run of another config")
+        config = config.with_overrides({"agent.device": "cpu"})
+        state = {**state, "config": config.to_dict()}
+    trainer = Trainer(config)
+    try:
+        trainer.restore(state)
+    finally:
+        trainer.close()

@@ -15,6 +15,7 @@ last-layer bias whatever the window::
 from __future__ import annotations
 
 import dataclasses
+import re
 from types import SimpleNamespace
 from typing import Any
 
@@ -360,6 +361,93 @@ def test_load_state_dict_rejects_mismatched_shapes() -> None:
     state = DQNAgent(OBS_DIM, 2, AgentConfig(network="mlp"), seed=0).state_dict()
     with pytest.raises(ValueError, match="n_actions"):
         DQNAgent(OBS_DIM, 3, AgentConfig(network="mlp"), seed=0).load_state_dict(state)
+
+
+def _trained_state(fused: bool, optimizer: str = "adam") -> tuple[AgentConfig, dict[str, Any]]:
+    config = AgentConfig(network="mlp", fused_mlp=fused, optimizer=optimizer, device="cpu")
+    agent = DQNAgent(OBS_DIM, 2, config, seed=3)
+    agent.learn(hand_batch())
+    agent.learn(hand_batch())
+    return config, agent.state_dict()
+
+
+def _nan_weight(state: dict[str, Any]) -> None:
+    state["online"][next(iter(state["online"]))].view(-1)[0] = float("nan")
+
+
+def _adam_state(key: str, value: Any) -> Any:
+    def edit(state: dict[str, Any]) -> None:
+        state["optimizer"]["state"][0][key] = value
+
+    return edit
+
+
+def _group(key: str, value: Any) -> Any:
+    def edit(state: dict[str, Any]) -> None:
+        state["optimizer"]["param_groups"][0][key] = value
+
+    return edit
+
+
+def _negative_exp_avg_sq(state: dict[str, Any]) -> None:
+    state["optimizer"]["state"][1]["exp_avg_sq"].fill_(-1.0)
+
+
+def _foreign_state_entry(state: dict[str, Any]) -> None:
+    state["optimizer"]["state"][99] = {"step": torch.tensor(1.0)}
+
+
+AGENT_STATES = {
+    "NaN online weight": (_nan_weight, "online weight"),
+    "NaN target weight": (
+        lambda s: s["target"][list(s["target"])[-1]].fill_(float("inf")),
+        "target weight",
+    ),
+    "missing weight": (lambda s: s["online"].popitem(), "online weights must be"),
+    "NaN lr": (_group("lr", float("nan")), "'lr'] is nan"),
+    "lr not the config's": (_group("lr", 1e30), "'lr'] is 1e+30"),
+    "betas changed": (_group("betas", (0.5, 0.999)), "'betas'"),
+    "another parameter list": (_group("params", [0, 1]), "'params'"),
+    "exp_avg_sq < 0": (_negative_exp_avg_sq, "'exp_avg_sq'] has the value -1.0"),
+    "NaN exp_avg": (_adam_state("exp_avg", torch.full((64, OBS_DIM), float("nan"))), "finite"),
+    "exp_avg of another shape": (_adam_state("exp_avg", torch.zeros(3)), "shape"),
+    "NaN step": (_adam_state("step", torch.tensor(float("nan"))), "'step'] is nan"),
+    "step past updates": (_adam_state("step", torch.tensor(3.0)), "from 0 to the agent's 2"),
+    "fractional step": (_adam_state("step", torch.tensor(1.5)), "whole number"),
+    "unknown state": (_adam_state("velocity", torch.zeros(1)), "not optimizer state"),
+    "state of no parameter": (_foreign_state_entry, "parameter 99"),
+    "negative updates": (lambda s: s.update(updates=-7), "updates must be an integer >= 0"),
+    "generator": (lambda s: s["explore_rng"].update(state="zzz"), "explore_rng"),
+}
+
+
+@pytest.mark.parametrize("case", list(AGENT_STATES))
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "autograd"])
+def test_load_state_dict_refuses_a_state_it_could_not_have_saved(fused: bool, case: str) -> None:
+    """Regression: a NaN weight, a NaN learning rate, exp_avg_sq = -1 or a NaN Adam step loaded
+    silently, and the resumed run failed at its next update ('failed': no longer resumable).
+    Now the whole state is checked first; a refused one changes nothing."""
+    config, state = _trained_state(fused)
+    edit, said = AGENT_STATES[case]
+    edit(state)
+    agent = DQNAgent(OBS_DIM, 2, config, seed=5)
+    before = agent.state_dict()
+    with pytest.raises(ValueError, match=re.escape(said)):
+        agent.load_state_dict(state)
+    after = agent.state_dict()
+    assert_params_equal(agent.online, list(before["online"].values()))
+    assert after["updates"] == 0 and after["explore_rng"] == before["explore_rng"]
+    assert after["optimizer"]["param_groups"] == before["optimizer"]["param_groups"]
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+@pytest.mark.parametrize("fused", [True, False], ids=["fused", "autograd"])
+def test_a_saved_state_passes_its_own_checks(fused: bool, optimizer: str) -> None:
+    config, state = _trained_state(fused, optimizer)
+    agent = DQNAgent(OBS_DIM, 2, config, seed=5)
+    agent.check_state(state)
+    agent.load_state_dict(state)
+    assert agent.updates == 2
 
 
 def test_sgd_optimizer_takes_a_plain_gradient_step() -> None:

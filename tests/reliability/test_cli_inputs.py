@@ -150,10 +150,17 @@ CASES = [
         id="threads-100000",
     ),
     pytest.param(
-        ["train", *TINY, "--preset", "e14-lesson", "--set", "replay.window=100000"],
+        ["train", *TINY, "--preset", "e14-lesson", "--set", "replay.window=100000"]
+        + ["--set", "replay.capacity=200000"],
         ["replay.window = 100,000", "RDQN_LIMIT_WINDOW"],
         {},
         id="window-100000",
+    ),
+    pytest.param(
+        ["train", *TINY, "--preset", "e14-lesson", "--set", "replay.window=300"],
+        ["replay.window must be at most replay.capacity (256), got 300"],
+        {},
+        id="window-past-the-capacity",
     ),
     pytest.param(
         [

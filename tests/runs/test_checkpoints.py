@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import pickle
 import subprocess
@@ -82,16 +83,25 @@ def test_file_carries_the_marker(tmp_path: Path) -> None:
     assert raw["version"] == CHECKPOINT_VERSION == 2
 
 
+def save_with_digest(payload: object, path: Path) -> None:
+    """``payload`` saved by ``torch.save`` as it is (no marker added), with a valid digest line."""
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    archive = buffer.getvalue()
+    path.write_bytes(archive + b"\nrdqn-sha256:" + checkpoint_digest(archive).encode() + b"\n")
+
+
 def test_a_version_1_checkpoint_still_loads(tmp_path: Path) -> None:
     path = tmp_path / "old.pt"
-    torch.save({"format": CHECKPOINT_FORMAT, "version": 1, "counters": {"env_steps": 5}}, path)
+    payload = {"format": CHECKPOINT_FORMAT, "version": 1, "counters": {"env_steps": 5}}
+    save_with_digest(payload, path)
     assert load_checkpoint(path) == {"counters": {"env_steps": 5}}
 
 
 def test_bytes_load_like_a_file(tmp_path: Path) -> None:
     state = training_state()
     assert_same(load_checkpoint_bytes(checkpoint_bytes(state)), state)
-    with pytest.raises(CheckpointError, match="the bytes of run x is corrupt or truncated"):
+    with pytest.raises(CheckpointError, match="the bytes of run x has no valid digest"):
         load_checkpoint_bytes(b"PK\x03\x04 garbage", source="the bytes of run x")
 
 
@@ -204,7 +214,8 @@ def test_truncated_file_is_corrupt(tmp_path: Path, cut: str) -> None:
     path = save_checkpoint(training_state(), tmp_path / "run.pt")
     data = path.read_bytes()
     path.write_bytes(data[: {"empty": 0, "three bytes": 3, "half": len(data) // 2}[cut]])
-    with pytest.raises(CheckpointError, match=r"run\.pt is corrupt or truncated"):
+    said = "has no valid digest: damaged" if cut == "half" else "is corrupt or truncated"
+    with pytest.raises(CheckpointError, match=rf"run\.pt {said}"):
         load_checkpoint(path)
 
 
@@ -216,7 +227,7 @@ def test_scrambled_archive_is_damaged(tmp_path: Path) -> None:
     with pytest.raises(CheckpointError, match=r"run\.pt is damaged \(digest mismatch\)"):
         load_checkpoint(path)
     path.write_bytes(bytes(data[:-DIGEST_LINE]))  # as an older rdqn wrote it: no digest
-    with pytest.raises(CheckpointError, match="corrupt or truncated"):
+    with pytest.raises(CheckpointError, match="has no valid digest"):
         load_checkpoint(path)
 
 
@@ -248,17 +259,61 @@ def test_a_flipped_bit_anywhere_is_refused_before_unpickling(
         raise AssertionError("damaged bytes reached torch.load")
 
     monkeypatch.setattr(torch, "load", never)
-    with pytest.raises(CheckpointError, match=r"run\.pt is damaged \(digest mismatch\)"):
+    # A bit of the line's hex digits leaves no digest to compare: refused all the same.
+    refused = r"(is damaged \(digest mismatch\)|has no valid digest: damaged)"
+    with pytest.raises(CheckpointError, match=rf"run\.pt {refused}"):
         load_checkpoint(path)
-    with pytest.raises(CheckpointError, match=r"the bytes of run x is damaged"):
+    with pytest.raises(CheckpointError, match=rf"the bytes of run x {refused}"):
         load_checkpoint_bytes(bytes(data), source="the bytes of run x")
 
 
-def test_a_checkpoint_without_a_digest_still_loads(tmp_path: Path) -> None:
-    """Saved before checkpoints carried a digest: loaded as it is, unchecked."""
+NO_DIGEST = r"has no valid digest: damaged, or written by an older rdqn"
+
+
+def test_a_checkpoint_without_a_digest_is_refused(tmp_path: Path) -> None:
+    """Saved before checkpoints carried a digest, or its digest line damaged: nothing tells the
+    two apart, and neither is unpickled unchecked."""
     path = tmp_path / "old.pt"
     torch.save({"format": CHECKPOINT_FORMAT, "version": 2, "counters": {"env_steps": 5}}, path)
-    assert load_checkpoint(path) == {"counters": {"env_steps": 5}}
+    with pytest.raises(CheckpointError, match=rf"old\.pt {NO_DIGEST}$"):
+        load_checkpoint(path)
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["newline", "r of rdqn", "dash", "colon", "last newline", "a digit", "a digit made a letter"],
+)
+def test_a_damaged_digest_line_is_refused_not_taken_for_an_older_checkpoint(
+    tmp_path: Path, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: a digest line that no longer parsed (one flipped bit in its prefix) was taken
+    for an older rdqn's missing line and the archive loaded unchecked, so a second flipped bit
+    in the replay memory resumed silently. Every byte of the line matters."""
+    path = save_checkpoint({"w": torch.arange(1000.0)}, tmp_path / "run.pt")
+    data = bytearray(path.read_bytes())
+    line = len(data) - DIGEST_LINE
+    offset, mask = {
+        "newline": (0, 0x01),
+        "r of rdqn": (1, 0x01),
+        "dash": (5, 0x01),
+        "colon": (12, 0x01),
+        "last newline": (DIGEST_LINE - 1, 0x01),
+        "a digit": (13, 0x40),  # a hex digit made a character that is no digit
+        "a digit made a letter": (40, 0x00),
+    }[where]
+    if where == "a digit made a letter":
+        data[line + offset] = ord("G")  # upper case: not what the digest is written as
+    else:
+        data[line + offset] ^= mask
+    data[line // 2] ^= 0x01  # and one bit of the archive
+    path.write_bytes(bytes(data))
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("bytes without a valid digest reached torch.load")
+
+    monkeypatch.setattr(torch, "load", never)
+    with pytest.raises(CheckpointError, match=rf"run\.pt {NO_DIGEST}$"):
+        load_checkpoint(path)
 
 
 def test_plain_pickle_is_foreign(tmp_path: Path) -> None:
@@ -281,7 +336,7 @@ class Payload:
 
 def test_torch_file_with_arbitrary_objects_is_foreign(tmp_path: Path) -> None:
     path = tmp_path / "foreign.pt"
-    torch.save({"format": CHECKPOINT_FORMAT, "version": 1, "obj": Payload()}, path)
+    save_with_digest({"format": CHECKPOINT_FORMAT, "version": 1, "obj": Payload()}, path)
     with pytest.raises(CheckpointError, match="not an rdqn checkpoint: it holds objects"):
         load_checkpoint(path)
 
@@ -293,14 +348,14 @@ def test_torch_file_with_arbitrary_objects_is_foreign(tmp_path: Path) -> None:
 )
 def test_torch_file_without_marker_is_foreign(tmp_path: Path, content: object) -> None:
     path = tmp_path / "plain.pt"
-    torch.save(content, path)
+    save_with_digest(content, path)
     with pytest.raises(CheckpointError, match="not an rdqn checkpoint: a torch file without"):
         load_checkpoint(path)
 
 
 def test_newer_version_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "future.pt"
-    torch.save({"format": CHECKPOINT_FORMAT, "version": 3}, path)
+    save_with_digest({"format": CHECKPOINT_FORMAT, "version": 3}, path)
     with pytest.raises(CheckpointError, match="has version 3; this rdqn reads versions 1 to 2"):
         load_checkpoint(path)
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import torch
 
-from rdqn.runs.checkpoints import load_checkpoint
+from rdqn.runs.checkpoints import checkpoint_bytes, load_checkpoint, save_checkpoint
 from rdqn.runs.control import RunControls, drive
 from rdqn.runs.lifecycle import RecordedRun, run_to_end
 from rdqn.runs.resume import (
@@ -319,7 +319,7 @@ def test_what_cannot_be_resumed_says_which_run_and_why(tmp_path: Path) -> None:
         # A checkpoint that claims to resume but does not (written by hand, say).
         forged = stopped_run(store, tiny(300), 100)
         forged_path = store.get_run(forged).checkpoint_path
-        torch.save({"format": "rdqn-checkpoint", "version": 2, **state}, forged_path)
+        save_checkpoint(state, forged_path)
         with pytest.raises(ResumeError, match="holds no resume state"):
             prepare_resume(store, forged)
         assert store.get_run(forged).status == "stopped"
@@ -380,25 +380,131 @@ def test_the_registry_refuses_a_damaged_checkpoint_and_changes_nothing(
         assert store.get_run(run_id) == before
 
 
-def test_a_worker_that_cannot_restore_an_older_checkpoint_leaves_the_run_stopped(
+def paused_run_that_ran_on_and_died(home: Path) -> tuple[str, int]:
+    """A run paused at 150 env steps (rows and a resume checkpoint saved), that ran on to 250
+    (its rows written) and whose process then died: marked 'stopped' by the next store. Returns
+    its id and the number of its episode rows."""
+    config = tiny(400, **{"train.log_every": 1})
+    with RunStore(home / "rdqn.db") as store:
+        run = RecordedRun(config, store)
+        trainer = run.open()
+        trainer.run(steps=150)
+        assert run.save_resume_point()
+        trainer.run(steps=100)
+        run._writer.flush()  # type: ignore[union-attr]
+        assert run.id is not None
+        run_id = run.id
+    trainer.close()
+    with RunStore(home / "rdqn.db") as store:
+        assert store.mark_interrupted() == 1
+        return run_id, len(store.episodes(run_id))
+
+
+def edit_checkpoint(store: RunStore, run_id: str) -> Path:
+    """Set one weight of the run's checkpoint to NaN and save it again, with a valid digest."""
+    path = Path(store.get_run(run_id).checkpoint_path)
+    state = load_checkpoint(path)
+    weights = state["agent"]["online"]
+    weights[next(iter(weights))].view(-1)[0] = float("nan")
+    save_checkpoint(state, path)
+    return path
+
+
+def test_a_refused_checkpoint_drops_no_rows_and_changes_nothing(tmp_path: Path) -> None:
+    """Regression: `prepare_resume` deleted the rows written after the checkpoint (the run
+    paused, ran on, died) and set the run 'created' before the checkpoint was restored, so a
+    checkpoint refused then had already cost the rows; now the whole checkpoint is checked
+    first, and a refused resume changes nothing in the store."""
+    run_id, rows = paused_run_that_ran_on_and_died(tmp_path)
+    with RunStore(tmp_path / "rdqn.db") as store:
+        path = edit_checkpoint(store, run_id)
+        before = store.get_run(run_id)
+        steps = store.steps(run_id)
+        assert before.env_steps == 250 and before.resume_env_steps == 150
+
+        with pytest.raises(ResumeError) as refused:
+            prepare_resume(store, run_id)
+
+        said = str(refused.value)
+        assert said.startswith(f"cannot resume run {run_id}: checkpoint {path} is invalid: ")
+        assert "agent: online weight" in said and "must be finite" in said
+        assert said.endswith("; the run stays listed with its rows") and "\n" not in said
+        assert store.get_run(run_id) == before
+        assert len(store.episodes(run_id)) == rows
+        pd.testing.assert_frame_equal(store.steps(run_id), steps)
+
+
+def test_the_registry_refuses_an_edited_checkpoint_and_changes_nothing(
     executor: Executor, tmp_path: Path
 ) -> None:
-    """A checkpoint without a digest (an older rdqn's) passes the checks and fails in the
-    worker's restore: the run is 'stopped' again with the reason, not 'failed'."""
+    """A checkpoint edited and saved again with a valid digest is refused by
+    `RunRegistry.resume` before any row is dropped or a worker starts."""
+    run_id, rows = paused_run_that_ran_on_and_died(tmp_path)
+    with RunStore(tmp_path / "rdqn.db") as store:
+        path = edit_checkpoint(store, run_id)
+        before = store.get_run(run_id)
+        registry = RunRegistry(store, executor=executor)
+        with pytest.raises(ResumeError, match=f"checkpoint {path} is invalid: agent: "):
+            registry.resume(run_id)
+        registry.shutdown()
+        assert store.get_run(run_id) == before
+        assert len(store.episodes(run_id)) == rows
+
+
+@pytest.mark.parametrize(
+    ("counters", "said"),
+    [
+        ({"env_steps": 10**12}, "env_steps is 1,000,000,000,000, but the store recorded this "),
+        ({"env_steps": 0, "updates": 0, "episodes": 0}, "env_steps is 0, but the store recorded"),
+        ({"episodes": 10**6}, "episodes is 1,000,000, past the "),
+    ],
+)
+def test_counters_other_than_the_store_recorded_are_refused(
+    tmp_path: Path, counters: dict[str, int], said: str
+) -> None:
+    """Regression: counters of 10^12 env steps resumed a run straight to 'finished' at
+    1,000,000,000,000 env steps; counters of 0 dropped every stored row. The counters must be
+    those the store recorded for the checkpoint (`runs.resume_env_steps`, and no further than
+    the run's progress)."""
     with RunStore(tmp_path / "rdqn.db") as store:
         run_id = stopped_run(store, tiny(300), 100)
         path = Path(store.get_run(run_id).checkpoint_path)
         state = load_checkpoint(path)
-        del state["resume"]["telemetry"]
-        torch.save({"format": "rdqn-checkpoint", "version": 2, **state}, path)
-        registry = RunRegistry(store, executor=executor)
-        handle = registry.resume(run_id)
-        assert handle.join(60)
-        registry.shutdown()
+        state["counters"].update(counters)
+        save_checkpoint(state, path)
+        before = store.get_run(run_id)
+        rows = len(store.episodes(run_id))
+
+        with pytest.raises(ResumeError) as refused:
+            prepare_resume(store, run_id)
+
+        assert str(refused.value).startswith(
+            f"cannot resume run {run_id}: checkpoint {path} is invalid: counters: {said}"
+        )
+        assert store.get_run(run_id) == before
+        assert len(store.episodes(run_id)) == rows
+
+
+def test_a_worker_that_cannot_restore_its_checkpoint_leaves_the_run_stopped(
+    tmp_path: Path,
+) -> None:
+    """Should the checkpoint a worker is given not restore (replaced after `resume_point`
+    checked it, or bytes sent by a server), `RecordedRun.open` refuses it in one line naming
+    the run, and the run is 'stopped' again with the reason, not 'failed'."""
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run_id = stopped_run(store, tiny(300), 100)
+        point = prepare_resume(store, run_id)
+        state = load_checkpoint(point.checkpoint)
+        state["resume"]["wall_time"] = float("nan")
+        run = RecordedRun(point.config, store, run_id=run_id, resume_from=checkpoint_bytes(state))
+        with pytest.raises(ResumeError) as refused:
+            run.open()
+        said = str(refused.value)
+        assert said.startswith(f"cannot resume run {run_id}: its checkpoint (bytes) cannot be ")
+        assert "wall_time must be a finite number of seconds >= 0, got nan" in said
         record = store.get_run(run_id)
-        assert record.status == "stopped"
-        assert record.error.startswith(f"cannot resume run {run_id}: its checkpoint (")
-        assert "cannot be restored: KeyError: 'telemetry'" in record.error
+        assert (record.status, record.error) == ("stopped", said)
+        assert resumable(store, run_id)
 
 
 def test_records_give_a_checkpoint_under_the_folder_the_store_was_opened_from(

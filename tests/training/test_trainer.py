@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import io
+import re
 
 import numpy as np
 import pytest
@@ -12,7 +14,7 @@ from rdqn.config import RunConfig
 from rdqn.learn.agent import DivergenceError
 from rdqn.presets import PRESETS, preset
 from rdqn.runs.manifest import manifest_of
-from rdqn.training.trainer import Trainer
+from rdqn.training.trainer import Trainer, check_resume_state
 
 
 def tiny(name: str = "per-notebook", **overrides: object) -> RunConfig:
@@ -438,3 +440,135 @@ def test_a_restored_run_that_had_reached_its_goal_is_done() -> None:
     assert not restored.done
     restored.restore(trainer.checkpoint_state(resumable=True))
     assert restored.done and restored.goal_reached
+
+
+# -------------------------------------------------- resume states that restore must refuse
+def _stopped_state(config: RunConfig, steps: int) -> dict:
+    """A resumable state of ``config`` stopped after ``steps`` env steps, read back as a
+    checkpoint is (tensors, weights only)."""
+    trainer = Trainer(config).run(steps=steps)
+    state = weights_only_round_trip(trainer.checkpoint_state(resumable=True))
+    trainer.close()
+    return state
+
+
+def _first_of(*path: object, value: object) -> object:
+    def edit(state: dict) -> None:
+        node = state
+        for key in path:
+            node = node[key]
+        node.view(-1)[0] = value
+
+    return edit
+
+
+def _put(*path_and_value: object) -> object:
+    """An edit setting the entry at the path (all but the last argument) to the last one."""
+    *path, value = path_and_value
+
+    def edit(state: dict) -> None:
+        node = state
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+
+    return edit
+
+
+def _last_online_weight_nan(state: dict) -> None:
+    online = state["agent"]["online"]
+    online[list(online)[-1]].view(-1)[0] = float("nan")
+
+
+def _one_step_too_many(state: dict) -> None:
+    state["counters"]["env_steps"] += 1
+
+
+def _extra_stage(state: dict) -> None:
+    stages = state["resume"]["telemetry"]["td_stages"]
+    stages["100%"] = {
+        "edges": torch.linspace(0, 1, 31).double(),
+        "counts": torch.zeros(30).double(),
+    }
+
+
+def _short_recent_td(state: dict) -> None:
+    state["resume"]["telemetry"]["recent_td"].pop()
+
+
+def _all_terminated(state: dict) -> None:
+    state["resume"]["replay"]["storage"]["terminated"].fill_(True)
+
+
+REFUSED_STATES = {
+    # counters a trainer of this config could not have counted
+    "env steps past the budget": (_put("counters", "env_steps", 10**12), "past the budget"),
+    "one env step more": (_one_step_too_many, "counters: updates is"),
+    "episodes past env steps": (_put("counters", "episodes", 10**6), "more than the"),
+    # the agent
+    "NaN weight": (_last_online_weight_nan, "must be finite"),
+    "NaN lr": (_put("agent", "optimizer", "param_groups", 0, "lr", float("nan")), "'lr'"),
+    "exp_avg_sq < 0": (
+        _first_of("agent", "optimizer", "state", 0, "exp_avg_sq", value=-1.0),
+        "exp_avg_sq",
+    ),
+    "step past updates": (
+        _put("agent", "optimizer", "state", 0, "step", torch.tensor(1e9)),
+        "from 0 to the agent's",
+    ),
+    "agent updates differ": (_put("agent", "updates", 10**6), "agent: updates is 1000000"),
+    # the replay memory, as only the trainer knows it
+    "action out of range": (
+        _first_of("resume", "replay", "storage", "actions", value=7),
+        "the env has actions 0 to",
+    ),
+    "episode step chain": (
+        _first_of("resume", "replay", "storage", "episode_step", value=10**6),
+        "episode_step",
+    ),
+    "every row terminal": (_all_terminated, "ends its episode"),
+    # telemetry consistent with the counters
+    "extra td stage": (_extra_stage, "td_stages"),
+    "recent td short": (_short_recent_td, "recent_td"),
+    "weight history steps": (
+        _first_of("resume", "telemetry", "weight_history", "steps", value=7),
+        "weight_history: steps",
+    ),
+    "negative ess": (_first_of("resume", "telemetry", "ess", value=-1.0), "ess"),
+    # timings
+    "timed acts differ": (_put("resume", "timings", "counts", "act", 5), "timings count of act"),
+    "unknown phase": (_put("resume", "timings", "totals", "warp", 1.0), "timings must time"),
+    "no episode start generator": (_put("resume", "episode_start_rng", None), "episode_start_rng"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED_STATES))
+@pytest.mark.parametrize("kind", ["feed-forward", "recurrent"])
+def test_restore_refuses_a_state_no_trainer_of_its_config_saved(kind: str, case: str) -> None:
+    """A checkpoint's state edited into one this config could not have saved is refused with a
+    ``ValueError`` naming what is wrong, before anything changes (the trainer still restores
+    the untouched state afterwards); before, such states resumed silently or failed the run
+    later."""
+    config = RESUMED_CONFIGS["proportional" if kind == "feed-forward" else "recurrent"]
+    config = config.with_overrides({"train.log_every": 2, "train.histogram_every": 5})
+    good = _stopped_state(config, 90)
+    edit, said = REFUSED_STATES[case]
+    bad = copy.deepcopy(good)
+    edit(bad)
+    trainer = Trainer(config)
+    with pytest.raises(ValueError, match=re.escape(said)):
+        trainer.restore(bad)
+    assert (trainer.env_steps, trainer.updates, trainer.episodes) == (0, 0, 0)
+    assert trainer.buffer.storage.writes == 0 and trainer.agent.updates == 0
+    trainer.restore(good)
+    assert trainer.env_steps == 90
+    trainer.close()
+
+
+def test_check_resume_state_checks_on_the_cpu_and_a_good_state_passes() -> None:
+    config = RESUMED_CONFIGS["proportional"]
+    state = _stopped_state(config, 90)
+    check_resume_state(config, state)
+    cuda = config.with_overrides({"agent.device": "cuda"})
+    with pytest.raises(ValueError, match="another config"):
+        check_resume_state(cuda, state)  # no accelerator touched: refused for its config
