@@ -68,9 +68,10 @@ def module_name(path: Path) -> str:
 
 
 def in_cli(path: Path) -> bool:
-    """Whether a file is part of the CLI package, `rdqn.cli`."""
+    """Whether a file is part of the command line: the package `rdqn.cli`, or ``python -m
+    rdqn``'s entry, `rdqn.__main__` (which says so when Ctrl-C stops it loading the CLI)."""
     module = module_name(path)
-    return module == "rdqn.cli" or module.startswith("rdqn.cli.")
+    return module in ("rdqn.cli", "rdqn.__main__") or module.startswith("rdqn.cli.")
 
 
 def imports(tree: ast.AST, *, top_level_only: bool = False) -> set[str]:
