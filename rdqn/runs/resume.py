@@ -16,9 +16,9 @@ Resuming (`RunRegistry.resume`, `python -m rdqn resume RUN_ID`):
 
 1. `resume_point` checks the run is stopped and its checkpoint loads (it carries a digest that
    matches its bytes, `rdqn.runs.checkpoints`), resumes and matches the run's config, and that
-   every value in it is one this run could have saved: its counters are those the store
-   recorded for this checkpoint (``runs.resume_env_steps``, and no further than the run's
-   recorded progress), and the whole state restores into a throwaway trainer of the stored
+   every value in it is one this run could have saved: its counters are no earlier than the
+   store recorded for this checkpoint (``runs.resume_env_steps``) and no further than the run's
+   recorded progress, and the whole state restores into a throwaway trainer of the stored
    config (`rdqn.training.trainer.check_resume_state`: weights and optimizer state finite and
    of the agent's shapes, Adam's moments and steps in range, the replay memory's arrays,
    actions and priorities, generators, telemetry and timings consistent with the counters).
@@ -217,13 +217,16 @@ _COUNTERS = ("env_steps", "updates", "episodes")
 
 def _counters_problem(record: RunRecord, counters: dict[str, int]) -> str | None:
     """What is wrong with a checkpoint's counters, given what the store recorded: the env step it
-    saved the checkpoint at (``runs.resume_env_steps``), and the run's progress, which the
-    checkpoint's counters never pass (rows are written before a checkpoint is saved)."""
+    saved the checkpoint at (``runs.resume_env_steps``), which they never fall below, and the
+    run's progress, which they never pass (rows are written before a checkpoint is saved). A
+    file newer than its record (the process died between writing the file and recording it) is
+    within both, and resumes from where it was saved."""
     env_steps = counters["env_steps"]
-    if env_steps != record.resume_env_steps:
+    recorded_at = record.resume_env_steps
+    if recorded_at is not None and env_steps < recorded_at:
         return (
-            f"env_steps is {env_steps:,}, but the store recorded this checkpoint at env step "
-            f"{record.resume_env_steps:,}"
+            f"env_steps is {env_steps:,}, before env step {recorded_at:,}, where the store "
+            "recorded this checkpoint"
         )
     for name in _COUNTERS:
         recorded = getattr(record, name)

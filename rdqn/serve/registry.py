@@ -137,6 +137,7 @@ class RunRegistry:
         changes."""
         with self._lock:
             self._check_resumable(run_id, owner)
+            recorded = self._recorded_checkpoint(run_id)
         # Reading and checking the whole checkpoint takes a while (the first time, torch and the
         # kernels load): not under the lock, which every page's call takes.
         point = resume_point(self.store, run_id)
@@ -144,8 +145,7 @@ class RunRegistry:
             self._check_resumable(run_id, owner)  # and `reopen` refuses a run resumed meanwhile
             active = self._check_room(queue)
             assert self.store is not None  # resume_point refuses runs kept in memory only
-            recorded = self.store.get_run(run_id).resume_env_steps
-            if point.checkpoint is not None and recorded != point.env_steps:
+            if self._recorded_checkpoint(run_id) != recorded:  # resumed and stopped again
                 raise ResumeError(f"cannot resume run {run_id}: it was resumed meanwhile")
             reopen(self.store, point)
             kwargs.setdefault("idle_timeout", self.idle_timeout)
@@ -172,6 +172,16 @@ class RunRegistry:
         if current is not None and current.status not in FINAL_STATUSES:
             state = current.expected_status if current.started else "queued"
             raise ResumeError(f"cannot resume run {run_id}: it is {state}, not stopped")
+
+    def _recorded_checkpoint(self, run_id: str) -> tuple[object, int | None] | None:
+        """The checkpoint the store records for a run (None: no store or no such run)."""
+        if self.store is None:
+            return None
+        try:
+            record = self.store.get_run(run_id)
+        except KeyError:
+            return None
+        return record.checkpoint_path, record.resume_env_steps
 
     def _check_room(self, queue: bool) -> int:
         """How many runs train; raises `ServerBusy` when closed, or full without ``queue``."""

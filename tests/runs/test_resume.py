@@ -454,8 +454,8 @@ def test_the_registry_refuses_an_edited_checkpoint_and_changes_nothing(
 @pytest.mark.parametrize(
     ("counters", "said"),
     [
-        ({"env_steps": 10**12}, "env_steps is 1,000,000,000,000, but the store recorded this "),
-        ({"env_steps": 0, "updates": 0, "episodes": 0}, "env_steps is 0, but the store recorded"),
+        ({"env_steps": 10**12}, "env_steps is 1,000,000,000,000, past the "),
+        ({"env_steps": 0, "updates": 0, "episodes": 0}, "env_steps is 0, before env step "),
         ({"episodes": 10**6}, "episodes is 1,000,000, past the "),
     ],
 )
@@ -464,8 +464,8 @@ def test_counters_other_than_the_store_recorded_are_refused(
 ) -> None:
     """Regression: counters of 10^12 env steps resumed a run straight to 'finished' at
     1,000,000,000,000 env steps; counters of 0 dropped every stored row. The counters must be
-    those the store recorded for the checkpoint (`runs.resume_env_steps`, and no further than
-    the run's progress)."""
+    no earlier than the store recorded for the checkpoint (`runs.resume_env_steps`) and no
+    further than the run's progress."""
     with RunStore(tmp_path / "rdqn.db") as store:
         run_id = stopped_run(store, tiny(300), 100)
         path = Path(store.get_run(run_id).checkpoint_path)
@@ -483,6 +483,23 @@ def test_counters_other_than_the_store_recorded_are_refused(
         )
         assert store.get_run(run_id) == before
         assert len(store.episodes(run_id)) == rows
+
+
+def test_a_checkpoint_newer_than_its_record_resumes_from_where_it_was_saved(
+    tmp_path: Path,
+) -> None:
+    """The process died between writing a checkpoint file and recording it: the store still
+    names the step of the one before. The file's counters lie between that step and the run's
+    progress (its rows came first), so it resumes, from where it was saved."""
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run_id = stopped_run(store, tiny(300), 100)
+        record = store.get_run(run_id)
+        saved_at = record.resume_env_steps
+        assert saved_at is not None and saved_at > 10
+        store.set_checkpoint(run_id, record.checkpoint_path, resume_env_steps=saved_at - 10)
+        point = prepare_resume(store, run_id)
+        assert point.env_steps == saved_at
+        assert store.get_run(run_id).status == "created"
 
 
 def test_a_worker_that_cannot_restore_its_checkpoint_leaves_the_run_stopped(
