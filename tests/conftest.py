@@ -52,6 +52,7 @@ Browser flows (tests/e2e) are marked ``browser``. The everyday tier leaves both 
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups off the markers
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         path = Path(str(item.path))
@@ -64,6 +65,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(group))
         elif "e2e" in Path(str(item.path)).parts:
             raise pytest.UsageError(f"{item.path.name}: give the browser flows a group")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """In a ``--dist loadgroup`` worker, every grouped test must carry its group: pytest-xdist
+    adds it to the test's id, and a pytest or xdist that stops doing so (pytest 9.2 with xdist
+    3.8 did) would spread a group's tests, and their module's server, over both workers."""
+    if not getattr(session.config.option, "loadgroup", False):  # set in xdist workers only
+        return
+    for item in session.items:
+        group = _ONE_WORKER.get(Path(str(item.path)).name)
+        if group is not None and not item.nodeid.endswith(f"@{group}"):
+            raise pytest.UsageError(
+                f"pytest-xdist did not group {item.nodeid} (group {group!r}): pytest "
+                f"{pytest.__version__} and this pytest-xdist disagree on test ids"
+            )
 
 
 class _SharedProcessExecutor(ProcessExecutor):
