@@ -14,6 +14,19 @@ from rdqn.runs.schema import MIGRATIONS, SCHEMA_VERSION
 from rdqn.runs.store import RunStore, owner_hash
 
 
+def an_old_store(path: Path, version: int, insert: str, *params: object) -> None:
+    """A store file at schema ``version`` (its migrations run by hand) holding the run
+    ``insert`` writes: what an older rdqn left."""
+    raw = sqlite3.connect(path)
+    for statements in MIGRATIONS[:version]:
+        for statement in statements:
+            raw.execute(statement)
+    raw.execute(f"PRAGMA user_version = {version}")
+    raw.execute(insert, params)
+    raw.commit()
+    raw.close()
+
+
 def test_wal_mode_and_schema_version(store: RunStore) -> None:
     raw = sqlite3.connect(store.path)
     try:
@@ -35,17 +48,13 @@ def test_newer_schema_is_refused(tmp_path: Path) -> None:
 
 def test_a_version_1_store_gains_the_resume_column(tmp_path: Path) -> None:
     path = tmp_path / "rdqn.db"
-    raw = sqlite3.connect(path)
-    for statement in MIGRATIONS[0]:
-        raw.execute(statement)
-    raw.execute("PRAGMA user_version = 1")
-    raw.execute(
+    an_old_store(
+        path,
+        1,
         "INSERT INTO runs (id, created_at, updated_at, status, env_id, scheme, seed, config_json, "
         "checkpoint_path, env_steps) VALUES ('old', 0, 0, 'stopped', 'CartPole-v1', 'uniform', 0, "
-        "'{}', '/somewhere/old.pt', 40)"
+        "'{}', '/somewhere/old.pt', 40)",
     )
-    raw.commit()
-    raw.close()
     with RunStore(path) as s:
         record = s.get_run("old")
         assert (record.status, record.env_steps, record.resume_env_steps) == ("stopped", 40, None)
@@ -53,17 +62,12 @@ def test_a_version_1_store_gains_the_resume_column(tmp_path: Path) -> None:
 
 def test_a_version_3_store_gains_the_owner_hash_column(tmp_path: Path) -> None:
     path = tmp_path / "rdqn.db"
-    raw = sqlite3.connect(path)
-    for statements in MIGRATIONS[:3]:
-        for statement in statements:
-            raw.execute(statement)
-    raw.execute("PRAGMA user_version = 3")
-    raw.execute(
+    an_old_store(
+        path,
+        3,
         "INSERT INTO runs (id, created_at, updated_at, status, env_id, scheme, seed, config_json) "
-        "VALUES ('old', 0, 0, 'stopped', 'CartPole-v1', 'uniform', 0, '{}')"
+        "VALUES ('old', 0, 0, 'stopped', 'CartPole-v1', 'uniform', 0, '{}')",
     )
-    raw.commit()
-    raw.close()
     with RunStore(path) as s:
         assert s.get_run("old").owner_hash is None  # nobody's
         assert list(s.list_runs()["owner_hash"]) == [None]
@@ -76,18 +80,13 @@ def test_a_version_3_store_gains_the_owner_hash_column(tmp_path: Path) -> None:
 
 def test_a_version_2_store_gains_the_owner_start_column(tmp_path: Path) -> None:
     path = tmp_path / "rdqn.db"
-    raw = sqlite3.connect(path)
-    for statements in MIGRATIONS[:2]:
-        for statement in statements:
-            raw.execute(statement)
-    raw.execute("PRAGMA user_version = 2")
-    raw.execute(
+    an_old_store(
+        path,
+        2,
         "INSERT INTO runs (id, created_at, updated_at, status, env_id, scheme, seed, config_json, "
         "owner_pid) VALUES ('old', 0, 0, 'running', 'CartPole-v1', 'uniform', 0, '{}', ?)",
-        (os.getpid(),),
+        os.getpid(),
     )
-    raw.commit()
-    raw.close()
     with RunStore(path) as s:
         record = s.get_run("old")  # its owner (this pid, start unknown) is taken as alive
         assert (record.status, record.owner_pid, record.owner_start) == (
