@@ -135,17 +135,24 @@ class RunRegistry:
         cannot be resumed (`rdqn.runs.resume.resume_blocker`: not stopped, no resume
         checkpoint...), and `ServerBusy` at the cap without ``queue``; either way nothing
         changes."""
-        with self._lock:
-            self._check_resumable(run_id, owner)
-            recorded = self._recorded_checkpoint(run_id)
-        # Reading and checking the whole checkpoint takes a while (the first time, torch and the
-        # kernels load): not under the lock, which every page's call takes.
-        point = resume_point(self.store, run_id)
+        for _ in range(3):
+            with self._lock:
+                self._check_resumable(run_id, owner)
+                recorded = self._recorded_checkpoint(run_id)
+            # Reading and checking the whole checkpoint takes a while (the first time, torch and
+            # the kernels load): not under the lock, which every page's call takes.
+            point = resume_point(self.store, run_id)
+            with self._lock:
+                if self._recorded_checkpoint(run_id) == recorded:
+                    break
+            # A newer checkpoint was recorded meanwhile (the run's worker still closing): again.
+        else:
+            raise ResumeError(f"cannot resume run {run_id}: its checkpoint keeps changing")
         with self._lock:
             self._check_resumable(run_id, owner)  # and `reopen` refuses a run resumed meanwhile
             active = self._check_room(queue)
             assert self.store is not None  # resume_point refuses runs kept in memory only
-            if self._recorded_checkpoint(run_id) != recorded:  # resumed and stopped again
+            if self._recorded_checkpoint(run_id) != recorded:
                 raise ResumeError(f"cannot resume run {run_id}: it was resumed meanwhile")
             reopen(self.store, point)
             kwargs.setdefault("idle_timeout", self.idle_timeout)
