@@ -4,7 +4,7 @@ Streamlit runs this file twice over, in two roles:
 
 - **The server** (`app`): `streamlit run` finds an `st.App` here and serves it, with
   `PresenceMiddleware` in front, which notes each browser's requests and connections
-  (`dashboard.classroom.presence`): a browser reloading faster than its page can run is still
+  (`rdqn.dashboard.classroom.presence`): a browser reloading faster than its page can run is still
   there, and keeps its runs; `EndedConnectionMiddleware` logs in one line, not as a
   traceback, the error Streamlit raises when a browser goes away while it writes to it. The
   worker zygote starts warming up at once (`prepare_early`). When the server shuts down, it
@@ -18,6 +18,7 @@ import sqlite3
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, nullcontext
+from pathlib import Path
 
 import streamlit as st
 
@@ -28,7 +29,7 @@ def frame() -> None:
     lists Streamlit's guess at the pages (the files' names, "app" first) over a blank page."""
     st.set_page_config(
         page_title="rdqn · prioritized replay explorer",
-        page_icon="assets/favicon.png",
+        page_icon=str(Path(__file__).parent / "assets" / "favicon.png"),
         layout="wide",
     )
     pages = {
@@ -52,16 +53,16 @@ def frame() -> None:
     # runs find them imported. pandas must not load lazily later: Plotly takes it from
     # sys.modules without the import lock, and another session's figure would then meet a
     # half-imported pandas.
-    first_run = "dashboard.state" not in sys.modules
+    first_run = "rdqn.dashboard.state" not in sys.modules
     with st.spinner("Starting the dashboard (once)…") if first_run else nullcontext():
-        from dashboard.display import projector_toggle
-        from dashboard.fragments import page_run
-        from dashboard.state import init_state, keep_session_runs_alive, session, store_failed
+        from rdqn.dashboard.display import projector_toggle
+        from rdqn.dashboard.fragments import page_run
+        from rdqn.dashboard.state import init_state, keep_session_runs_alive, session, store_failed
         from rdqn.runs.store import StoreError
 
     init_state()  # first: a page the store stops (session() opens it) still finds its keys
     session()
-    with page_run():  # its fragments' charts go whole (dashboard.fragments)
+    with page_run():  # its fragments' charts go whole (rdqn.dashboard.fragments)
         keep_session_runs_alive()
         st.session_state["app.frame"] = True
         projector_toggle()
@@ -76,8 +77,8 @@ if __name__ == "__main__":  # a page run (Streamlit runs the script as __main__)
 else:  # `streamlit run app.py` imports this file for its server
     from starlette.middleware import Middleware
 
-    from dashboard.classroom.presence import PresenceMiddleware
-    from dashboard.connections import EndedConnectionMiddleware
+    from rdqn.dashboard.classroom.presence import PresenceMiddleware
+    from rdqn.dashboard.connections import EndedConnectionMiddleware
     from rdqn.serve.executors import close_early, prepare_early
 
     prepare_early()  # the zygote warms up while the first page is served

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
-import rdqn_figures as figures
+import rdqn.figures as figures
 from benchmarks.provenance import git_commit
 from rdqn.presets import preset
 from rdqn.serve.handle import RunHandle

@@ -5,7 +5,7 @@ Streamlit does (`Figure.to_json`), for runs of growing length: E finished episod
 log's 20,000 points (`TelemetryRecorder`'s cap). Two ways, interleaved, same data:
 
   whole    every sample sent, a marker per episode, the EMA one value at a time (as before)
-  thinned  at most `CURVE_POINTS` samples per trace (`rdqn_figures.thin`), markers only
+  thinned  at most `CURVE_POINTS` samples per trace (`rdqn.figures.thin`), markers only
            up to `MAX_MARKERS` episodes, the EMA as one linear filter (the dashboard now)
 
 The bytes are what each watching browser receives and Plotly redraws every second.
@@ -17,7 +17,7 @@ and `orjson` (the default whenever it is installed; requirements.txt names it).
 Last, what each watching session pays per redraw for the two charts once they are built, as
 ``st.plotly_chart`` turns a figure into its message (`Figure.to_dict`, then the JSON):
 ``session_plain`` for figures each session builds itself, ``session_shared`` for the frozen
-figures every session shares (`dashboard.shared_figures`: the dict is made once per snapshot).
+figures every session shares (`rdqn.dashboard.shared_figures`: the dict is made once per snapshot).
 
 Usage: python -m benchmarks.bench_live_curves [--rounds 5] [--json OUT.json]
        python -m benchmarks.bench_live_curves --table benchmarks/results/live_curves.json
@@ -42,17 +42,17 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.tools import return_figure_from_figure_or_data
 
-import rdqn_figures as figures
+import rdqn.figures as figures
 from benchmarks.provenance import git_commit
-from dashboard.shared_figures import FrozenFigure
-from rdqn_figures import _base, curves
+from rdqn.dashboard.shared_figures import FrozenFigure
+from rdqn.figures import _base, curves
 
 EPISODES = (500, 5_000, 50_000)
 LOSS_POINTS = 20_000
 
 
 def ema_one_at_a_time(values: np.ndarray, smoothing: float) -> np.ndarray:
-    """The EMA's definition (`rdqn_figures.ema`), one value at a time."""
+    """The EMA's definition (`rdqn.figures.ema`), one value at a time."""
     out = np.empty(len(values))
     last, count = 0.0, 0
     for i, value in enumerate(values):

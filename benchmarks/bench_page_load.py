@@ -41,8 +41,8 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from playwright.sync_api import Error as PlaywrightError
 
 from benchmarks.provenance import git_commit
-from harness.chromium import CHROMIUM, CHROMIUM_ARGS
-from harness.dashboard_server import start_dashboard
+from tests.harness.chromium import CHROMIUM, CHROMIUM_ARGS
+from tests.harness.dashboard_server import start_dashboard
 
 LIVE = "/live?steps=1000000"
 RUNNING = '[data-testid="stProgress"]'

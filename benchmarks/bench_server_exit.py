@@ -27,8 +27,8 @@ from typing import Any
 from playwright.sync_api import sync_playwright
 
 from benchmarks.provenance import git_commit
-from harness.chromium import CHROMIUM, CHROMIUM_ARGS
-from harness.dashboard_server import start_dashboard
+from tests.harness.chromium import CHROMIUM, CHROMIUM_ARGS
+from tests.harness.dashboard_server import start_dashboard
 
 
 def _children(pid: int) -> set[int]:

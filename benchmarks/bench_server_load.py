@@ -2,7 +2,7 @@
 
 The Chromium load test (`benchmarks.load_classroom`) runs 30 browsers on the server's two cores,
 so its figures mostly measure the browsers. Here the sessions are lightweight clients
-(`harness.streamlit_client`: Streamlit's WebSocket protocol, nothing drawn) in this one
+(`tests.harness.streamlit_client`: Streamlit's WebSocket protocol, nothing drawn) in this one
 process, and the server is pinned to one core (``--server-core``): every thread of it, so "the
 sessions one core serves" is literal. This script, its clients and the server's child processes
 (the zygote and the worker that trains the run) share the other core; the worker is niced so
@@ -74,8 +74,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks.load_classroom import _cpu_s, _status_kb, descendants, read_log, stop_server
-from harness.dashboard_server import start_dashboard
-from harness.streamlit_client import Run, StreamlitClient
+from tests.harness.dashboard_server import start_dashboard
+from tests.harness.streamlit_client import Run, StreamlitClient
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks/results/server_load.json"
@@ -564,7 +564,7 @@ def table(results: dict[str, Any]) -> str:
     share = profile.get("inclusive_pct", {})
     if share:
         parts = [
-            ("the live fragment", "run_view (dashboard/live_view.py)"),
+            ("the live fragment", "run_view (rdqn/dashboard/live_view.py)"),
             (
                 "building its Plotly figures (`go.Figure`)",
                 "__init__ (plotly/graph_objs/_figure.py)",

@@ -24,7 +24,7 @@ browser) the moment it prints it, and waits until the *Start demo* button is vis
             Home and clicks *Start demo*: seconds from the click to its run's first counters, as
             in a class whose teacher started the server before the lesson. This browser loads
             the live page's chart code (Plotly, 4.7 MB of JavaScript) with that first page,
-            unless Home had the time to load it first (`dashboard.chart_code`)
+            unless Home had the time to load it first (`rdqn.dashboard.chart_code`)
   new browser, Home read
             the same, its run paused, in a third new browser that shows Home for `READ_S`
             seconds before the click: a teacher who explains Home first
@@ -69,9 +69,9 @@ from typing import Any
 from playwright.sync_api import sync_playwright
 
 from benchmarks.provenance import git_commit
-from harness.chromium import CHROMIUM, CHROMIUM_ARGS
-from harness.dashboard_server import ROOT, free_port
-from harness.live_page import run_on_screen
+from tests.harness.chromium import CHROMIUM, CHROMIUM_ARGS
+from tests.harness.dashboard_server import ROOT, free_port
+from tests.harness.live_page import run_on_screen
 
 OUT = ROOT / "benchmarks" / "results" / "server_start.json"
 SOLVED = 475.0

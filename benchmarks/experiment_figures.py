@@ -1,10 +1,10 @@
 """PNG figures for the docs, drawn from the experiments' results files (docs/experiments.md).
 
 Plotly's own PNG export needs kaleido, which is not a dependency; this draws each figure as an
-offline HTML page in the Chromium the browser tests use (`harness.chromium`, driven by
+offline HTML page in the Chromium the browser tests use (`tests.harness.chromium`, driven by
 Playwright, a dev dependency) and saves a screenshot of it. The figures are the ones the
-dashboard's Experiments page and the HTML report show (`rdqn_figures.experiments`,
-`rdqn_figures.experiment_report`).
+dashboard's Experiments page and the HTML report show (`rdqn.figures.experiments`,
+`rdqn.figures.experiment_report`).
 
 Usage:
     python -m benchmarks.experiment_figures --out docs/figures
@@ -20,15 +20,15 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 
-from harness.chromium import CHROMIUM, CHROMIUM_ARGS
+from tests.harness.chromium import CHROMIUM, CHROMIUM_ARGS
 
 WIDTH, HEIGHT = 1000, 480
 
 
 def figures(cliffwalk: Path | None, per_notebook: Path | None) -> dict[str, go.Figure]:
     """Name -> figure for every results file given that exists."""
-    from rdqn_figures.experiment_report import per_notebook_figures
-    from rdqn_figures.experiments import cliffwalk_figure
+    from rdqn.figures.experiment_report import per_notebook_figures
+    from rdqn.figures.experiments import cliffwalk_figure
 
     out: dict[str, go.Figure] = {}
     if cliffwalk is not None and cliffwalk.exists():

@@ -64,12 +64,12 @@ from playwright.async_api import Browser, Locator, Page, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
 from benchmarks.provenance import git_commit
-from harness.chromium import CHROMIUM, CHROMIUM_ARGS
-from harness.dashboard_server import start_dashboard
+from tests.harness.chromium import CHROMIUM, CHROMIUM_ARGS
+from tests.harness.dashboard_server import start_dashboard
 
 ROOT = Path(__file__).resolve().parents[1]
 LIVE = "/live?steps=1000000"  # a budget no run finishes while the class watches
-RELEASE_GRACE_S = 10.0  # dashboard.state.RELEASE_GRACE_SECONDS
+RELEASE_GRACE_S = 10.0  # rdqn.dashboard.state.RELEASE_GRACE_SECONDS
 ACTIVE = ("created", "running", "paused")  # store statuses of runs not ended
 THREAD_TOLERANCE = 2
 """Server threads 'back to baseline': at most this many above it (Streamlit and the executor

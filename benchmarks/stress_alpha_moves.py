@@ -2,17 +2,17 @@
 
 A teacher's tab and a following student's tab on one dashboard server; the teacher's run
 trains, and the teacher moves α one step right, then back, ``--moves`` times, 1-3 s apart (each
-move restarts the run once the slider settles, `dashboard.live.SETTLE_SECONDS`). ``--hogs``
+move restarts the run once the slider settles, `rdqn.dashboard.live.SETTLE_SECONDS`). ``--hogs``
 processes spin on the CPU meanwhile, as a loaded classroom laptop or CI machine would. A round
 ends early when either tab throws an uncaught JavaScript error (Streamlit's front end does when
 it applies a message to a place that does not exist, and the tab stays white: see
-`dashboard.fragments`); the error is recorded. ``--rounds`` rounds, each on a fresh server.
+`rdqn.dashboard.fragments`); the error is recorded. ``--rounds`` rounds, each on a fresh server.
 Traffic stays on 127.0.0.1; the script stops every process it starts.
 
 White pages are rare and depend on load, so each round also counts what makes them possible,
 whatever the load: references to cached elements that a *page* run sends into a fragment's part
 of the page (a fragment's queued run can take back everything around such a reference but not
-the reference itself), read from the teacher's WebSocket (`harness.cached_references`).
+the reference itself), read from the teacher's WebSocket (`tests.harness.cached_references`).
 
 Usage: python -m benchmarks.stress_alpha_moves [--rounds 5] [--moves 60] [--hogs 4]
            [--json OUT.json]
@@ -32,9 +32,9 @@ from typing import Any
 from playwright.sync_api import Browser, sync_playwright
 
 from benchmarks.provenance import git_commit
-from harness.cached_references import CachedReferences
-from harness.chromium import CHROMIUM, CHROMIUM_ARGS
-from harness.dashboard_server import start_dashboard
+from tests.harness.cached_references import CachedReferences
+from tests.harness.chromium import CHROMIUM, CHROMIUM_ARGS
+from tests.harness.dashboard_server import start_dashboard
 
 
 def _spin(until: float) -> None:

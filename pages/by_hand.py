@@ -2,12 +2,12 @@
 
 import streamlit as st
 
-import rdqn_figures as figures
-from dashboard.by_hand_table import transition_columns
-from dashboard.display import show_chart
-from dashboard.state import ensure_app_frame
-from dashboard.text import plain
+import rdqn.figures as figures
 from rdqn.classroom import worked_example as we
+from rdqn.dashboard.by_hand_table import transition_columns
+from rdqn.dashboard.display import show_chart
+from rdqn.dashboard.state import ensure_app_frame
+from rdqn.dashboard.text import plain
 
 ensure_app_frame()
 

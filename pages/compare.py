@@ -10,8 +10,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.assets import explanation
-from dashboard.comparisons import (
+from rdqn.compare import (
+    LESSON_PRESET,
+    PAPER_RANK_PRESETS,
+    comparison_configs,
+)
+from rdqn.config import SCHEMES
+from rdqn.dashboard.assets import explanation
+from rdqn.dashboard.comparisons import (
     comparison_results,
     group_is_live,
     linked_group,
@@ -19,19 +25,13 @@ from dashboard.comparisons import (
     start_comparison,
     stop_runs,
 )
-from dashboard.config_widgets import config_widget
-from dashboard.fragments import fragment
-from dashboard.history import comparison_base, default_budget
-from dashboard.ownership import actor, not_yours_note
-from dashboard.return_threshold import return_threshold_input
-from dashboard.state import ensure_app_frame, registry, store
-from dashboard.text import plain
-from rdqn.compare import (
-    LESSON_PRESET,
-    PAPER_RANK_PRESETS,
-    comparison_configs,
-)
-from rdqn.config import SCHEMES
+from rdqn.dashboard.config_widgets import config_widget
+from rdqn.dashboard.fragments import fragment
+from rdqn.dashboard.history import comparison_base, default_budget
+from rdqn.dashboard.ownership import actor, not_yours_note
+from rdqn.dashboard.return_threshold import return_threshold_input
+from rdqn.dashboard.state import ensure_app_frame, registry, store
+from rdqn.dashboard.text import plain
 from rdqn.presets import PAPER_RANK_ALPHA, preset
 
 ensure_app_frame()

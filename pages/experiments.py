@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from dashboard.experiments_view import show_cliffwalk
-from dashboard.state import ensure_app_frame
+from rdqn.dashboard.experiments_view import show_cliffwalk
+from rdqn.dashboard.state import ensure_app_frame
 
 ensure_app_frame()
 

@@ -2,16 +2,16 @@
 
 import streamlit as st
 
-import rdqn_figures as figures
-from dashboard.assets import explanation
-from dashboard.display import show_chart
-from dashboard.fragments import fragment
-from dashboard.internals_notes import notice
-from dashboard.lessons import lesson_note
-from dashboard.params import parse_params
-from dashboard.state import ensure_app_frame, registry
+import rdqn.figures as figures
+from rdqn.dashboard.assets import explanation
+from rdqn.dashboard.display import show_chart
+from rdqn.dashboard.fragments import fragment
+from rdqn.dashboard.internals_notes import notice
+from rdqn.dashboard.lessons import lesson_note
+from rdqn.dashboard.params import parse_params
+from rdqn.dashboard.state import ensure_app_frame, registry
+from rdqn.figures.distributions import p_value_text
 from rdqn.training.telemetry import relative_probability_histogram, weight_histogram
-from rdqn_figures.distributions import p_value_text
 
 ensure_app_frame()
 

@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from dashboard.fragments import fragment
-from dashboard.guided import ALL_CONTROLS
-from dashboard.lessons import lesson_note, lessons
-from dashboard.live import (
+from rdqn.dashboard.fragments import fragment
+from rdqn.dashboard.guided import ALL_CONTROLS
+from rdqn.dashboard.lessons import lesson_note, lessons
+from rdqn.dashboard.live import (
     REFRESH_S,
     current_lesson,
     current_run,
@@ -22,17 +22,23 @@ from dashboard.live import (
     sync_url,
     try_it_myself,
 )
-from dashboard.live_controls import lesson_panel, main_controls, run_buttons, settings_form
-from dashboard.live_view import (
+from rdqn.dashboard.live_controls import lesson_panel, main_controls, run_buttons, settings_form
+from rdqn.dashboard.live_view import (
     LESSON_CSS,
     class_code_button,
     run_view,
     share_panel,
     stored_run_view,
 )
-from dashboard.params import parse_params
-from dashboard.state import ensure_app_frame, for_this_viewer, live_pages, registry, shown_value
-from dashboard.text import plain
+from rdqn.dashboard.params import parse_params
+from rdqn.dashboard.state import (
+    ensure_app_frame,
+    for_this_viewer,
+    live_pages,
+    registry,
+    shown_value,
+)
+from rdqn.dashboard.text import plain
 
 ensure_app_frame()
 ss = st.session_state

@@ -7,15 +7,15 @@ import numpy as np
 import streamlit as st
 from numpy.typing import NDArray
 
-from dashboard.comparisons import scheme_styled
-from dashboard.display import show_chart
-from dashboard.history import runs_table, stored_threshold
-from dashboard.ownership import admin_box
-from dashboard.run_card import run_card
-from dashboard.saved_runs import STOP_COLUMN, redraw_when_a_status_changes, stop_reasons
-from dashboard.state import ensure_app_frame, for_this_viewer, store
 from rdqn.compare import Curve
-from rdqn_figures import runs_overlay_figure
+from rdqn.dashboard.comparisons import scheme_styled
+from rdqn.dashboard.display import show_chart
+from rdqn.dashboard.history import runs_table, stored_threshold
+from rdqn.dashboard.ownership import admin_box
+from rdqn.dashboard.run_card import run_card
+from rdqn.dashboard.saved_runs import STOP_COLUMN, redraw_when_a_status_changes, stop_reasons
+from rdqn.dashboard.state import ensure_app_frame, for_this_viewer, store
+from rdqn.figures import runs_overlay_figure
 
 ensure_app_frame()
 

@@ -2,13 +2,13 @@
 
 import streamlit as st
 
-from dashboard import tree_state
-from dashboard.assets import explanation
-from dashboard.display import show_chart
-from dashboard.state import ensure_app_frame
-from dashboard.tree_view import batch_queries, leaf_table, live_tree, priority_editor
 from rdqn.classroom import tree_demo as td
-from rdqn_figures import draw_histogram_figure, segments_figure, sum_tree_figure
+from rdqn.dashboard import tree_state
+from rdqn.dashboard.assets import explanation
+from rdqn.dashboard.display import show_chart
+from rdqn.dashboard.state import ensure_app_frame
+from rdqn.dashboard.tree_view import batch_queries, leaf_table, live_tree, priority_editor
+from rdqn.figures import draw_histogram_figure, segments_figure, sum_tree_figure
 
 ensure_app_frame()
 

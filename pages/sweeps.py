@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.config_widgets import config_widget
-from dashboard.state import ensure_app_frame, registry, store
-from dashboard.sweep_jobs import (
+from rdqn.compare import LESSON_PRESET
+from rdqn.dashboard.config_widgets import config_widget
+from rdqn.dashboard.state import ensure_app_frame, registry, store
+from rdqn.dashboard.sweep_jobs import (
     AXES,
     PAGE_MAX_ENV_STEPS,
     PAGE_MAX_SEEDS,
     PAGE_MAX_TRIALS,
     grid_fields,
 )
-from dashboard.sweep_panel import chosen_sweep, show_sweep, start_from_form
-from rdqn.compare import LESSON_PRESET
+from rdqn.dashboard.sweep_panel import chosen_sweep, show_sweep, start_from_form
 from rdqn.presets import preset
 from rdqn.sweeps import list_sweeps
 

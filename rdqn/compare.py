@@ -7,7 +7,7 @@ used by the CLI's ``compare`` and the dashboard's Compare page alike). Its defau
 rolling mean of the last `window` episode returns, as a step function of environment steps (the
 value at step x is what had been achieved by then). Curves of several seeds are sampled on one
 grid of env steps and summarised by their mean and a min-max band (`aggregate`); drawing them is
-the figure layer's job (`rdqn_figures`). Every page, figure and report names a run the same way,
+the figure layer's job (`rdqn.figures`). Every page, figure and report names a run the same way,
 `run_label` ('rank · α 0.7 · β₀ 0.5 · seed 1 · 077847'; `scheme_label` without seed and id).
 """
 

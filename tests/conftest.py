@@ -51,7 +51,6 @@ Browser flows (tests/e2e) are marked ``browser``. The everyday tier leaves both 
 ``python -m pytest -m "not browser and not slow"``."""
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups off the markers
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:

@@ -1,6 +1,6 @@
-"""No import circles: between any two modules of rdqn/ and dashboard/, imports go one way,
-whether at the top of a module or inside a function (a late import is still a circle a reader
-has to untangle)."""
+"""No import circles: between any two modules of rdqn/ (its dashboard and figures included),
+imports go one way, whether at the top of a module or inside a function (a late import is still a
+circle a reader has to untangle)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("rdqn", "rdqn_figures", "dashboard")
+PACKAGES = ("rdqn",)
 
 
 def _module(path: Path) -> str:

@@ -20,7 +20,7 @@ from packaging.version import Version
 REPO = Path(__file__).resolve().parents[1]
 RUNTIME = ("requirements.txt", "requirements-ray.txt")  # Ray: the optional `ray` extra
 ALL = ("requirements.txt", "requirements-ray.txt", "requirements-dev.txt")
-LOCAL = {"rdqn", "rdqn_figures", "dashboard", "pages", "tests", "benchmarks", "harness", "app"}
+LOCAL = {"rdqn", "pages", "tests", "benchmarks", "app"}
 
 
 def declared(files: tuple[str, ...]) -> dict[str, Requirement]:
@@ -69,12 +69,12 @@ def distributions(modules: set[str]) -> set[str]:
 
 
 def test_the_core_and_the_dashboard_import_only_runtime_requirements() -> None:
-    used = distributions(imported_modules("rdqn", "rdqn_figures", "dashboard", "pages", "app.py"))
+    used = distributions(imported_modules("rdqn", "pages", "app.py"))
     assert sorted(used - set(declared(RUNTIME))) == []
 
 
 def test_the_tests_import_only_declared_requirements() -> None:
-    used = distributions(imported_modules("tests", "harness"))  # harness: the tests' driver
+    used = distributions(imported_modules("tests"))
     assert sorted(used - set(declared(ALL))) == []
 
 

@@ -1,4 +1,4 @@
-"""Command line: `python -m rdqn train | resume | compare | runs | presets | warm-up`.
+"""Command line: `python -m rdqn train | resume | compare | runs | sweep | experiment | dashboard`.
 
     python -m rdqn train --preset e14 --env rdqn/MaskedCartPole-v0 --steps 20000 --seed 0 \\
         --set replay.alpha=0.7
@@ -8,6 +8,7 @@
     python -m rdqn warm-up           # compile the kernels once, at install (numba's disk cache)
     python -m rdqn experiment cliffwalk | per-notebook | tables   # docs/experiments.md
     python -m rdqn sweep --preset paper --grid replay.alpha=0,0.6,1 --seeds 5   # docs/sweeps.md
+    python -m rdqn dashboard --port 8501 [--address 0.0.0.0] [--home DIR]     # the Streamlit app
 
 Every run is written to the run store ($RDQN_HOME or ./.rdqn, or --home). Bad arguments print one
 line naming the argument and its value and exit with status 2, before any run is filed: configs
@@ -18,8 +19,8 @@ them. Reading commands (``runs``, ``resume``) create no store where there is non
 SIGTERM) while a command trains stops its runs between two steps, 'stopped' and resumable, with
 exit status 130 (143); a second Ctrl-C aborts at once (`interrupts`). This package is the one
 place in `rdqn` that prints: `parser` and `options` read the arguments, `progress` draws the
-bars, and a module per command (`train`, `compare`, `runs`, `sweep`, `presets`, `warm_up`) runs it;
-`main` dispatches.
+bars, and a module per command (`train`, `compare`, `runs`, `sweep`, `presets`, `warm_up`,
+`dashboard`) runs it; `main` dispatches.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rdqn.cli.compare import Comparison, cmd_compare, comparison
+from rdqn.cli.dashboard import cmd_dashboard
 from rdqn.cli.experiment import cmd_experiment
 from rdqn.cli.parser import build_parser, cached_parser
 from rdqn.cli.presets import cmd_presets
@@ -59,6 +61,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str = "rdqn") -> int:
             return cmd_warm_up(args)
         if args.command == "experiment":  # runs no recorded run: no store
             return cmd_experiment(args)
+        if args.command == "dashboard":  # the server opens the store
+            return cmd_dashboard(args)
         if args.command == "sweep":
             return cmd_sweep(args)  # it opens the store as its action needs
         if getattr(args, "threads", 1) < 1:

@@ -107,7 +107,7 @@ def cmd_compare(args: argparse.Namespace, store: RunStore, plan: Comparison) -> 
     print(table.to_string(index=False, float_format=lambda v: f"{v:,.1f}"))
     heading = f"{base.env.id}: {', '.join(args.schemes)} ({base.preset}, seeds {args.seeds})"
     # The report is drawn by the figure layer, which needs plotly; the core does not.
-    from rdqn_figures.report import comparison_report
+    from rdqn.figures.report import comparison_report
 
     report = comparison_report(
         runs,

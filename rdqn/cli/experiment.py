@@ -234,7 +234,7 @@ def _cmd_cliffwalk(args: argparse.Namespace) -> int:
 
 
 def _write_plot(path: Path, report: dict[str, Any], args: argparse.Namespace) -> None:
-    from rdqn_figures.experiments import cliffwalk_figure
+    from rdqn.figures.experiments import cliffwalk_figure
 
     figure = cliffwalk_figure(report["summary"], threshold=report.get("threshold"))
     write_output(path, figure.to_html(include_plotlyjs=True, full_html=True), "--plot")
@@ -288,7 +288,7 @@ def _cmd_per_notebook(args: argparse.Namespace) -> int:
             run_per_notebook_trial, trials, head, per_notebook_summary, out, args, "per-notebook"
         )
     if not args.source or args.report:
-        from rdqn_figures.experiment_report import per_notebook_report
+        from rdqn.figures.experiment_report import per_notebook_report
 
         write_output(page, per_notebook_report(report), "--report")
         if not args.quiet:

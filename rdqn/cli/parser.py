@@ -10,6 +10,7 @@ import argparse
 import functools
 from typing import Any
 
+from rdqn.cli.dashboard import add_dashboard_parser
 from rdqn.cli.experiment import add_experiment_parser
 from rdqn.cli.sweep import add_sweep_parser
 from rdqn.cli.usage import Parser, set_help
@@ -116,6 +117,7 @@ def build_parser(prog: str = "rdqn") -> argparse.ArgumentParser:
     )
     warm.add_argument("--quiet", action="store_true", help="no progress bar")
     add_experiment_parser(sub, Parser)
+    add_dashboard_parser(sub)
     return parser
 
 

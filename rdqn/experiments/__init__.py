@@ -10,5 +10,5 @@
 
 Each trial is a frozen dataclass and each trial function a top-level function of it, so
 `rdqn.sweeps.map_tasks` runs them on worker processes or Ray; ``python -m rdqn experiment`` is
-the command. Nothing here prints or draws: figures are `rdqn_figures.experiments`.
+the command. Nothing here prints or draws: figures are `rdqn.figures.experiments`.
 """

@@ -11,5 +11,5 @@
 - `executors`, `zygote`, `ray_executor`: where workers run: processes forked from a warm zygote
   (the default), threads (tests and debugging), or Ray actors on a cluster.
 
-Owners are opaque: the dashboard's classroom (`dashboard.classroom`) maps them to people.
+Owners are opaque: the dashboard's classroom (`rdqn.dashboard.classroom`) maps them to people.
 """

@@ -1,7 +1,7 @@
 """Whose runs are whose: the owners of a registry's runs (`rdqn.serve.registry`).
 
 Ownership: a run belongs to the owner that started or resumed it, an opaque token (the
-dashboard's, `dashboard.classroom`), until `RunRegistry.stop_owner` ends that. Every control of
+dashboard's, `rdqn.dashboard.classroom`), until `RunRegistry.stop_owner` ends that. Every control of
 the registry (`pause`, `step`, `unpause`, `stop`, `replace`, `delete`, `resume`) takes an
 ``owner``: it is checked (`NotOwner` if the run is another owner's), None means the caller may
 control any run (the command line, the server's admin). A run nobody owns (its owner ended, a

@@ -24,7 +24,7 @@ def isolated_app(
     monkeypatch: pytest.MonkeyPatch,
     process_executor: ProcessExecutor,
 ) -> Iterator[None]:
-    from dashboard import state
+    from rdqn.dashboard import state
 
     monkeypatch.setenv("RDQN_HOME", str(tmp_path))
     in_threads = request.node.get_closest_marker("thread_runs") is not None

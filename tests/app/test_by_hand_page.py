@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.text import plain
+from rdqn.dashboard.text import plain
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 TARGETS = [3.475, 1.0, 0.99, -0.802]

@@ -9,7 +9,7 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from dashboard.assets import explanation
+from rdqn.dashboard.assets import explanation
 from rdqn.runs.store import RunStore
 from tests.run_helpers import wait_for
 

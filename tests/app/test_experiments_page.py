@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import experiments_view
-from dashboard.experiments_view import read_results, summary_frame
+from rdqn.dashboard import experiments_view
+from rdqn.dashboard.experiments_view import read_results, summary_frame
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 SUMMARY = [

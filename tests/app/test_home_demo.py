@@ -6,8 +6,8 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from dashboard.params import DEMO_PRESET
-from dashboard.state import registry
+from rdqn.dashboard.params import DEMO_PRESET
+from rdqn.dashboard.state import registry
 from rdqn.presets import preset
 from tests.run_helpers import wait_for
 

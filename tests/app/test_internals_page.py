@@ -8,8 +8,8 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from dashboard.display import PROJECTOR_HEIGHT
-from dashboard.state import registry
+from rdqn.dashboard.display import PROJECTOR_HEIGHT
+from rdqn.dashboard.state import registry
 from rdqn.presets import preset
 from tests.run_helpers import wait_for
 

@@ -11,15 +11,15 @@ from streamlit import config
 from streamlit.runtime.caching.cache_resource_api import _resource_caches
 from streamlit.testing.v1 import AppTest
 
-from dashboard import live, state
-from dashboard.classroom import sessions as browser_sessions
-from dashboard.config_widgets import FORM_FIELDS, field_label
-from dashboard.live import RESTARTS, SETTLE_SECONDS, STEP_AFTER_THE_END, STEPPED_AFTER_THE_END
-from dashboard.params import URL_ALIASES
-from dashboard.share import CLASS_CODE
-from dashboard.state import checked_token, live_pages, owner_for, registry
-from dashboard.text import plain
 from rdqn.config import config_field
+from rdqn.dashboard import live, state
+from rdqn.dashboard.classroom import sessions as browser_sessions
+from rdqn.dashboard.config_widgets import FORM_FIELDS, field_label
+from rdqn.dashboard.live import RESTARTS, SETTLE_SECONDS, STEP_AFTER_THE_END, STEPPED_AFTER_THE_END
+from rdqn.dashboard.params import URL_ALIASES
+from rdqn.dashboard.share import CLASS_CODE
+from rdqn.dashboard.state import checked_token, live_pages, owner_for, registry
+from rdqn.dashboard.text import plain
 from rdqn.presets import preset
 from tests.run_helpers import ShiftedTime, wait_for
 
@@ -91,7 +91,7 @@ def test_live_page_counters_curves_and_alpha_restart(monkeypatch: pytest.MonkeyP
     # Three slider values within the settle time: on a loaded machine one AppTest run can take
     # longer than the 0.8 s a hand on the arrow keys gets, so the test gets 3 s.
     settle = 3.0
-    monkeypatch.setattr("dashboard.live.SETTLE_SECONDS", settle)
+    monkeypatch.setattr("rdqn.dashboard.live.SETTLE_SECONDS", settle)
     clock = settling_clock(monkeypatch)
     at = open_app()
     at.switch_page("pages/live.py").run()
@@ -139,8 +139,8 @@ def test_pause_step_and_reset_buttons() -> None:
 def _start_twice() -> None:
     import streamlit as st
 
-    from dashboard.live import toggle_training
-    from dashboard.state import init_state, session
+    from rdqn.dashboard.live import toggle_training
+    from rdqn.dashboard.state import init_state, session
 
     init_state()
     session()
@@ -302,7 +302,7 @@ def test_switching_preset_keeps_only_what_was_changed() -> None:
 
 
 def test_a_prices_csv_the_market_cannot_use_is_rejected_and_not_kept(tmp_path: Path) -> None:
-    from dashboard import live
+    from rdqn.dashboard import live
 
     with pytest.raises(ValueError, match="prices CSV 'short.csv' rejected: .*an episode needs"):
         live._checked_upload("short.csv", b"price\n1.0\n1.1\n1.2\n")
@@ -401,19 +401,19 @@ def test_the_share_panel_shows_the_class_code_and_warns_when_students_cannot_rea
         markdown = " ".join(m.value for m in at.markdown)
         return markdown, " ".join(w.value for w in at.warning)
 
-    monkeypatch.setattr("dashboard.live_view.net_util.get_internal_ip", lambda: "192.168.1.20")
+    monkeypatch.setattr("rdqn.dashboard.live_view.net_util.get_internal_ip", lambda: "192.168.1.20")
     markdown, warnings = share_texts()
     shown = re.search(r"### Class code `(\w+)`", markdown)
     assert shown is not None and CLASS_CODE.match(shown.group(1)), markdown
     assert "work on this computer only" not in warnings  # the machine's address: reachable
 
-    monkeypatch.setattr("dashboard.live_view.net_util.get_internal_ip", lambda: None)
+    monkeypatch.setattr("rdqn.dashboard.live_view.net_util.get_internal_ip", lambda: None)
     assert "no network address was found for this machine" in share_texts()[1]
 
     try:
         config.set_option("server.address", "127.0.0.1")
         assert "the server listens on 127.0.0.1 only" in share_texts()[1]
-        monkeypatch.setattr("dashboard.live_view.net_util.get_internal_ip", lambda: "10.0.0.7")
+        monkeypatch.setattr("rdqn.dashboard.live_view.net_util.get_internal_ip", lambda: "10.0.0.7")
         config.set_option("server.address", "0.0.0.0")  # every interface, said explicitly
         assert "work on this computer only" not in share_texts()[1]
     finally:
@@ -572,7 +572,7 @@ def test_a_run_waiting_for_the_kernel_warm_up_shows_its_progress(
     from rdqn.serve.worker import WarmUp
 
     def page() -> None:
-        from dashboard.live_view import _preparing
+        from rdqn.dashboard.live_view import _preparing
 
         _preparing("abc123")
 

@@ -19,8 +19,8 @@ DELTA = re.compile(r"δ|\\delta")
 def shown_text_files() -> list[Path]:
     return [
         *sorted((ROOT / "pages").glob("*.py")),
-        *sorted((ROOT / "dashboard").glob("*.py")),
-        *sorted((ROOT / "rdqn_figures").glob("*.py")),
+        *sorted((ROOT / "rdqn" / "dashboard").glob("*.py")),
+        *sorted((ROOT / "rdqn" / "figures").glob("*.py")),
         *sorted((ROOT / "assets" / "text").glob("*.md")),
     ]
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from rdqn.figures import SCHEME_COLORS
 from rdqn.presets import preset
 from rdqn.runs.store import RunStore
 from rdqn.serve.handle import RunHandle
-from rdqn_figures import SCHEME_COLORS
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 TINY = {

@@ -22,7 +22,7 @@ import json, sys
 from pathlib import Path
 from streamlit.testing.v1 import AppTest
 
-from dashboard.state import registry
+from rdqn.dashboard.state import registry
 from tests.run_helpers import wait_for
 
 at = AppTest.from_file("app.py", default_timeout=120)
@@ -77,7 +77,7 @@ _SERVE_HOME = r"""
 import json, sys
 from streamlit.testing.v1 import AppTest
 
-from dashboard.state import registry
+from rdqn.dashboard.state import registry
 
 at = AppTest.from_file("app.py", default_timeout=120)
 at.run()
@@ -119,7 +119,7 @@ _START_DEMO = r"""
 import json, sys
 from streamlit.testing.v1 import AppTest
 
-from dashboard.state import registry
+from rdqn.dashboard.state import registry
 
 at = AppTest.from_file("app.py", default_timeout=120)
 at.run()

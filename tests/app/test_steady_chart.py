@@ -1,4 +1,4 @@
-"""`dashboard.display.steady_chart`: a chart redrawn every second keeps the previous redraw's
+"""`rdqn.dashboard.display.steady_chart`: a chart redrawn every second keeps the previous redraw's
 figure, unchanged, in its other slot, so that the browser keeps that one drawn (Streamlit names
 a chart by a hash of its figure, and the browser mounts a renamed chart anew, blank at first)."""
 
@@ -8,7 +8,7 @@ import json
 
 from streamlit.testing.v1 import AppTest
 
-from dashboard.display import PAGE_RUN_KEY
+from rdqn.dashboard.display import PAGE_RUN_KEY
 
 
 def redrawn_chart() -> None:
@@ -16,7 +16,7 @@ def redrawn_chart() -> None:
     import plotly.graph_objects as go
     import streamlit as st
 
-    from dashboard.display import steady_chart
+    from rdqn.dashboard.display import steady_chart
 
     count = st.session_state["redraws"] = st.session_state.get("redraws", 0) + 1
     steady_chart(st, go.Figure(go.Scatter(y=list(range(count)))), name="test", height=200)
@@ -57,8 +57,8 @@ def charts_of_a_fragment() -> None:
     import plotly.graph_objects as go
     import streamlit as st
 
-    from dashboard.display import show_chart, steady_chart
-    from dashboard.fragments import fragment, page_run
+    from rdqn.dashboard.display import show_chart, steady_chart
+    from rdqn.dashboard.fragments import fragment, page_run
 
     @fragment()
     def live() -> None:
@@ -84,7 +84,7 @@ def marks(at: AppTest) -> dict[str, str | None]:
 
 def test_a_fragment_drawn_in_a_page_run_sends_its_charts_whole() -> None:
     """In a page run every chart of a fragment carries that run's mark, so none is a reference
-    to one the browser cached (`dashboard.fragments`); the fragment's own runs send the new
+    to one the browser cached (`rdqn.dashboard.fragments`); the fragment's own runs send the new
     figure unmarked and the other slot's exactly as before; the page's own charts are never
     marked."""
     at = AppTest.from_function(charts_of_a_fragment, default_timeout=30)

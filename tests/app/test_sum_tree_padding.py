@@ -8,9 +8,9 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from dashboard.state import registry
+from rdqn.dashboard.state import registry
+from rdqn.figures.tree import EMPTY, PADDING
 from rdqn.presets import preset
-from rdqn_figures.tree import EMPTY, PADDING
 from tests.run_helpers import wait_for
 
 APP = Path(__file__).resolve().parents[2] / "app.py"

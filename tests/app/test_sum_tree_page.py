@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.state import registry
-from dashboard.text import plain
+from rdqn.dashboard.state import registry
+from rdqn.dashboard.text import plain
 from rdqn.presets import preset
 from tests.run_helpers import wait_for
 

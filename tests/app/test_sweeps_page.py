@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import state
+from rdqn.dashboard import state
+from rdqn.figures.sweeps import decimals_for
 from rdqn.runs.store import RunStore
 from rdqn.serve.executors import ProcessExecutor
 from rdqn.serve.registry import RunRegistry
 from rdqn.sweeps import SweepSpec, list_sweeps, run_sweep, summary, sweep_trials
 from rdqn.sweeps.records import save_spec
-from rdqn_figures.sweeps import decimals_for
 from tests.dashboard.sweep_cases import AUC_MEAN, STEPS_MEAN, hand_sweep
 from tests.run_helpers import wait_for
 

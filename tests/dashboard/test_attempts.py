@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from dashboard.attempts import AdminBrake, WrongTries
+from rdqn.dashboard.attempts import AdminBrake, WrongTries
 
 
 class Clock:

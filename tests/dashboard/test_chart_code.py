@@ -1,4 +1,4 @@
-"""dashboard.chart_code: Home's page run draws no chart; the fragment's first own run draws one
+"""rdqn.dashboard.chart_code: Home's page run draws no chart; the fragment's first own run draws one
 invisible chart, the next ends the timer by rerunning the page, which then calls it no more."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import chart_code
+from rdqn.dashboard import chart_code
 from tests.dashboard.fragment_calls import call_plainly
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -76,7 +76,7 @@ def test_homes_own_run_draws_no_chart() -> None:
 
 
 def test_the_invisible_chart_takes_no_room() -> None:
-    from dashboard.display import _PAGE_CSS
+    from rdqn.dashboard.display import _PAGE_CSS
 
     rule = f".st-key-{chart_code.CONTAINER_KEY} {{ position: absolute;"
     assert rule in _PAGE_CSS

@@ -1,4 +1,4 @@
-"""Tests for dashboard.connections: errors after a browser has gone are not tracebacks."""
+"""Tests for rdqn.dashboard.connections: errors after a browser has gone are not tracebacks."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dashboard.connections import EndedConnectionMiddleware
+from rdqn.dashboard.connections import EndedConnectionMiddleware
 
 WEBSOCKET = {"type": "websocket", "path": "/_stcore/stream", "headers": []}
 
@@ -44,7 +44,7 @@ async def streamlit_after_a_failed_write(scope: Any, receive: Any, send: Any) ->
 
 def test_an_error_after_a_failed_write_is_one_log_line(caplog: pytest.LogCaptureFixture) -> None:
     middleware = EndedConnectionMiddleware(streamlit_after_a_failed_write)
-    with caplog.at_level(logging.INFO, logger="dashboard.connections"):
+    with caplog.at_level(logging.INFO, logger="rdqn.dashboard.connections"):
         asyncio.run(middleware(dict(WEBSOCKET), _a_frame, _closed_send))
     assert [r.getMessage() for r in caplog.records] == [
         "A browser's connection ended while the server wrote to it (TypeError('WebSocket "

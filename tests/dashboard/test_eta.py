@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dashboard.eta import (
+from rdqn.dashboard.eta import (
     FORGET_AFTER_S,
     RunRates,
     duration_text,

@@ -1,4 +1,4 @@
-"""dashboard.fragments: a fragment drawn in a page run knows it (its charts then go whole), and
+"""rdqn.dashboard.fragments: a fragment drawn in a page run knows it (its charts then go whole), and
 every redrawn part of a page waits after drawing, so that the server sends what it drew before
 the fragment's next run can take it back (the module's note)."""
 
@@ -12,7 +12,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 from streamlit.runtime.forward_msg_cache import create_reference_msg, populate_hash_if_needed
 from streamlit.runtime.forward_msg_queue import ForwardMsgQueue
 
-from dashboard import fragments
+from rdqn.dashboard import fragments
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,7 +73,7 @@ def test_a_page_run_ended_by_st_rerun_or_st_stop_ends_its_mark(pauses: list) -> 
 
 
 def test_every_fragment_of_the_pages_goes_through_dashboard_fragments() -> None:
-    sources = [*ROOT.glob("pages/*.py"), *ROOT.glob("dashboard/**/*.py"), ROOT / "app.py"]
+    sources = [*ROOT.glob("pages/*.py"), *ROOT.glob("rdqn/dashboard/**/*.py"), ROOT / "app.py"]
     direct = [
         f"{path.relative_to(ROOT)}:{number}"
         for path in sources
@@ -81,7 +81,7 @@ def test_every_fragment_of_the_pages_goes_through_dashboard_fragments() -> None:
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if re.search(r"\bst\.fragment\b", line)
     ]
-    assert not direct, f"use dashboard.fragments.fragment: {direct}"
+    assert not direct, f"use rdqn.dashboard.fragments.fragment: {direct}"
 
 
 def _delta(path: list[int], fragment_id: str, text: str) -> ForwardMsg:
@@ -94,7 +94,7 @@ def _delta(path: list[int], fragment_id: str, text: str) -> ForwardMsg:
 
 def test_streamlit_still_takes_back_a_fragments_unsent_elements_but_not_its_cached_ones() -> None:
     """The Streamlit behaviour the pause is for. When this fails, Streamlit no longer splits a
-    fragment's unsent messages this way, and `dashboard.fragments` may go."""
+    fragment's unsent messages this way, and `rdqn.dashboard.fragments` may go."""
     queue = ForwardMsgQueue()
     drawn = _delta([0, 5, 2, 1, 0, 0, 0], "live", "the chart drawn now")
     unchanged = _delta([0, 5, 2, 1, 0, 0, 1], "live", "the chart drawn before" * 1000)

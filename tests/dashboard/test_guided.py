@@ -1,4 +1,5 @@
-"""Tests for dashboard.guided: guided lessons read from TOML files, and their error messages."""
+"""Tests for rdqn.dashboard.guided: guided lessons read from TOML files, and their error
+messages."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.guided import (
+from rdqn.config import PRESET_NAMES
+from rdqn.dashboard.guided import (
     ALL_CONTROLS,
     HIGHLIGHTS,
     LESSON_FOLDER,
@@ -18,8 +20,7 @@ from dashboard.guided import (
     load_lesson,
     load_lessons,
 )
-from dashboard.params import check_setting
-from rdqn.config import PRESET_NAMES
+from rdqn.dashboard.params import check_setting
 
 SHIPPED = ("why-prioritize", "alpha-beta", "schemes")
 BASE = """\
@@ -93,14 +94,17 @@ def test_the_format_readme_is_shipped_beside_the_lessons() -> None:
 
 
 def test_speed_labels_are_the_live_pages() -> None:
-    from dashboard.state import SPEEDS
+    from rdqn.dashboard.state import SPEEDS
 
     assert tuple(SPEEDS) == SPEED_LABELS
 
 
 @pytest.mark.slow  # trains or starts a process for seconds
 def test_loading_lessons_does_not_import_streamlit() -> None:
-    code = "import sys, dashboard.guided as g; g.load_lessons(); print('streamlit' in sys.modules)"
+    code = (
+        "import sys, rdqn.dashboard.guided as g; g.load_lessons(); "
+        "print('streamlit' in sys.modules)"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=Path.cwd()
     )

@@ -1,4 +1,5 @@
-"""dashboard.history: comparison configs, curves from snapshots and store rows, run-card fields."""
+"""rdqn.dashboard.history: comparison configs, curves from snapshots and store rows, run-card
+fields."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dashboard.history import (
+from rdqn.compare import Curve, comparison_configs
+from rdqn.dashboard.history import (
     RunProgress,
     comparison_base,
     curves_by_scheme,
@@ -26,7 +28,6 @@ from dashboard.history import (
     stored_counters,
     waiting_note,
 )
-from rdqn.compare import Curve, comparison_configs
 from rdqn.presets import preset
 from rdqn.runs.store import RunStore
 from rdqn.serve.handle import RunHandle

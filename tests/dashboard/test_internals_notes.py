@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.internals_notes import notice
+from rdqn.dashboard.internals_notes import notice
 
 CHARTS = (
     "buffer",

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import lessons as catalogue
-from dashboard.guided import LESSON_FOLDER
+from rdqn.dashboard import lessons as catalogue
+from rdqn.dashboard.guided import LESSON_FOLDER
 
 
 @pytest.fixture

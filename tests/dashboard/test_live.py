@@ -1,4 +1,4 @@
-"""`dashboard.live`'s pace for a starting run: the live page redraws fast only while its run
+"""`rdqn.dashboard.live`'s pace for a starting run: the live page redraws fast only while its run
 starts (`refresh_seconds`), and the page run right after Start waits for the run's first snapshot
 (`wait_for_first_snapshot`)."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import live
-from dashboard.live import (
+from rdqn.dashboard import live
+from rdqn.dashboard.live import (
     REFRESH_S,
     STARTING_REFRESH_S,
     refresh_seconds,

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from dashboard.assets import explanation
-from dashboard.live_tree_notes import no_tree_note, tree_note
+from rdqn.dashboard.assets import explanation
+from rdqn.dashboard.live_tree_notes import no_tree_note, tree_note
 
 
 @pytest.mark.parametrize(

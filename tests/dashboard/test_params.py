@@ -1,12 +1,13 @@
-"""Tests for dashboard.params: URL names <-> config fields, checked by the config's own rules."""
+"""Tests for rdqn.dashboard.params: URL names <-> config fields, checked by the config's own
+rules."""
 
 from __future__ import annotations
 
 import pytest
 
-from dashboard.lessons import lesson_note
-from dashboard.params import URL_ALIASES, parse_params, to_params
 from rdqn.config import config_field
+from rdqn.dashboard.lessons import lesson_note
+from rdqn.dashboard.params import URL_ALIASES, parse_params, to_params
 from rdqn.presets import configure
 
 
@@ -94,7 +95,7 @@ def test_to_params_round_trips_through_parse() -> None:
 
 
 def test_every_field_the_page_edits_has_a_url_name() -> None:
-    from dashboard.config_widgets import FORM_FIELDS
+    from rdqn.dashboard.config_widgets import FORM_FIELDS
 
     edited = {*FORM_FIELDS, "replay.scheme", "replay.alpha", "replay.beta0"}
     assert edited <= set(URL_ALIASES.values())

@@ -1,4 +1,4 @@
-"""dashboard.saved_runs: the Saved runs page draws itself anew when a run it lists changes
+"""rdqn.dashboard.saved_runs: the Saved runs page draws itself anew when a run it lists changes
 status, and watches only while one can."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from dashboard import saved_runs
+from rdqn.dashboard import saved_runs
 from tests.dashboard.fragment_calls import call_plainly
 
 

@@ -1,10 +1,10 @@
-"""Tests for dashboard.share: the links a class opens and their QR code."""
+"""Tests for rdqn.dashboard.share: the links a class opens and their QR code."""
 
 from __future__ import annotations
 
 import segno
 
-from dashboard.share import CLASS_CODE, follow_link, qr_png, run_link, server_address
+from rdqn.dashboard.share import CLASS_CODE, follow_link, qr_png, run_link, server_address
 
 
 def test_server_address_keeps_scheme_host_port_and_prefix() -> None:

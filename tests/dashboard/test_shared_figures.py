@@ -10,8 +10,8 @@ import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from dashboard.shared_figures import FrozenFigure, SharedFigures
-from rdqn_figures import reward_curve
+from rdqn.dashboard.shared_figures import FrozenFigure, SharedFigures
+from rdqn.figures import reward_curve
 
 
 def _figure(n: int = 5) -> go.Figure:
@@ -94,8 +94,8 @@ def _draw_both() -> None:
     import numpy as np
     import streamlit as st
 
-    from dashboard.shared_figures import FrozenFigure
-    from rdqn_figures import reward_curve
+    from rdqn.dashboard.shared_figures import FrozenFigure
+    from rdqn.figures import reward_curve
 
     fig = reward_curve(np.arange(1, 41) * 10, np.sin(np.arange(40)), scheme="proportional")
     st.plotly_chart(fig, key="plain")
@@ -110,7 +110,7 @@ def test_streamlit_sends_the_same_chart_for_a_frozen_figure() -> None:
 
 
 def test_the_shared_store_is_one_per_server() -> None:
-    from dashboard.display import _shared_figures
+    from rdqn.dashboard.display import _shared_figures
 
     st.cache_resource.clear()
     assert _shared_figures() is _shared_figures()

@@ -1,4 +1,4 @@
-"""Tests for dashboard.state: what a student is shown of a server-side message."""
+"""Tests for rdqn.dashboard.state: what a student is shown of a server-side message."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.state import without_paths
+from rdqn.dashboard.state import without_paths
 
 HOME = Path("/srv/My Class/rdqn")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.sweep_jobs import (
+from rdqn.dashboard.sweep_jobs import (
     PAGE_MAX_ENV_STEPS,
     PAGE_MAX_TRIALS,
     SweepJobs,

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.sweeps_view import (
+from rdqn.dashboard.sweeps_view import (
     cell_label,
     cell_seeds,
     heatmap_slice,

@@ -1,4 +1,4 @@
-"""Tests for dashboard.text: user text shown as text, and why a run stopped."""
+"""Tests for rdqn.dashboard.text: user text shown as text, and why a run stopped."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from dashboard.text import why_stopped
+from rdqn.dashboard.text import why_stopped
 
 
 @pytest.mark.parametrize(

@@ -14,10 +14,10 @@ from pathlib import Path
 from playwright.sync_api import Browser, BrowserContext, Locator, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from harness.dashboard_server import start_dashboard
-from harness.live_page import run_on_screen as run_on_screen  # re-exported for the tests
-from harness.live_page import status_line as progress_text
 from rdqn.runs.store import RunStore
+from tests.harness.dashboard_server import start_dashboard
+from tests.harness.live_page import run_on_screen as run_on_screen  # re-exported for the tests
+from tests.harness.live_page import status_line as progress_text
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, sync_playwright
 
-from harness.chromium import CHROMIUM, CHROMIUM_ARGS
 from tests.e2e.browser import ARTIFACTS, PAGE_ERRORS, streamlit_server, watched
+from tests.harness.chromium import CHROMIUM, CHROMIUM_ARGS
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """The admin box in a real browser: a student's run of wrong tokens brakes that student's browser
-(`dashboard.attempts.AdminBrake`) and says how long to wait, while the teacher's right token,
+(`rdqn.dashboard.attempts.AdminBrake`) and says how long to wait, while the teacher's right token,
 typed in another browser at the same time, is checked and works."""
 
 from __future__ import annotations

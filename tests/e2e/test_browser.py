@@ -97,7 +97,7 @@ def test_demo_trains_alpha_restarts_and_sum_tree_draws(server: str, page: Page) 
     # The restart left the run before it in Saved runs as "stopped": the filter hides it. It
     # stops once it has saved its resume checkpoint (its worker's first: its torch optimizer's
     # import, about a second of CPU, seconds on a loaded machine), often after the page opened:
-    # the page shows it so once the store says it (`dashboard.saved_runs`).
+    # the page shows it so once the store says it (`rdqn.dashboard.saved_runs`).
     page.get_by_role("link", name="Saved runs").first.click()
     cells = '[data-testid="stDataFrame"] [role="gridcell"]'
     listed = f"""() => [...document.querySelectorAll('{cells}')]

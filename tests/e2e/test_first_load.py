@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page
 
-from dashboard.chart_code import CONTAINER_KEY, DRAW_AFTER_S
+from rdqn.dashboard.chart_code import CONTAINER_KEY, DRAW_AFTER_S
 from tests.e2e.browser import another_browser, assert_no_exception, never_within
 
 _STATE = """() => ({
@@ -65,7 +65,7 @@ def test_a_new_browser_loads_the_chart_code_while_home_is_read_and_home_then_res
     page: Page, server: str
 ) -> None:
     """Home draws no chart, yet a browser that opened it has Plotly's code by the time the
-    teacher clicks *Start demo* (`dashboard.chart_code`): loaded after Home showed, by a chart
+    teacher clicks *Start demo* (`rdqn.dashboard.chart_code`): loaded after Home showed, by a chart
     nobody sees. Then the page's timer ends: no message reaches the idle page any more."""
     tab = another_browser(page, 1280, 800)
     tab.add_init_script(f"({_COUNT_MESSAGES})()")

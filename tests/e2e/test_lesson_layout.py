@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page
 
-from dashboard.guided import LESSON_FOLDER, GuidedLesson, load_lesson
-from harness.cached_references import CachedReferences
+from rdqn.dashboard.guided import LESSON_FOLDER, GuidedLesson, load_lesson
 from rdqn.runs.store import RunStore
 from tests.e2e.browser import (
     ARTIFACTS,
@@ -26,11 +25,12 @@ from tests.e2e.browser import (
     saying_what_the_page_shows,
     streamlit_server,
 )
+from tests.harness.cached_references import CachedReferences
 
 WIDTH, HEIGHT = 1280, 720
 
 # The chart a live chart area shows: of its two stacked slots
-# (`dashboard.display.steady_chart`), the one raised above the other, or the only one.
+# (`rdqn.dashboard.display.steady_chart`), the one raised above the other, or the only one.
 TOP_CHART = """area => {
   const charts = [...area.querySelectorAll('[data-testid="stPlotlyChart"]')];
   const raised = charts.filter(c => {
@@ -229,7 +229,8 @@ COUNT_BLANK_FRAMES = """() => {
 
 PAGE_RUN_BLANK_FRAMES = 10
 """At most this many frames without a chart after a click: a page run sends the charts whole
-and the browser mounts them anew (`dashboard.fragments`), a frame or two on a loaded machine."""
+and the browser mounts them anew (`rdqn.dashboard.fragments`), a frame or two on a loaded
+machine."""
 
 
 def test_the_charts_never_go_blank_between_redraws(page: Page, served: str) -> None:
@@ -237,7 +238,7 @@ def test_the_charts_never_go_blank_between_redraws(page: Page, served: str) -> N
     halfway. Before: a chart went blank about once a second (Streamlit mounted every redrawn
     chart anew) and both charts vanished for a second after the Reset. Now no frame lacks a
     chart before the Reset, and the page run of the Reset takes at most a few frames. No page
-    run sends a chart as a reference to one the browser cached (`dashboard.fragments`)."""
+    run sends a chart as a reference to one the browser cached (`rdqn.dashboard.fragments`)."""
     tab = another_browser(page, WIDTH, HEIGHT, timeout_s=120)
     references = CachedReferences()
     tab.on("websocket", references.watch)

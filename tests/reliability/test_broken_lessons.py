@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import lessons as catalogue
-from dashboard.guided import LESSON_FOLDER, MAX_FILE_BYTES
+from rdqn.dashboard import lessons as catalogue
+from rdqn.dashboard.guided import LESSON_FOLDER, MAX_FILE_BYTES
 from tests.app.conftest import isolated_app  # noqa: F401 - autouse: private RDQN_HOME
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
@@ -106,7 +106,7 @@ def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def read_catalogue() -> tuple[dict, tuple]:
-    """`dashboard.lessons.lessons()`, which must not hang (a pipe would, read)."""
+    """`rdqn.dashboard.lessons.lessons()`, which must not hang (a pipe would, read)."""
     result: list = []
     reader = threading.Thread(target=lambda: result.append(catalogue.lessons()), daemon=True)
     reader.start()

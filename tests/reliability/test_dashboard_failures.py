@@ -27,8 +27,8 @@ import pytest
 from streamlit import config as st_config
 from streamlit.testing.v1 import AppTest
 
-from dashboard.saved_runs import STOP_COLUMN
-from dashboard.state import registry
+from rdqn.dashboard.saved_runs import STOP_COLUMN
+from rdqn.dashboard.state import registry
 from rdqn.runs.store import RunStore
 from rdqn.training.trainer import Trainer
 from tests.app.conftest import isolated_app  # noqa: F401 - autouse: private RDQN_HOME
@@ -248,7 +248,7 @@ def test_a_store_error_in_the_middle_of_a_page_is_the_same_message(
     def broken(name: str) -> str:
         raise sqlite3.DatabaseError("database disk image is malformed")
 
-    monkeypatch.setattr("dashboard.assets.explanation", broken)  # the home page's text
+    monkeypatch.setattr("rdqn.dashboard.assets.explanation", broken)  # the home page's text
     at = AppTest.from_file(APP, default_timeout=60)
     at.run()
     assert_store_message(at, str(tmp_path))
@@ -285,7 +285,7 @@ BAD_UPLOADS = {
 
 @pytest.mark.parametrize("kind", list(BAD_UPLOADS))
 def test_a_rejected_upload_says_why_and_is_never_written(tmp_path: Path, kind: str) -> None:
-    from dashboard.live import _checked_upload
+    from rdqn.dashboard.live import _checked_upload
 
     data, why = BAD_UPLOADS[kind]
     with pytest.raises(ValueError, match=r"prices CSV 'x\.csv' rejected: ") as err:
@@ -295,7 +295,7 @@ def test_a_rejected_upload_says_why_and_is_never_written(tmp_path: Path, kind: s
 
 
 def test_a_utf8_file_with_a_byte_order_mark_is_accepted() -> None:
-    from dashboard.live import checked_prices
+    from rdqn.dashboard.live import checked_prices
 
     assert checked_prices("excel.csv", b"\xef\xbb\xbf" + GOOD).size == 600
 
@@ -341,7 +341,7 @@ def test_uploads_on_the_live_page_say_what_they_do(tmp_path: Path) -> None:
 def test_the_uploads_folder_keeps_only_the_newest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dashboard import state
+    from rdqn.dashboard import state
 
     monkeypatch.setattr(state, "UPLOADS_KEEP", 3)
     monkeypatch.setattr(state, "UPLOADS_MAX_BYTES", 10 * len(GOOD))

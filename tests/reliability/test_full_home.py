@@ -226,7 +226,7 @@ def test_every_page_reads_a_full_home_and_starting_says_the_disk_is_full(
 def test_a_disk_that_fills_while_the_server_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """The page's run trains when the disk fills: it ends 'failed' with the reason on the live
     page and Saved runs; Start then says the disk is full; once space is freed it starts."""
-    from dashboard.state import registry
+    from rdqn.dashboard.state import registry
 
     with tmpfs(tmp_path / "home", "2m") as home:
         monkeypatch.setenv("RDQN_HOME", str(home))

@@ -4,7 +4,7 @@ Reproduced on the old main: ``/live?preset=[Click here](https://evil.example/log
 live link in the page's URL note, and ``![t](http://host/x.png)`` fetched the image; a run's name,
 preset, environment or error did the same on Saved runs. Every URL parameter of every page and
 every stored text field of a run is tried here with a payload of links, images, HTML, bare
-addresses and Streamlit directives; no element may render any of them (`dashboard.text.plain`).
+addresses and Streamlit directives; no element may render any of them (`rdqn.dashboard.text.plain`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard.params import URL_ALIASES
-from dashboard.state import registry
-from dashboard.text import plain
+from rdqn.dashboard.params import URL_ALIASES
+from rdqn.dashboard.state import registry
+from rdqn.dashboard.text import plain
 from rdqn.presets import preset
 from rdqn.runs.store import RunStore
 from tests.app.conftest import isolated_app  # noqa: F401 - autouse: private RDQN_HOME

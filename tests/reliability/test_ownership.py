@@ -3,7 +3,7 @@
 Reproduced on the old main: on Saved runs any session could delete another's live run, and
 ``/compare?group=<someone else's group>`` stopped all of its runs (with "Stop comparison", and
 with "Run comparison" too, which stopped the group on show first). The rule
-(`dashboard.ownership`): a run is controlled (paused, stepped, resumed, stopped, restarted,
+(`rdqn.dashboard.ownership`): a run is controlled (paused, stepped, resumed, stopped, restarted,
 deleted) only by its session, or by the admin who entered the server's RDQN_ADMIN_TOKEN.
 
 Restarting a run (moving α, Reset) replaces it in its slot in one step (`RunRegistry.replace`):
@@ -21,10 +21,10 @@ from types import SimpleNamespace
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from dashboard import ownership
-from dashboard.attempts import AdminBrake
-from dashboard.ownership import token_matches
-from dashboard.state import registry
+from rdqn.dashboard import ownership
+from rdqn.dashboard.attempts import AdminBrake
+from rdqn.dashboard.ownership import token_matches
+from rdqn.dashboard.state import registry
 from rdqn.runs.store import RunStore
 from rdqn.serve.registry import NotOwner, RunRegistry, ServerBusy
 from tests.app.conftest import isolated_app  # noqa: F401 - autouse: private RDQN_HOME

@@ -86,7 +86,7 @@ def test_pausing_a_ninth_stops_the_one_paused_longest_resumable(registry: RunReg
 
 @pytest.mark.slow  # trains at 100 steps/s until the cap stops it
 def test_the_owners_page_says_why_its_run_stopped_and_resumes_it() -> None:
-    from dashboard.state import registry
+    from rdqn.dashboard.state import registry
 
     at = AppTest.from_file(APP, default_timeout=60)
     at.run()

@@ -2,7 +2,7 @@
 them.
 
 A real server (`streamlit run app.py` on 127.0.0.1) and clients that speak Streamlit's protocol
-(`harness.streamlit_client`), each a browser of its own (its own ``rdqn_owner`` cookie).
+(`tests.harness.streamlit_client`), each a browser of its own (its own ``rdqn_owner`` cookie).
 Alice starts a run and drives it: Pause, Step, Resume, the speed, α (which restarts it). Her
 client keeps the exact BackMsgs it sent. Bob, another browser, then sends them again: as they
 are (bytes) from his own live page, and as widget states in his own page runs while he follows
@@ -28,8 +28,8 @@ from typing import Any, TypeVar
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-from harness.dashboard_server import start_dashboard
-from harness.streamlit_client import StreamlitClient
+from tests.harness.dashboard_server import start_dashboard
+from tests.harness.streamlit_client import StreamlitClient
 
 T = TypeVar("T")
 TIMEOUT_S = 420.0

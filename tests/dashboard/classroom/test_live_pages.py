@@ -1,5 +1,5 @@
-"""Tests for dashboard.classroom.live_pages: class codes follow a browser's run and its overlay;
-a browser's fork of one run starts one run."""
+"""Tests for rdqn.dashboard.classroom.live_pages: class codes follow a browser's run and its
+overlay; a browser's fork of one run starts one run."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from dashboard.classroom import live_pages
-from dashboard.classroom.live_pages import FORK_WINDOW, LivePages
+from rdqn.dashboard.classroom import live_pages
+from rdqn.dashboard.classroom.live_pages import FORK_WINDOW, LivePages
 from tests.run_helpers import wait_for
 
 

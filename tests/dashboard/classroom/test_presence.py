@@ -1,4 +1,5 @@
-"""Tests for dashboard.classroom.presence: a browser's requests and connections, by its cookie."""
+"""Tests for rdqn.dashboard.classroom.presence: a browser's requests and connections, by its
+cookie."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from dashboard.classroom.owners import OWNER_COOKIE, owner_for
-from dashboard.classroom.presence import Presence, PresenceMiddleware
+from rdqn.dashboard.classroom.owners import OWNER_COOKIE, owner_for
+from rdqn.dashboard.classroom.presence import Presence, PresenceMiddleware
 
 TOKEN = "A" * 12 + "b-_" + "9" * 9  # 24 URL-safe characters
 

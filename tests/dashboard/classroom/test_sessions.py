@@ -1,12 +1,12 @@
-"""Tests for dashboard.classroom.sessions: a browser's runs end with its last session."""
+"""Tests for rdqn.dashboard.classroom.sessions: a browser's runs end with its last session."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
 
-from dashboard.classroom.live_pages import LivePages
-from dashboard.classroom.sessions import BrowserSessions
+from rdqn.dashboard.classroom.live_pages import LivePages
+from rdqn.dashboard.classroom.sessions import BrowserSessions
 
 
 def sessions() -> tuple[BrowserSessions, LivePages, list[tuple[str, str]]]:
