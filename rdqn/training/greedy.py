@@ -1,0 +1,114 @@
+"""Greedy episodes of a run's current policy, played on an env of their own ("Watch it play").
+
+An episode is played with a = argmax_a Q(W_t, a) on a fresh env reset with its own seed, the
+windows W_t built by the same `WindowBuilder` as training's. Nothing of the training is touched:
+not its env, its generators (acting greedily draws nothing), its replay memory, its counters or
+its telemetry, so a run trains step for step the same whether or not anyone watches it.
+
+What an episode keeps is what a picture needs (`rdqn.envs.poses`), a few kB: the pose of every
+observation o_0 … o_T, the actions and rewards, and for the market the price at each step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rdqn.envs import make_env
+from rdqn.envs.poses import pose_kind, poses
+from rdqn.replay.windows import WindowBuilder
+
+__all__ = ["PlayedEpisode", "play_greedy", "watch_seed"]
+
+WATCH_SEED_OFFSET = 1_000_003
+"""Watched episodes reset their env with seeds of their own, far from the training env's seed and
+from `rdqn.training.trainer.Trainer.evaluate`'s (10,000 on)."""
+
+
+def watch_seed(run_seed: int, played: int) -> int:
+    """The env seed of a run's ``played``-th watched episode (0, 1, …)."""
+    return WATCH_SEED_OFFSET + 7_919 * run_seed + played
+
+
+@dataclass(frozen=True)
+class PlayedEpisode:
+    """One greedy episode, as drawn.
+
+    Attributes:
+        env_id: the env, which says how it is drawn (`rdqn.envs.poses.POSE_KINDS`).
+        env_steps: the training's env steps when the policy played (the policy's age).
+        seed: the env seed the episode was reset with.
+        poses: (T + 1, k) float32, the pose of o_0 … o_T.
+        actions: (T,) int8, a_0 … a_{T-1}.
+        rewards: (T,) float32.
+        terminated: whether it ended by termination (else truncated at the time limit).
+        prices: (T + 1,) float32 for the market, else None.
+        row_size: the number of states of a row env (Blind Cliffwalk, the chain), else None.
+    """
+
+    env_id: str
+    env_steps: int
+    seed: int
+    poses: NDArray[np.float32]
+    actions: NDArray[np.int8]
+    rewards: NDArray[np.float32]
+    terminated: bool
+    prices: NDArray[np.float32] | None = None
+    row_size: int | None = None
+
+    @property
+    def length(self) -> int:
+        return int(self.actions.size)
+
+    @property
+    def episode_return(self) -> float:
+        return float(self.rewards.sum(dtype=np.float64))
+
+    @property
+    def kind(self) -> str:
+        return pose_kind(self.env_id)
+
+
+def play_greedy(
+    q_values: Callable[[NDArray[np.float32]], NDArray[np.float32]],
+    env_id: str,
+    env_kwargs: dict[str, Any],
+    window: int,
+    *,
+    seed: int,
+    env_steps: int = 0,
+) -> PlayedEpisode:
+    """Play one episode with a = argmax_a q_values(W_t) (first maximum on ties) on a new env
+    reset with ``seed``; the env's own time limit ends it (CartPole: 500 steps)."""
+    env = make_env(env_id, **env_kwargs)
+    try:
+        obs, info = env.reset(seed=seed)
+        builder = WindowBuilder(window, tuple(np.shape(obs)))
+        builder.reset(obs)
+        observations, actions, rewards, prices = [obs], [], [], [info.get("price")]
+        terminated = truncated = False
+        while not (terminated or truncated):
+            action = int(np.argmax(q_values(builder.window())))
+            obs, reward, terminated, truncated, info = env.step(action)
+            builder.append(obs)
+            observations.append(obs)
+            actions.append(action)
+            rewards.append(float(reward))
+            prices.append(info.get("price"))
+    finally:
+        env.close()
+    return PlayedEpisode(
+        env_id=env_id,
+        env_steps=int(env_steps),
+        seed=int(seed),
+        poses=poses(env_id, np.asarray(observations, dtype=np.float32)),
+        actions=np.asarray(actions, dtype=np.int8),
+        rewards=np.asarray(rewards, dtype=np.float32),
+        terminated=bool(terminated),
+        prices=None if prices[0] is None else np.asarray(prices, dtype=np.float32),
+        row_size=int(np.size(observations[0])) if pose_kind(env_id) == "row" else None,
+    )
