@@ -2,10 +2,11 @@
 
 A teacher's tab and a following student's tab on one dashboard server; the teacher's run
 trains, and the teacher moves α one step right, then back, ``--moves`` times, 1-3 s apart (each
-move restarts the run once the slider settles, `rdqn.dashboard.live.SETTLE_SECONDS`). ``--hogs``
-processes spin on the CPU meanwhile, as a loaded classroom laptop or CI machine would. A round
-ends early when either tab throws an uncaught JavaScript error (Streamlit's front end does when
-it applies a message to a place that does not exist, and the tab stays white: see
+move restarts the run once the slider settles,
+`rdqn.dashboard.control_sync.SETTLE_SECONDS`). ``--hogs`` processes spin on the CPU meanwhile,
+as a loaded classroom laptop or CI machine would. A round ends early when either tab throws an
+uncaught JavaScript error (Streamlit's front end does when it applies a message to a place that
+does not exist, and the tab stays white: see
 `rdqn.dashboard.fragments`); the error is recorded. ``--rounds`` rounds, each on a fresh server.
 Traffic stays on 127.0.0.1; the script stops every process it starts.
 

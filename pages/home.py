@@ -5,7 +5,8 @@ import streamlit as st
 from rdqn.config import RETURN_WINDOW
 from rdqn.dashboard.assets import explanation
 from rdqn.dashboard.chart_code import load_chart_code
-from rdqn.dashboard.live import live_config, start_live_run, use_defaults, wait_for_first_snapshot
+from rdqn.dashboard.live_run import start_live_run, wait_for_first_snapshot
+from rdqn.dashboard.live_settings import live_config, use_defaults
 from rdqn.dashboard.params import DEMO_PRESET
 from rdqn.dashboard.state import ensure_app_frame, registry
 from rdqn.presets import preset

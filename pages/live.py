@@ -2,27 +2,27 @@
 
 import streamlit as st
 
-from rdqn.dashboard.fragments import fragment
-from rdqn.dashboard.guided import ALL_CONTROLS
-from rdqn.dashboard.lessons import lesson_note, lessons
-from rdqn.dashboard.live import (
-    REFRESH_S,
-    current_lesson,
-    current_run,
-    current_step,
+from rdqn.dashboard.control_sync import (
     echo_undone,
-    load_params_once,
-    previous_run_id,
-    refresh_seconds,
     restart_pending,
     restart_when_settled,
+    sync_controls,
+)
+from rdqn.dashboard.fragments import fragment
+from rdqn.dashboard.guided import ALL_CONTROLS
+from rdqn.dashboard.lesson_navigation import load_params_once
+from rdqn.dashboard.lessons import lesson_note, lessons
+from rdqn.dashboard.live_controls import lesson_panel, main_controls, run_buttons, settings_form
+from rdqn.dashboard.live_run import (
+    REFRESH_S,
+    current_run,
+    previous_run_id,
+    refresh_seconds,
     restore_live_run,
     run_settings,
-    sync_controls,
-    sync_url,
     try_it_myself,
 )
-from rdqn.dashboard.live_controls import lesson_panel, main_controls, run_buttons, settings_form
+from rdqn.dashboard.live_settings import current_lesson, current_step, sync_url
 from rdqn.dashboard.live_view import (
     LESSON_CSS,
     class_code_button,

@@ -1,36 +1,30 @@
 """The live page's controls: the lesson panel, α / β₀ / scheme, the run buttons, the speed and
-the sidebar's settings form. Each shows the run on screen (`rdqn.dashboard.live.sync_controls`);
-only a person moving one changes a run."""
+the sidebar's settings form. Each shows the run on screen
+(`rdqn.dashboard.control_sync.sync_controls`); only a person moving one changes a run."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from rdqn.dashboard.config_widgets import FORM_FIELDS, config_widget, field_help, form_values
+from rdqn.dashboard.control_sync import MAIN_CONTROLS, RESTARTS, on_main_control, on_speed
 from rdqn.dashboard.guided import GuidedLesson, LessonStep
-from rdqn.dashboard.live import (
-    MAIN_CONTROLS,
-    RESTARTS,
+from rdqn.dashboard.lesson_navigation import go_to_step, leave_lesson
+from rdqn.dashboard.live_run import (
     STEP_AFTER_THE_END,
-    apply_settings,
     current_run,
-    go_to_step,
     has_ended,
-    leave_lesson,
-    live_config,
-    on_main_control,
-    on_speed,
-    prices_note,
     restart,
     resumable_runs,
     resume_run,
     run_is_resumable,
     step_once,
     toggle_training,
-    use_defaults,
 )
+from rdqn.dashboard.live_settings import live_config, use_defaults
 from rdqn.dashboard.live_view import highlight_css
 from rdqn.dashboard.params import URL_ALIASES
+from rdqn.dashboard.settings_apply import apply_settings, prices_note
 from rdqn.dashboard.state import SPEEDS, registry, session, shown_value
 from rdqn.dashboard.text import plain
 from rdqn.serve.handle import RunHandle

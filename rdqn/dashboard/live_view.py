@@ -20,7 +20,7 @@ import rdqn.figures as figures
 from rdqn.compare import ROLLING_WINDOW, run_label
 from rdqn.dashboard.display import projector_mode, shared_steady_chart, show_chart
 from rdqn.dashboard.eta import RunRates, duration_text, queue_wait_seconds, remaining_seconds
-from rdqn.dashboard.live import prices_note
+from rdqn.dashboard.settings_apply import prices_note
 from rdqn.dashboard.share import LOOPBACK, follow_link, qr_png, run_link, server_address
 from rdqn.dashboard.state import for_this_viewer, live_pages, registry, session, store
 from rdqn.dashboard.text import plain, why_stopped

@@ -12,10 +12,11 @@ from streamlit.runtime.caching.cache_resource_api import _resource_caches
 from streamlit.testing.v1 import AppTest
 
 from rdqn.config import config_field
-from rdqn.dashboard import live, state
+from rdqn.dashboard import control_sync, state
 from rdqn.dashboard.classroom import sessions as browser_sessions
 from rdqn.dashboard.config_widgets import FORM_FIELDS, field_label
-from rdqn.dashboard.live import RESTARTS, SETTLE_SECONDS, STEP_AFTER_THE_END, STEPPED_AFTER_THE_END
+from rdqn.dashboard.control_sync import RESTARTS, SETTLE_SECONDS
+from rdqn.dashboard.live_run import STEP_AFTER_THE_END, STEPPED_AFTER_THE_END
 from rdqn.dashboard.params import URL_ALIASES
 from rdqn.dashboard.share import CLASS_CODE
 from rdqn.dashboard.state import checked_token, live_pages, owner_for, registry
@@ -39,7 +40,7 @@ def wait_for_steps(at: AppTest, steps: int, timeout: float = 60.0) -> None:
 def settling_clock(monkeypatch: pytest.MonkeyPatch) -> ShiftedTime:
     """The live page's clock, which the test moves past a slider's settle time."""
     clock = ShiftedTime()
-    monkeypatch.setattr(live, "time", clock)
+    monkeypatch.setattr(control_sync, "time", clock)
     return clock
 
 
@@ -91,7 +92,7 @@ def test_live_page_counters_curves_and_alpha_restart(monkeypatch: pytest.MonkeyP
     # Three slider values within the settle time: on a loaded machine one AppTest run can take
     # longer than the 0.8 s a hand on the arrow keys gets, so the test gets 3 s.
     settle = 3.0
-    monkeypatch.setattr("rdqn.dashboard.live.SETTLE_SECONDS", settle)
+    monkeypatch.setattr(control_sync, "SETTLE_SECONDS", settle)
     clock = settling_clock(monkeypatch)
     at = open_app()
     at.switch_page("pages/live.py").run()
@@ -139,7 +140,7 @@ def test_pause_step_and_reset_buttons() -> None:
 def _start_twice() -> None:
     import streamlit as st
 
-    from rdqn.dashboard.live import toggle_training
+    from rdqn.dashboard.live_run import toggle_training
     from rdqn.dashboard.state import init_state, session
 
     init_state()
@@ -302,13 +303,13 @@ def test_switching_preset_keeps_only_what_was_changed() -> None:
 
 
 def test_a_prices_csv_the_market_cannot_use_is_rejected_and_not_kept(tmp_path: Path) -> None:
-    from rdqn.dashboard import live
+    from rdqn.dashboard import settings_apply
 
     with pytest.raises(ValueError, match="prices CSV 'short.csv' rejected: .*an episode needs"):
-        live._checked_upload("short.csv", b"price\n1.0\n1.1\n1.2\n")
+        settings_apply._checked_upload("short.csv", b"price\n1.0\n1.1\n1.2\n")
     assert not (tmp_path / "uploads").exists()  # nothing written
     prices = "price\n" + "\n".join(str(100 + k % 7) for k in range(600)) + "\n"
-    kept = live._checked_upload("my prices.csv", prices.encode())
+    kept = settings_apply._checked_upload("my prices.csv", prices.encode())
     assert kept.parent == tmp_path / "uploads" and kept.read_text() == prices
     assert kept.name.endswith("-my_prices.csv")
 
@@ -518,7 +519,7 @@ def test_a_late_page_refresh_with_the_old_scheme_does_not_replace_the_steps_run(
     assert at.session_state["live.run_id"] == step_run
     assert at.selectbox(key="live.scheme").value == "proportional"
     assert live_config_scheme(at) == "proportional"
-    monkeypatch.setattr(live, "ECHO_SECONDS", 0.0)  # later: a person's choice
+    monkeypatch.setattr(control_sync, "ECHO_SECONDS", 0.0)  # later: a person's choice
     at.selectbox(key="live.scheme").set_value("uniform").run()
     assert at.session_state["live.run_id"] != step_run
     assert registry().get(at.session_state["live.run_id"]).config.replay.scheme == "uniform"

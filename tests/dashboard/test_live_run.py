@@ -1,6 +1,6 @@
-"""`rdqn.dashboard.live`'s pace for a starting run: the live page redraws fast only while its run
-starts (`refresh_seconds`), and the page run right after Start waits for the run's first snapshot
-(`wait_for_first_snapshot`)."""
+"""`rdqn.dashboard.live_run`'s pace for a starting run: the live page redraws fast only while its
+run starts (`refresh_seconds`), and the page run right after Start waits for the run's first
+snapshot (`wait_for_first_snapshot`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rdqn.dashboard import live
-from rdqn.dashboard.live import (
+from rdqn.dashboard import live_run
+from rdqn.dashboard.live_run import (
     REFRESH_S,
     STARTING_REFRESH_S,
     refresh_seconds,
@@ -61,7 +61,7 @@ def test_the_page_run_after_start_waits_for_the_runs_first_snapshot(
 ) -> None:
     """The page that follows Start draws the run's counters, not "starting" (the bound raised:
     a busy test machine may take longer than a teacher's to build the run)."""
-    monkeypatch.setattr(live, "FIRST_SNAPSHOT_WAIT_S", 3600.0)
+    monkeypatch.setattr(live_run, "FIRST_SNAPSHOT_WAIT_S", 3600.0)
     runs.executor.prepare()
     wait_for(lambda: runs.warm_up_progress().ready, 120, what="the kernels never loaded")
     started = runs.start(tiny(1_000_000))
@@ -89,14 +89,14 @@ def test_no_wait_while_the_workers_warm_up(monkeypatch: pytest.MonkeyPatch) -> N
     wait_for_first_snapshot(handle, _Workers(ready=False))  # type: ignore[arg-type]
     assert asked == []
     wait_for_first_snapshot(handle, _Workers(ready=True))  # type: ignore[arg-type]
-    assert asked == [live.FIRST_SNAPSHOT_WAIT_S]
+    assert asked == [live_run.FIRST_SNAPSHOT_WAIT_S]
 
 
 def test_no_wait_for_a_queued_run_or_none(
     runs: RunRegistry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A queued run can wait minutes: the page shows its place in the queue at once."""
-    monkeypatch.setattr(live, "FIRST_SNAPSHOT_WAIT_S", 3600.0)
+    monkeypatch.setattr(live_run, "FIRST_SNAPSHOT_WAIT_S", 3600.0)
     training, queued = runs.enqueue([tiny(1_000_000), tiny(1_000_000)])
     for handle in (queued, None):
         waiting = _in_a_thread(lambda h=handle: wait_for_first_snapshot(h, runs))

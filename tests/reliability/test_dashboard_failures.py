@@ -285,7 +285,7 @@ BAD_UPLOADS = {
 
 @pytest.mark.parametrize("kind", list(BAD_UPLOADS))
 def test_a_rejected_upload_says_why_and_is_never_written(tmp_path: Path, kind: str) -> None:
-    from rdqn.dashboard.live import _checked_upload
+    from rdqn.dashboard.settings_apply import _checked_upload
 
     data, why = BAD_UPLOADS[kind]
     with pytest.raises(ValueError, match=r"prices CSV 'x\.csv' rejected: ") as err:
@@ -295,7 +295,7 @@ def test_a_rejected_upload_says_why_and_is_never_written(tmp_path: Path, kind: s
 
 
 def test_a_utf8_file_with_a_byte_order_mark_is_accepted() -> None:
-    from rdqn.dashboard.live import checked_prices
+    from rdqn.dashboard.settings_apply import checked_prices
 
     assert checked_prices("excel.csv", b"\xef\xbb\xbf" + GOOD).size == 600
 
