@@ -1,0 +1,112 @@
+"""When a run plays a greedy episode for its watchers, and the greedy returns it has played.
+
+`EpisodeWatcher` stands beside a `Trainer` and plays (`rdqn.training.greedy.play_greedy`) with
+the trainer's current policy, on an env of its own:
+
+- the first time it is asked (the untrained policy, what a class sees first);
+- then after every `every_episodes` finished training episodes, but at most once every
+  `min_seconds` of wall time (an episode of CartPole takes 10 s to watch at its own pace: more
+  would be played for nobody, and cost training time);
+- whenever asked to (`play_now`: "Play an episode now"), also while the run is paused or over.
+
+It keeps the latest episode and the curve of greedy returns against the training's env steps.
+Nothing here is part of the trainer's state or its checkpoint: a run trains the same, step for
+step, watched or not.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rdqn.training.greedy import PlayedEpisode, play_greedy, watch_seed
+from rdqn.training.timings import EVALUATION
+
+if TYPE_CHECKING:
+    from rdqn.training.trainer import Trainer
+
+__all__ = ["EpisodeWatcher", "GreedyCurve"]
+
+EVERY_EPISODES = 5
+MIN_SECONDS = 5.0
+
+
+class GreedyCurve:
+    """The greedy returns played so far: (env steps, return, length) per episode."""
+
+    def __init__(self) -> None:
+        self.env_steps: list[int] = []
+        self.returns: list[float] = []
+        self.lengths: list[int] = []
+
+    def add(self, episode: PlayedEpisode) -> None:
+        self.env_steps.append(episode.env_steps)
+        self.returns.append(episode.episode_return)
+        self.lengths.append(episode.length)
+
+    def arrays(self) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]:
+        """Copies, safe to hand to another thread."""
+        return (
+            np.asarray(self.env_steps, dtype=np.int64),
+            np.asarray(self.returns, dtype=np.float64),
+            np.asarray(self.lengths, dtype=np.int64),
+        )
+
+
+class EpisodeWatcher:
+    """Plays greedy episodes of ``trainer``'s policy at the cadence above."""
+
+    def __init__(
+        self,
+        trainer: Trainer,
+        *,
+        every_episodes: int = EVERY_EPISODES,
+        min_seconds: float = MIN_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.trainer = trainer
+        self.every_episodes = every_episodes
+        self.min_seconds = min_seconds
+        self._clock = clock
+        self.latest: PlayedEpisode | None = None
+        self.curve = GreedyCurve()
+        self.played = 0
+        self._episodes_at_last: int | None = None
+        self._time_at_last = float("-inf")
+
+    def due(self) -> bool:
+        """Whether the cadence calls for an episode now."""
+        if self._episodes_at_last is None:
+            return True
+        return (
+            self.trainer.episodes - self._episodes_at_last >= self.every_episodes
+            and self._clock() - self._time_at_last >= self.min_seconds
+        )
+
+    def maybe_play(self) -> PlayedEpisode | None:
+        """Play an episode if one is `due`; the episode, or None."""
+        return self.play_now() if self.due() else None
+
+    def play_now(self) -> PlayedEpisode:
+        """Play one greedy episode with the trainer's current policy, and keep it."""
+        trainer = self.trainer
+        config = trainer.config
+        with trainer.timings.measure(EVALUATION):
+            episode = play_greedy(
+                trainer.agent.q_values,
+                config.env.id,
+                dict(config.env.kwargs),
+                config.replay.window,
+                seed=watch_seed(config.seed, self.played),
+                env_steps=trainer.env_steps,
+            )
+        self.played += 1
+        self.latest = episode
+        self.curve.add(episode)
+        self._episodes_at_last = trainer.episodes
+        self._time_at_last = self._clock()
+        return episode
