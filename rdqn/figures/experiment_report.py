@@ -3,12 +3,13 @@
 Written by ``python -m rdqn experiment per-notebook --report FILE`` from the study's results file:
 a summary table (seeds reaching the threshold, env steps to it, best and final 20-episode means,
 how much larger the sampled batches' |TD error| is than the buffer's) and the figures of
-`rdqn.figures.experiments` (the PER notebook's sections 9-10): smoothed reward curves with
-bands, the mean |TD error| in the buffer and in the sampled batches over time, histograms of the
-sampled |TD errors|, N * P(i) and IS weights at four stages of training, and the buffer's
-priority and |TD error| distributions over time; every one the median over the seeds with their
-spread, never the seeds pooled. The docs' PNGs (``python -m benchmarks.experiment_figures``) are
-screenshots of these same figures. plotly.js is inlined once, at the first figure.
+`rdqn.figures.experiments` and `rdqn.figures.seed_histograms` (the PER notebook's sections
+9-10): smoothed reward curves with bands, the mean |TD error| in the buffer and in the sampled
+batches over time, histograms of the sampled |TD errors|, N * P(i) and IS weights at four stages
+of training, and the buffer's priority and |TD error| distributions over time; every one the
+median over the seeds with their spread, never the seeds pooled. The docs' PNGs
+(``python -m benchmarks.experiment_figures``) are screenshots of these same figures. plotly.js
+is inlined once, at the first figure.
 """
 
 from __future__ import annotations
@@ -19,12 +20,8 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from rdqn.figures.experiments import (
-    buffer_td_figure,
-    probe_heatmap,
-    reward_bands_figure,
-    stage_histograms_figure,
-)
+from rdqn.figures.experiments import buffer_td_figure, reward_bands_figure
+from rdqn.figures.seed_histograms import probe_heatmap, stage_histograms_figure
 
 __all__ = ["per_notebook_figures", "per_notebook_report"]
 

@@ -1,4 +1,5 @@
-"""Figures of the experiments (rdqn.figures.experiments) from hand-made results rows."""
+"""Figures of the experiments (rdqn.figures.experiments, rdqn.figures.seed_histograms) from
+hand-made results rows."""
 
 from __future__ import annotations
 
@@ -8,11 +9,9 @@ from rdqn.figures.experiments import (
     EXPERIMENT_COLORS,
     buffer_td_figure,
     cliffwalk_figure,
-    probe_heatmap,
     reward_bands_figure,
-    seed_fractions,
-    stage_histograms_figure,
 )
+from rdqn.figures.seed_histograms import probe_heatmap, seed_fractions, stage_histograms_figure
 
 
 def row(scheme: str, n: int, median, low, high, learned: int = 3) -> dict:
