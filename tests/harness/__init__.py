@@ -9,6 +9,7 @@
     streamlit_client   a browser without a browser: one Streamlit session over the server's
                        WebSocket, drawing nothing (load measurements; exact replayed messages)
 
-Shared by `tests/` and `benchmarks/`, so that neither imports the other. Not part of the `rdqn`
-package (the wheel holds `rdqn` and `dashboard` only): it runs from a checkout.
+Shared by the tests and `benchmarks/`, which import it from here and nothing else of
+`tests/`. Not part of the wheel, which holds the `rdqn` package only (the app included, as
+`rdqn/dashboard/app`): the harness runs from a checkout.
 """
