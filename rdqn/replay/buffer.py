@@ -14,29 +14,14 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from rdqn.replay.checks import all_finite, check_slots, check_update, well_typed
-from rdqn.replay.rank.sampler import RankBasedSampler
-from rdqn.replay.samplers import ProportionalSampler, Sampler, UniformSampler
-from rdqn.replay.sizes import (
-    SAMPLER_PARTS,
-    check_nbytes,
-    format_bytes,
-    replay_nbytes,
-    sampler_nbytes,
-    storage_nbytes,
-)
+from rdqn.replay.samplers import Sampler, UniformSampler
+from rdqn.replay.scheme_registry import scheme_of
+from rdqn.replay.sizes import check_nbytes, format_bytes, replay_nbytes, storage_nbytes
 from rdqn.replay.state_checks import ReplayStateError, entry, integer_field, mapping, refuse
 from rdqn.replay.storage import ACTION_MAX, RingStorage, count_stale
 from rdqn.validation import check_integer, check_probability, is_integer, shown
 
 __all__ = ["Batch", "ReplayBuffer", "replay_nbytes"]
-
-
-def _scheme(sampler: Sampler) -> str:
-    """The scheme whose memory `replay_nbytes` counts for ``sampler`` (another sampler counts
-    nothing here, and checks its own size when attached)."""
-    if isinstance(sampler, ProportionalSampler):
-        return "proportional"
-    return "rank" if isinstance(sampler, RankBasedSampler) else "uniform"
 
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -151,16 +136,17 @@ class ReplayBuffer:
     def _check_size(self, capacity: int, dtype: np.dtype) -> None:
         """`ReplaySizeError` when the whole buffer (`replay_nbytes`) would not fit in this
         machine's memory, before any part of it is allocated."""
-        obs_size = math.prod(self.obs_shape)
-        scheme = _scheme(self.sampler)
-        storage = storage_nbytes(capacity, obs_size, dtype.itemsize)
+        storage = storage_nbytes(capacity, math.prod(self.obs_shape), dtype.itemsize)
         parts = f"storage {format_bytes(storage)}"
-        if SAMPLER_PARTS[scheme]:
-            sampled = sampler_nbytes(capacity, scheme)
-            parts += f", the {scheme} sampler's {SAMPLER_PARTS[scheme]} {format_bytes(sampled)}"
+        # A sampler of no registered scheme counts nothing here, and checks its own size when
+        # attached.
+        scheme, sampled = scheme_of(self.sampler), 0
+        if scheme is not None and scheme.keeps:
+            sampled = scheme.nbytes(capacity)
+            parts += f", the {scheme.name} sampler's {scheme.keeps} {format_bytes(sampled)}"
         check_nbytes(
             f"ReplayBuffer of capacity {capacity:,} × obs_shape {self.obs_shape} of {dtype}",
-            replay_nbytes(capacity, obs_size, scheme, dtype.itemsize),
+            storage + sampled,
             parts,
             "choose a smaller capacity or observation",
         )

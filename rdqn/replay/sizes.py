@@ -4,7 +4,7 @@ or loading a kernel, and the refusal of sizes no machine can hold.
 Every replay structure that allocates by a capacity or a shape (`RingStorage`, `SumTree`, the
 rank order, `ReplayBuffer` as a whole, `WindowBuilder`, `gather_windows`) computes the bytes it
 needs first, with the same estimates the server's limits use (`replay_nbytes`, built from
-`storage_nbytes`, `sum_tree_nbytes` and `rdqn.replay.rank.shape.rank_sampler_nbytes`), and
+`storage_nbytes` and each scheme's sampler bytes, `rdqn.replay.scheme_registry`), and
 raises `ReplaySizeError` when they exceed the machine's physical memory. Without this, NumPy
 raised ``MemoryError`` for sizes beyond the address space, and for sizes between physical and
 virtual memory filled pages until the kernel killed the process.
@@ -14,17 +14,19 @@ are `rdqn.limits`' (``RDQN_LIMIT_MEMORY_BYTES``), checked on run settings before
 built. Physical memory is what the OS reports (``SC_PHYS_PAGES`` x ``SC_PAGE_SIZE``), not what
 is free now nor a container's limit; where it reports nothing, 2**48 bytes, the address space of
 today's 64-bit processors. The sizes are computed with Python integers, so a shape whose size
-overflows int64 (NumPy's product wraps) is refused like any other.
+overflows int64 (NumPy's product wraps) is refused like any other. The sum tree's bytes
+(`leaf_offset`, `sum_tree_nbytes`) are `rdqn.replay.tree_shape`'s, the rank order's
+`rdqn.replay.rank.shape`'s; they are named here too, beside the storage's.
 """
 
 from __future__ import annotations
 
 import os
 
-from rdqn.replay.rank.shape import rank_sampler_nbytes
+from rdqn.replay import scheme_registry
+from rdqn.replay.tree_shape import leaf_offset, sum_tree_nbytes
 
 __all__ = [
-    "SAMPLER_PARTS",
     "SLOT_BYTES",
     "ReplaySizeError",
     "check_nbytes",
@@ -32,7 +34,6 @@ __all__ = [
     "leaf_offset",
     "physical_memory",
     "replay_nbytes",
-    "sampler_nbytes",
     "storage_nbytes",
     "sum_tree_nbytes",
 ]
@@ -93,32 +94,6 @@ def storage_nbytes(capacity: int, obs_size: int, obs_itemsize: int) -> int:
     return capacity * (2 * obs_size * obs_itemsize + SLOT_BYTES)
 
 
-def leaf_offset(capacity: int) -> int:
-    """P, the sum tree's first leaf: the smallest power of two >= capacity."""
-    return 1 << max(0, (capacity - 1).bit_length())
-
-
-def sum_tree_nbytes(capacity: int, track_min: bool = True) -> int:
-    """`SumTree.nbytes` for ``capacity`` leaves, without allocating: 2P float64 nodes, twice
-    with the min tree (P = the smallest power of two >= capacity)."""
-    return 2 * leaf_offset(capacity) * 8 * (2 if track_min else 1)
-
-
-SAMPLER_PARTS = {"uniform": "", "proportional": "sum tree", "rank": "rank order"}
-"""The sampling schemes, and what each keeps per slot besides the storage."""
-
-
-def sampler_nbytes(capacity: int, scheme: str) -> int:
-    """Bytes a sampler of ``scheme`` keeps for ``capacity`` slots, without allocating."""
-    if scheme == "proportional":
-        return sum_tree_nbytes(capacity)
-    if scheme == "rank":
-        return rank_sampler_nbytes(capacity)
-    if scheme == "uniform":
-        return 0
-    raise ValueError(f"scheme must be one of {tuple(SAMPLER_PARTS)}, got {scheme!r}")
-
-
 def replay_nbytes(capacity: int, obs_size: int, scheme: str, obs_itemsize: int = 4) -> int:
     """The `nbytes` of a full `ReplayBuffer` of ``capacity`` transitions whose observations hold
     ``obs_size`` values of ``obs_itemsize`` bytes, under sampling ``scheme`` ("uniform",
@@ -127,9 +102,10 @@ def replay_nbytes(capacity: int, obs_size: int, scheme: str, obs_itemsize: int =
 
     Storage: o_t and o_{t+1} per slot plus the slot's bookkeeping. Proportional: a sum tree and
     a min tree of 2P float64 nodes each, P = the smallest power of two >= capacity. Rank-based:
-    the exact rank order (`rank_sampler_nbytes`): per slot an int64 write stamp, an int32 block
-    index, a float64 priority and the float64 prefix sum of the rank masses, plus at most
-    2N/C + 2 blocks of C uint64 entries (C = `block_capacity(N)`) with a few per-block fields;
-    about 45 bytes per slot.
+    the exact rank order (`rdqn.replay.rank.shape.rank_sampler_nbytes`): per slot an int64
+    write stamp, an int32 block index, a float64 priority and the float64 prefix sum of the
+    rank masses, plus at most 2N/C + 2 blocks of C uint64 entries (C = `block_capacity(N)`) with
+    a few per-block fields; about 45 bytes per slot.
     """
-    return storage_nbytes(capacity, obs_size, obs_itemsize) + sampler_nbytes(capacity, scheme)
+    sampler = scheme_registry.scheme(scheme).nbytes(capacity)
+    return storage_nbytes(capacity, obs_size, obs_itemsize) + sampler

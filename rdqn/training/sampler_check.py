@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
+from rdqn.replay.scheme_registry import scheme_of
 from rdqn.validation import check_integer
 
 if TYPE_CHECKING:  # the samplers (compiled) load in the workers that check them
@@ -88,20 +89,19 @@ class GoodnessOfFit:
 def stratification(sampler: Sampler, size: int) -> tuple[bool, NDArray[np.int64] | None]:
     """(stratified, order): how `sampler` lays out the first `size` slots when it draws.
 
-    The sum tree cuts the total in slot order (None); rank-based replay in rank order (slots not
-    yet ranked have P = 0 and go last); uniform replay draws independently.
+    As its scheme says (`Scheme.stratified_over`): the sum tree cuts the total in slot order
+    (None); rank-based replay in rank order (slots not yet ranked have P = 0 and go last);
+    uniform replay draws independently.
     """
-    from rdqn.replay import ProportionalSampler, RankBasedSampler, UniformSampler
-
-    if isinstance(sampler, UniformSampler):
-        return False, None
-    if isinstance(sampler, ProportionalSampler):
-        return True, None
-    if isinstance(sampler, RankBasedSampler):
-        ranked = sampler.order[sampler.order < size]
-        unranked = np.setdiff1d(np.arange(size), ranked, assume_unique=True)
-        return True, np.concatenate([ranked, unranked])
-    raise ValueError(f"no sampler check for a {type(sampler).__name__}")
+    scheme = scheme_of(sampler)
+    if scheme is None:
+        raise ValueError(f"no sampler check for a {type(sampler).__name__}")
+    if scheme.stratified_over != "rank":
+        return scheme.stratified_over is not None, None
+    ranks = sampler.order  # type: ignore[attr-defined]
+    ranked = ranks[ranks < size]
+    unranked = np.setdiff1d(np.arange(size), ranked, assume_unique=True)
+    return True, np.concatenate([ranked, unranked])
 
 
 def check_sampler(

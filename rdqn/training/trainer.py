@@ -40,16 +40,8 @@ import numpy as np
 from rdqn.config import RETURN_WINDOW, RunConfig
 from rdqn.envs import make_env
 from rdqn.learn.agent import DivergenceError, DQNAgent
-from rdqn.replay import (
-    LinearSchedule,
-    ProportionalSampler,
-    RankBasedSampler,
-    ReplayBuffer,
-    Sampler,
-    SumTree,
-    UniformSampler,
-    WindowBuilder,
-)
+from rdqn.replay import LinearSchedule, ReplayBuffer, Sampler, SumTree, WindowBuilder
+from rdqn.replay.scheme_registry import scheme
 from rdqn.replay.state_checks import ReplayStateError
 from rdqn.training.resume_checks import CheckedResume, check_resume
 from rdqn.training.sampler_check import GoodnessOfFit, check_sampler
@@ -90,22 +82,8 @@ class MetricsSink(Protocol):
 
 
 def build_sampler(config: RunConfig) -> Sampler:
-    """The sampler a config asks for."""
-    replay = config.replay
-    if replay.scheme == "uniform":
-        return UniformSampler()
-    if replay.scheme == "rank":
-        return RankBasedSampler(
-            alpha=replay.alpha,
-            is_normalization=replay.is_normalization,  # type: ignore[arg-type]
-            max_weight=replay.max_weight,
-        )
-    return ProportionalSampler(
-        alpha=replay.alpha,
-        eps=replay.eps,
-        is_normalization=replay.is_normalization,  # type: ignore[arg-type]
-        max_weight=replay.max_weight,
-    )
+    """The sampler a config asks for (`rdqn.replay.scheme_registry`)."""
+    return scheme(config.replay.scheme).build(config.replay)
 
 
 def _make_env(config: RunConfig) -> Any:
