@@ -6,7 +6,8 @@ carries a copy as ``rdqn/dashboard/app``, which ``rdqn dashboard`` serves (`asse
 Pure (no Streamlit; unit-tested as plain functions):
     history         rows, curves and tables of stored and live runs
     params          the live page's URL: a preset and config overrides, checked by their rules
-    guided          guided lessons: steps read from assets/lessons/*.toml, checked field by field
+    guided          guided lessons: a preset, settings and steps (assets/lessons/*.toml)
+    lesson_file     a lesson file read and checked field by field
     lessons         the lessons on offer, read again when a file changes
     share           class codes, follow links and their QR codes
     eta             time left for a run, the wait of a queued one

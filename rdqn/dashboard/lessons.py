@@ -11,13 +11,8 @@ import functools
 import os
 from pathlib import Path
 
-from rdqn.dashboard.guided import (
-    LESSON_FOLDER,
-    GuidedLesson,
-    LessonFileError,
-    lesson_files,
-    load_lessons,
-)
+from rdqn.dashboard.guided import LESSON_FOLDER, GuidedLesson
+from rdqn.dashboard.lesson_file import LessonFileError, lesson_files, load_lessons
 
 __all__ = ["lesson_note", "lessons", "unknown_lesson"]
 

@@ -1,5 +1,5 @@
-"""Tests for rdqn.dashboard.guided: guided lessons read from TOML files, and their error
-messages."""
+"""Tests for rdqn.dashboard.guided and rdqn.dashboard.lesson_file: guided lessons read from TOML
+files, and their error messages."""
 
 from __future__ import annotations
 
@@ -16,10 +16,8 @@ from rdqn.dashboard.guided import (
     LESSON_FOLDER,
     SPEED_LABELS,
     GuidedLesson,
-    LessonFileError,
-    load_lesson,
-    load_lessons,
 )
+from rdqn.dashboard.lesson_file import LessonFileError, load_lesson, load_lessons
 from rdqn.dashboard.params import check_setting
 
 SHIPPED = ("why-prioritize", "alpha-beta", "schemes")
@@ -102,7 +100,7 @@ def test_speed_labels_are_the_live_pages() -> None:
 @pytest.mark.slow  # trains or starts a process for seconds
 def test_loading_lessons_does_not_import_streamlit() -> None:
     code = (
-        "import sys, rdqn.dashboard.guided as g; g.load_lessons(); "
+        "import sys, rdqn.dashboard.lesson_file as f; f.load_lessons(); "
         "print('streamlit' in sys.modules)"
     )
     out = subprocess.run(

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page
 
-from rdqn.dashboard.guided import LESSON_FOLDER, GuidedLesson, load_lesson
+from rdqn.dashboard.guided import LESSON_FOLDER, GuidedLesson
+from rdqn.dashboard.lesson_file import load_lesson
 from rdqn.runs.store import RunStore
 from tests.e2e.browser import (
     ARTIFACTS,

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page
 
-from rdqn.dashboard.guided import LESSON_FOLDER, load_lesson
+from rdqn.dashboard.guided import LESSON_FOLDER
+from rdqn.dashboard.lesson_file import load_lesson
 from rdqn.runs.store import RunStore
 from tests.e2e.browser import (
     ARTIFACTS,

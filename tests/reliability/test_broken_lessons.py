@@ -22,7 +22,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rdqn.dashboard import lessons as catalogue
-from rdqn.dashboard.guided import LESSON_FOLDER, MAX_FILE_BYTES
+from rdqn.dashboard.guided import LESSON_FOLDER
+from rdqn.dashboard.lesson_file import MAX_FILE_BYTES
 from tests.app.conftest import isolated_app  # noqa: F401 - autouse: private RDQN_HOME
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
