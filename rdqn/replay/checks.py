@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rdqn.replay.compiled import kernel
+from rdqn.replay.kernels.compiled import kernel
 
 __all__ = [
     "all_finite",

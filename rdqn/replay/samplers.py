@@ -1,7 +1,7 @@
 """Samplers: which stored transitions a batch contains, with what probability and IS weight.
 
 All samplers share one small protocol, so the replay buffer and the agent never branch on the
-scheme (DESIGN item 6). Vocabulary, one name per quantity (STYLE habit 2):
+scheme. Vocabulary, one name per quantity:
 
 - priority  p_i = |delta_i| + eps            (raw domain; what the learner reports)
 - mass      m_i = p_i ** alpha                (what the sum tree stores; alpha applied exactly once)
@@ -61,8 +61,8 @@ Normalization = Literal["global", "batch", "none"]
 
 class Draw(NamedTuple):
     """What a sampler returns: slots, their sampling probabilities P(i) and IS weights w_i (a
-    named tuple: immutable, and three times cheaper to build than a frozen dataclass, which
-    counts at tens of draws per millisecond)."""
+    named tuple: immutable, and cheaper to build than a frozen dataclass, which counts at the
+    rate training draws)."""
 
     indices: NDArray[np.int64]
     probabilities: NDArray[np.float64]
@@ -71,7 +71,7 @@ class Draw(NamedTuple):
 
 tuple_new = tuple.__new__
 """`tuple_new(Draw, (indices, probabilities, weights))` builds a `Draw` without the named
-tuple's Python-level `__new__`: 0.10 against 0.17 µs, paid at every sample."""
+tuple's Python-level `__new__`, a cost paid at every sample."""
 
 
 @runtime_checkable

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from rdqn.replay.compiled import kernel, power
+from rdqn.replay.kernels.compiled import kernel, power
 from rdqn.replay.sumtree import descend_sorted, update_tree_kernel
 from rdqn.validation import Real, check_choice
 

@@ -1,7 +1,7 @@
 """Ring storage of transitions, one row per environment step.
 
-Step t of an episode stores (o_t, a_t, r_t, o_{t+1}, terminated_t, truncated_t) (DESIGN item 1) plus
-two bookkeeping integers:
+Step t of an episode stores (o_t, a_t, r_t, o_{t+1}, terminated_t, truncated_t) plus two
+bookkeeping integers:
 
 - `episode_step`: t, the position of the step inside its episode (0 for the first step);
   stored as int32 like the actions and sample counts, which keeps the per-item overhead small;
@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import DTypeLike, NDArray
 
 from rdqn.replay.checks import check_slots
-from rdqn.replay.compiled import kernel
+from rdqn.replay.kernels.compiled import kernel
 from rdqn.replay.sizes import check_nbytes, storage_nbytes
 from rdqn.replay.state_checks import (
     array_field,
@@ -163,7 +163,7 @@ class RingStorage:
         )
         # The columns are stacked by dtype and each named column is a (contiguous) row of its
         # stack: the gather kernel takes five arrays instead of nine, which counts at one batch
-        # per training step (a compiled call pays about 0.06 µs per array argument).
+        # per training step (a compiled call pays for each array argument).
         self._frames = np.zeros((2, capacity, flat), dtype=self.obs_dtype)
         self._small = np.zeros((3, capacity), dtype=np.int32)
         self._flags = np.zeros((2, capacity), dtype=np.bool_)

@@ -1,8 +1,8 @@
 """Observation windows for recurrent Q-networks, shared by acting and by replay.
 
 The recurrent state at step t of an episode is the window W_t = [o_{t-T+1}, ..., o_t] of the last T
-observations *of the same episode*, left-padded with zeros when t < T - 1 (DESIGN item 2). Each
-window is fed to the network from a zero hidden state, so no state is carried across samples.
+observations *of the same episode*, left-padded with zeros when t < T - 1. Each window is fed to
+the network from a zero hidden state, so no state is carried across samples.
 
 Observations are stored once per step in a ring of frames; a window is gathered by index
 arithmetic: position p of the window (0 = oldest) reads the frame `back = T - 1 - p` steps before
@@ -10,8 +10,8 @@ the newest one, or zero when `back` exceeds the window's *lookback* (the number 
 that belong to the same episode and are still stored). `fill_window` is the one routine that does
 this: the `WindowBuilder` used while acting and the replay buffer's batch gatherer both call it, so
 the window the agent acted on at step t is bit for bit the window replay returns for transition t,
-with one exception: a window never reads a slot the ring has overwritten (DESIGN item 3 wins over
-item 2). Replay's lookback for the occupant of generation g at episode step t is
+with one exception: a window never reads a slot the ring has overwritten, which it zero-pads
+instead. Replay's lookback for the occupant of generation g at episode step t is
 k = min(t, T - 1, g - oldest stored generation), so in the first T - 1 rows after an overwritten
 predecessor the positions p < T - 1 - k that the agent saw as real frames are zeros (mask False).
 """
@@ -24,7 +24,7 @@ import numba
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
-from rdqn.replay.compiled import kernel
+from rdqn.replay.kernels.compiled import kernel
 from rdqn.replay.sizes import check_nbytes
 from rdqn.validation import check_integer
 

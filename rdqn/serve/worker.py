@@ -15,7 +15,9 @@ A worker on the server's machine opens the server's SQLite store itself (`RunSpe
 one that cannot (a Ray node elsewhere) relays every write instead (`RecordRelay`: status, metric
 rows, manifest, checkpoint bytes) and the server makes it (`apply_record`). Either way the writes
 happen as the run goes, so a worker that dies loses at most the rows of its last second. A
-resumed run's checkpoint comes the same way: a path the worker reads, or the file's bytes.
+resumed run's checkpoint comes the same way: a path the worker reads, or the file's bytes;
+the worker checks it whole before it takes the run (`rdqn.runs.resume.restore`), so the
+server never loads torch to resume one.
 
 A worker whose link to the server breaks stops its run ("the server went away") and exits: no
 worker outlives its server.
@@ -24,28 +26,23 @@ worker outlives its server.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import threading
 from collections.abc import Callable
 from functools import partial
-from types import ModuleType
 from typing import Any
 
-import numba
 import numpy as np
 import torch
 
 from rdqn.learn import fused_mlp
 from rdqn.presets import preset
-from rdqn.replay import checks, sampling_kernels, storage, sumtree, windows
-from rdqn.replay.rank import blocks as rank_order_blocks
-from rdqn.replay.rank import order as rank_order
-from rdqn.replay.rank import sampler as rank
-from rdqn.replay.rank import writes as rank_order_writes
+from rdqn.replay.kernels import registry as kernel_registry
 from rdqn.replay.sumtree import SumTree
 from rdqn.runs.control import RunControls, drive
-from rdqn.runs.lifecycle import RecordedRun, ending
-from rdqn.runs.store import RunRecords, RunStore
+from rdqn.runs.lifecycle import RecordedRun, RunRecords, ending
+from rdqn.runs.store import RunStore
 from rdqn.serve.protocol import (
     COMMANDS,
     RUN_START_PART_NAMES,
@@ -59,7 +56,6 @@ from rdqn.serve.protocol import (
     WarmUp,
     apply_record,
 )
-from rdqn.training import telemetry_kernels
 from rdqn.training.trainer import Trainer
 
 __all__ = [
@@ -176,56 +172,23 @@ RUN_START_PARTS = WARM_UP_PARTS[: len(RUN_START_PART_NAMES)]
 LATER_PARTS = WARM_UP_PARTS[len(RUN_START_PART_NAMES) :]
 """The parts no run waits for: the zygote loads them after its first launch."""
 
-KERNEL_MODULES: tuple[ModuleType, ...] = (
-    fused_mlp,
-    sumtree,
-    sampling_kernels,
-    rank,
-    rank_order,
-    rank_order_blocks,
-    rank_order_writes,
-    storage,
-    windows,
-    checks,
-    telemetry_kernels,
-)
-
 
 def _kernels() -> list[Any]:
-    """The numba kernels a run or page calls (those numba caches on disk, not the inlined)."""
-    return [
-        value
-        for module in KERNEL_MODULES
-        for value in vars(module).values()
-        if isinstance(value, numba.core.registry.CPUDispatcher)
-        and value.__module__ == module.__name__
-        and not isinstance(value._cache, numba.core.caching.NullCache)  # cache=True
-        and value.targetoptions.get("inline", "never") == "never"
-    ]
+    """The numba kernels a run or page calls: those of every module the kernel registry names
+    (`rdqn.replay.kernels.registry`), imported here, where every layer may be."""
+    modules = map(importlib.import_module, kernel_registry.KERNEL_MODULES)
+    return kernel_registry.kernels(modules)
 
 
 def kernel_cache_dirs() -> list[str]:
-    """Where numba keeps the compiled kernels: ``__pycache__`` next to the sources, or a
-    per-user folder when that is not writable (or ``NUMBA_CACHE_DIR``); empty where this numba
-    does not tell (see `kernels_cached`)."""
-    try:
-        return sorted({kernel._cache._cache_path for kernel in _kernels()})
-    except Exception:  # noqa: BLE001 - another numba's internals: nothing to name
-        return []
+    """Where numba keeps the compiled kernels (`rdqn.replay.kernels.registry.cache_dirs`)."""
+    return kernel_registry.cache_dirs(_kernels)
 
 
 def kernels_cached() -> bool | None:
-    """Whether numba's on-disk cache holds machine code for every kernel of this source.
-
-    Reads each kernel's cache index (milliseconds); an index written for an older version of
-    the source reads as empty. False on a fresh checkout: the warm-up will compile. None where
-    this numba cannot be asked: numba has no public call for this, and its private cache index
-    (which checks the source's time stamp) may change; the kernels still compile and run.
-    """
-    try:
-        return all(kernel._cache._cache_file._load_index() for kernel in _kernels())
-    except Exception:  # noqa: BLE001 - another numba: cannot tell
-        return None
+    """Whether numba's cache holds every kernel; None where this numba cannot tell
+    (`rdqn.replay.kernels.registry.all_cached`)."""
+    return kernel_registry.all_cached(_kernels)
 
 
 def warm_up(
@@ -236,12 +199,12 @@ def warm_up(
     """Load every compiled kernel a run uses, part by part (``parts``, default all:
     `WARM_UP_PARTS`).
 
-    The fused MLP update, the samplers' trees and the window gather are numba kernels: the first
-    compile on a fresh checkout takes 20-60 s, later processes load numba's on-disk cache in
-    about a second. Done once where workers are forked from, no run waits for either.
-    ``on_progress`` hears `WarmUp(0, n)` first (n parts), then once after each part;
-    ``between_parts`` is called after each part but the last (the zygote starts the runs asked
-    for meanwhile).
+    The fused MLP update, the samplers' trees and the window gather are numba kernels (those
+    of the modules `rdqn.replay.kernels.registry` names): the first compile on a fresh
+    checkout takes tens of seconds, later processes load numba's on-disk cache quickly. Done
+    once where workers are forked from, no run waits for either. ``on_progress`` hears
+    `WarmUp(0, n)` first (n parts), then once after each part; ``between_parts`` is called
+    after each part but the last (the zygote starts the runs asked for meanwhile).
     """
     torch.set_num_threads(1)
     total = len(parts)
@@ -286,7 +249,7 @@ def run_worker(spec: RunSpec, link: Link) -> None:
         send(("done", *ending(err)))
         return
     threading.Thread(target=_listen, args=(link, controls), daemon=True).start()
-    run = RecordedRun(spec.config, store, run_id=spec.run_id, resume_from=spec.resume_from)
+    run = RecordedRun(spec.config, store, run_id=spec.run_id, resume=spec.resume)
     try:
         drive(
             run,

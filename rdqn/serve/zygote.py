@@ -6,8 +6,9 @@
                                            ("started", id, pid)  ("exited", id, code)
     the run's link: a socket pair, server end <=========================> worker end
 
-A fork of a process that already holds torch, numba, rdqn and the compiled kernels starts a run
-in milliseconds instead of seconds. multiprocessing's own forkserver would do the same but
+A fork of a process that already holds torch, numba, rdqn and the compiled kernels (those of
+every module `rdqn.replay.kernels.registry` names, loaded by the warm-up) starts a run in
+milliseconds instead of seconds. multiprocessing's own forkserver would do the same but
 re-runs the parent's ``__main__`` in every child, and inside a Streamlit server ``__main__`` is
 whatever page script is running. The zygote is started with `subprocess` (nothing of the server
 is re-run) and never touches CUDA; its native thread pools (OpenBLAS) are kept to one thread.

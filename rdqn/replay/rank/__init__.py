@@ -76,7 +76,7 @@ O(log P), counts inside a segment O(SEGMENT) and a block O(C), a shift of at mos
 group counts changed; a split or merge O(C + REACH), once per C/2 writes into a block at most. A
 batch of writes searches together, level by level, so that the loads overlap. A sample: one pass
 over the group counts O(P / GROUP), then O(GROUP) per rank. A Fenwick tree over the groups (O(log
-P) per write and per rank) measured slower: its two point updates per write cost more than the
+P) per write and per rank) is slower: its two point updates per write cost more than the
 pass, up to N = 2^20 at least.
 
 The modules::
@@ -91,11 +91,9 @@ The modules::
     search.py         the block a key goes to
     writes.py         the write and build kernels (remove a slot, insert it)
     blocks.py         shifts, splits, borrows, merges, spreads
-    intrinsics.py     the fast building blocks in LLVM IR (masked stores, the popcount select,
-    vector_power.py   a prefetch, memmove, bit cast) and libmvec's vector pow; `plain.py` holds
-    plain.py          their plain-numba twins, and `rdqn.replay.compiled` picks one of each at
-                      import, checked (the results are the same either way)
 
 Every kernel allocates nothing (its caller passes the outputs and work arrays) and is compiled by
-`rdqn.replay.compiled`. Import the sampler from `rdqn.replay` (`RankBasedSampler`).
+`rdqn.replay.kernels.compiled`, which also picks its fast building blocks (masked stores, the
+popcount select, a prefetch, memmove, a bit cast, libmvec's vector pow) or their plain twins.
+Import the sampler from `rdqn.replay` (`RankBasedSampler`).
 """

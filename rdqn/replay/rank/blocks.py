@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from rdqn.replay.compiled import inlined, kernel, move
+from rdqn.replay.kernels.compiled import inlined, kernel, move
 from rdqn.replay.rank.layout import (
     BLOCKS,
     COUNT_BLOCKS,
@@ -50,9 +50,9 @@ def close_gap(array: NDArray, base: int, at: int, c: int) -> None:
     """Entries at + 1 .. c of the block at flat offset `base` move down one: array[base + k] =
     array[base + k + 1] for at <= k < c. The loop runs over the whole block's width c, whatever
     its size: a trip count that never changes compiles to a few vector moves with no mispredicted
-    exit: a rank cycle's removes took 0.6x the time of a memmove of the block's used part. (The
-    inserts open their gap with `open_gap`.) It reads one entry past the block, so
-    the entries carry one spare after the last block."""
+    exit, where a memmove of the block's used part branches on its length. (The inserts open
+    their gap with `open_gap`.) It reads one entry past the block, so the entries carry one
+    spare after the last block."""
     start = unsigned(base)
     for k in range(c):
         if k >= at:

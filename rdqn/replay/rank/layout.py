@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from rdqn.replay.compiled import float_bits, inlined
+from rdqn.replay.kernels.compiled import float_bits, inlined
 from rdqn.replay.rank.shape import GROUP, SEGMENT
 
 __all__ = [
@@ -52,8 +52,8 @@ COUNT_SPREADS, COUNT_SLOT_MASK = 6, 7
 
 # The order's arrays travel between the kernels as one tuple, `State`, in `RankOrder._arrays()`
 # order; these are their places in it (compile-time constants: reading one costs nothing). The
-# entry kernels take them one by one and pack them: from Python, a tuple cost about 0.25 µs
-# more to pass than the same twelve arrays one by one.
+# entry kernels take them one by one and pack them: from Python, a tuple costs more to pass
+# than the same twelve arrays one by one.
 STAMP, HOME, ENTRIES, PRIORITY, SIZES, POSITION, FREE, BLOCKS = 0, 1, 2, 3, 4, 5, 6, 7
 LAST_KEY, GROUP_COUNT, COUNTERS, SEGMENT_KEY = 8, 9, 10, 11
 State = tuple[NDArray, ...]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from rdqn.replay.compiled import kernel, prefix_position
+from rdqn.replay.kernels.compiled import kernel, prefix_position
 from rdqn.replay.rank.layout import (
     COUNT_BLOCKS,
     COUNT_C,
@@ -252,10 +252,9 @@ def select_kernel(
     The groups: for `ascending` ranks (a stratified sample's), found during the pass, which
     takes the counts 8 groups at a time (`prefix_position`: their total, then for each rank
     among them its group and the end of the group before): an eighth of the steps of a pass
-    group by group, whose check for the next rank was mispredicted about once per rank (with
-    that pass the rank cycle took 1.04x the time at 2^17). Else by binary searches of the
-    prefix ends, without branches, the B searches advancing together one step at a time. The B
-    loads of the slots come last, so that they overlap."""
+    group by group, whose check for the next rank is mispredicted about once per rank. Else by
+    binary searches of the prefix ends, without branches, the B searches advancing together one
+    step at a time. The B loads of the slots come last, so that they overlap."""
     groups = group_count.shape[0]
     batch = ranks.shape[0]
     group = out

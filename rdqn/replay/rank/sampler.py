@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rdqn.replay.checks import check_draw, check_slot, check_update, well_typed
-from rdqn.replay.compiled import kernel, power, prefetch, refcounted
+from rdqn.replay.kernels.compiled import kernel, power, prefetch, refcounted
 from rdqn.replay.rank.layout import COUNT_SLOT_MASK, slot_of
 from rdqn.replay.rank.order import (
     CAPACITY_MAX,
@@ -327,7 +327,8 @@ def rank_sample_kernel(
     The u_k come in `out_probabilities`, which holds the queries until the P replace them;
     `out_weights` holds the guesses, `scratch` (B + the groups' count entries) the ranks and
     `select_kernel`'s work space. No allocation: the kernel runs without numba's reference
-    counts (`rdqn.replay.compiled`). False, the outputs unwritten, when nothing is stored."""
+    counts (`rdqn.replay.kernels.compiled`). False, the outputs unwritten, when nothing is
+    stored."""
     n = counters[COUNT_STORED]
     if n == 0:
         return False

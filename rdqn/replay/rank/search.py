@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from rdqn.replay.compiled import inlined
+from rdqn.replay.kernels.compiled import inlined
 from rdqn.replay.rank.layout import (
     COUNT_LAST,
     COUNTERS,

@@ -34,7 +34,7 @@ GROUP = 8
 def block_capacity(capacity: int) -> int:
     """C for ``capacity`` slots: the power of two nearest sqrt(capacity), clamped to [8, 64]
     (a write shifts and scans O(C) entries; splits and merges, once per C/2 writes into a
-    block, cost O(C + REACH log P), so C is small: 64 measured fastest at N = 2^17 and 2^20)."""
+    block, cost O(C + REACH log P), so C is small)."""
     return int(min(64, max(8, 1 << round(np.log2(max(1.0, np.sqrt(capacity)))))))
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from rdqn.replay.compiled import inlined, kernel, open_gap, prefetch
+from rdqn.replay.kernels.compiled import inlined, kernel, open_gap, prefetch
 from rdqn.replay.rank.blocks import (
     add_size,
     close_gap,

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from rdqn.replay import ProportionalSampler, RankBasedSampler
-from rdqn.replay.compiled import PATH
-from rdqn.replay.rank.vector_power import (
+from rdqn.replay.kernels.compiled import PATH
+from rdqn.replay.kernels.vector_power import (
     host_features,
     make_power,
     target_features,
@@ -54,7 +54,9 @@ def _libm(values: np.ndarray, exponent: float) -> np.ndarray:
 
 def test_the_kernels_take_the_widest_width_that_passes_its_check() -> None:
     """CI and the development machines are x86-64 Linux with glibc's libmvec: there the check
-    passes at the widest width (`rdqn.replay.compiled`; under NUMBA_CPU_NAME=generic, 2)."""
+    passes at the widest width (`rdqn.replay.kernels.compiled`; under NUMBA_CPU_NAME=generic,
+    2)."""
+
     if "power" in PATH.plain:
         assert PATH.vector_width == 1
     else:

@@ -1,25 +1,23 @@
 """x ** a over a whole array inside numba kernels, vectorized by glibc's vector math library.
 
-numba compiles ``x[k] ** a`` in a loop to one scalar libm ``pow`` call per element (about 15 ns):
-the llvmlite on PyPI has no vector math library, so LLVM cannot vectorize it. A PER cycle raises
-2 × B numbers to a power (the new masses (|δ| + ε)^α and the IS weights (P / P_min)^-β), a
-quarter of the cycle at N = 2^14. `power` calls glibc's libmvec instead (``_ZGVeN8vv_pow``: 8
-doubles per call with AVX-512, ``_ZGVdN4vv_pow`` 4 with AVX2, ``_ZGVbN2vv_pow`` 2 with SSE2, the
-x86-64 vector function ABI), the same library GCC vectorizes ``pow`` loops with, and libm's
-scalar ``pow`` for the remainder. libmvec is accurate to 4 ulp by contract; on 10^6 values over
-80 decades it agreed with libm within 1 ulp, and `tests/replay/rank/test_vector_power.py` holds it
-to the contract at every width the compiled code can take. IEEE special values (0, inf, NaN,
-exponent 0) are as libm's.
+numba compiles ``x[k] ** a`` in a loop to one scalar libm ``pow`` call per element: the llvmlite
+on PyPI has no vector math library, so LLVM cannot vectorize it. A PER cycle raises 2 × B
+numbers to a power (the new masses (|δ| + ε)^α and the IS weights (P / P_min)^-β), a large share
+of the cycle at small N. `power` calls glibc's libmvec instead (``_ZGVeN8vv_pow``: 8 doubles per
+call with AVX-512, ``_ZGVdN4vv_pow`` 4 with AVX2, ``_ZGVbN2vv_pow`` 2 with SSE2, the x86-64
+vector function ABI), the same library GCC vectorizes ``pow`` loops with, and libm's scalar
+``pow`` for the remainder. libmvec is accurate to 4 ulp by contract, and
+`tests/replay/kernels/test_vector_power.py` holds it to the contract at every width the compiled
+code can take. IEEE special values (0, inf, NaN, exponent 0) are as libm's.
 
 Which width: the widest that both this CPU and the code numba compiles can take
 (`widths_to_try`): the CPU's flags from llvmlite's public `get_host_cpu_features`; the compiled
 code's from numba's documented settings ``NUMBA_CPU_NAME``, ``NUMBA_CPU_FEATURES`` and
 ``NUMBA_ENABLE_AVX`` (a vector argument is passed in the registers of the compiled code's target:
 AVX-512's 8 doubles in one zmm register only where the target has AVX-512; elsewhere the vector
-pow reads garbage).
-`rdqn.replay.compiled` then runs each candidate on known values against libm's pow and keeps the
-first that agrees. Without libmvec (not glibc on x86-64) `power` is libm's scalar pow, the plain
-twin (`rank.plain.power`).
+pow reads garbage). `compiled` then runs each candidate on known values against libm's pow and
+keeps the first that agrees. Without libmvec (not glibc on x86-64) `power` is libm's scalar pow,
+the plain twin (`plain.power`).
 """
 
 from __future__ import annotations
@@ -74,7 +72,7 @@ def target_features(environ: Mapping[str, str], host: str, host_name: str | None
     known here); else this CPU's (`host`), without its AVX ones where ``NUMBA_ENABLE_AVX`` is 0
     or, unset, where this CPU (`host_name`, llvmlite's name for it) is one numba leaves AVX off
     for. (A setting in a ``.numba_config.yaml`` is not read here: the check of each width in
-    `rdqn.replay.compiled` still refuses a width the compiled code cannot take.)"""
+    `compiled` still refuses a width the compiled code cannot take.)"""
     given = environ.get("NUMBA_CPU_FEATURES")
     name = environ.get("NUMBA_CPU_NAME", "host")
     if given is None:
@@ -161,7 +159,7 @@ def make_power(width: int):  # noqa: ANN201 (a numba intrinsic)
     """out[k] = values[k] ** exponent for every k, `width` elements per libmvec call (1: libm's
     scalar pow only): C-contiguous float64 vectors of one length (not checked; they may be the
     same array) and a float64 exponent. Only a width `widths_to_try` offers is right, and
-    `rdqn.replay.compiled` checks it before any kernel uses it."""
+    `compiled` checks it before any kernel uses it."""
 
     def typer(typingctx, values, exponent, out):  # noqa: ANN001, ANN202, ARG001
         vectors = all(

@@ -5,8 +5,8 @@ of a gap in a block by masked vector stores (``llvm.masked.store``), where a val
 8 counts' running sums (one vector and a popcount) and a float64's bits.
 
 They lean on numba's internals (``numba.core.cgutils``) and LLVM's intrinsic names, so each has
-a plain twin in `plain.py`, and `rdqn.replay.compiled` checks each one at import (compiled and
-run on a known input against its twin) before a kernel calls it."""
+a plain twin in `plain.py`, and `compiled` checks each one at import (compiled and run on a known
+input against its twin) before a kernel calls it."""
 
 from __future__ import annotations
 
@@ -54,9 +54,8 @@ def move(typingctx, array, dst, src, count):  # noqa: ANN001, ANN202, ARG001 (nu
     memmove (libc's, for a length known only at run time). The caller keeps both ranges in
     the array and count >= 0: nothing is checked.
 
-    A rank order's shifts inside a block (at most 64 entries) ran 0.92-0.94x the rank cycle's
-    time this way against a compiled loop, whose vector body, remainder and exit branches cost
-    more than libc's size classes."""
+    For the rank order's shifts inside a block (at most 64 entries): libc's size classes branch
+    less than a compiled loop's vector body, remainder and exit."""
 
     def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202, ARG001
         array_type = signature.args[0]
@@ -93,8 +92,8 @@ def open_gap(typingctx, array, base, at, width):  # noqa: ANN001, ANN202, ARG001
     Eight entries at a time, from the block's end back to its start: each vector is loaded, then
     stored one entry further on under a mask of the entries that move (a vector's store never
     reaches the entries the next one loads), so the trip count is the block's width and no
-    branch depends on how far the entries move. A rank cycle took 0.93x the time this way
-    against `move` (libc's `memmove`, whose size classes branch on the length)."""
+    branch depends on how far the entries move (libc's `memmove`, `move`, branches on the
+    length)."""
 
     def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202, ARG001
         array_type = signature.args[0]
@@ -152,8 +151,8 @@ def prefix_position(typingctx, counts, start, value):  # noqa: ANN001, ANN202, A
     it, and the sum before it.
 
     One 8-lane vector: the running sums by three shifted adds, a compare, a popcount, one lane
-    extracted; the eight dependent scalar adds and compares it replaces took 3 % of a rank cycle
-    more (the select's step through a group's positions)."""
+    extracted, in place of eight dependent scalar adds and compares (the select's step through
+    a group's positions)."""
 
     def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202, ARG001
         array_type = signature.args[0]

@@ -1,10 +1,10 @@
 """Replay scenarios run on one process's kernel path, for the tests that hold the fast paths and
-their plain twins to the same draws (tests/replay/test_compiled.py).
+their plain twins to the same draws (tests/replay/kernels/test_compiled.py).
 
-A test runs a scenario in its own process (the path `rdqn.replay.compiled` chose there) and hands
-it to a process of this module started on a plain path (``RDQN_PLAIN_KERNELS``), which runs the
-same scenario: ``python -m tests.replay.twin_worker`` answers each pickled scenario on stdin with
-its pickled results (its path's tag first) on stdout, until stdin closes.
+A test runs a scenario in its own process (the path `rdqn.replay.kernels.compiled` chose there)
+and hands it to a process of this module started on a plain path (``RDQN_PLAIN_KERNELS``), which
+runs the same scenario: ``python -m tests.replay.kernels.twin_worker`` answers each pickled
+scenario on stdin with its pickled results (its path's tag first) on stdout, until stdin closes.
 
 A scenario: a sampler (rank or proportional, alpha, IS normalisation, weight cap) attached to a
 capacity, then steps: ("add", count) adds the next slots of the ring; ("update", seed, count,
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from rdqn.replay import ProportionalSampler, RankBasedSampler
-from rdqn.replay.compiled import PATH
+from rdqn.replay.kernels.compiled import PATH
 
 Scenario = dict[str, Any]
 

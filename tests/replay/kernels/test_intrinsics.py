@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rdqn.replay.rank.intrinsics import float_bits, move, open_gap, prefix_position
+from rdqn.replay.kernels.intrinsics import float_bits, move, open_gap, prefix_position
 from rdqn.replay.rank.layout import entry, slot_mask, slot_of
 
 

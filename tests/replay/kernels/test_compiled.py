@@ -1,5 +1,6 @@
-"""Which fast paths the kernels take (`rdqn.replay.compiled`): the switch, the checks, the cache
-kept apart per path, and both paths giving the same draws, probabilities and IS weights."""
+"""Which fast paths the kernels take (`rdqn.replay.kernels.compiled`): the switch, the checks,
+the cache kept apart per path, and both paths giving the same draws, probabilities and IS
+weights."""
 
 from __future__ import annotations
 
@@ -17,13 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rdqn.replay import compiled
-from rdqn.replay.compiled import FAST_PATHS, PATH, KernelPath, agrees_with_libm, plain_asked
-from rdqn.replay.rank import plain
-from rdqn.replay.rank.vector_power import load_libmvec, widths_to_try
-from tests.replay.twin_worker import run_scenario
+from rdqn.replay.kernels import compiled, plain
+from rdqn.replay.kernels.compiled import FAST_PATHS, PATH, KernelPath, agrees_with_libm, plain_asked
+from rdqn.replay.kernels.vector_power import load_libmvec, widths_to_try
+from tests.replay.kernels.twin_worker import run_scenario
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 STRUCTURE = ",".join(name for name in FAST_PATHS if name != "power")
 """Every plain twin but `power`'s: the same pow as the fast path, so results agree bit for bit."""
 
@@ -156,7 +156,7 @@ def test_nrt_false_still_removes_the_reference_counts() -> None:
 
 
 _SHOW_PATH = (
-    "from rdqn.replay import compiled; "
+    "from rdqn.replay.kernels import compiled; "
     "print(compiled.PATH.tag, sorted(compiled.PATH.why), compiled.PATH.vector_width, "
     "compiled.compiled_path() == compiled.PATH.code)"
 )
@@ -175,9 +175,10 @@ def test_the_switch_and_the_target_choose_the_path_in_a_fresh_process(tmp_path: 
         assert _python(_SHOW_PATH, NUMBA_CPU_NAME="generic", **cache) == "fast-pow2 [] 2 True"
 
 
-_BREAK_THE_FAST_PATHS = "import sys; sys.modules['rdqn.replay.rank.intrinsics'] = None; "
+_BREAK_THE_FAST_PATHS = "import sys; sys.modules['rdqn.replay.kernels.intrinsics'] = None; "
 _DRAW_AND_SHOW = (
-    "import numpy as np; from rdqn.replay import compiled, RankBasedSampler; "
+    "import numpy as np; from rdqn.replay import RankBasedSampler; "
+    "from rdqn.replay.kernels import compiled; "
     "s = RankBasedSampler(alpha=0.7); s.attach(8); [s.on_add(i) for i in range(8)]; "
     "s.update_priorities(np.arange(8), np.arange(1.0, 9.0)); "
     "d = s.sample(8, 4, 0.5, np.random.default_rng(0)); "
@@ -211,24 +212,26 @@ def test_numbas_cache_keeps_each_path_and_each_target_apart(tmp_path: Path) -> N
         line = _python(_SHOW_PATH, RDQN_PLAIN_KERNELS=switch, **cache)
         assert line.endswith(" True"), line
     if platform.machine() == "x86_64" and "avx512f" in compiled.vector_power.host_features():
-        check = "from rdqn.replay import compiled; print(compiled._check_power(8))"
+        check = "from rdqn.replay.kernels import compiled; print(compiled._check_power(8))"
         assert _python(check, **cache) == "True"
         assert _python(check, NUMBA_CPU_NAME="generic", **cache) == "False"
         assert _python(check, **cache) == "True"
         # numba's AVX switch takes AVX-512 away too, and the widths tried follow it
         assert _python(check, NUMBA_ENABLE_AVX="0", **cache) == "False"
-        widths = "from rdqn.replay.rank.vector_power import widths_to_try; print(widths_to_try())"
+        widths = (
+            "from rdqn.replay.kernels.vector_power import widths_to_try; print(widths_to_try())"
+        )
         assert _python(widths, NUMBA_ENABLE_AVX="0", **cache) == "[2]"
 
 
 # ---------------------------------------------------------------- both paths, the same results
 class Twin:
-    """A process of tests.replay.twin_worker on a plain path."""
+    """A process of tests.replay.kernels.twin_worker on a plain path."""
 
     def __init__(self, switch: str) -> None:
         env = os.environ | {"RDQN_PLAIN_KERNELS": switch}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.replay.twin_worker"],
+            [sys.executable, "-m", "tests.replay.kernels.twin_worker"],
             cwd=REPO,
             env=env,
             stdin=subprocess.PIPE,

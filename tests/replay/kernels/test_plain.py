@@ -1,5 +1,6 @@
-"""The plain twins (`rank.plain`): hand-computed cases, and the same results as their fast twins
-(`rank.intrinsics`, `rank.vector_power`) on any input, each compiled in a kernel of its own."""
+"""The plain twins (`kernels.plain`): hand-computed cases, and the same results as their fast
+twins (`kernels.intrinsics`, `kernels.vector_power`) on any input, each compiled in a kernel of
+its own."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rdqn.replay.compiled import agrees_with_libm
-from rdqn.replay.rank import intrinsics, plain
-from rdqn.replay.rank.vector_power import make_power, widths_to_try
+from rdqn.replay.kernels import intrinsics, plain
+from rdqn.replay.kernels.compiled import agrees_with_libm
+from rdqn.replay.kernels.vector_power import make_power, widths_to_try
 
 
 @numba.njit(cache=False)

@@ -1,11 +1,11 @@
 """The plain twins of the fast building blocks (`intrinsics`, `vector_power`): ordinary numba,
-no LLVM intrinsic, no private numba API, the same results (`rdqn.replay.compiled` picks one of
-each pair at import; the tests hold every pair to the same outputs).
+no LLVM intrinsic, no private numba API, the same results (`compiled` picks one of each pair at
+import; the tests hold every pair to the same outputs).
 
 Each twin has its fast twin's signature and contract, so a kernel calls either unchanged. A
 kernel runs them wherever a fast one fails its check (another CPU, another numba or llvmlite)
 or ``RDQN_PLAIN_KERNELS`` asks for them: slower, never different, but for `power`: libm's pow,
-which libmvec's vector pow matches within 4 ulp (1 measured).
+which libmvec's vector pow matches within its 4-ulp contract.
 """
 
 from __future__ import annotations

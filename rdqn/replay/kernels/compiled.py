@@ -8,13 +8,13 @@ fast path             fast (what it relies on)                     plain twin
 ====================  ===========================================  ===========================
 ``nrt``               no reference counts on a kernel's arrays     numba's default
                       (numba's private ``_nrt=False`` option)
-``prefetch``          LLVM's prefetch hint (`rank.intrinsics`)     nothing
-``move``              LLVM's memmove                               a loop (`rank.plain`)
+``prefetch``          LLVM's prefetch hint (`intrinsics`)          nothing
+``move``              LLVM's memmove                               a loop (`plain`)
 ``open_gap``          LLVM's masked vector stores                  a loop
 ``prefix_position``   one 8-lane vector, a popcount                two loops of 8
 ``float_bits``        an LLVM bit cast                             NumPy's scalar view
 ``power``             glibc's libmvec, 8, 4 or 2 doubles a call    libm's pow, one at a time
-                      (`rank.vector_power`)
+                      (`vector_power`)
 ====================  ===========================================  ===========================
 
 The check (`choose_path`): each fast path is compiled and run on a small known input and its
@@ -26,11 +26,10 @@ widest first, and keeps the first within libmvec's 4-ulp contract of libm's pow.
 wrong, or to compare.
 
 Reference counting, and why the fast path skips it: on every call from Python numba wraps each
-array argument in a counted memory handle and releases it on return (about 50 ns per array,
-0.3-0.6 µs for a kernel of 10-16 arrays, a tenth of a proportional sample + update cycle), and
-inside a kernel it increfs every array argument on entry to a function whose control flow its
-pruner cannot follow (the rank order's 128 writes: 59 µs with, 38 µs without, at N = 2^17). So
-no kernel allocates (no ``np.empty`` or copies inside, nor in what it calls): its caller passes
+array argument in a counted memory handle and releases it on return, and inside a kernel it
+increfs every array argument on entry to a function whose control flow its pruner cannot follow
+(the rank order's writes): a visible share of a sample + update cycle, for nothing, since no
+kernel allocates (no ``np.empty`` or copies inside, nor in what it calls): its caller passes
 every output and work array, and both paths run the same code.
 
 Numba's disk cache keys a kernel by its source file, name, argument types and CPU target, not by
@@ -38,8 +37,8 @@ what the kernel calls: so every kernel compiled here carries the path in its nam
 and a process on another path compiles and keeps its own. `compiled_path`, a kernel that returns
 the code of the path it was compiled for, is checked at import: a cache that mixed paths stops
 the import with an error instead of running another path's code. (Nor does the cache see a
-change to the building blocks' source, `rank/intrinsics.py` or `rank/plain.py`: after editing
-one, delete the ``__pycache__`` folders under rdqn/replay.)
+change to the source of what a kernel calls from another module, `intrinsics.py` or
+`plain.py`: after editing one, delete the ``__pycache__`` folders under rdqn/replay.)
 """
 
 from __future__ import annotations
@@ -54,11 +53,11 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from rdqn.replay.rank import plain
+from rdqn.replay.kernels import plain
 
 try:  # the fast paths lean on numba's and llvmlite's internals: a change there loses them only
-    from rdqn.replay.rank import intrinsics as fast
-    from rdqn.replay.rank import vector_power
+    from rdqn.replay.kernels import intrinsics as fast
+    from rdqn.replay.kernels import vector_power
 
     _POWERS = {width: vector_power.make_power(width) for width in (8, 4, 2)}
 except Exception as error:  # noqa: BLE001 - any failure means: the plain twins
