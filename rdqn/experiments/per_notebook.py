@@ -127,6 +127,8 @@ def buffer_td_errors(trainer: Any) -> NDArray[np.float64]:
     docstring); reads the buffer without counting a sample, changes nothing."""
     import torch
 
+    from rdqn.learn.targets import discounts, td_targets
+
     buffer, agent = trainer.buffer, trainer.agent
     size = len(buffer)
     storage = buffer.storage
@@ -134,19 +136,15 @@ def buffer_td_errors(trainer: Any) -> NDArray[np.float64]:
     actions = torch.from_numpy(storage.actions[:size].astype(np.int64))
     rewards = torch.from_numpy(storage.rewards[:size].astype(np.float32))
     discount = torch.from_numpy(
-        (agent.config.gamma * (1.0 - storage.terminated[:size])).astype(np.float32)
+        discounts(agent.config.gamma, storage.terminated[:size]).astype(np.float32)
     )
     with torch.no_grad():
         obs_t = torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32))
         next_t = torch.from_numpy(np.ascontiguousarray(next_obs, dtype=np.float32))
         q = agent.online(obs_t).gather(1, actions[:, None]).squeeze(1)
         next_q = agent.target(next_t)
-        if agent.config.double_dqn:
-            best = agent.online(next_t).argmax(dim=1, keepdim=True)
-            next_value = next_q.gather(1, best).squeeze(1)
-        else:
-            next_value = next_q.max(dim=1).values
-        delta = rewards + discount * next_value - q
+        next_online = agent.online(next_t) if agent.config.double_dqn else None
+        delta = td_targets(rewards, discount, next_q, next_online) - q
     return delta.numpy().astype(np.float64)
 
 

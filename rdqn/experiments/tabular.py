@@ -5,7 +5,7 @@ With one-hot inputs the linear net's weight W[a, s] *is* Q(s, a), so for a batch
 transitions with IS weights w_i (Schaul et al. 2015, Algorithm 1; `rdqn.learn.agent`)::
 
     y_i     = r_i + gamma * (1 - terminated_i) * max_a' Q_target(s'_i, a')     (Double DQN:
-              Q_target(s'_i, argmax_a' Q(s'_i, a')))
+              Q_target(s'_i, argmax_a' Q(s'_i, a')); `rdqn.learn.targets.td_targets`)
     delta_i = y_i - Q(s_i, a_i)
     loss    = (1/B) sum_i w_i L(-delta_i),   L(x) = x^2 (mse) or Huber(x)
     g(s, a) = dloss/dQ(s, a) = -(1/B) sum_{i: (s_i, a_i) = (s, a)} w_i psi(delta_i),
@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 
 from rdqn.learn.agent_config import AgentConfig
 from rdqn.learn.losses import td_loss
+from rdqn.learn.targets import discounts, td_targets
 
 __all__ = ["TabularLearner"]
 
@@ -72,13 +73,10 @@ class TabularLearner:
         terminated: NDArray[np.bool_],
     ) -> NDArray[np.float64]:
         """delta_i = y_i - Q(s_i, a_i) under the current tables (nothing changes)."""
-        if self.config.double_dqn:
-            best = self.q[next_states].argmax(axis=1)
-            next_value = self.target[next_states, best]
-        else:
-            next_value = self.target[next_states].max(axis=1)
-        discount = self.config.gamma * (1.0 - terminated)
-        return rewards + discount * next_value - self.q[states, actions]
+        next_online = self.q[next_states] if self.config.double_dqn else None
+        discount = discounts(self.config.gamma, terminated)
+        y = td_targets(rewards, discount, self.target[next_states], next_online)
+        return y - self.q[states, actions]
 
     def learn(
         self,

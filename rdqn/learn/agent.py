@@ -5,6 +5,7 @@ For a batch of transitions (W_i, a_i, r_i, W'_i, terminated_i) with IS weights w
 
     y_i     = r_i + gamma * (1 - terminated_i) * max_a' Q_target(W'_i, a')        (no gradient)
     y_i     = r_i + gamma * (1 - terminated_i) * Q_target(W'_i, argmax_a' Q(W'_i, a'))  (Double)
+              (`rdqn.learn.targets.td_targets`)
     delta_i = y_i - Q(W_i, a_i)                (only the taken action, via ``gather``)
     loss    = (1/B) * sum_i w_i * L(delta_i)   (L = Huber or squared error; w_i before the mean)
 
@@ -37,6 +38,7 @@ from rdqn.learn.agent_state import check_agent_state, explore_rng_state
 from rdqn.learn.errors import DivergenceError
 from rdqn.learn.fused_mlp import FusedMLP, fused_update_supported
 from rdqn.learn.nets import build_q_network
+from rdqn.learn.targets import discounts, td_targets
 from rdqn.validation import check_integer
 
 __all__ = [
@@ -255,7 +257,7 @@ class DQNAgent:
             actions=actions.astype(np.int64, copy=False),
             rewards=np.asarray(batch.rewards, dtype=np.float32),
             # gamma * (1 - terminated_i), computed on the host: one array instead of three ops.
-            discount=(self.config.gamma * (1.0 - terminated)).astype(np.float32),
+            discount=discounts(self.config.gamma, terminated).astype(np.float32),
             weights=None if batch.weights is None else np.asarray(batch.weights, np.float32),
         )
 
@@ -294,13 +296,8 @@ class DQNAgent:
         q_taken = self.online(obs).gather(1, actions).squeeze(1)
         with torch.no_grad():
             next_q = self.target(next_obs)
-            if cfg.double_dqn:
-                next_actions = self.online(next_obs).argmax(dim=1, keepdim=True)
-                next_value = next_q.gather(1, next_actions).squeeze(1)
-            else:
-                next_value = next_q.max(dim=1).values
-            # Truncation is deliberately ignored here: a time-limit cut still bootstraps.
-            td_target = rewards + discount * next_value
+            next_online = self.online(next_obs) if cfg.double_dqn else None
+            td_target = td_targets(rewards, discount, next_q, next_online)
         if cfg.loss == "huber":
             per_sample = F.smooth_l1_loss(q_taken, td_target, reduction="none")
         else:

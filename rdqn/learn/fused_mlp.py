@@ -7,7 +7,8 @@ This module computes exactly the update of :meth:`rdqn.learn.agent.DQNAgent.lear
     h1 = relu(x W1^T + b1),   h2 = relu(h1 W2^T + b2),   Q = h2 W3^T + b3
 
 in one call over flat float32 buffers. With q_i = Q(s_i, a_i), targets y_i (no gradient; Double
-DQN picks argmax_a Q_online(s'_i, a) and scores it with the target net) and IS weights w_i::
+DQN picks argmax_a Q_online(s'_i, a) and scores it with the target net: `rdqn.learn.targets`,
+written out in the compiled loop and checked against it by a test) and IS weights w_i::
 
     loss       = (1/B) sum_i w_i L(q_i - y_i)
     dloss/dq_i = (w_i / B) L'(q_i - y_i),  L'(x) = clamp(x, -1, 1) (Huber) or 2x (squared error)
@@ -164,6 +165,7 @@ def _dqn_update(  # type: ignore[no-untyped-def]
     loss = 0.0
     q_sum = 0.0
     for i in range(batch):
+        # y_i as `rdqn.learn.targets.td_targets` computes it (tests/learn/test_targets.py).
         next_value = next_q[i, np.argmax(next_online[i])] if double_dqn else next_q[i].max()
         y = np.float32(rewards[i] + discount[i] * next_value)
         q_taken = q[i, actions[i]]
