@@ -1,7 +1,7 @@
 """The sum-tree demo for the classroom: how proportional PER stores priorities and draws a batch.
 
 Plain numpy/pandas, no plotting: the "Sum tree" page turns these numbers into widgets and figures.
-Vocabulary as in `rdqn.replay.samplers` (one name per quantity):
+Vocabulary and formulas as in `rdqn.replay.priorities` (one name per quantity):
 
 - priority    p_i = |delta_i| + eps
 - mass        m_i = p_i^alpha                          (what the sum tree stores; 0^0 = 1, so
@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
+from rdqn.replay.priorities import mass
 from rdqn.validation import check_real, is_real
 
 if TYPE_CHECKING:  # the compiled tree loads when a page builds one, not with the server's Home
@@ -61,9 +62,9 @@ _DEFAULT_PATTERN = (3.0, 0.5, 1.0, 0.2, 2.0, 0.8, 0.1, 1.5)
 
 
 def masses(priorities: ArrayLike, alpha: float) -> NDArray[np.float64]:
-    """m_i = p_i^alpha (0^0 = 1: alpha = 0 is exactly uniform, as in the sampler)."""
+    """m_i = p_i^alpha (`rdqn.replay.priorities.mass`; 0^0 = 1: alpha = 0 is exactly uniform)."""
     alpha = check_real("alpha", alpha, minimum=0.0)
-    return np.asarray(priorities, dtype=np.float64) ** alpha
+    return mass(np.asarray(priorities, dtype=np.float64), alpha)
 
 
 def importance_weights(

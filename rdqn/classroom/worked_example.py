@@ -1,8 +1,8 @@
 """One prioritized DQN update worked by hand, for the classroom.
 
 Plain numpy/pandas, no plotting: the "One update by hand" page turns these numbers into widgets
-and figures. Vocabulary (priority, mass, probability, IS weight) as in
-`rdqn.classroom.tree_demo` and `rdqn.replay.samplers`.
+and figures. Vocabulary (priority, mass, probability, IS weight) and the formulas of priority
+and mass as in `rdqn.replay.priorities`.
 
 **One update by hand.** For a mini-batch of B transitions (r_i, d_i = terminated_i, Q(s_i, a_i),
 max_a' Q_target(s'_i, a')) whose current priorities are, here, the whole buffer of N
@@ -40,7 +40,7 @@ from rdqn.classroom.tree_demo import (
     masses,
 )
 from rdqn.learn.agent_config import LOSSES
-from rdqn.learn.targets import discounts, td_targets
+from rdqn.replay.priorities import priority
 from rdqn.validation import check_choice, is_real
 
 __all__ = [
@@ -172,16 +172,14 @@ def worked_update(example: UpdateExample) -> UpdateResult:
     """Compute one prioritized update step by step (formulas in the module docstring)."""
     r = np.asarray(example.rewards, dtype=np.float64)
     done = np.asarray(example.terminated, dtype=np.float64)
-    # The learner's own target, the table's max_a' Q_target(s'_i, a') as a one-action next state.
-    next_max_q = np.asarray(example.next_max_q, dtype=np.float64)[:, None]
-    target = td_targets(r, discounts(example.gamma, done), next_max_q)
+    target = r + example.gamma * (1.0 - done) * np.asarray(example.next_max_q, dtype=np.float64)
     td_error = target - np.asarray(example.q_values, dtype=np.float64)
     per_sample = _per_sample_loss(td_error, example.loss)
     current = masses(example.priorities, example.alpha)
     probability = current / current.sum()
     weight = importance_weights(probability, example.beta)
     weighted = weight * per_sample
-    new_priority = np.abs(td_error) + example.eps
+    new_priority = priority(td_error, example.eps)
     new_mass = masses(new_priority, example.alpha)
     new_total = new_mass.sum()
     # eps = 0 and every delta = 0 leave no mass at all: nothing could be drawn next.

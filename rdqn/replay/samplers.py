@@ -1,7 +1,7 @@
 """Samplers: which stored transitions a batch contains, with what probability and IS weight.
 
 All samplers share one small protocol, so the replay buffer and the agent never branch on the
-scheme. Vocabulary, one name per quantity:
+scheme. Vocabulary, one name per quantity (the formulas: `rdqn.replay.priorities`):
 
 - priority  p_i = |delta_i| + eps            (raw domain; what the learner reports)
 - mass      m_i = p_i ** alpha                (what the sum tree stores; alpha applied exactly once)
@@ -29,6 +29,7 @@ from typing import Any, Literal, NamedTuple, NoReturn, Protocol, runtime_checkab
 import numpy as np
 from numpy.typing import NDArray
 
+from rdqn.replay import priorities
 from rdqn.replay.checks import (
     check_draw,
     check_magnitudes,
@@ -249,7 +250,7 @@ class ProportionalSampler:
         tree = self._tree()
         slot = check_slot(slot, tree.capacity)
         self._slot[0] = slot
-        self._mass[0] = self.max_priority**self.alpha
+        self._mass[0] = priorities.mass(self.max_priority, self.alpha)
         update_tree_kernel(tree.nodes, tree.offset, self._slot, self._mass)
         if slot >= self.stored:
             self.stored = slot + 1
@@ -362,7 +363,7 @@ class ProportionalSampler:
         check_same(state, "eps", self.eps)
         max_priority = real_field(state, "max_priority", 1.0)
         try:
-            new_mass = max_priority**self.alpha
+            new_mass = priorities.mass(max_priority, self.alpha)
         except OverflowError:
             new_mass = math.inf
         if not math.isfinite(new_mass):

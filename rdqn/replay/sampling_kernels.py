@@ -1,8 +1,8 @@
 """The proportional sampler's compiled kernels: IS weights, the fused stratified draw, and the
 priority update (`rdqn.replay.samplers` holds the samplers that call them; the rank-based
 sampler and the sum-tree demo use `importance_weights_kernel` too, so the formula is written
-once). Names as in `rdqn.replay.samplers`: priority p_i = |delta_i| + eps, mass m_i = p_i^alpha,
-P(i) = m_i / sum_k m_k, weight w_i = (N P(i))^-beta / max_j w_j.
+once). Names as in `rdqn.replay.priorities`: priority p_i = |delta_i| + eps, mass m_i =
+p_i^alpha, P(i) = m_i / sum_k m_k, weight w_i = (N P(i))^-beta / max_j w_j.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from rdqn.replay.kernels.compiled import kernel, power
+from rdqn.replay.kernels.compiled import kernel, power, priority
 from rdqn.replay.sumtree import descend_sorted, update_tree_kernel
 from rdqn.validation import Real, check_choice
 
@@ -122,7 +122,8 @@ def priority_update_kernel(
     alpha: float,
     scratch: NDArray[np.float64],
 ) -> float:
-    """Set masses (|delta| + eps)^alpha; returns the largest priority, or a negative code when
+    """Set masses (|delta| + eps)^alpha (`rdqn.replay.priorities`: `priority`, then `mass` for
+    the whole batch by one vector `power`); returns the largest priority, or a negative code when
     the update is refused and the tree left as it was: BAD_SLOT (an index outside [0, stored)),
     BAD_MAGNITUDE (a magnitude not finite and >= 0), OVERFLOW (a mass or the total overflows) or
     ZERO_TOTAL (no transition would keep a positive mass, so nothing could be sampled)."""
@@ -136,7 +137,7 @@ def priority_update_kernel(
         if not (magnitudes[k] >= 0.0 and np.isfinite(magnitudes[k])):
             return BAD_MAGNITUDE
     for k in range(n):
-        masses[k] = magnitudes[k] + eps
+        masses[k] = priority(magnitudes[k], eps)
         largest = max(largest, masses[k])
     power(masses, alpha, masses)
     for k in range(n):

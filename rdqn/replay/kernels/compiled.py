@@ -37,8 +37,12 @@ what the kernel calls: so every kernel compiled here carries the path in its nam
 and a process on another path compiles and keeps its own. `compiled_path`, a kernel that returns
 the code of the path it was compiled for, is checked at import: a cache that mixed paths stops
 the import with an error instead of running another path's code. (Nor does the cache see a
-change to the source of what a kernel calls from another module, `intrinsics.py` or
-`plain.py`: after editing one, delete the ``__pycache__`` folders under rdqn/replay.)
+change to the source of what a kernel calls from another module, `intrinsics.py`, `plain.py` or
+the formulas of `rdqn.replay.priorities`: after editing one, delete the ``__pycache__`` folders
+under rdqn/replay; the tests that hold the kernels to the formulas fail until then.)
+
+The formulas: `priority` (|delta| + eps) and `mass` (priority^alpha) are `rdqn.replay.priorities`'
+plain Python functions, compiled here for the kernels, so each is written once.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from rdqn.replay import priorities
 from rdqn.replay.kernels import plain
 
 try:  # the fast paths lean on numba's and llvmlite's internals: a change there loses them only
@@ -78,12 +83,15 @@ __all__ = [
     "float_bits",
     "inlined",
     "kernel",
+    "mass",
     "move",
     "open_gap",
     "plain_asked",
     "power",
     "prefetch",
     "prefix_position",
+    "priority",
+    "rank_priority",
     "refcounted",
 ]
 
@@ -344,6 +352,15 @@ open_gap = _pick("open_gap")
 prefix_position = _pick("prefix_position")
 float_bits = _pick("float_bits")
 power = plain.power if "power" in PATH.plain else _POWERS[PATH.vector_width]
+
+# The formulas, compiled from their one source (not `inlined`, which would rename the function).
+_formula = numba.njit(nogil=True, inline="always")
+priority = _formula(priorities.priority)
+"""`rdqn.replay.priorities.priority` for a kernel: p = |delta| + eps."""
+rank_priority = _formula(priorities.rank_priority)
+"""`rdqn.replay.priorities.rank_priority` for a kernel: p = 1 / rank."""
+mass = _formula(priorities.mass)
+"""`rdqn.replay.priorities.mass` for a kernel: m = p^alpha (`power` for a whole array)."""
 
 
 def _compile(**options: Any) -> Callable[[Callable], Any]:  # noqa: ANN401

@@ -9,7 +9,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rdqn.replay.checks import check_draw, check_slot, check_update, well_typed
-from rdqn.replay.kernels.compiled import kernel, power, prefetch, refcounted
+from rdqn.replay.kernels.compiled import (
+    kernel,
+    mass,
+    power,
+    prefetch,
+    rank_priority,
+    refcounted,
+)
 from rdqn.replay.rank.layout import COUNT_SLOT_MASK, slot_of
 from rdqn.replay.rank.order import (
     CAPACITY_MAX,
@@ -292,7 +299,7 @@ def rank_cdf_kernel(alpha: float, out: NDArray[np.float64]) -> None:
     """out[j] = sum_{r <= j + 1} r^-alpha (the rank masses' prefix sums)."""
     total = 0.0
     for j in range(out.shape[0]):
-        total += (j + 1.0) ** -alpha
+        total += mass(rank_priority(j + 1.0), alpha)
         out[j] = total
 
 
@@ -368,14 +375,14 @@ def rank_sample_kernel(
     select_kernel(
         entries, sizes, blocks, group_count, counters, ranks, out_indices, scratch[batch:], True
     )
-    # P = r^-alpha / total for r = rank + 1 (one vectorized `power`), and their IS weights by
-    # the samplers' one formula; the smallest stored P is rank n's, the batch's its last rank's.
+    # P = (1 / r)^alpha / total for r = rank + 1 (`mass` by one vectorized `power`), and their
+    # IS weights by the samplers' one formula; the smallest stored P is rank n's.
     for k in range(batch):
-        out_probabilities[k] = ranks[k] + 1.0
-    power(out_probabilities, -alpha, out_probabilities)
+        out_probabilities[k] = rank_priority(ranks[k] + 1.0)
+    power(out_probabilities, alpha, out_probabilities)
     for k in range(batch):
         out_probabilities[k] /= total
-    min_probability = n**-alpha / total
+    min_probability = mass(rank_priority(n * 1.0), alpha) / total
     importance_weights_kernel(
         out_probabilities, min_probability, n, beta, mode, max_weight, out_weights
     )
@@ -405,4 +412,4 @@ def rank_probabilities_kernel(
             rank += 1
             slot = slot_of(entries[j], mask)
             if slot < out.shape[0]:
-                out[slot] = (rank * 1.0) ** -alpha / total
+                out[slot] = mass(rank_priority(rank * 1.0), alpha) / total
