@@ -40,6 +40,7 @@ from rdqn.classroom.tree_demo import (
     masses,
 )
 from rdqn.learn.agent_config import LOSSES
+from rdqn.learn.targets import discounts, td_targets
 from rdqn.replay.priorities import priority
 from rdqn.validation import check_choice, is_real
 
@@ -172,7 +173,9 @@ def worked_update(example: UpdateExample) -> UpdateResult:
     """Compute one prioritized update step by step (formulas in the module docstring)."""
     r = np.asarray(example.rewards, dtype=np.float64)
     done = np.asarray(example.terminated, dtype=np.float64)
-    target = r + example.gamma * (1.0 - done) * np.asarray(example.next_max_q, dtype=np.float64)
+    # The learner's own target, the table's max_a' Q_target(s'_i, a') as a one-action next state.
+    next_max_q = np.asarray(example.next_max_q, dtype=np.float64)[:, None]
+    target = td_targets(r, discounts(example.gamma, done), next_max_q)
     td_error = target - np.asarray(example.q_values, dtype=np.float64)
     per_sample = _per_sample_loss(td_error, example.loss)
     current = masses(example.priorities, example.alpha)
