@@ -38,7 +38,7 @@ from rdqn.learn.agent_state import check_agent_state, explore_rng_state
 from rdqn.learn.errors import DivergenceError
 from rdqn.learn.fused_mlp import FusedMLP, fused_update_supported
 from rdqn.learn.nets import build_q_network
-from rdqn.learn.targets import discounts, td_targets
+from rdqn.learn.targets import discounts, next_values, td_targets
 from rdqn.validation import check_integer
 
 __all__ = [
@@ -46,6 +46,7 @@ __all__ = [
     "DQNAgent",
     "DivergenceError",
     "LearnResult",
+    "TDTerms",
 ]
 
 
@@ -91,6 +92,18 @@ class LearnResult:
     loss: float
     q_mean: float
     grad_norm: float
+
+
+@dataclass(frozen=True)
+class TDTerms:
+    """The terms of each transition's TD error by the current networks, float64 (B,) each:
+    ``q_taken`` Q(W_i, a_i), ``next_value`` Q_target(W'_i, a*_i) (the next window's value, which
+    termination multiplies by 0), ``target`` y_i and ``td_error`` delta_i = y_i - Q(W_i, a_i)."""
+
+    q_taken: NDArray[np.float64]
+    next_value: NDArray[np.float64]
+    target: NDArray[np.float64]
+    td_error: NDArray[np.float64]
 
 
 def _as_tensor(array: Any, dtype: np.dtype[Any] | type, device: torch.device) -> torch.Tensor:
@@ -201,6 +214,29 @@ class DQNAgent:
         if self._rng.random() < epsilon:
             return int(self._rng.integers(self.n_actions))
         return int(np.argmax(self.q_values(window)))
+
+    def td_terms(self, batch: BatchLike) -> TDTerms:
+        """Q(W_i, a_i), Q_target(W'_i, a*_i), the target y_i and the TD error delta_i = y_i -
+        Q(W_i, a_i) of each transition of ``batch`` by the current networks, with no update (the
+        numbers "One update by hand" shows for a stored memory)."""
+        arrays = self._batch_arrays(batch)
+        dev = self.device
+        with torch.no_grad():
+            obs = _as_tensor(arrays.obs, np.float32, dev)
+            next_obs = _as_tensor(arrays.next_obs, np.float32, dev)
+            actions = _as_tensor(arrays.actions, np.int64, dev).unsqueeze(1)
+            q_taken = self.online(obs).gather(1, actions).squeeze(1).double()
+            next_q = self.target(next_obs).double()
+            next_online = self.online(next_obs).double() if self.config.double_dqn else None
+            rewards = _as_tensor(arrays.rewards, np.float32, dev).double()
+            discount = _as_tensor(arrays.discount, np.float32, dev).double()
+            target = td_targets(rewards, discount, next_q, next_online)
+        return TDTerms(
+            q_taken=q_taken.cpu().numpy(),
+            next_value=next_values(next_q, next_online).cpu().numpy(),
+            target=target.cpu().numpy(),
+            td_error=(target - q_taken).cpu().numpy(),
+        )
 
     # -------------------------------------------------------------- learning
     def learn(self, batch: BatchLike) -> LearnResult:

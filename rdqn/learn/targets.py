@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["discounts", "td_targets"]
+__all__ = ["discounts", "next_values", "td_targets"]
 
 Array = TypeVar("Array")
 """A NumPy array or a torch tensor (this module imports no torch)."""
@@ -47,11 +47,11 @@ def td_targets(
         next_q_online: (B, A) Q_online(s'_i, a) for Double DQN, which picks a*_i by it; None
             for DQN (a*_i by the target net itself: its max).
     """
-    return rewards + discount * _next_values(next_q_target, next_q_online)  # type: ignore[operator]
+    return rewards + discount * next_values(next_q_target, next_q_online)  # type: ignore[operator]
 
 
-def _next_values(next_q_target: Any, next_q_online: Any) -> Any:  # noqa: ANN401
-    """Q_target(s'_i, a*_i), (B,), in the library of the arrays given."""
+def next_values(next_q_target: Any, next_q_online: Any = None) -> Any:  # noqa: ANN401
+    """Q_target(s'_i, a*_i), (B,), in the library of the arrays given (a*_i as in `td_targets`)."""
     if isinstance(next_q_target, np.ndarray):
         if next_q_online is None:
             return next_q_target.max(axis=1)

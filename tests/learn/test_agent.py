@@ -25,6 +25,7 @@ import torch
 
 from rdqn.learn.agent import DivergenceError, DQNAgent, LearnResult
 from rdqn.learn.agent_config import AgentConfig, resolve_device
+from rdqn.learn.targets import discounts
 
 OBS_DIM, T = 3, 4
 
@@ -480,3 +481,30 @@ def test_sgd_optimizer_takes_a_plain_gradient_step() -> None:
     torch.testing.assert_close(agent.target.out.weight.detach(), expected)
     with pytest.raises(ValueError, match="optimizer must be one of"):
         AgentConfig(optimizer="rmsprop")
+
+
+def test_td_terms_are_the_update_s_own_td_errors_without_the_update() -> None:
+    """td_terms gives the TD errors an update would compute from the same nets, and changes
+    nothing: the next update still reports them."""
+    rng = np.random.default_rng(3)
+    for double in (False, True):
+        config = AgentConfig(double_dqn=double, fused_mlp=False)
+        agent = DQNAgent(4, 2, config, seed=0)
+        batch = SimpleNamespace(
+            obs=rng.normal(size=(6, 1, 4)).astype(np.float32),
+            actions=rng.integers(0, 2, 6),
+            rewards=rng.normal(size=6).astype(np.float32),
+            next_obs=rng.normal(size=(6, 1, 4)).astype(np.float32),
+            terminated=np.array([True, False, False, True, False, False]),
+            truncated=np.zeros(6, bool),
+            weights=None,
+        )
+        terms = agent.td_terms(batch)
+        np.testing.assert_allclose(
+            terms.target,
+            batch.rewards + discounts(config.gamma, batch.terminated) * terms.next_value,
+            rtol=1e-6,
+        )
+        np.testing.assert_allclose(terms.td_error, terms.target - terms.q_taken, rtol=1e-12)
+        result = agent.learn(batch)
+        np.testing.assert_allclose(result.td_errors, terms.td_error, rtol=1e-5, atol=1e-6)
