@@ -43,6 +43,7 @@ from rdqn.learn.agent import DivergenceError, DQNAgent
 from rdqn.replay import LinearSchedule, ReplayBuffer, Sampler, SumTree, WindowBuilder
 from rdqn.replay.scheme_registry import scheme
 from rdqn.replay.state_checks import ReplayStateError
+from rdqn.training.greedy import PlayedEpisode, play_greedy
 from rdqn.training.resume_checks import CheckedResume, check_resume
 from rdqn.training.sampler_check import GoodnessOfFit, check_sampler
 from rdqn.training.state import (
@@ -343,23 +344,21 @@ class Trainer:
 
     def evaluate(self, episodes: int = 5, seed: int = 10_000) -> np.ndarray:
         """Greedy returns over `episodes` fresh episodes of a separate env (training untouched)."""
+        return np.array([self.greedy_episode(seed + k).episode_return for k in range(episodes)])
+
+    def greedy_episode(self, seed: int) -> PlayedEpisode:
+        """One episode of the current policy, a = argmax_a Q(W_t, a), on an env of its own reset
+        with ``seed`` (`rdqn.training.greedy`); timed as evaluation, and nothing else touched."""
+        config = self.config
         with self.timings.measure(EVALUATION):
-            env = _make_env(self.config)
-            builder = WindowBuilder(self.config.replay.window, self.obs_shape)
-            returns = []
-            for k in range(episodes):
-                obs, _ = env.reset(seed=seed + k)
-                builder.reset(obs)
-                total, done = 0.0, False
-                while not done:
-                    action = int(np.argmax(self.agent.q_values(builder.window())))
-                    obs, reward, terminated, truncated, _ = env.step(action)
-                    total += float(reward)
-                    done = terminated or truncated
-                    builder.append(obs)
-                returns.append(total)
-            env.close()
-        return np.array(returns)
+            return play_greedy(
+                self.agent.q_values,
+                config.env.id,
+                dict(config.env.kwargs),
+                config.replay.window,
+                seed=seed,
+                env_steps=self.env_steps,
+            )
 
     @property
     def between_steps(self) -> bool:

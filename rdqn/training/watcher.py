@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from rdqn.training.greedy import PlayedEpisode, play_greedy, watch_seed
-from rdqn.training.timings import EVALUATION
+from rdqn.training.greedy import PlayedEpisode, watch_seed
 
 if TYPE_CHECKING:
     from rdqn.training.trainer import Trainer
@@ -94,16 +93,7 @@ class EpisodeWatcher:
     def play_now(self) -> PlayedEpisode:
         """Play one greedy episode with the trainer's current policy, and keep it."""
         trainer = self.trainer
-        config = trainer.config
-        with trainer.timings.measure(EVALUATION):
-            episode = play_greedy(
-                trainer.agent.q_values,
-                config.env.id,
-                dict(config.env.kwargs),
-                config.replay.window,
-                seed=watch_seed(config.seed, self.played),
-                env_steps=trainer.env_steps,
-            )
+        episode = trainer.greedy_episode(watch_seed(trainer.config.seed, self.played))
         self.played += 1
         self.latest = episode
         self.curve.add(episode)
