@@ -15,6 +15,7 @@ from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from rdqn.replay.checks import all_finite, check_slots, check_update, well_typed
 from rdqn.replay.samplers import Sampler, UniformSampler
+from rdqn.replay.sampling_kernels import check_normalization, importance_weights_kernel
 from rdqn.replay.scheme_registry import scheme_of
 from rdqn.replay.sizes import check_nbytes, format_bytes, replay_nbytes, storage_nbytes
 from rdqn.replay.state_checks import ReplayStateError, entry, integer_field, mapping, refuse
@@ -194,6 +195,23 @@ class ReplayBuffer:
     def probabilities(self) -> NDArray[np.float64]:
         """P(i) of every stored slot under the sampler's current priorities."""
         return self.sampler.probabilities(len(self))
+
+    def importance_weights(self, indices: ArrayLike, beta: float) -> NDArray[np.float64]:
+        """The IS weights of stored slots under the current priorities, as a batch of them drawn
+        now would get (the sampler's normalisation and clip; "batch" normalises over
+        ``indices``); all 1 for a sampler without weights (uniform replay)."""
+        slots = check_slots("indices", indices, len(self))
+        beta = float(check_probability("beta", beta))
+        sampler = self.sampler
+        if not hasattr(sampler, "is_normalization"):
+            return np.ones(slots.shape[0])
+        probabilities = self.probabilities()
+        mode, clip = check_normalization(sampler.is_normalization, sampler.max_weight)
+        out = np.empty(slots.shape[0])
+        importance_weights_kernel(
+            probabilities[slots], probabilities.min(), len(self), beta, mode, clip, out
+        )
+        return out
 
     # ------------------------------------------------------------------ writing
     def _check_obs(self, name: str, obs: ArrayLike) -> NDArray:

@@ -616,3 +616,37 @@ def test_observations_in_the_storage_dtype_are_stored_exactly_and_checked(
         with pytest.raises(ValueError, match="next_obs must be finite"):
             buf.add(frames[0], 0, 1.0, bad, False, False)
         assert_same_state(buf.state_dict(), before)
+
+
+@pytest.mark.parametrize("normalization", ["global", "none"])
+def test_importance_weights_of_stored_slots_are_those_a_draw_gives(normalization: str) -> None:
+    """The weights the buffer reports for slots equal the weights its sampler gave them when it
+    drew them, under the same priorities and beta; by hand for one slot."""
+    for sampler in (
+        ProportionalSampler(alpha=0.6, is_normalization=normalization),
+        RankBasedSampler(alpha=0.7, is_normalization=normalization),
+    ):
+        buf = ReplayBuffer(16, (1,), sampler=sampler, seed=0)
+        for t in range(16):
+            buf.add(np.float32([t]), 0, 0.0, np.float32([t]), False, False)
+        batch = buf.sample(16, beta=0.5)
+        buf.update_priorities(batch, np.arange(16, dtype=np.float64) / 4)
+        batch = buf.sample(8, beta=0.4)
+        np.testing.assert_allclose(
+            buf.importance_weights(batch.indices, 0.4), batch.weights, rtol=1e-12
+        )
+        p = buf.probabilities()
+        slot = int(batch.indices[0])
+        by_hand = (16 * p[slot]) ** -0.4
+        if normalization == "global":
+            by_hand /= (16 * p.min()) ** -0.4
+        assert buf.importance_weights([slot], 0.4)[0] == pytest.approx(by_hand, rel=1e-12)
+
+
+def test_uniform_replay_weighs_every_slot_one() -> None:
+    buf = ReplayBuffer(4, (1,), seed=0)
+    for t in range(3):
+        buf.add(np.float32([t]), 0, 0.0, np.float32([t]), False, False)
+    assert buf.importance_weights([0, 2], 0.4).tolist() == [1.0, 1.0]
+    with pytest.raises(ValueError, match="indices"):
+        buf.importance_weights([3], 0.4)
