@@ -1,0 +1,193 @@
+"""The stored transitions themselves, as the memory explorer ("Memories replayed") shows them.
+
+`memories(trainer)` reads a trainer's replay memory, without drawing from it or changing it:
+
+- a thinned set of stored transitions for the charts, `MEMORY_POINTS` at most: every listed one,
+  the highest priorities (`TOP_SHARE` of them), and a uniform sample of the rest (a generator of its own, seeded by the
+  step); its numbers are exact, only the set is thinned;
+- for each: its pose (`rdqn.envs.poses`), action, reward, terminal mark, stored priority p
+  (|δ| + eps from its last replay; the largest priority so far for one never replayed; none under
+  uniform replay), P(i), IS weight w_i (`ReplayBuffer.importance_weights` at the current β), age in
+  writes, and times replayed;
+- three lists: the last batch, the top `LISTED` by priority, and a uniform sample for contrast,
+  each row with the TD error's terms by the current networks (`DQNAgent.td_terms`);
+- uniform replay's expected times replayed by age (`rdqn.training.replay_expectation`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rdqn.envs.poses import POSE_NAMES, pose_kind, poses
+from rdqn.replay.priorities import mass
+from rdqn.training.replay_expectation import expected_uniform_replays
+
+if TYPE_CHECKING:
+    from rdqn.training.trainer import Trainer
+
+__all__ = ["LISTED", "MEMORY_POINTS", "Memories", "MemoryRows", "memories"]
+
+MEMORY_POINTS = 2_000
+"""The most stored transitions the explorer's charts draw."""
+LISTED = 12
+"""Rows in each list (the last batch shows its first ones)."""
+TOP_SHARE = 0.15
+"""The share of the drawn points that are the highest priorities (the rest: a uniform sample)."""
+AGE_POINTS = 200
+"""Ages at which uniform replay's expectation is drawn."""
+
+
+@dataclass(frozen=True)
+class MemoryRows:
+    """Stored transitions, one entry per row, float64 unless said (all arrays of one length)."""
+
+    slots: NDArray[np.int64]
+    poses: NDArray[np.float32]  # (n, k)
+    actions: NDArray[np.int64]
+    rewards: NDArray[np.float64]
+    terminated: NDArray[np.bool_]
+    priorities: NDArray[np.float64]  # NaN: uniform replay keeps none
+    probabilities: NDArray[np.float64]
+    weights: NDArray[np.float64]
+    ages: NDArray[np.int64]
+    replayed: NDArray[np.int64]
+
+    def __len__(self) -> int:
+        return int(self.slots.shape[0])
+
+
+@dataclass(frozen=True)
+class Memories:
+    """What the memory explorer shows of a run's replay memory at one step."""
+
+    env_id: str
+    scheme: str
+    env_steps: int
+    updates: int
+    size: int
+    capacity: int
+    batch_size: int
+    beta: float
+    gamma: float
+    pose_names: tuple[str, ...]
+    drawn: MemoryRows
+    """The thinned set the charts draw."""
+    lists: dict[str, MemoryRows]
+    """"last batch", "top priority" (not under uniform replay), "uniform sample"."""
+    terms: dict[str, dict[str, NDArray[np.float64]]]
+    """For each list: q_taken, next_value, target, td_error per row (`DQNAgent.td_terms`)."""
+    expected_ages: NDArray[np.int64]
+    expected_replays: NDArray[np.float64]
+    """Uniform replay's expected times replayed at those ages."""
+
+
+def stored_priorities(trainer: Trainer, size: int) -> NDArray[np.float64]:
+    """p_i of the stored slots as the sampler keeps them: the rank sampler its |δ| (no eps), the
+    proportional sampler's mass m_i = p_i^α inverted (α > 0); NaN where none is kept."""
+    sampler = trainer.buffer.sampler
+    if sampler.name == "rank":
+        return np.asarray(sampler.priorities[:size], dtype=np.float64)
+    if sampler.name == "proportional" and sampler.alpha > 0:
+        leaves = sampler.tree.leaves(size)
+        return mass(leaves, 1.0 / sampler.alpha)
+    return np.full(size, np.nan)
+
+
+def _rows(trainer: Trainer, slots: NDArray[np.int64], context: dict) -> MemoryRows:
+    storage = trainer.buffer.storage
+    width = int(np.prod(trainer.obs_shape))
+    return MemoryRows(
+        slots=slots,
+        poses=poses(trainer.config.env.id, storage.obs[slots].reshape(-1, width)),
+        actions=storage.actions[slots].astype(np.int64),
+        rewards=storage.rewards[slots].astype(np.float64),
+        terminated=storage.terminated[slots].copy(),
+        priorities=context["priorities"][slots],
+        probabilities=context["probabilities"][slots],
+        weights=trainer.buffer.importance_weights(slots, context["beta"]),
+        ages=trainer.buffer.ages(slots),
+        replayed=context["replayed"][slots],
+    )
+
+
+def _terms(trainer: Trainer, slots: NDArray[np.int64]) -> dict[str, NDArray[np.float64]]:
+    storage = trainer.buffer.storage
+    obs, next_obs, _, _ = storage.windows(slots, trainer.config.replay.window)
+    batch = SimpleNamespace(
+        obs=obs.reshape(len(slots), obs.shape[1], *trainer.obs_shape),
+        next_obs=next_obs.reshape(len(slots), next_obs.shape[1], *trainer.obs_shape),
+        actions=storage.actions[slots].astype(np.int64),
+        rewards=storage.rewards[slots],
+        terminated=storage.terminated[slots],
+        truncated=storage.truncated[slots],
+        weights=None,
+    )
+    found = trainer.agent.td_terms(batch)
+    return {name: getattr(found, name) for name in ("q_taken", "next_value", "target", "td_error")}
+
+
+def memories(
+    trainer: Trainer, *, points: int = MEMORY_POINTS, listed: int = LISTED
+) -> Memories | None:
+    """The explorer's view of ``trainer``'s replay memory now; None while it is empty."""
+    buffer = trainer.buffer
+    size = len(buffer)
+    if size == 0:
+        return None
+    config = trainer.config
+    rng = np.random.default_rng([trainer.env_steps, 0x3E3])  # its own: training's are untouched
+    context = {
+        "priorities": stored_priorities(trainer, size),
+        "probabilities": buffer.probabilities(),
+        "replayed": buffer.sample_counts,
+        "beta": trainer.beta,
+    }
+    by_priority = np.argsort(-context["probabilities"], kind="stable")
+    batch = trainer.recorder.last_batch
+    chosen = {
+        "last batch": None if batch is None else np.asarray(batch.indices[:listed], np.int64),
+        "top priority": None if buffer.sampler.name == "uniform" else by_priority[:listed],
+        "uniform sample": np.sort(rng.choice(size, min(listed, size), replace=False)),
+    }
+    lists = {
+        name: _rows(trainer, slots, context) for name, slots in chosen.items() if slots is not None
+    }
+    terms = {name: _terms(trainer, rows.slots) for name, rows in lists.items()}
+    keep = np.zeros(size, dtype=bool)
+    for rows in lists.values():
+        keep[rows.slots] = True
+    keep[by_priority[: int(TOP_SHARE * points)]] = True
+    rest = np.flatnonzero(~keep)
+    room = max(0, points - int(keep.sum()))
+    keep[rng.choice(rest, min(room, rest.size), replace=False)] = True
+    ages = np.unique(np.linspace(0, size - 1, min(AGE_POINTS, size)).astype(np.int64))
+    train = config.train
+    return Memories(
+        env_id=config.env.id,
+        scheme=buffer.sampler.name,
+        env_steps=trainer.env_steps,
+        updates=trainer.updates,
+        size=size,
+        capacity=buffer.capacity,
+        batch_size=config.replay.batch_size,
+        beta=float(context["beta"]),
+        gamma=float(config.agent.gamma),
+        pose_names=POSE_NAMES[pose_kind(config.env.id)],
+        drawn=_rows(trainer, np.flatnonzero(keep).astype(np.int64), context),
+        lists=lists,
+        terms=terms,
+        expected_ages=ages,
+        expected_replays=expected_uniform_replays(
+            ages,
+            buffer.storage.writes,
+            capacity=buffer.capacity,
+            batch_size=config.replay.batch_size,
+            learning_starts=train.learning_starts,
+            train_every=train.train_every,
+        ),
+    )

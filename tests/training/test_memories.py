@@ -1,0 +1,88 @@
+"""rdqn.training.memories: the explorer's numbers are the replay memory's own, and reading
+them changes nothing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rdqn.training.memories import LISTED, memories
+from rdqn.training.trainer import Trainer
+from tests.run_helpers import tiny
+
+
+@pytest.fixture(scope="module")
+def trained() -> Trainer:
+    trainer = Trainer(tiny(600, **{"replay.capacity": 300}))
+    while not trainer.done:
+        trainer.step()
+    return trainer
+
+
+def test_every_number_is_the_memorys_own(trained: Trainer) -> None:
+    buffer = trained.buffer
+    view = memories(trained, points=100)
+    assert view is not None and view.size == len(buffer) == 300
+    assert len(view.drawn) == 100 and view.pose_names == ("cart position", "pole angle")
+    for rows in (view.drawn, *view.lists.values()):
+        slots = rows.slots
+        np.testing.assert_array_equal(rows.probabilities, buffer.probabilities()[slots])
+        np.testing.assert_array_equal(rows.weights, buffer.importance_weights(slots, trained.beta))
+        np.testing.assert_array_equal(rows.replayed, buffer.sample_counts[slots])
+        np.testing.assert_array_equal(rows.ages, buffer.ages(slots))
+        np.testing.assert_array_equal(rows.poses, buffer.storage.obs[slots][:, [0, 2]])
+        np.testing.assert_array_equal(rows.actions, buffer.storage.actions[slots])
+    assert set(view.lists) == {"last batch", "top priority", "uniform sample"}
+    assert all(set(rows.slots) <= set(view.drawn.slots) for rows in view.lists.values())
+    last = trained.recorder.last_batch
+    assert view.lists["last batch"].slots.tolist() == last.indices[:LISTED].tolist()
+    top = view.lists["top priority"].probabilities
+    assert top.min() >= np.sort(buffer.probabilities())[-LISTED]
+
+
+def test_a_replayed_memorys_priority_is_its_last_td_error_plus_eps(trained: Trainer) -> None:
+    """The last batch's priorities were just set: p = |δ| + eps, read back through the tree."""
+    view = memories(trained)
+    last = trained.recorder.last_batch
+    rows = view.lists["last batch"]
+    eps = trained.config.replay.eps
+    last_seen = {int(s): k for k, s in enumerate(last.indices)}  # duplicates: the last one wins
+    for slot, p in zip(rows.slots, rows.priorities, strict=True):
+        assert p == pytest.approx(last.td_abs[last_seen[int(slot)]] + eps, rel=1e-9)
+
+
+def test_the_td_terms_add_up(trained: Trainer) -> None:
+    view = memories(trained)
+    gamma = trained.config.agent.gamma
+    for name, rows in view.lists.items():
+        terms = view.terms[name]
+        np.testing.assert_allclose(terms["td_error"], terms["target"] - terms["q_taken"])
+        np.testing.assert_allclose(
+            terms["target"], rows.rewards + gamma * (~rows.terminated) * terms["next_value"]
+        )
+
+
+def test_reading_the_memory_changes_nothing(trained: Trainer) -> None:
+    buffer = trained.buffer
+    counts, rng = buffer.sample_counts, buffer.rng.bit_generator.state
+    probabilities = buffer.probabilities()
+    memories(trained)
+    np.testing.assert_array_equal(buffer.sample_counts, counts)
+    np.testing.assert_array_equal(buffer.probabilities(), probabilities)
+    assert buffer.rng.bit_generator.state == rng
+
+
+@pytest.mark.parametrize("scheme", ["rank", "uniform"])
+def test_other_schemes(scheme: str) -> None:
+    trainer = Trainer(tiny(200, **{"replay.scheme": scheme}))
+    assert memories(trainer) is None  # nothing stored yet
+    while not trainer.done:
+        trainer.step()
+    view = memories(trainer)
+    assert view.scheme == scheme
+    if scheme == "uniform":
+        assert "top priority" not in view.lists and np.isnan(view.drawn.priorities).all()
+        assert (view.drawn.weights == 1.0).all()
+    else:
+        assert (view.drawn.priorities >= 0).all()
+    assert view.expected_replays.shape == view.expected_ages.shape
