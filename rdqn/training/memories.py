@@ -3,8 +3,8 @@
 `memories(trainer)` reads a trainer's replay memory, without drawing from it or changing it:
 
 - a thinned set of stored transitions for the charts, `MEMORY_POINTS` at most: every listed one,
-  the highest priorities (`TOP_SHARE` of them), and a uniform sample of the rest (a generator of its own, seeded by the
-  step); its numbers are exact, only the set is thinned;
+  the highest priorities (`TOP_SHARE` of them), and a uniform sample of the rest (a generator
+  of its own, seeded by the step); its numbers are exact, only the set is thinned;
 - for each: its pose (`rdqn.envs.poses`), action, reward, terminal mark, stored priority p
   (|δ| + eps from its last replay; the largest priority so far for one never replayed; none under
   uniform replay), P(i), IS weight w_i (`ReplayBuffer.importance_weights` at the current β), age in
