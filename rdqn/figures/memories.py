@@ -1,0 +1,134 @@
+"""The memory explorer's charts ("Memories replayed"): where in the env the surprising memories
+are, and how often memories of each age were replayed against uniform replay's expectation.
+
+Both draw `rdqn.training.memories.Memories.drawn`, a thinned set of the stored transitions whose
+numbers are exact. Points carry their slot in ``customdata`` (first column), so a click on one
+names the memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from rdqn.figures._base import (
+    SCHEME_COLORS,
+    _log_axis,
+    _scheme_color,
+    _style,
+    empty_figure,
+)
+from rdqn.training.memories import Memories
+
+__all__ = ["replays_by_age_figure", "surprise_figure", "surprise_measure"]
+
+_COLOR_SCALE = "Viridis"
+
+
+def surprise_measure(memories: Memories) -> tuple[np.ndarray, str]:
+    """What the surprise chart puts on its y axis: the stored priority p = |δ| + eps where the
+    scheme keeps one; under uniform replay (which keeps none) P(i), which is 1/N for all."""
+    drawn = memories.drawn
+    if np.isfinite(drawn.priorities).any():
+        return drawn.priorities, "stored priority p = |δ| + ε"
+    return drawn.probabilities, "P(i) (uniform: 1/N)"
+
+
+def surprise_figure(
+    memories: Memories | None, *, title: str = "Where the surprise is"
+) -> go.Figure:
+    """Stored priority against the env's meaningful coordinates, one panel per coordinate
+    (CartPole: pole angle and cart position; a row env: the state index), coloured by times
+    replayed; the last batch ringed."""
+    if memories is None or len(memories.drawn) == 0:
+        return empty_figure(title)
+    drawn = memories.drawn
+    values, label = surprise_measure(memories)
+    names = list(memories.pose_names)
+    order = [names.index("pole angle"), names.index("cart position")] if len(names) == 2 else [0]
+    batch = memories.lists.get("last batch")
+    in_batch = np.isin(drawn.slots, batch.slots) if batch else np.zeros(len(drawn), bool)
+    customdata = np.column_stack([drawn.slots, drawn.replayed, drawn.ages, drawn.probabilities])
+    traces: list[dict[str, Any]] = []
+    layout_axes: dict[str, Any] = {}
+    width = 1.0 / len(order)
+    for panel, column in enumerate(order):
+        suffix = "" if panel == 0 else str(panel + 1)
+        traces.append(
+            {
+                "type": "scattergl",
+                "x": drawn.poses[:, column],
+                "y": values,
+                "xaxis": f"x{suffix}",
+                "yaxis": f"y{suffix}",
+                "mode": "markers",
+                "name": names[column],
+                "customdata": customdata,
+                "marker": {
+                    "size": 7,
+                    "color": drawn.replayed,
+                    "colorscale": _COLOR_SCALE,
+                    "showscale": panel == len(order) - 1,
+                    "colorbar": {"title": {"text": "times replayed"}, "thickness": 12},
+                    "line": {"width": np.where(in_batch, 2.0, 0.0), "color": "#d62728"},
+                    "opacity": 0.8,
+                },
+                "hovertemplate": "slot %{customdata[0]:.0f}<br>"
+                f"{names[column]} %{{x:.3g}}<br>{label} %{{y:.3g}}<br>"
+                "replayed %{customdata[1]:.0f}× · age %{customdata[2]:.0f}<br>"
+                "P(i) %{customdata[3]:.3g}<extra></extra>",
+            }
+        )
+        low, high = panel * width + (0.06 if panel else 0.0), (panel + 1) * width - 0.04
+        layout_axes[f"xaxis{suffix}"] = {
+            "domain": [low, high],
+            "title": {"text": names[column] + (" (rad)" if names[column] == "pole angle" else "")},
+            "anchor": f"y{suffix}",
+        }
+        layout_axes[f"yaxis{suffix}"] = {
+            **_log_axis(values[np.isfinite(values)]),
+            "anchor": f"x{suffix}",
+            **({"title": {"text": label}} if panel == 0 else {"matches": "y"}),
+        }
+    layout = _style(title=title, **layout_axes)
+    return go.Figure(data=traces, layout=layout)
+
+
+def replays_by_age_figure(
+    memories: Memories | None, *, title: str = "Times replayed, by age"
+) -> go.Figure:
+    """Times each drawn memory was replayed against its age in writes (0: the newest), and the
+    line uniform replay would give on average (`rdqn.training.replay_expectation`)."""
+    if memories is None or len(memories.drawn) == 0:
+        return empty_figure(title)
+    drawn = memories.drawn
+    points = {
+        "type": "scattergl",
+        "x": drawn.ages,
+        "y": drawn.replayed,
+        "mode": "markers",
+        "name": f"{memories.scheme} replay",
+        "customdata": np.column_stack([drawn.slots, drawn.probabilities]),
+        "marker": {"size": 6, "color": _scheme_color(memories.scheme), "opacity": 0.55},
+        "hovertemplate": "slot %{customdata[0]:.0f}<br>age %{x:.0f}<br>"
+        "replayed %{y:.0f}×<br>P(i) %{customdata[1]:.3g}<extra></extra>",
+    }
+    expected = {
+        "type": "scatter",
+        "x": memories.expected_ages,
+        "y": memories.expected_replays,
+        "mode": "lines",
+        "name": "uniform replay, expected",
+        "line": {"color": SCHEME_COLORS["uniform"], "width": 3, "dash": "dash"},
+        "hovertemplate": "age %{x:.0f}<br>uniform: %{y:.2f}× expected<extra></extra>",
+    }
+    layout = _style(
+        title=title,
+        x_title="age (writes since stored; 0 = newest)",
+        y_title="times replayed",
+        legend=True,
+        yaxis={"rangemode": "tozero"},
+    )
+    return go.Figure(data=[points, expected], layout=layout)
