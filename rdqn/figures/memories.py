@@ -104,8 +104,8 @@ def replays_by_age_figure(
     if memories is None or len(memories.drawn) == 0:
         return empty_figure(title)
     drawn = memories.drawn
-    points = {
-        "type": "scattergl",
+    points = {  # SVG, not WebGL: a WebGL trace would be drawn over the expected line
+        "type": "scatter",
         "x": drawn.ages,
         "y": drawn.replayed,
         "mode": "markers",
