@@ -16,7 +16,7 @@ from typing import Any
 
 from rdqn.dashboard.assets import APP_ROOT
 from rdqn.envs.poses import pose_kind
-from rdqn.training.greedy import PlayedEpisode
+from rdqn.training.episodes import PlayedEpisode
 
 __all__ = ["ACTION_LABELS", "PLAYER_HEIGHT", "episode_payload", "player_height", "player_html"]
 

@@ -5,14 +5,14 @@ windows W_t built by the same `WindowBuilder` as training's. Nothing of the trai
 not its env, its generators (acting greedily draws nothing), its replay memory, its counters or
 its telemetry, so a run trains step for step the same whether or not anyone watches it.
 
-What an episode keeps is what a picture needs (`rdqn.envs.poses`), a few kB: the pose of every
-observation o_0 … o_T, the actions and rewards, and for the market the price at each step.
+What an episode keeps (`rdqn.training.episodes.PlayedEpisode`) is what a picture needs
+(`rdqn.envs.poses`), a few kB: the pose of every observation o_0 … o_T, the actions and rewards,
+and for the market the price at each step.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,8 +21,9 @@ from numpy.typing import NDArray
 from rdqn.envs import make_env
 from rdqn.envs.poses import pose_kind, poses
 from rdqn.replay.windows import WindowBuilder
+from rdqn.training.episodes import PlayedEpisode
 
-__all__ = ["PlayedEpisode", "play_greedy", "watch_seed"]
+__all__ = ["play_greedy", "watch_seed"]
 
 WATCH_SEED_OFFSET = 1_000_003
 """Watched episodes reset their env with seeds of their own, far from the training env's seed and
@@ -32,45 +33,6 @@ from `rdqn.training.trainer.Trainer.evaluate`'s (10,000 on)."""
 def watch_seed(run_seed: int, played: int) -> int:
     """The env seed of a run's ``played``-th watched episode (0, 1, …)."""
     return WATCH_SEED_OFFSET + 7_919 * run_seed + played
-
-
-@dataclass(frozen=True)
-class PlayedEpisode:
-    """One greedy episode, as drawn.
-
-    Attributes:
-        env_id: the env, which says how it is drawn (`rdqn.envs.poses.POSE_KINDS`).
-        env_steps: the training's env steps when the policy played (the policy's age).
-        seed: the env seed the episode was reset with.
-        poses: (T + 1, k) float32, the pose of o_0 … o_T.
-        actions: (T,) int8, a_0 … a_{T-1}.
-        rewards: (T,) float32.
-        terminated: whether it ended by termination (else truncated at the time limit).
-        prices: (T + 1,) float32 for the market, else None.
-        row_size: the number of states of a row env (Blind Cliffwalk, the chain), else None.
-    """
-
-    env_id: str
-    env_steps: int
-    seed: int
-    poses: NDArray[np.float32]
-    actions: NDArray[np.int8]
-    rewards: NDArray[np.float32]
-    terminated: bool
-    prices: NDArray[np.float32] | None = None
-    row_size: int | None = None
-
-    @property
-    def length(self) -> int:
-        return int(self.actions.size)
-
-    @property
-    def episode_return(self) -> float:
-        return float(self.rewards.sum(dtype=np.float64))
-
-    @property
-    def kind(self) -> str:
-        return pose_kind(self.env_id)
 
 
 def play_greedy(

@@ -74,7 +74,13 @@ class Memories:
     batch_size: int
     beta: float
     gamma: float
+    alpha: float | None
+    """The sampler's α (None under uniform replay)."""
+    eps: float
+    double_dqn: bool
     pose_names: tuple[str, ...]
+    row_size: int | None
+    """The number of states of a row env (its observation's size), else None."""
     drawn: MemoryRows
     """The thinned set the charts draw."""
     lists: dict[str, MemoryRows]
@@ -177,7 +183,11 @@ def memories(
         batch_size=config.replay.batch_size,
         beta=float(context["beta"]),
         gamma=float(config.agent.gamma),
+        alpha=getattr(buffer.sampler, "alpha", None),
+        eps=float(config.replay.eps),
+        double_dqn=bool(config.agent.double_dqn),
         pose_names=POSE_NAMES[pose_kind(config.env.id)],
+        row_size=int(np.prod(trainer.obs_shape)) if pose_kind(config.env.id) == "row" else None,
         drawn=_rows(trainer, np.flatnonzero(keep).astype(np.int64), context),
         lists=lists,
         terms=terms,

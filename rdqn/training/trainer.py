@@ -43,7 +43,8 @@ from rdqn.learn.agent import DivergenceError, DQNAgent
 from rdqn.replay import LinearSchedule, ReplayBuffer, Sampler, SumTree, WindowBuilder
 from rdqn.replay.scheme_registry import scheme
 from rdqn.replay.state_checks import ReplayStateError
-from rdqn.training.greedy import PlayedEpisode, play_greedy
+from rdqn.training.episodes import PlayedEpisode
+from rdqn.training.greedy import play_greedy
 from rdqn.training.resume_checks import CheckedResume, check_resume
 from rdqn.training.sampler_check import GoodnessOfFit, check_sampler
 from rdqn.training.state import (

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numpy.typing import NDArray
 
-from rdqn.training.greedy import PlayedEpisode, watch_seed
+from rdqn.training.episodes import GreedyReturns, PlayedEpisode
+from rdqn.training.greedy import watch_seed
 
 if TYPE_CHECKING:
     from rdqn.training.trainer import Trainer
@@ -47,12 +47,12 @@ class GreedyCurve:
         self.returns.append(episode.episode_return)
         self.lengths.append(episode.length)
 
-    def arrays(self) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64]]:
+    def snapshot(self) -> GreedyReturns:
         """Copies, safe to hand to another thread."""
-        return (
-            np.asarray(self.env_steps, dtype=np.int64),
-            np.asarray(self.returns, dtype=np.float64),
-            np.asarray(self.lengths, dtype=np.int64),
+        return GreedyReturns(
+            env_steps=np.asarray(self.env_steps, dtype=np.int64),
+            returns=np.asarray(self.returns, dtype=np.float64),
+            lengths=np.asarray(self.lengths, dtype=np.int64),
         )
 
 

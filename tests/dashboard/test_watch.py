@@ -11,7 +11,7 @@ import pytest
 from rdqn.dashboard import watch
 from rdqn.dashboard.watch import ACTION_LABELS, player_html
 from rdqn.envs.poses import POSE_KINDS
-from rdqn.training.greedy import PlayedEpisode
+from rdqn.training.episodes import PlayedEpisode
 
 
 def episode(env_id: str = "CartPole-v1") -> PlayedEpisode:

@@ -34,7 +34,8 @@ def test_the_cadence_first_then_every_few_episodes_and_seconds() -> None:
     assert played is not None and played.env_steps == trainer.env_steps
     assert watcher.maybe_play() is None
     watcher.play_now()  # asked for: whatever the cadence
-    steps, returns, lengths = watcher.curve.arrays()
+    curve = watcher.curve.snapshot()
+    steps, returns, lengths = curve.env_steps, curve.returns, curve.lengths
     assert watcher.played == 3 and steps.tolist() == [0, trainer.env_steps, trainer.env_steps]
     assert returns.tolist() == pytest.approx(lengths.astype(float).tolist())  # CartPole: +1 a step
     seeds = {watcher.latest.seed, played.seed}
