@@ -1,4 +1,4 @@
-"""A greedy episode as the browser draws it, and the greedy returns of a run: plain arrays that
+"""A greedy episode as its picture needs it, and the greedy returns of a run: plain arrays that
 a worker sends and a web server keeps (this module loads no kernel and no torch)."""
 
 from __future__ import annotations

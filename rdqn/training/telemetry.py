@@ -39,6 +39,8 @@ from rdqn.replay.state_checks import (
     require_finite,
     require_nonnegative,
 )
+from rdqn.training.episodes import GreedyReturns, PlayedEpisode
+from rdqn.training.memories import Memories
 from rdqn.training.sampler_check import GoodnessOfFit
 from rdqn.validation import shown
 
@@ -161,6 +163,12 @@ class Telemetry:
     fit: GoodnessOfFit | None
     tree_levels: list[NDArray[np.float64]]
     timings: dict[str, float] = field(default_factory=dict)
+    played: PlayedEpisode | None = None
+    """The latest greedy episode of the policy ("Watch it play"; `rdqn.training.watcher`)."""
+    greedy: GreedyReturns | None = None
+    """The greedy returns played so far, beside the ε-greedy training returns."""
+    memories: Memories | None = None
+    """The replay memory as the memory explorer shows it, when one was asked for."""
 
     @property
     def progress(self) -> float:
