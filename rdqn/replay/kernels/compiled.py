@@ -353,14 +353,13 @@ prefix_position = _pick("prefix_position")
 float_bits = _pick("float_bits")
 power = plain.power if "power" in PATH.plain else _POWERS[PATH.vector_width]
 
-# The formulas, compiled from their one source (not `inlined`, which would rename the function).
+# `rdqn.replay.priorities`' formulas for the kernels, compiled from their one source (not by
+# `inlined`, which renames a function): p = |delta| + eps, p = 1 / rank, m = p^alpha (`power`:
+# m for a whole array).
 _formula = numba.njit(nogil=True, inline="always")
 priority = _formula(priorities.priority)
-"""`rdqn.replay.priorities.priority` for a kernel: p = |delta| + eps."""
 rank_priority = _formula(priorities.rank_priority)
-"""`rdqn.replay.priorities.rank_priority` for a kernel: p = 1 / rank."""
 mass = _formula(priorities.mass)
-"""`rdqn.replay.priorities.mass` for a kernel: m = p^alpha (`power` for a whole array)."""
 
 
 def _compile(**options: Any) -> Callable[[Callable], Any]:  # noqa: ANN401

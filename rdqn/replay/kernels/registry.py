@@ -1,19 +1,16 @@
-"""Every module whose numba kernels numba keeps in its on-disk cache, and what the warm-up asks of
-them: the kernels, where numba keeps them, whether it holds them all.
+"""Every module whose kernels numba keeps in its on-disk cache, and what the warm-up
+(`rdqn.serve.worker.warm_up`: the worker zygote, ``rdqn warm-up``) asks of them: the kernels,
+where numba keeps them, whether it holds them all.
 
-The warm-up (`rdqn.serve.worker.warm_up`, in the worker zygote and ``rdqn warm-up``) loads or
-compiles these kernels once, before a first run; it asks here which ones there are, so that
-nothing above replay lists the rank order's modules or reads numba's cache itself.
-
-The list names modules of three layers: replay's own and, above it, the learner's fused MLP
-update (`rdqn.learn`) and the telemetry's counts (`rdqn.training`). Replay may not import those
-layers (`tests/test_layering.py`), so the registry holds names, not modules, and imports none of
-them: the caller, the serving layer, which may import every layer below it, imports them and
-hands them to `kernels`. Importing this module loads neither numba nor any kernel.
+The list names modules of three layers: replay's own, the learner's fused MLP update
+(`rdqn.learn`) and the telemetry's counts (`rdqn.training`). Replay may not import the layers
+above it (`tests/test_layering.py`), so the registry holds names and imports none of them: its
+caller, the serving layer, imports them and hands them to `kernels`. Importing this module loads
+neither numba nor any kernel.
 
 numba has no public call that says whether a kernel's machine code is in its cache: `cache_dirs`
-and `all_cached` read its private cache index, and fall back to "cannot tell" where another numba
-changed it (`tests/replay/kernels/test_registry.py` fails loudly when it does).
+and `all_cached` read its private cache index, and say "cannot tell" where another numba changed
+it (`tests/replay/kernels/test_registry.py` then fails loudly).
 """
 
 from __future__ import annotations

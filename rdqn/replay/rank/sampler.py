@@ -9,14 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rdqn.replay.checks import check_draw, check_slot, check_update, well_typed
-from rdqn.replay.kernels.compiled import (
-    kernel,
-    mass,
-    power,
-    prefetch,
-    rank_priority,
-    refcounted,
-)
+from rdqn.replay.kernels.compiled import kernel, mass, power, prefetch, rank_priority, refcounted
 from rdqn.replay.rank.layout import COUNT_SLOT_MASK, slot_of
 from rdqn.replay.rank.order import (
     CAPACITY_MAX,
