@@ -50,7 +50,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rdqn.runs.owners import owner_alive
+from rdqn.runs.processes import process_alive
 
 __all__ = [
     "CHECKPOINT_FORMAT",
@@ -63,6 +63,7 @@ __all__ = [
     "load_checkpoint_bytes",
     "remove_orphan_temporaries",
     "save_checkpoint",
+    "verify_checkpoint",
     "write_checkpoint",
 ]
 
@@ -207,7 +208,7 @@ def remove_orphan_temporaries(
         pid = _writer_pid(path.name)
         try:
             stale = now - path.stat().st_mtime > stale_after
-            if stale or (pid is not None and not owner_alive(pid, None)):
+            if stale or (pid is not None and not process_alive(pid, None)):
                 path.unlink()
                 removed.append(path)
         except OSError:
@@ -232,6 +233,17 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+def _read(path: str | os.PathLike[str]) -> bytes:
+    source = Path(path)
+    try:
+        with source.open("rb") as handle:
+            return handle.read()
+    except FileNotFoundError as exc:
+        raise CheckpointError(f"checkpoint file not found: {source}") from exc
+    except OSError as exc:
+        raise CheckpointError(f"cannot read checkpoint {source}: {exc}") from exc
+
+
 def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Load a checkpoint written by :func:`save_checkpoint`; return the state without the marker.
 
@@ -241,20 +253,18 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     checkpoint (plain pickle, text, a torch file without the marker or holding arbitrary
     objects), and a checkpoint version this code does not read.
     """
-    source = Path(path)
-    try:
-        with source.open("rb") as handle:
-            data = handle.read()
-    except FileNotFoundError as exc:
-        raise CheckpointError(f"checkpoint file not found: {source}") from exc
-    except OSError as exc:
-        raise CheckpointError(f"cannot read checkpoint {source}: {exc}") from exc
-    return load_checkpoint_bytes(data, source=str(source))
+    return load_checkpoint_bytes(_read(path), source=str(Path(path)))
 
 
-def load_checkpoint_bytes(data: bytes, *, source: str = "checkpoint bytes") -> dict[str, Any]:
-    """:func:`load_checkpoint` for the bytes of a checkpoint file (`checkpoint_bytes`, or a file
-    read elsewhere); ``source`` names them in errors."""
+def verify_checkpoint(path: str | os.PathLike[str]) -> None:
+    """Check what can be checked of a checkpoint file without unpickling it (and without torch):
+    it can be read, it is an archive and its digest line parses and matches its bytes. Raises
+    :class:`CheckpointError` as `load_checkpoint` would."""
+    _archive(_read(path), str(Path(path)))
+
+
+def _archive(data: bytes, source: str) -> bytes:
+    """The archive of a checkpoint's bytes, checked as `verify_checkpoint` says."""
     archive = _verified_archive(data, source)
     head = data[: len(_ZIP_MAGIC)]
     if len(head) < len(_ZIP_MAGIC):
@@ -265,7 +275,13 @@ def load_checkpoint_bytes(data: bytes, *, source: str = "checkpoint bytes") -> d
         raise CheckpointError(
             f"checkpoint {source} has no valid digest: damaged, or written by an older rdqn"
         )
-    data = archive
+    return archive
+
+
+def load_checkpoint_bytes(data: bytes, *, source: str = "checkpoint bytes") -> dict[str, Any]:
+    """:func:`load_checkpoint` for the bytes of a checkpoint file (`checkpoint_bytes`, or a file
+    read elsewhere); ``source`` names them in errors."""
+    data = _archive(data, source)
     import torch
 
     try:

@@ -1,12 +1,14 @@
-"""Which process owns a run, and whether that process still lives.
+"""Which process runs a run, and whether that process still lives.
 
 A run in the store is 'running' or 'paused' only while some process drives it; a process killed
-with SIGKILL (or a power cut) leaves it so for good. The store records the owner as its process
-id *and* its start time, because a pid alone is no identity: once the owner is gone the kernel
-hands its pid to the next process, and a check of the pid alone would take that stranger for
-the owner and leave the run 'running' forever.
+with SIGKILL (or a power cut) leaves it so for good. The store records that process as its
+process id *and* its start time (the ``owner_pid`` and ``owner_start`` columns), because a pid
+alone is no identity: once the process is gone the kernel hands its pid to the next one, and a
+check of the pid alone would take that stranger for the run's process and leave the run
+'running' forever. (A run's *owner*, elsewhere, is who may control it: an opaque token,
+`rdqn.serve.run_owners`.)
 
-    owner (pid, start)        alive when
+    process (pid, start)      alive when
     (p, s), s known           /proc/p/stat exists, is not a zombie, and its start time is s
     (p, None)                 a process p exists (a row written before start times were kept,
                               or a system without /proc)
@@ -14,9 +16,9 @@ the owner and leave the run 'running' forever.
 
 The start time is field 22 of ``/proc/<pid>/stat``: clock ticks since boot, fixed for the life
 of the process. Without ``/proc`` (macOS, Windows) it is None and the pid alone is checked.
-Owners are told apart on one machine only: a store shared by several machines (a network
-folder) or by processes in different pid namespaces (containers) needs its runs' owners on one
-host, as the dashboard and the CLI beside it are.
+Processes are told apart on one machine only: a store shared by several machines (a network
+folder) or by processes in different pid namespaces (containers) needs its runs' processes on
+one host, as the dashboard and the CLI beside it are.
 """
 
 from __future__ import annotations
@@ -24,14 +26,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["Owner", "owner_alive", "process_start", "this_process"]
+__all__ = ["ProcessId", "process_alive", "process_start", "this_process"]
 
-Owner = tuple[int, int | None]
+ProcessId = tuple[int, int | None]
 """(pid, start time in clock ticks since boot, None where unknown)."""
 
 _PROC = Path("/proc")
 _DEAD_STATES = frozenset("ZXx")  # zombie (killed, not yet reaped), dead
-_this: Owner | None = None
+_this: ProcessId | None = None
 
 
 def _stat_fields(pid: int) -> list[str] | None:
@@ -53,8 +55,8 @@ def process_start(pid: int) -> int | None:
     return None if fields is None else int(fields[19])  # field 22; fields[0] is field 3
 
 
-def this_process() -> Owner:
-    """This process as an owner: its pid and start time (cached per pid: a fork is another
+def this_process() -> ProcessId:
+    """This process: its pid and start time (cached per pid: a fork is another
     process)."""
     global _this
     pid = os.getpid()
@@ -76,8 +78,8 @@ def _pid_exists(pid: int) -> bool:
     return True
 
 
-def owner_alive(pid: int | None, start: int | None) -> bool:
-    """Whether the owner (``pid``, ``start``) still runs; see the module docstring."""
+def process_alive(pid: int | None, start: int | None) -> bool:
+    """Whether the process (``pid``, ``start``) still runs; see the module docstring."""
     if pid is None or pid <= 0:
         return False
     if (_PROC / "self" / "stat").exists():

@@ -114,8 +114,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 2: resumable runs. The env step of the resume state the run's checkpoint holds; NULL when
     # it holds none (a finished or failed run, or a checkpoint saved before resuming existed).
     ("ALTER TABLE runs ADD COLUMN resume_env_steps INTEGER",),
-    # 3: dead owners. The owner's start time (`rdqn.runs.owners`): with the pid, it tells a
-    # process that died (its pid since reused) from a live one. NULL in rows written before.
+    # 3: dead processes. The start time of the run's process (`rdqn.runs.processes`): with the
+    # pid, it tells a process that died (its pid since reused) from a live one. NULL in rows
+    # written before. (The ``owner_`` columns name the run's process, not its owner.)
     ("ALTER TABLE runs ADD COLUMN owner_start INTEGER",),
     # 4: whose runs. A hash of the owner (an opaque token) that started or last resumed the run
     # (`rdqn.runs.store.owner_hash`), so that only that owner is offered to resume it, even
@@ -129,8 +130,8 @@ SCHEMA_VERSION: int = len(MIGRATIONS)
 class RunRecord:
     """One row of ``runs`` with ``config`` and ``manifest`` parsed from their JSON columns.
 
-    ``owner_pid`` is the process that last created, started, paused or reopened the run, and
-    ``owner_start`` its start time (`rdqn.runs.owners`; None in rows of older stores): they let
+    ``owner_pid`` is the process that last created, started, paused or resumed the run, and
+    ``owner_start`` its start time (`rdqn.runs.processes`; None in rows of older stores): they let
     the store tell a dead process's runs from a live one's and mark them interrupted
     (`RunStore.mark_interrupted`, and whenever runs are read).
     ``resume_env_steps`` is the env step the run's checkpoint can resume from (None: it holds no
@@ -181,7 +182,7 @@ def quoted_columns(columns: Sequence[tuple[str, Converter]]) -> str:
     return ", ".join(f'"{name}"' for name, _ in columns)
 
 
-# "Last write wins" when a key repeats; a resumed run repeats none, since `RunStore.reopen` drops
+# "Last write wins" when a key repeats; a resumed run repeats none, since taking it drops
 # the rows past its resume point first.
 INSERT_EPISODES = (
     f"INSERT OR REPLACE INTO episodes (run_id, {quoted_columns(EPISODE_COLUMNS)}) "

@@ -25,6 +25,10 @@ full disk is read as a read-only one is, and written again once there is space; 
 status that a full disk keeps out of the file is read from memory until it can be written
 (`RunStore.set_status`).
 
+A run's status is written through `rdqn.runs.lifecycle.record_status` only; the store calls it
+itself for the runs of a process that died (`rdqn.runs.orphans`) and for a final status a full
+disk kept out. The metric tables (``episodes``, ``steps``) are `rdqn.runs.metric_tables`'.
+
 Layout (``default_home()`` is ``$RDQN_HOME`` or ``.rdqn``)::
 
     <home>/rdqn.db            this store (plus rdqn.db-wal, rdqn.db-shm while open)
@@ -47,28 +51,22 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 from rdqn.runs.checkpoint_paths import CheckpointPaths
 from rdqn.runs.checkpoints import remove_orphan_temporaries, write_checkpoint
-from rdqn.runs.metric_tables import read_metric_frame
+from rdqn.runs.lifecycle import Counters, record_status
+from rdqn.runs.metric_tables import MetricTables
 from rdqn.runs.migration import migrate
-from rdqn.runs.orphans import mark_dead_owners
-from rdqn.runs.owners import this_process
+from rdqn.runs.orphans import orphans
+from rdqn.runs.processes import this_process
 from rdqn.runs.schema import (
     ACTIVE_STATUSES,
-    EPISODE_COLUMNS,
-    EPISODE_KEYS,
     FINAL_STATUSES,
-    INSERT_EPISODES,
-    INSERT_STEPS,
     PROGRESS_SET,
     STATUSES,
-    STEP_COLUMNS,
-    STEP_KEYS,
     RunRecord,
     default_run_name,
-    row_params,
 )
 from rdqn.runs.store_access import (
     Database,
@@ -84,9 +82,7 @@ if TYPE_CHECKING:  # pandas loads with the first table read: a worker that train
     import pandas as pd
 
 __all__ = [
-    "ResumeError",
     "RunRecord",
-    "RunRecords",
     "RunStore",
     "StoreError",
     "StoreFull",
@@ -97,7 +93,7 @@ __all__ = [
 
 _BUSY_TIMEOUT_MS = 10_000
 _SWEEP_EVERY_S = 2.0
-"""How often reading runs also looks for runs whose owner died (`RunStore.mark_interrupted`)."""
+"""How often reading runs also looks for runs whose process died (`RunStore.mark_interrupted`)."""
 
 
 def default_home() -> Path:
@@ -111,32 +107,10 @@ def owner_hash(owner: str) -> str:
     return hashlib.sha256(owner.encode()).hexdigest()[:16]
 
 
-class RunRecords(Protocol):
-    """The writes a run makes about itself while it trains (`rdqn.runs.lifecycle`).
-
-    `RunStore` makes them; a worker that cannot reach the server's store relays them to it
-    (`rdqn.serve.worker.RecordRelay`), and the server's `RunStore` makes them there.
-    """
-
-    def set_status(self, run_id: str, status: str, error: str | None = None) -> None: ...
-
-    def write_metrics(self, run_id: str, **rows: Any) -> None:
-        """Episode and step rows and progress counters (`RunStore.write_metrics`)."""
-        ...
-
-    def set_manifest(self, run_id: str, manifest: Mapping[str, Any]) -> None: ...
-
-    def save_checkpoint(
-        self, run_id: str, data: bytes, *, resume_env_steps: int | None = None
-    ) -> Path | None: ...
-
-
-class ResumeError(ValueError):
-    """A run cannot be resumed; the message names the run and says why."""
-
-
-KEPT = "the run stays listed with its rows"
-"""What a resume refused for its checkpoint leaves: the run, stopped, as it was."""
+_GUARDED = frozenset(
+    {"status", "error", "owner_pid", "resume_env_steps", "env_steps", "updates", "episodes"}
+)
+"""The columns `RunStore.set_status` may be told to expect."""
 
 
 def _check_status(status: str) -> None:
@@ -159,7 +133,7 @@ class RunStore:
     its own connection) and from several processes. Call :meth:`close` once all threads are done.
     Unknown run ids raise ``KeyError``; invalid arguments raise ``ValueError``.
 
-    Runs whose owner process died (killed, crashed) are marked 'stopped' as interrupted
+    Runs whose process died (killed, crashed) are marked 'stopped' as interrupted
     whenever runs are read (`get_run`, `list_runs`; at most every ``_SWEEP_EVERY_S`` seconds):
     see `mark_interrupted`.
 
@@ -180,6 +154,7 @@ class RunStore:
         self._checkpoints = CheckpointPaths(db)
         self.checkpoint_dir: Path = self._checkpoints.folder
         self._db = Database(db, read_only=read_only, busy_timeout_ms=_BUSY_TIMEOUT_MS)
+        self._metrics = MetricTables(self._db, db)
         self._next_sweep = 0.0
         self._unwritten = UnwrittenStatuses()
         try:
@@ -192,6 +167,7 @@ class RunStore:
                 # what is stored is read as a read-only store is, writes wait for space.
                 self._db.close()
                 self._db = Database(db, read_only=True, busy_timeout_ms=_BUSY_TIMEOUT_MS, full=True)
+                self._metrics = MetricTables(self._db, db)
                 self._run_columns = migrate(self._db, db)
         except BaseException:
             self.close()
@@ -255,42 +231,58 @@ class RunStore:
         if cursor.rowcount == 0:
             raise KeyError(f"no run with id {run_id!r} in {self.path}")
 
-    def _check_exists(self, conn: sqlite3.Connection, run_id: str) -> None:
-        if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone() is None:
-            raise KeyError(f"no run with id {run_id!r} in {self.path}")
+    def set_status(
+        self,
+        run_id: str,
+        status: str,
+        error: str | None = None,
+        *,
+        expect: Mapping[str, Any] | None = None,
+        rewind: Counters | None = None,
+    ) -> bool:
+        """Set ``status`` (one of :data:`STATUSES`) and ``error`` (``None`` clears it); called by
+        `rdqn.runs.lifecycle.record_status` only, which says what ``expect`` and ``rewind`` do.
+        Returns False, writing nothing, when the run is not as ``expect`` says.
 
-    def set_status(self, run_id: str, status: str, error: str | None = None) -> None:
-        """Set ``status`` (one of :data:`STATUSES`) and ``error`` (``None`` clears it).
-
-        Moving to ``'running'`` or ``'paused'`` records this process as the run's owner.
+        Moving to ``'running'`` or ``'paused'`` records this process as the run's process.
 
         A final status that a full disk keeps out of the file (`StoreFull`, raised) is kept in
         memory (`rdqn.runs.unwritten`): this store reads the run with it, and writes it at the
         first read, every few seconds, that finds space.
         """
         _check_status(status)
+        expected = dict(expect or {})
+        if not expected.keys() <= _GUARDED:
+            raise ValueError(f"expect takes {sorted(_GUARDED)}, got {sorted(expected)}")
+        sets, params = "status = ?, error = ?", (status, error)
+        if status in ACTIVE_STATUSES:
+            sets, params = f"{sets}, owner_pid = ?, owner_start = ?", (*params, *this_process())
+        if rewind is not None:
+            sets, params = f"{sets}, {PROGRESS_SET}", (*params, *map(int, rewind))
         try:
             with self._db.write() as conn:
-                if status in ACTIVE_STATUSES:
-                    self._update_run(
-                        conn,
-                        run_id,
-                        "status = ?, error = ?, owner_pid = ?, owner_start = ?",
-                        (status, error, *this_process()),
-                    )
-                else:
-                    self._update_run(conn, run_id, "status = ?, error = ?", (status, error))
+                names = sorted(expected)
+                columns = ", ".join(["id", *names])
+                row = conn.execute(f"SELECT {columns} FROM runs WHERE id = ?", (run_id,)).fetchone()
+                if row is None:
+                    raise KeyError(f"no run with id {run_id!r} in {self.path}")
+                if list(row[1:]) != [expected[name] for name in names]:
+                    return False  # another process took or closed the run meanwhile
+                if rewind is not None:
+                    self._metrics.rewind(conn, run_id, rewind)
+                self._update_run(conn, run_id, sets, params)
         except StoreFull:
-            if status in FINAL_STATUSES:
+            if status in FINAL_STATUSES and not expected:
                 self._unwritten.keep(run_id, status, error)
             raise
         self._unwritten.written(run_id)
+        return True
 
     def _write_unwritten(self) -> None:
         """Write the statuses a full disk kept out (`set_status`), while there is space."""
         for run_id, (status, error) in self._unwritten.copy().items():
             try:
-                self.set_status(run_id, status, error)
+                record_status(self, run_id, status, error)
             except KeyError:  # deleted since
                 self._unwritten.written(run_id)
             except StoreError:
@@ -429,15 +421,24 @@ class RunStore:
         ``'running'``/``'paused'`` ("interrupted: the process running it ended") and runs it
         queued that never started. Returns how many runs were marked.
 
-        A run's owner is dead when no process with its pid and start time runs
-        (`rdqn.runs.owners`); a run whose owner still lives (say a CLI run beside the dashboard)
-        is left alone. Reading runs does the same every few seconds; this call is for startup,
-        before this process starts any run: it also takes runs owned by this process's pid as
-        left over from a crashed predecessor that had it.
+        A run's process is dead when no process with its pid and start time runs
+        (`rdqn.runs.processes`); a run whose process still lives (say a CLI run beside the
+        dashboard) is left alone. Reading runs does the same every few seconds; this call is for
+        startup, before this process starts any run: it also takes runs of this process's pid
+        as left over from a crashed predecessor that had it.
         """
         if self.read_only:
             return 0  # nothing can be marked; readers see the runs as they were left
-        return mark_dead_owners(self._db, startup=True)
+        return self._mark_orphans(startup=True)
+
+    def _mark_orphans(self, *, startup: bool) -> int:
+        """Mark `rdqn.runs.orphans.orphans` stopped, each only if it is still as read."""
+        marked = 0
+        for orphan in orphans(self._db, startup=startup):
+            marked += bool(
+                record_status(self, orphan.run_id, "stopped", orphan.reason, expect=orphan.expect())
+            )
+        return marked
 
     def _sweep(self) -> None:
         """`mark_interrupted` for reads: at most every ``_SWEEP_EVERY_S`` seconds, and this
@@ -451,36 +452,9 @@ class RunStore:
         if not self.read_only:
             # A full disk must not fail the read: the runs are marked at a sweep with space.
             with contextlib.suppress(StoreFull):
-                mark_dead_owners(self._db, startup=False)
+                self._mark_orphans(startup=False)
 
-    # -- resuming (rdqn.runs.resume) --------------------------------------------------------
-
-    def reopen(self, run_id: str, *, env_steps: int, updates: int, episodes: int) -> None:
-        """Make a stopped run 'created' again, to resume from the given counters: rows past them
-        (written after its checkpoint) are deleted and its progress set back to them, in one
-        transaction. Raises `ResumeError` if the run is not stopped (another process resumed it
-        first, say), ``KeyError`` for an unknown id."""
-        counters = (int(env_steps), int(updates), int(episodes))
-        with self._db.write() as conn:
-            row = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
-            if row is None:
-                raise KeyError(f"no run with id {run_id!r} in {self.path}")
-            if row[0] != "stopped":
-                raise ResumeError(f"cannot resume run {run_id}: it is {row[0]}, not stopped")
-            for sql, last in (
-                ("DELETE FROM episodes WHERE run_id = ? AND episode > ?", counters[2]),
-                ("DELETE FROM steps WHERE run_id = ? AND updates > ?", counters[1]),
-            ):
-                conn.execute(sql, (run_id, last))
-            self._update_run(
-                conn,
-                run_id,
-                f"status = 'created', error = NULL, owner_pid = ?, owner_start = ?, {PROGRESS_SET}",
-                (*this_process(), *counters),
-            )
-        self._unwritten.written(run_id)
-
-    # -- metrics ----------------------------------------------------------------------------
+    # -- metrics (rdqn.runs.metric_tables) -------------------------------------------------
 
     def write_metrics(
         self,
@@ -490,42 +464,17 @@ class RunStore:
         steps: Sequence[Mapping[str, Any]] = (),
         progress: Mapping[str, int] | None = None,
     ) -> None:
-        """Write episode rows, step rows and (optionally) progress counters in one transaction.
-
-        Row keys are the columns of :data:`EPISODE_COLUMNS` / :data:`STEP_COLUMNS` (missing ones
-        are stored as NULL; ``episode`` / ``updates`` are required). ``progress`` takes
-        ``env_steps``, ``updates`` and ``episodes``. Rows that repeat a key replace the old row.
-        """
-        episode_params = row_params(run_id, episodes, EPISODE_COLUMNS, EPISODE_KEYS, "episode")
-        step_params = row_params(run_id, steps, STEP_COLUMNS, STEP_KEYS, "step")
-        with self._db.write() as conn:
-            self._check_exists(conn, run_id)
-            if episode_params:
-                conn.executemany(INSERT_EPISODES, episode_params)
-            if step_params:
-                conn.executemany(INSERT_STEPS, step_params)
-            if progress is not None:
-                counters = tuple(int(progress[k]) for k in ("env_steps", "updates", "episodes"))
-                self._update_run(conn, run_id, PROGRESS_SET, counters)
+        """`MetricTables.write_metrics`: episode and step rows, and progress, in one write."""
+        self._metrics.write_metrics(run_id, episodes=episodes, steps=steps, progress=progress)
 
     def episodes(self, run_id: str, *, after: int | None = None) -> pd.DataFrame:
-        """The run's episode rows ordered by ``episode`` (only ``episode > after`` if given)."""
-        with self._db.read() as conn:
-            self._check_exists(conn, run_id)
-            return read_metric_frame(conn, run_id, "episodes", EPISODE_COLUMNS, after)
+        """`MetricTables.episodes`: the run's episode rows (only ``episode > after``)."""
+        return self._metrics.episodes(run_id, after=after)
 
     def steps(self, run_id: str, *, after: int | None = None) -> pd.DataFrame:
-        """The run's per-update rows ordered by ``updates`` (only ``updates > after`` if given)."""
-        with self._db.read() as conn:
-            self._check_exists(conn, run_id)
-            return read_metric_frame(conn, run_id, "steps", STEP_COLUMNS, after)
+        """`MetricTables.steps`: the run's per-update rows (only ``updates > after``)."""
+        return self._metrics.steps(run_id, after=after)
 
     def export_csv(self, run_id: str, kind: Literal["episodes", "steps"]) -> str:
-        """The run's ``episodes`` or ``steps`` as CSV text with a header row (floats round-trip)."""
-        if kind == "episodes":
-            frame = self.episodes(run_id)
-        elif kind == "steps":
-            frame = self.steps(run_id)
-        else:
-            raise ValueError(f"kind must be 'episodes' or 'steps', got {kind!r}")
-        return str(frame.to_csv(index=False))
+        """`MetricTables.export_csv`: the run's ``episodes`` or ``steps`` as CSV text."""
+        return self._metrics.export_csv(run_id, kind)

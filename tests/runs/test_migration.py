@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rdqn.runs.owners import process_start
+from rdqn.runs.processes import process_start
 from rdqn.runs.schema import MIGRATIONS, SCHEMA_VERSION
 from rdqn.runs.store import RunStore, owner_hash
 

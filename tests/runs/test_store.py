@@ -19,10 +19,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rdqn.runs.owners import process_start
+from rdqn.runs.processes import process_start
 from rdqn.runs.schema import STATUSES
 from rdqn.runs.store import (
-    ResumeError,
     RunRecord,
     RunStore,
     default_home,
@@ -339,7 +338,21 @@ def test_a_checkpoint_is_recorded_with_the_step_it_resumes_from(store: RunStore)
     assert (record.checkpoint_path, record.resume_env_steps) == (None, None)
 
 
-def test_reopen_drops_the_rows_past_the_resume_point(store: RunStore) -> None:
+def test_a_guarded_status_is_written_only_while_the_run_is_as_expected(store: RunStore) -> None:
+    """`set_status` with ``expect`` (a resume taking a run, a dead process's run marked): it
+    writes only while the run still has the values expected, in the same write."""
+    run_id = new_run(store)
+    store.set_status(run_id, "stopped", "stopped by its owner")
+    assert not store.set_status(run_id, "running", expect={"status": "running"})
+    assert not store.set_status(run_id, "running", expect={"status": "stopped", "env_steps": 9})
+    assert store.get_run(run_id).status == "stopped"
+    assert store.set_status(run_id, "running", expect={"status": "stopped", "env_steps": 0})
+    assert store.get_run(run_id).status == "running"
+    with pytest.raises(ValueError, match="expect takes"):
+        store.set_status(run_id, "running", expect={"config_json": "{}"})
+
+
+def test_rewind_drops_the_rows_past_the_resume_point(store: RunStore) -> None:
     run_id = new_run(store)
     store.write_metrics(
         run_id,
@@ -347,17 +360,15 @@ def test_reopen_drops_the_rows_past_the_resume_point(store: RunStore) -> None:
         steps=step_rows(30, start=1),
         progress={"env_steps": 60, "updates": 30, "episodes": 6},
     )
-    with pytest.raises(ResumeError, match=f"cannot resume run {run_id}: it is created"):
-        store.reopen(run_id, env_steps=40, updates=20, episodes=4)
     store.set_status(run_id, "stopped", "interrupted: the process running it ended")
-    store.reopen(run_id, env_steps=40, updates=20, episodes=4)
+    assert store.set_status(run_id, "running", expect={"status": "stopped"}, rewind=(40, 20, 4))
     record = store.get_run(run_id)
-    assert (record.status, record.error, record.owner_pid) == ("created", None, os.getpid())
+    assert (record.status, record.error, record.owner_pid) == ("running", None, os.getpid())
     assert (record.env_steps, record.updates, record.episodes) == (40, 20, 4)
     assert store.episodes(run_id)["episode"].tolist() == [1, 2, 3, 4]
     assert store.steps(run_id)["updates"].tolist() == list(range(1, 21))
     with pytest.raises(KeyError, match="nope"):
-        store.reopen("nope", env_steps=0, updates=0, episodes=0)
+        store.set_status("nope", "running", rewind=(0, 0, 0))
 
 
 def test_mark_interrupted_stops_runs_of_dead_processes(store: RunStore) -> None:
@@ -442,7 +453,7 @@ def test_reading_runs_marks_the_runs_of_dead_owners_interrupted(
 
     checks: list[int] = []
     monkeypatch.setattr(
-        "rdqn.runs.orphans.owner_alive", lambda pid, start: checks.append(pid) or True
+        "rdqn.runs.orphans.process_alive", lambda pid, start: checks.append(pid) or True
     )
     store.set_status(queued, "running")
     for _ in range(5):
