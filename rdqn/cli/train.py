@@ -15,7 +15,7 @@ from rdqn.cli.usage import UsageError
 from rdqn.compare import ROLLING_WINDOW
 from rdqn.config import RunConfig
 from rdqn.runs.lifecycle import RecordedRun, run_to_end
-from rdqn.runs.resume import prepare_resume
+from rdqn.runs.resume import resume_point
 from rdqn.runs.store import RunStore
 from rdqn.validation import shown
 
@@ -101,8 +101,9 @@ def cmd_resume(args: argparse.Namespace, store: RunStore) -> int:
     """``rdqn resume RUN_ID``: the exit status (0: the run finished; 130: stopped by Ctrl-C)."""
     # A run whose process died is still 'running' or 'paused' in the store: mark it stopped.
     store.mark_interrupted()
-    point = prepare_resume(store, args.run_id)
-    run = RecordedRun(point.config, store, run_id=point.run_id, resume_from=point.checkpoint)
+    point = resume_point(store, args.run_id)
+    run = RecordedRun(point.config, store, resume=point)
     with StopSignals() as signals:
+        run.open()  # its checkpoint checked whole (refused in one line) before a progress bar
         _train_to_end(run, args.quiet, "resume", signals)
     return _report(run, signals)

@@ -1,17 +1,26 @@
 """One lifecycle for every recorded run, whoever drives it.
 
     created --open()--> running <--> paused --close()--> finished | failed | stopped
-       ^                                                                    |
-       +------------------------ resume (rdqn.runs.resume) -----------------+
+                          ^                                                  |
+                          +--------- open() of a resume (rdqn.runs.resume) --+
 
 A `RecordedRun` owns everything a run leaves behind: its row in the run store (filed with its
 config, then every status change), the batched metric writer its trainer streams episodes and
 updates into, the progress counters, and, however the run ends, the final counters, the manifest,
 a checkpoint and the final status with its reason. A stopped run's checkpoint (and a paused
-run's, see `save_resume_point`) carries what resuming it needs; given one (``resume_from``), the
-run continues from it under the same id. The CLI, comparisons and the dashboard's
-background runs all record runs through it; a client only chooses how to drive the trainer
-(`run_to_end`, or `rdqn.runs.control.drive` with pause / resume / step) and how to show progress.
+run's, see `save_resume_point`) carries what resuming it needs; given a resume point
+(``resume``), the run continues from it under the same id. The CLI, comparisons and the
+dashboard's background runs all record runs through it; a client only chooses how to drive the
+trainer (`run_to_end`, or `rdqn.runs.control.drive` with pause / resume / step) and how to show
+progress.
+
+A run's status has one writer, `record_status`, and it is called from a few places only (a test
+scans for any other): the recorded run itself, in the process that trains it (`RecordedRun`:
+running and paused, a resume taking the run, its end with its reason); and, for a run whose
+process cannot, the server's `rdqn.serve.handle.RunHandle` (a worker lost, never started, or
+unable to open the store) and the store (`rdqn.runs.store.RunStore`: the runs of a process that
+died, `rdqn.runs.orphans`, and a final status a full disk kept out of the file until there is
+space, `rdqn.runs.unwritten`). Every other place reads the status.
 
 How a run ends (`ending`):
 
@@ -28,43 +37,40 @@ passes ``stop`` to `run_to_end`, which reads it between two steps: the run ends 
 a checkpoint that resumes it.
 
 A run whose process died before it could close (killed, crashed) stays 'running' or 'paused' in
-the store until the store sees its owner is gone (`RunStore.mark_interrupted`, which reading the
-runs also does every few seconds) and marks it 'stopped' with the reason.
+the store until the store sees that process is gone (`RunStore.mark_interrupted`, which reading
+the runs also does every few seconds) and marks it 'stopped' with the reason.
 
 Periodic checkpoints: while it trains, a recorded run writes its rows and a resume checkpoint
-every `checkpoint_period` seconds (``$RDQN_CHECKPOINT_EVERY``, default 60 s), so a run whose
-process dies loses at most that stretch and resumes from there (`rdqn.runs.resume`; a checkpoint
-taken inside an episode resumes at the next episode, like a pause). A save costs one copy of the
-replay memory: measured 10-25 ms for per-notebook, paper and chain-lesson (1.2-1.5 MB) and 30-105
-ms for e14, e14-lesson and e15 (7.6-8.4 MB) on a loaded two-core machine: under 0.2 % of a
-minute. Whatever a save costs, the next one waits at least that cost / `MAX_CHECKPOINT_SHARE`,
-so saving never takes more than 2 % of a run's time (a short period on a slow disk included).
+every `checkpoint_period` seconds, so a run whose process dies loses at most that stretch
+(`rdqn.runs.periodic` says how often, and what it costs).
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-import os
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
-from rdqn.config import RunConfig
 from rdqn.learn.errors import DivergenceError
-from rdqn.runs.checkpoints import (
-    CheckpointError,
-    checkpoint_bytes,
-    load_checkpoint,
-    load_checkpoint_bytes,
+from rdqn.runs.checkpoints import checkpoint_bytes
+from rdqn.runs.periodic import (
+    CHECKPOINT_EVERY_S,
+    MAX_CHECKPOINT_SHARE,
+    checkpoint_period,
+    next_checkpoint_gap,
 )
 from rdqn.runs.schema import FINAL_STATUSES
-from rdqn.runs.store import KEPT, ResumeError, RunRecords, RunStore, StoreError
+from rdqn.runs.store_access import StoreError
 from rdqn.runs.writer import RunWriter
 
 if TYPE_CHECKING:  # the trainer (and torch) load only where a run trains, not in a web server
+    from rdqn.config import RunConfig
+    from rdqn.runs.resume import ResumePoint
     from rdqn.training.trainer import Trainer
 
 __all__ = [
@@ -72,43 +78,71 @@ __all__ = [
     "FINAL_STATUSES",
     "MAX_CHECKPOINT_SHARE",
     "RecordedRun",
+    "RunRecords",
     "checkpoint_period",
     "ending",
     "next_checkpoint_gap",
+    "record_status",
     "run_to_end",
 ]
 
 INTERRUPTED_BY_USER = "interrupted by the user"
-CHECKPOINT_EVERY_S = 60.0
-"""Seconds between two periodic resume checkpoints of a training run (the default)."""
-MAX_CHECKPOINT_SHARE = 0.02
-"""The most of a run's time periodic checkpoints may take."""
 
 
-def checkpoint_period(environ: Mapping[str, str] | None = None) -> float | None:
-    """Seconds between periodic checkpoints: ``$RDQN_CHECKPOINT_EVERY`` (``0`` or ``off``: none),
-    default `CHECKPOINT_EVERY_S`. Anything but a number >= 0 raises ``ValueError``."""
-    raw = (os.environ if environ is None else environ).get("RDQN_CHECKPOINT_EVERY", "").strip()
-    if not raw:
-        return CHECKPOINT_EVERY_S
-    if raw.lower() == "off":
-        return None
-    try:
-        seconds = float(raw)
-    except ValueError:
-        seconds = math.nan
-    if not (math.isfinite(seconds) and seconds >= 0):
-        raise ValueError(
-            f"RDQN_CHECKPOINT_EVERY must be a number of seconds >= 0 (0 or 'off': no periodic "
-            f"checkpoints), got {raw!r}"
-        )
-    return seconds or None
+Counters = tuple[int, int, int]
+"""(env steps, updates, episodes)."""
 
 
-def next_checkpoint_gap(period: float, cost: float) -> float:
-    """Seconds from the end of one periodic save to the next: the period, or longer when a save
-    costs more than `MAX_CHECKPOINT_SHARE` of it."""
-    return max(period, cost / MAX_CHECKPOINT_SHARE)
+class RunRecords(Protocol):
+    """The writes a run makes about itself while it trains.
+
+    `rdqn.runs.store.RunStore` makes them; a worker that cannot reach the server's store relays
+    them to it (`rdqn.serve.protocol.RecordRelay`), and the server's `RunStore` makes them there.
+    """
+
+    def set_status(
+        self,
+        run_id: str,
+        status: str,
+        error: str | None = None,
+        *,
+        expect: Mapping[str, Any] | None = None,
+        rewind: Counters | None = None,
+    ) -> bool | None:
+        """Only through `record_status`."""
+        ...
+
+    def write_metrics(self, run_id: str, **rows: Any) -> None:
+        """Episode and step rows and progress counters (`RunStore.write_metrics`)."""
+        ...
+
+    def set_manifest(self, run_id: str, manifest: Mapping[str, Any]) -> None: ...
+
+    def save_checkpoint(
+        self, run_id: str, data: bytes, *, resume_env_steps: int | None = None
+    ) -> Path | None: ...
+
+
+def record_status(
+    records: RunRecords,
+    run_id: str,
+    status: str,
+    error: str | None = None,
+    *,
+    expect: Mapping[str, Any] | None = None,
+    rewind: Counters | None = None,
+) -> bool | None:
+    """Record a run's status and its reason (``error``; None clears it): the one function that
+    writes a status, called only where the module docstring says.
+
+    ``expect``: column -> value the run must still have in the store, or nothing is written (a
+    process that died is marked stopped only if nobody took its run meanwhile; a resume takes a
+    run only if it is still stopped as its checkpoint was checked). ``rewind``: a resume's
+    counters: rows past them are dropped and the progress set back to them, with the status.
+    Returns whether it was written (`RunStore.set_status`); None when the write is relayed to a
+    server, whose store decides.
+    """
+    return records.set_status(run_id, status, error, expect=expect, rewind=rewind)
 
 
 def ending(error: BaseException) -> tuple[str, str]:
@@ -153,8 +187,9 @@ class RecordedRun:
             store (a worker on another machine); None keeps the run in memory only.
         name, group_id: filed with the run (a comparison's runs share a group id).
         run_id: the id of a run already filed (by the server that queued it).
-        resume_from: the resume checkpoint of the filed run ``run_id`` (a file, or its bytes):
-            `open` restores it into the trainer (`rdqn.runs.resume`).
+        resume: where a stopped run resumes (`rdqn.runs.resume.resume_point`): `open` checks
+            its checkpoint whole, restores it and only then takes the run (its id is the
+            point's).
         checkpoint_every: seconds between periodic resume checkpoints (``math.inf``: none);
             None: `checkpoint_period` (``$RDQN_CHECKPOINT_EVERY``, else `CHECKPOINT_EVERY_S`).
     """
@@ -167,11 +202,13 @@ class RecordedRun:
         name: str | None = None,
         group_id: str | None = None,
         run_id: str | None = None,
-        resume_from: str | os.PathLike[str] | bytes | None = None,
+        resume: ResumePoint | None = None,
         checkpoint_every: float | None = None,
     ) -> None:
-        if resume_from is not None and run_id is None:
-            raise ValueError("resume_from needs the run_id of the run it resumes")
+        if resume is not None:
+            if store is None:
+                raise ValueError("a run kept in memory only cannot resume")
+            run_id = resume.run_id
         if checkpoint_every is None:
             checkpoint_every = checkpoint_period() or math.inf
         if not checkpoint_every > 0:
@@ -182,10 +219,11 @@ class RecordedRun:
         self.name = name
         self.group_id = group_id
         self.id: str | None = run_id
-        self.resume_from = resume_from
+        self.resume = resume
         self.trainer: Trainer | None = None
         self.status = "created"
         self.error: str | None = None
+        self._taken = resume is None  # a resumed run's record is its own once `open` took it
         self._writer: RunWriter | None = None
         self._saved_at: int | None = None  # env steps of the last resume checkpoint saved
         self._checkpoint_due = math.inf  # monotonic time of the next periodic checkpoint
@@ -193,8 +231,9 @@ class RecordedRun:
     def create(self) -> str:
         """File the run (status 'created') if it is not filed yet; returns its id."""
         if self.id is None:
-            if isinstance(self.store, RunStore):
-                self.id = self.store.create_run(
+            create_run = getattr(self.store, "create_run", None)  # a `RunStore`'s
+            if create_run is not None:
+                self.id = create_run(
                     **self.config.record_fields(), name=self.name, group_id=self.group_id
                 )
             elif self.store is None:
@@ -208,32 +247,27 @@ class RecordedRun:
 
         A run that is not filed yet is filed only once its trainer is built, so settings the
         trainer rejects leave nothing behind; a filed run whose trainer fails to build is
-        recorded as failed. Either way the exception propagates. A checkpoint ``resume_from``
-        that cannot be read or restored (damaged, edited, of another rdqn: any error; the trainer
-        checks the whole state before it uses any of it, `Trainer.restore`) raises `ResumeError`
-        naming the run and the file, and the run stays 'stopped' with that error.
+        recorded as failed. Either way the exception propagates.
+
+        A resumed run (``resume``) is taken only once its checkpoint is checked whole and
+        restored (`_resume`). Until then the store keeps it as it was, stopped and resumable: a
+        checkpoint refused raises `rdqn.runs.resume.ResumeError` (one line naming the run and
+        the file, which this run then ends 'stopped' with, in memory), and any other failure
+        propagates as it is, this run ending 'stopped' as "not resumed: <why>".
         """
         if self.status != "created":
             raise RuntimeError(f"run {self.id} is {self.status}; only a created run opens")
+        from rdqn.runs.resume import ResumeError
         from rdqn.training.trainer import Trainer
 
+        status = "paused" if paused else "running"
         try:
-            trainer = Trainer(self.config)
-            if self.resume_from is not None:
-                try:
-                    trainer.restore(self._resume_state())
-                except Exception as err:  # noqa: BLE001 - whatever damaged bytes raise
-                    trainer.close()
-                    raise self._not_resumed(err) from err
-                except BaseException:
-                    trainer.close()
-                    raise
-                self._saved_at = trainer.env_steps
-        except ResumeError as err:
-            self.close("stopped", str(err))
-            raise
+            trainer = Trainer(self.config) if self.resume is None else self._resume(status)
         except BaseException as err:
-            if self.id is not None:
+            if not self._taken:
+                said = str(err) if isinstance(err, ResumeError) else None
+                self.close("stopped", said or f"not resumed: {ending(err)[1]}")
+            elif self.id is not None:
                 self.close(*ending(err))
             raise
         try:
@@ -241,12 +275,15 @@ class RecordedRun:
             self.trainer = trainer
             if self.store is not None:
                 self._writer = RunWriter(
-                    self.store,  # type: ignore[arg-type]
+                    self.store,
                     self.id,  # type: ignore[arg-type]
                     progress=partial(_counters, trainer),
                 )
                 trainer.sink = self._writer
-            self.mark("paused" if paused else "running")
+            if self.resume is None:
+                self.mark(status)
+            else:
+                self.status = status
             self._checkpoint_due = time.monotonic() + self.checkpoint_every
         except BaseException as err:
             if self.id is None:
@@ -256,36 +293,46 @@ class RecordedRun:
             raise
         return trainer
 
-    def _not_resumed(self, error: Exception) -> ResumeError:
-        if isinstance(error, CheckpointError):  # it names the file
-            return ResumeError(f"cannot resume run {self.id}: {error}; {KEPT}")
-        from rdqn.replay.state_checks import ReplayStateError
-        from rdqn.training.state import ResumeStateError
+    def _resume(self, status: str) -> Trainer:
+        """A trainer restored from the resume point's checkpoint, checked whole first
+        (`rdqn.runs.resume.restore`), then the run taken: 'stopped' -> ``status`` with the rows
+        past the checkpoint dropped, in one write, only if the store still records the run as
+        the checkpoint was checked against. A store that records something else by then (a
+        newer checkpoint, from a worker still closing) is read again, up to three times; a run
+        no longer stopped (resumed elsewhere) is refused."""
+        from rdqn.runs.resume import ResumeError, restore, resume_point
+        from rdqn.training.trainer import Trainer
 
-        source = self.resume_from
-        where = "bytes" if isinstance(source, bytes) else f"file {source}"
-        detail = str(error)
-        if not isinstance(error, ResumeStateError | ReplayStateError):  # says what it checked
-            detail = f"{type(error).__name__}: {detail}"
-        detail = " ".join(detail.split())  # torch's span lines
-        return ResumeError(
-            f"cannot resume run {self.id}: its checkpoint ({where}) cannot be restored: {detail}; "
-            f"{KEPT}"
-        )
-
-    def _resume_state(self) -> dict[str, Any]:
-        source = self.resume_from
-        if isinstance(source, bytes):
-            return load_checkpoint_bytes(source, source=f"the resume checkpoint of run {self.id}")
-        assert source is not None
-        return load_checkpoint(source)
+        assert self.resume is not None and self.store is not None and self.id is not None
+        point = self.resume
+        readable = callable(getattr(self.store, "get_run", None))  # not a relay
+        for _ in range(3):
+            if readable:
+                point = resume_point(self.store, self.id)  # type: ignore[arg-type]
+            trainer = Trainer(self.config)
+            try:
+                counters = restore(point, trainer)
+                taken = record_status(
+                    self.store, self.id, status, expect=point.recorded.expect(), rewind=counters
+                )
+            except BaseException:
+                trainer.close()
+                raise
+            if taken is not False:
+                self._taken = True
+                self._saved_at = trainer.env_steps if point.checkpoint is not None else None
+                return trainer
+            trainer.close()
+            if not readable:
+                break
+        raise ResumeError(f"cannot resume run {self.id}: its record kept changing; try again")
 
     def mark(self, status: str) -> None:
         """Record a move between 'running' and 'paused'."""
         if status not in ("running", "paused"):
             raise ValueError(f"status must be 'running' or 'paused', got {status!r}")
         if self.store is not None and self.id is not None:
-            self.store.set_status(self.id, status)
+            record_status(self.store, self.id, status)
         self.status = status
 
     def record_progress(self) -> None:
@@ -326,7 +373,8 @@ class RecordedRun:
             self._saved_at = trainer.env_steps
 
     def close(self, status: str, error: str | None = None) -> None:
-        """End the run: final counters, rows, manifest and checkpoint, then the final status.
+        """End the run: final counters, rows, manifest and checkpoint, then the final status
+        (a resumed run not taken yet, `open`, keeps its record as it was: in memory only).
 
         A 'stopped' run's checkpoint can resume it (unless the trainer was cut off inside a
         step). Closing an already closed run does nothing. The status is recorded even when
@@ -353,9 +401,9 @@ class RecordedRun:
             raise
         finally:
             self.status, self.error = status, error
-            if self.store is not None and self.id is not None:
+            if self.store is not None and self.id is not None and self._taken:
                 with contextlib.suppress(Exception):
-                    self.store.set_status(self.id, status, error)
+                    record_status(self.store, self.id, status, error)
             if trainer is not None:
                 with contextlib.suppress(Exception):  # the run's own error matters more
                     trainer.close()
@@ -370,7 +418,8 @@ def run_to_end(
     progress: Callable[[Trainer], None] | None = None,
     stop: Callable[[], str | None] | None = None,
 ) -> RecordedRun:
-    """Open the run and train it to its budget, recording progress about every 100 steps.
+    """Open the run (unless it is open already) and train it to its budget, recording progress
+    about every 100 steps.
 
     The run ends 'finished' only once its trainer is done: its budget spent, or its goal
     (``train.stop_at_return``) reached. ``stop`` is asked before every step:
@@ -380,7 +429,7 @@ def run_to_end(
     budget; a KeyboardInterrupt (or an error it caused) ends it as 'stopped' and propagates. A
     trainer that cannot be built raises.
     """
-    trainer = run.open()
+    trainer = run.trainer if run.trainer is not None else run.open()
     total = run.config.train.total_steps
     stopped: str | None = None
 

@@ -8,47 +8,48 @@ generator, the telemetry and the timings (`rdqn.training.trainer.Trainer.checkpo
 paused run saves one too (rows flushed first), and a training run one every minute (periodic
 checkpoints, `rdqn.runs.lifecycle`), so a run whose process dies (killed, crashed; the store
 marks it stopped, `RunStore.mark_interrupted`) is resumable from where it paused or from its
-last periodic checkpoint. The store records which
-checkpoints can resume (``runs.resume_env_steps``), so `resumable` and `resume_blocker` answer
-from the run's record, without reading the file.
+last periodic checkpoint. The store records which checkpoints can resume
+(``runs.resume_env_steps``), so `resumable` and `resume_blocker` answer from the run's record,
+without reading the file.
 
-Resuming (`RunRegistry.resume`, `python -m rdqn resume RUN_ID`):
+Resuming (`RunRegistry.resume`, `python -m rdqn resume RUN_ID`) takes two steps, the first cheap
+enough for a web server (no torch), the second where the run trains (a worker, or the command
+line's own process), with torch:
 
-1. `resume_point` checks the run is stopped and its checkpoint loads (it carries a digest that
-   matches its bytes, `rdqn.runs.checkpoints`), resumes and matches the run's config, and that
-   every value in it is one this run could have saved: its counters are no earlier than the
-   store recorded for this checkpoint (``runs.resume_env_steps``) and no further than the run's
-   recorded progress, and the whole state restores into a throwaway trainer of the stored
-   config (`rdqn.training.trainer.check_resume_state`: weights and optimizer state finite and
-   of the agent's shapes, Adam's moments and steps in range, the replay memory's arrays,
-   actions and priorities, generators, telemetry and timings consistent with the counters).
-   Anything else raises `ResumeError` naming the run, the file and the reason, and changes
-   nothing: the run stays 'stopped', listed with its rows.
-2. `prepare_resume` sets the run back to 'created' with the checkpoint's counters, dropping any
-   rows written after the checkpoint (a run that paused, ran on, then died), so the resumed run's
-   rows follow the stored ones with nothing repeated and nothing missing. Only a checkpoint
-   that passed step 1 gets here.
-3. A worker builds a trainer of the stored config and restores the checkpoint into it
-   (`Trainer.restore`, which checks it again): env steps, updates and episodes go on from the
-   stored counts, and training continues at the next episode boundary. Stopped between two
-   episodes, the run goes on exactly as if it had never stopped; stopped inside one, that
-   episode's stored steps and rows stay, its end is never seen (no episode row), and a new
-   episode begins.
+1. `resume_point` checks the run is stopped with a resume checkpoint whose file exists, that its
+   stored config is valid, and what of the file can be checked without unpickling it: its
+   digest line parses and matches its bytes (`rdqn.runs.checkpoints.verify_checkpoint`). It
+   notes what the store records of the run (`Recorded`) and changes nothing.
+2. `RecordedRun.open` with that point (`rdqn.runs.lifecycle`) loads the checkpoint and checks it
+   whole before the run changes at all (`restore`): it resumes and matches the run's config; its
+   counters are no earlier than the store recorded for this checkpoint (``resume_env_steps``)
+   and no further than the run's recorded progress; and every value in it is one this run could
+   have saved, which restoring it into the run's new trainer checks before it uses any of it
+   (`Trainer.restore`: weights and optimizer state finite and of the agent's shapes, Adam's
+   moments and steps in range, the replay memory's arrays, actions and priorities, generators,
+   telemetry and timings consistent with the counters). Anything else raises `ResumeError`
+   naming the run, the file and the reason, and the store is left as it was: the run stays
+   'stopped', listed with its rows and file. Only then is the run taken, in one write
+   (`rdqn.runs.lifecycle.record_status`, only if the store still records it as checked):
+   'stopped' -> running, with any rows written after the checkpoint dropped (a run that paused,
+   ran on, then died), so the resumed run's rows follow the stored ones with nothing repeated
+   and nothing missing. Env steps, updates and episodes go on from the stored counts, and
+   training continues at the next episode boundary. Stopped between two episodes, the run goes
+   on exactly as if it had never stopped; stopped inside one, that episode's stored steps and
+   rows stay, its end is never seen (no episode row), and a new episode begins.
 
 A run that was queued but never started when its server stopped is 'stopped' without a
 checkpoint: resuming it starts it from the beginning, under the same id.
 
-Damaged checkpoints: damaged bytes are refused at step 1, before anything is
-unpickled, as "checkpoint <file> is damaged (digest mismatch); the run stays listed with its
-rows". A checkpoint without a valid digest line is refused there too, as "checkpoint <file> has
-no valid digest: damaged, or written by an older rdqn": a damaged line cannot be told from the
-missing line of a file saved before checkpoints carried digests, so neither is loaded unchecked
-(such a run can no longer be resumed; its rows stay). A checkpoint with a valid digest that was
-edited (a file anyone with access to the folder can change) is refused at step 1 as "checkpoint
-<file> is invalid: <what is wrong>", before any row is dropped or its status changes. Should a
-worker's restore still fail (the file replaced after step 1), `RecordedRun.open` turns whatever
-it raises into a `ResumeError` naming the run and the file, and the run is 'stopped' again with
-it as its error.
+Damaged checkpoints: damaged bytes are refused at step 1, before anything is unpickled, as
+"checkpoint <file> is damaged (digest mismatch); the run stays listed with its rows". A
+checkpoint without a valid digest line is refused there too, as "checkpoint <file> has no valid
+digest: damaged, or written by an older rdqn": a damaged line cannot be told from the missing
+line of a file saved before checkpoints carried digests, so neither is loaded unchecked (such a
+run can no longer be resumed; its rows stay). A checkpoint with a valid digest that was edited
+(a file anyone with access to the folder can change) is refused at step 2 as "checkpoint <file>
+is invalid: <what is wrong>", before any row is dropped or its status changes; a server learns
+it from the run's worker, which ends with that reason ('stopped').
 
 Size: the replay memory dominates, and it is allocated whole, so the size hardly depends on how
 far the run got. Per slot: two float32 observations (obs and next obs) plus 26 bytes of action,
@@ -62,25 +63,40 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rdqn.config import RunConfig
-from rdqn.runs.checkpoints import CheckpointError, load_checkpoint
+from rdqn.runs.checkpoints import (
+    CheckpointError,
+    load_checkpoint,
+    load_checkpoint_bytes,
+    verify_checkpoint,
+)
 from rdqn.runs.schema import ACTIVE_STATUSES, RunRecord
-from rdqn.runs.store import KEPT, ResumeError, RunStore
-from rdqn.training.state import RESUME_KEY
 from rdqn.validation import is_integer
 
+if TYPE_CHECKING:  # the config's gymnasium and the trainer's torch: only where they are used
+    from rdqn.config import RunConfig
+    from rdqn.runs.store import RunStore
+    from rdqn.training.trainer import Trainer
+
 __all__ = [
+    "KEPT",
+    "Recorded",
     "ResumeError",
     "ResumePoint",
-    "prepare_resume",
-    "reopen",
+    "restore",
     "resumable",
     "resume_blocker",
     "resume_blocker_of",
     "resume_point",
 ]
+
+KEPT = "the run stays listed with its rows"
+"""What a resume refused for its checkpoint leaves: the run, stopped, as it was."""
+
+
+class ResumeError(ValueError):
+    """A run cannot be resumed; the message names the run and says why."""
 
 
 def resume_blocker_of(record: RunRecord) -> str | None:
@@ -128,30 +144,53 @@ def resumable(store: RunStore, run_id: str) -> bool:
     return resume_blocker(store, run_id) is None
 
 
+_COUNTERS = ("env_steps", "updates", "episodes")
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What the store records of a stopped run: the env step its checkpoint was recorded at and
+    its progress. The checkpoint's counters are checked against them, and the run is taken only
+    while the store still records them (`expect`)."""
+
+    resume_env_steps: int | None
+    env_steps: int
+    updates: int
+    episodes: int
+
+    @classmethod
+    def of(cls, record: RunRecord) -> Recorded:
+        return cls(record.resume_env_steps, record.env_steps, record.updates, record.episodes)
+
+    def expect(self) -> dict[str, Any]:
+        """The run as it must still be in the store to be taken (`record_status`'s ``expect``)."""
+        return {"status": "stopped", **vars(self)}
+
+
 @dataclass(frozen=True)
 class ResumePoint:
-    """Where a stopped run resumes: its stored config, the checkpoint and its counters."""
+    """Where a stopped run resumes: its stored config, its checkpoint and what the store records
+    of it (`resume_point`); what a worker is given to resume it."""
 
     run_id: str
     config: RunConfig
     checkpoint: Path | None
     """The resume checkpoint; None for a run that never started (it starts afresh)."""
-    env_steps: int = 0
-    updates: int = 0
-    episodes: int = 0
+    recorded: Recorded
+    data: bytes | None = None
+    """The checkpoint's bytes, for a worker that cannot read the file (named by ``checkpoint``
+    in what it says)."""
 
 
 def resume_point(store: RunStore | None, run_id: str) -> ResumePoint:
-    """Check that ``run_id`` can be resumed from ``store`` and where from; changes nothing.
+    """Check that ``run_id`` can be resumed from ``store`` and where from, reading no more of its
+    checkpoint than its digest (step 1 of the module docstring); changes nothing.
 
     Raises `ResumeError` (a ``ValueError``) naming the run and why not: no store, an unknown id,
     a run that is not stopped (queued, running, paused, finished, failed), no resume checkpoint
-    (saved before resuming existed, or none at all), a checkpoint that is missing, unreadable,
-    without a valid digest or damaged (its digest does not match its bytes,
-    `rdqn.runs.checkpoints`: refused before anything is unpickled), that belongs to another
-    config, or that holds a state this run could not have saved: counters other than the store
-    recorded for it, or anything `rdqn.training.trainer.check_resume_state` refuses (the
-    module docstring, step 1).
+    (saved before resuming existed, or none at all), a stored config that is not valid, a
+    checkpoint that is missing, unreadable, without a valid digest or damaged (its digest does
+    not match its bytes). What the file holds is checked where the run resumes (`restore`).
     """
     if store is None:
         raise ResumeError(f"cannot resume run {run_id}: runs kept in memory only cannot resume")
@@ -164,19 +203,42 @@ def resume_point(store: RunStore | None, run_id: str) -> ResumePoint:
     blocker = resume_blocker_of(record)
     if blocker is not None:
         raise ResumeError(f"cannot resume run {run_id}: {blocker}")
+    from rdqn.config import RunConfig
+
     try:
         config = RunConfig.from_dict(record.config)
     except ValueError as err:
         raise ResumeError(
             f"cannot resume run {run_id}: its stored config is invalid: {err}"
         ) from err
-    if record.checkpoint_path is None:
-        return ResumePoint(run_id=run_id, config=config, checkpoint=None)
-    path = Path(record.checkpoint_path)
+    path = None if record.checkpoint_path is None else Path(record.checkpoint_path)
+    if path is not None:
+        try:
+            verify_checkpoint(path)
+        except CheckpointError as err:
+            raise ResumeError(f"cannot resume run {run_id}: {err}; {KEPT}") from err
+    return ResumePoint(run_id, config, path, Recorded.of(record))
+
+
+def restore(point: ResumePoint, trainer: Trainer) -> tuple[int, int, int]:
+    """Load the point's checkpoint, check it whole and restore it into ``trainer`` (new, of the
+    point's config); return its counters (env steps, updates, episodes), all 0 for a run that
+    never started (nothing to restore). Step 2 of the module docstring: `ResumeError`, one line
+    naming the run and the file, for anything a trainer of this run could not have saved.
+    Loading needs torch: this runs where the run trains."""
+    run_id, path = point.run_id, point.checkpoint
+    if path is None:
+        return 0, 0, 0
     try:
-        state = load_checkpoint(path)
+        if point.data is None:
+            state = load_checkpoint(path)
+        else:
+            state = load_checkpoint_bytes(point.data, source=str(path))
     except CheckpointError as err:
         raise ResumeError(f"cannot resume run {run_id}: {err}; {KEPT}") from err
+    from rdqn.config import RunConfig
+    from rdqn.training.state import RESUME_KEY
+
     if not isinstance(state.get(RESUME_KEY), dict):
         raise ResumeError(
             f"cannot resume run {run_id}: its checkpoint {path} holds no resume state"
@@ -185,7 +247,7 @@ def resume_point(store: RunStore | None, run_id: str) -> ResumePoint:
         saved_config = RunConfig.from_dict(state["config"])
     except (KeyError, TypeError, ValueError):
         saved_config = None
-    if saved_config != config:
+    if saved_config != point.config:
         raise ResumeError(
             f"cannot resume run {run_id}: its checkpoint {path} was saved by another config"
         )
@@ -196,44 +258,38 @@ def resume_point(store: RunStore | None, run_id: str) -> ResumePoint:
             f"cannot resume run {run_id}: checkpoint {path} is damaged (its counters cannot be "
             f"read: {type(err).__name__}: {err}); {KEPT}"
         ) from err
-    problem = _counters_problem(record, counters)
+    problem = _counters_problem(point.recorded, counters)
     if problem is not None:
         raise ResumeError(
             f"cannot resume run {run_id}: checkpoint {path} is invalid: counters: {problem}; {KEPT}"
         )
-    from rdqn.training.trainer import check_resume_state  # torch and the kernels: only here
-
     try:
-        check_resume_state(config, state)
+        trainer.restore(state)
     except Exception as err:  # noqa: BLE001 - whatever a wrong state makes a restore raise
         raise ResumeError(
             f"cannot resume run {run_id}: checkpoint {path} is invalid: {_detail(err)}; {KEPT}"
         ) from err
-    return ResumePoint(run_id=run_id, config=config, checkpoint=path, **counters)
+    return counters["env_steps"], counters["updates"], counters["episodes"]
 
 
-_COUNTERS = ("env_steps", "updates", "episodes")
-
-
-def _counters_problem(record: RunRecord, counters: dict[str, int]) -> str | None:
+def _counters_problem(recorded: Recorded, counters: dict[str, int]) -> str | None:
     """What is wrong with a checkpoint's counters, given what the store recorded: the env step it
     saved the checkpoint at (``runs.resume_env_steps``), which they never fall below, and the
     run's progress, which they never pass (rows are written before a checkpoint is saved). A
     file newer than its record (the process died between writing the file and recording it) is
     within both, and resumes from where it was saved."""
     env_steps = counters["env_steps"]
-    recorded_at = record.resume_env_steps
+    recorded_at = recorded.resume_env_steps
     if recorded_at is not None and env_steps < recorded_at:
         return (
             f"env_steps is {env_steps:,}, before env step {recorded_at:,}, where the store "
             "recorded this checkpoint"
         )
     for name in _COUNTERS:
-        recorded = getattr(record, name)
-        if counters[name] > recorded:
+        limit = getattr(recorded, name)
+        if counters[name] > limit:
             return (
-                f"{name} is {counters[name]:,}, past the {recorded:,} the store recorded for the "
-                "run"
+                f"{name} is {counters[name]:,}, past the {limit:,} the store recorded for the run"
             )
     return None
 
@@ -253,19 +309,3 @@ def _count(value: Any) -> int:
     if not is_integer(value) or value < 0:
         raise ValueError(f"expected a count, got {value!r}")
     return int(value)
-
-
-def reopen(store: RunStore, point: ResumePoint) -> None:
-    """Set the run back to 'created' at the point's counters, rows past them dropped
-    (`RunStore.reopen`); a worker given the point's checkpoint then resumes it."""
-    store.reopen(
-        point.run_id, env_steps=point.env_steps, updates=point.updates, episodes=point.episodes
-    )
-
-
-def prepare_resume(store: RunStore | None, run_id: str) -> ResumePoint:
-    """`resume_point`, then `reopen`: the run is ready for a worker to resume."""
-    point = resume_point(store, run_id)
-    assert store is not None
-    reopen(store, point)
-    return point

@@ -10,11 +10,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rdqn.runs.schema import EPISODE_KEYS, STEP_KEYS
-from rdqn.runs.store import RunRecords
 from rdqn.validation import check_integer, check_real
+
+if TYPE_CHECKING:  # the lifecycle writes through this writer
+    from rdqn.runs.lifecycle import RunRecords
 
 __all__ = ["RunWriter"]
 

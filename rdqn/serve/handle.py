@@ -7,16 +7,19 @@ events, makes the store writes a remote worker relays, notices a worker that die
 recorded as failed, with the reason and everything it wrote so far) and stops a run nobody has
 looked at for ``idle_timeout`` seconds. `rdqn.serve.registry` caps, queues and reaps handles.
 
-A run's status has one writer, the worker's recorded run: it records every change in the store,
-then sends it (each snapshot carries the status; the last event says how the run ended).
-`status` is the last status received, never what was asked for; `expected_status` is what the
-run will be once its worker has acted on the last request, which the registry counts its
-training slots by. Only where no worker can (one that never started, or died) does the handle
-record the status itself.
+A run's status has one writer, `rdqn.runs.lifecycle.record_status`, called by the worker's
+recorded run: it records every change in the store, then sends it (each snapshot carries the
+status; the last event says how the run ended). `status` is the last status received, never
+what was asked for; `expected_status` is what the run will be once its worker has acted on the
+last request, which the registry counts its training slots by. Only where no worker can (one
+that never started, died, or could not open the store) does the handle record the status
+itself, through the same function, and never over a status the run recorded as final.
 
     created -> running <-> paused -> finished | failed | stopped
 
-A stopped run resumes in a new handle with the same id (`RunHandle.resumed`, `rdqn.runs.resume`).
+A stopped run resumes in a new handle with the same id (`RunHandle.resumed`, `rdqn.runs.resume`):
+its worker checks the checkpoint and takes the run; until it has, the store keeps the run as it
+was, whatever happens to the handle (a worker that cannot start, a stop, a checkpoint refused).
 """
 
 from __future__ import annotations
@@ -26,13 +29,13 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 from rdqn.config import RunConfig
 from rdqn.runs.control import check_speed
-from rdqn.runs.lifecycle import RecordedRun, ending
-from rdqn.runs.resume import prepare_resume
+from rdqn.runs.lifecycle import RecordedRun, ending, record_status
+from rdqn.runs.resume import ResumePoint, resume_point
 from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import RunStore
 from rdqn.serve.executors import Executor, ThreadExecutor, Worker
@@ -62,9 +65,9 @@ class RunHandle:
         on_exit: called (with this handle) when the run has ended.
         stop_at_exit: stop (and record) the run when the interpreter exits; a registry that
             owns the handle does that itself, for all its runs at once.
-        run_id, resume_from: a stopped run reopened to resume (`rdqn.runs.resume.
-            prepare_resume`, or simply `RunHandle.resumed`): it keeps its id and continues from
-            its resume checkpoint (None: a run that never started starts afresh).
+        resume: where a stopped run resumes (`rdqn.runs.resume.resume_point`, or simply
+            `RunHandle.resumed`): it keeps its id and its worker continues from its resume
+            checkpoint (a run that never started starts afresh).
     """
 
     def __init__(
@@ -81,8 +84,7 @@ class RunHandle:
         idle_timeout: float | None = None,
         on_exit: Callable[[RunHandle], None] | None = None,
         stop_at_exit: bool = True,
-        run_id: str | None = None,
-        resume_from: Path | None = None,
+        resume: ResumePoint | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -91,16 +93,17 @@ class RunHandle:
         self.group_id = group_id
         self.snapshot_interval = snapshot_interval
         self.idle_timeout = idle_timeout
-        self.resumed_run = run_id is not None
+        self.resumed_run = resume is not None
         """Whether this handle resumes a stopped run rather than filing a new one."""
-        if run_id is None:
-            if resume_from is not None:
-                raise ValueError("resume_from needs the run_id of the run it resumes")
+        if resume is None:
             run_id = RecordedRun(config, store, name=name, group_id=group_id).create()
+        else:
+            run_id = resume.run_id
         if store is not None and owner is not None:
             store.set_owner_hash(run_id, owner)  # whose it is, after a server restart too
         self.id: str = run_id
-        self._resume_from = resume_from
+        self._resume = resume
+        self._refused = False  # a relayed resume whose taking the store refused
         self._speed = check_speed(speed)
         self._on_exit = on_exit
         self._stop_at_exit = stop_at_exit
@@ -120,9 +123,10 @@ class RunHandle:
     def resumed(cls, run_id: str, *, store: RunStore, **kwargs: Any) -> RunHandle:
         """A handle that resumes the stopped run ``run_id`` of ``store`` once started (same id;
         `rdqn.runs.resume`). Raises `rdqn.runs.resume.ResumeError` naming the run and why when
-        it cannot be resumed. ``kwargs`` are the constructor's (owner, speed, idle_timeout...)."""
-        point = prepare_resume(store, run_id)
-        return cls(point.config, store=store, run_id=run_id, resume_from=point.checkpoint, **kwargs)
+        it cannot be resumed (as far as `resume_point` tells; its worker checks the rest).
+        ``kwargs`` are the constructor's (owner, speed, idle_timeout...)."""
+        point = resume_point(store, run_id)
+        return cls(point.config, store=store, resume=point, **kwargs)
 
     # ------------------------------------------------------------------ controls
     def start(self, *, paused: bool = False) -> RunHandle:
@@ -143,7 +147,7 @@ class RunHandle:
                     paused=paused,
                     speed=self._speed,
                     snapshot_interval=self.snapshot_interval,
-                    resume_from=self._resume_source(shared=store_path is not None),
+                    resume=self._resume_point(shared=store_path is not None),
                 )
                 self._worker = self.executor.launch(spec)
             except BaseException as err:
@@ -160,21 +164,25 @@ class RunHandle:
             self._relay = relay
         return self
 
-    def _resume_source(self, *, shared: bool) -> str | bytes | None:
-        """The resume checkpoint for the worker: its path where the worker shares this machine's
-        files, else its bytes."""
-        if self._resume_from is None:
-            return None
-        return str(self._resume_from.resolve()) if shared else self._resume_from.read_bytes()
+    def _resume_point(self, *, shared: bool) -> ResumePoint | None:
+        """The resume point for the worker: the checkpoint's path where the worker shares this
+        machine's files, else with the file's bytes."""
+        point = self._resume
+        if point is None or point.checkpoint is None:
+            return point
+        if shared:
+            return replace(point, checkpoint=point.checkpoint.resolve())
+        return replace(point, data=point.checkpoint.read_bytes())
 
     def _fail_to_start(self, error: BaseException) -> None:
         """A worker that could not be launched: the run is recorded as failed, not left hanging
-        (called under the lock). A resumed run stays stopped, and resumable."""
+        (called under the lock). A resumed run stays as it was: stopped, and resumable."""
         self._status, self._error = ending(error)
         if self.resumed_run:
             self._status, self._error = "stopped", f"not resumed: {self._error}"
-        with contextlib.suppress(Exception):
-            RecordedRun(self.config, self.store, run_id=self.id).close(self._status, self._error)
+        else:
+            with contextlib.suppress(Exception):
+                RecordedRun(self.config, self.store, run_id=self.id).close(*ending(error))
         if self._on_exit is not None:
             threading.Thread(target=self._on_exit, args=(self,), daemon=True).start()
 
@@ -224,7 +232,8 @@ class RunHandle:
                 self._request_stop(reason)
             relay = self._relay
         if never_started:
-            RecordedRun(self.config, self.store, run_id=self.id).close("stopped", reason)
+            if not self.resumed_run:  # a resume never taken leaves the run as it was
+                RecordedRun(self.config, self.store, run_id=self.id).close("stopped", reason)
             return
         if wait and relay is not None and relay is not threading.current_thread():
             relay.join(timeout)
@@ -319,16 +328,36 @@ class RunHandle:
             if self._on_exit is not None:
                 self._on_exit(self)
 
+    def _never_taken(self) -> bool:
+        """A resume whose worker has not taken the run (it sent no snapshot): the store keeps
+        the run as it was, whatever ends the handle."""
+        return self.resumed_run and self._status == "created"
+
     def _lost(self, reason: str) -> tuple[str, str]:
         """Record how a run ended whose worker could not close it (its rows stay): 'stopped' if
         a stop was asked for (the worker was killed for not ending in time), else 'failed'."""
         ending = ("stopped", f"stopped; {reason}") if self._stop_sent else ("failed", reason)
+        if self._never_taken():
+            return "stopped", f"not resumed: {ending[1]}"
         if self.store is not None:
             with contextlib.suppress(Exception):
-                self.store.set_status(self.id, *ending)
+                record_status(self.store, self.id, *ending)
         return ending
 
+    def _ended(self, status: str, error: str | None) -> tuple[str, str | None]:
+        """The worker's last word: how its run ended, recorded here if the worker could not (it
+        could not open the store)."""
+        if self._never_taken():
+            return (status, error) if status == "stopped" else ("stopped", f"not resumed: {error}")
+        if self.store is not None:
+            recorded = self.store.get_run(self.id).status
+            if recorded not in FINAL_STATUSES:
+                record_status(self.store, self.id, status, error, expect={"status": recorded})
+        return status, error
+
     def _on_event(self, event: tuple[Any, ...]) -> tuple[str, str | None] | None:
+        if self._refused:  # what the worker sent after its resume was refused: not the run's
+            return None
         kind = event[0]
         if kind == "snapshot":
             with self._lock:
@@ -337,15 +366,23 @@ class RunHandle:
                     self._reported(event[1].status)
             self._first_report.set()
         elif kind == "record":
-            if self.store is not None:
-                apply_record(self.store, *event[1:])
+            if self.store is not None and apply_record(self.store, *event[1:]) is False:
+                return self._not_taken()
         elif kind == "done":
-            status, error = event[1], event[2]
-            # A worker that could not open the store cannot have recorded how its run ended.
-            if self.store is not None and self.store.get_run(self.id).status not in FINAL_STATUSES:
-                self.store.set_status(self.id, status, error)
-            return status, error
+            return self._ended(event[1], event[2])
         return None
+
+    def _not_taken(self) -> tuple[str, str]:
+        """A relayed resume whose taking the store refused (the run changed since the server
+        read it): the run stays as the store has it, and its worker goes."""
+        self._refused = True
+        if self._worker is not None:
+            self._worker.kill()
+        record = self.store.get_run(self.id)  # type: ignore[union-attr]
+        why = "its record changed while its checkpoint was checked; try again"
+        if record.status != "stopped":
+            why = f"it is {record.status}, not stopped"
+        return "stopped", f"cannot resume run {self.id}: {why}"
 
     def _reported(self, status: str) -> None:
         """The worker reports ``status`` (under the lock): a request it has acted on is done."""

@@ -26,6 +26,7 @@ from rdqn.validation import check_choice
 
 if TYPE_CHECKING:  # the server starts the zygote (it imports this module) before it loads these
     from rdqn.config import RunConfig
+    from rdqn.runs.resume import ResumePoint
     from rdqn.runs.store import RunStore
 
 __all__ = [
@@ -87,9 +88,9 @@ class RunSpec:
     paused: bool = False
     speed: float | None = None
     snapshot_interval: float = 0.5
-    resume_from: str | bytes | None = None
-    """A stopped run's resume checkpoint (`rdqn.runs.resume`): a file the worker can read, or
-    its bytes; None: the run starts from the beginning."""
+    resume: ResumePoint | None = None
+    """Where a stopped run resumes (`rdqn.runs.resume`; its checkpoint a file the worker can
+    read, or with its bytes); None: a new run, from the beginning."""
 
 
 class Link(Protocol):
@@ -108,8 +109,19 @@ class RecordRelay:
     def __init__(self, send: Callable[[tuple[Any, ...]], None]) -> None:
         self._send = send
 
-    def set_status(self, run_id: str, status: str, error: str | None = None) -> None:
-        self._send(("record", "set_status", (run_id, status, error), {}))
+    def set_status(
+        self,
+        run_id: str,
+        status: str,
+        error: str | None = None,
+        *,
+        expect: Mapping[str, Any] | None = None,
+        rewind: tuple[int, int, int] | None = None,
+    ) -> None:
+        """Relayed (`rdqn.runs.lifecycle.record_status`): the server's store decides, and the
+        server ends a run its store refused to let a resume take (`RunHandle`)."""
+        guard = {"expect": None if expect is None else dict(expect), "rewind": rewind}
+        self._send(("record", "set_status", (run_id, status, error), guard))
 
     def write_metrics(self, run_id: str, **rows: Any) -> None:
         self._send(("record", "write_metrics", (run_id,), rows))
@@ -127,10 +139,11 @@ class RecordRelay:
 
 def apply_record(
     store: RunStore, method: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]
-) -> None:
-    """Make a write a worker relayed (one of `RECORD_METHODS`) in the server's store."""
+) -> Any:
+    """Make a write a worker relayed (one of `RECORD_METHODS`) in the server's store; returns
+    what the store returns (False: a status it refused to write, `RunStore.set_status`)."""
     check_choice("record method", method, RECORD_METHODS)
-    getattr(store, method)(*args, **kwargs)
+    return getattr(store, method)(*args, **kwargs)
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,9 @@ from typing import Any
 
 from rdqn.config import RunConfig
 from rdqn.limits import check_limits
-from rdqn.runs.resume import reopen, resume_point
+from rdqn.runs.resume import ResumeError, resume_point
 from rdqn.runs.schema import FINAL_STATUSES
-from rdqn.runs.store import ResumeError, RunStore
+from rdqn.runs.store import RunStore
 from rdqn.serve.executors import Executor, ThreadExecutor, WarmUp
 from rdqn.serve.handle import RunHandle
 from rdqn.serve.run_owners import NotOwner, RunOwners
@@ -132,29 +132,17 @@ class RunRegistry:
         """Resume the stopped run ``run_id`` under the same id, from its resume checkpoint
         (`rdqn.runs.resume`): a new handle, started or queued as `start` does (``kwargs``: speed,
         idle_timeout, snapshot_interval). Raises `ResumeError` naming the run and why when it
-        cannot be resumed (`rdqn.runs.resume.resume_blocker`: not stopped, no resume
-        checkpoint...), and `ServerBusy` at the cap without ``queue``; either way nothing
-        changes."""
-        for _ in range(3):
-            with self._lock:
-                self._check_resumable(run_id, owner)
-                recorded = self._recorded_checkpoint(run_id)
-            # Reading and checking the whole checkpoint takes a while (the first time, torch and
-            # the kernels load): not under the lock, which every page's call takes.
-            point = resume_point(self.store, run_id)
-            with self._lock:
-                if self._recorded_checkpoint(run_id) == recorded:
-                    break
-            # A newer checkpoint was recorded meanwhile (the run's worker still closing): again.
-        else:
-            raise ResumeError(f"cannot resume run {run_id}: its checkpoint keeps changing")
+        cannot be resumed as far as the server tells without torch (`rdqn.runs.resume.
+        resume_point`: not stopped, no resume checkpoint, a damaged file...), and `ServerBusy`
+        at the cap without ``queue``; either way nothing changes. The run's worker checks the
+        rest of the checkpoint before it takes the run: refused, the handle ends 'stopped' with
+        the reason, and the store keeps the run as it was."""
         with self._lock:
-            self._check_resumable(run_id, owner)  # and `reopen` refuses a run resumed meanwhile
+            self._check_resumable(run_id, owner)
+        point = resume_point(self.store, run_id)  # reads the file's digest: not under the lock
+        with self._lock:
+            self._check_resumable(run_id, owner)
             active = self._check_room(queue)
-            assert self.store is not None  # resume_point refuses runs kept in memory only
-            if self._recorded_checkpoint(run_id) != recorded:
-                raise ResumeError(f"cannot resume run {run_id}: it was resumed meanwhile")
-            reopen(self.store, point)
             kwargs.setdefault("idle_timeout", self.idle_timeout)
             handle = RunHandle(
                 point.config,
@@ -163,8 +151,7 @@ class RunRegistry:
                 owner=owner,
                 on_exit=self._on_exit,
                 stop_at_exit=False,
-                run_id=run_id,
-                resume_from=point.checkpoint,
+                resume=point,
                 **kwargs,
             )
             return self._admit(handle, active, paused)
@@ -179,16 +166,6 @@ class RunRegistry:
         if current is not None and current.status not in FINAL_STATUSES:
             state = current.expected_status if current.started else "queued"
             raise ResumeError(f"cannot resume run {run_id}: it is {state}, not stopped")
-
-    def _recorded_checkpoint(self, run_id: str) -> tuple[object, int | None] | None:
-        """The checkpoint the store records for a run (None: no store or no such run)."""
-        if self.store is None:
-            return None
-        try:
-            record = self.store.get_run(run_id)
-        except KeyError:
-            return None
-        return record.checkpoint_path, record.resume_env_steps
 
     def _check_room(self, queue: bool) -> int:
         """How many runs train; raises `ServerBusy` when closed, or full without ``queue``."""

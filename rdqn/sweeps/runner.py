@@ -37,9 +37,9 @@ from tqdm import tqdm
 
 from rdqn.limits import check_threads
 from rdqn.runs.lifecycle import INTERRUPTED_BY_USER
-from rdqn.runs.resume import resume_blocker
+from rdqn.runs.resume import ResumeError, resume_blocker
 from rdqn.runs.schema import FINAL_STATUSES
-from rdqn.runs.store import ResumeError, RunStore
+from rdqn.runs.store import RunStore
 from rdqn.serve.executors import Executor, ProcessExecutor, usable_cores
 from rdqn.serve.handle import RunHandle
 from rdqn.serve.registry import RunRegistry

@@ -2,7 +2,8 @@
 numpy (and the compiled replay kernels at most); runs train in worker processes that do.
 
 A fresh interpreter (this test process imported torch long ago) opens every page, starts the
-demo and draws its live page until the run's first snapshot arrives, then reports what it holds.
+demo and draws its live page until the run's first snapshot arrives, then reports what it holds;
+another resumes stopped runs, one of them with an edited checkpoint, which its worker refuses.
 """
 
 from __future__ import annotations
@@ -49,12 +50,13 @@ print(json.dumps({"failures": failures, "torch": "torch" in sys.modules}))
 """
 
 
-def report_of(script: str, home: Path) -> dict:
+def report_of(script: str, home: Path, *args: str) -> dict:
     """Run ``script`` in a fresh interpreter (this test process imported torch long ago), its
-    runs in worker processes and its store in ``home``; return the JSON its last line prints."""
+    runs in worker processes and its store in ``home``, with ``args`` (``sys.argv[1:]``); return
+    the JSON its last line prints."""
     env = {**os.environ, "RDQN_HOME": str(home), "RDQN_EXECUTOR": "process"}
     done = subprocess.run(
-        [sys.executable, "-c", script],
+        [sys.executable, "-c", script, *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -140,3 +142,57 @@ def test_start_demo_loads_no_kernels_in_the_server(tmp_path: Path) -> None:
     would add half a second to the first click on a fresh server."""
     report = report_of(_START_DEMO, tmp_path)
     assert report == {"exception": [], "launched": True, "loaded": []}
+
+
+_RESUME = r"""
+import json, sys
+
+from rdqn.runs.store import RunStore, default_home
+from rdqn.serve.executors import executor_from_env
+from rdqn.serve.registry import RunRegistry
+
+good, edited = sys.argv[1:]
+store = RunStore(default_home() / "rdqn.db")
+registry = RunRegistry(store, executor=executor_from_env(), idle_timeout=None)
+before = store.get_run(edited)
+resumed = registry.resume(good, queue=True)
+refused = registry.resume(edited, queue=True)
+ended = resumed.join(240) and refused.join(240)
+unchanged = store.get_run(edited) == before
+registry.shutdown()
+print(json.dumps({"ended": ended, "resumed": resumed.status, "refused": refused.error,
+                  "unchanged": unchanged, "torch": "torch" in sys.modules}))
+"""
+
+
+@pytest.mark.slow
+def test_resuming_a_run_does_not_import_torch_in_the_server(tmp_path: Path) -> None:
+    """A server's first Resume used to load torch (and the kernels) to restore the checkpoint
+    into a throwaway trainer. The server checks what it can without them (`rdqn.runs.resume.
+    resume_point`); the run's worker checks the rest before it takes the run, and refuses an
+    edited checkpoint in the same one line as the command line, the run left as it was."""
+    from rdqn.runs.checkpoints import load_checkpoint, save_checkpoint
+    from rdqn.runs.lifecycle import RecordedRun
+    from rdqn.runs.store import RunStore
+    from tests.run_helpers import tiny
+
+    with RunStore(tmp_path / "rdqn.db") as store:
+        ids = []
+        for _ in range(2):
+            run = RecordedRun(tiny(400), store)
+            run.open().run(steps=150)
+            run.close("stopped", "stopped by its owner")
+            ids.append(run.id)
+        path = Path(store.get_run(ids[1]).checkpoint_path)
+    state = load_checkpoint(path)
+    weights = state["agent"]["online"]
+    weights[next(iter(weights))].view(-1)[0] = float("nan")
+    save_checkpoint(state, path)
+
+    report = report_of(_RESUME, tmp_path, *ids)
+
+    assert report["ended"] and report["resumed"] == "finished"
+    assert report["refused"].startswith(f"cannot resume run {ids[1]}: checkpoint {path} is ")
+    assert "must be finite" in report["refused"]
+    assert report["unchanged"]
+    assert not report["torch"], "the server imported torch"

@@ -8,6 +8,7 @@ the store holds about the two runs: they must agree bit for bit but for wall tim
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -19,7 +20,6 @@ from rdqn.runs.control import RunControls, drive
 from rdqn.runs.lifecycle import RecordedRun, run_to_end
 from rdqn.runs.resume import (
     ResumeError,
-    prepare_resume,
     resumable,
     resume_blocker,
     resume_point,
@@ -54,6 +54,15 @@ def stopped_run(store: RunStore, config, steps: int, *, at_episode_end: bool = T
     return run.id
 
 
+def resume_here(store: RunStore, run_id: str) -> RecordedRun:
+    """The stopped run ``run_id`` opened to resume in this process, as the command line does:
+    its checkpoint checked whole, restored, and the run taken."""
+    point = resume_point(store, run_id)
+    run = RecordedRun(point.config, store, resume=point)
+    run.open()
+    return run
+
+
 def metrics(store: RunStore, run_id: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     return (
         store.episodes(run_id).drop(columns="wall_time"),
@@ -80,11 +89,13 @@ def test_a_stopped_run_resumed_after_a_restart_matches_the_run_never_stopped(
         assert stopped.resume_env_steps == stopped.env_steps >= 150
     with RunStore(tmp_path / "rdqn.db") as store:  # a new server, same files
         assert resumable(store, run_id) and resume_blocker(store, run_id) is None
-        point = prepare_resume(store, run_id)
-        assert point.env_steps == stopped.env_steps
+        point = resume_point(store, run_id)
+        assert point.recorded.env_steps == stopped.env_steps
         assert point.checkpoint == Path(stopped.checkpoint_path)
-        assert store.get_run(run_id).status == "created"
-        run = RecordedRun(point.config, store, run_id=run_id, resume_from=point.checkpoint)
+        assert store.get_run(run_id) == stopped  # nothing changes before the run opens
+        run = RecordedRun(point.config, store, resume=point)
+        assert run.open().env_steps == stopped.env_steps
+        assert store.get_run(run_id).status == "running"
         assert run_to_end(run).status == "finished"
 
         ran_through, resumed = store.get_run(whole), store.get_run(run_id)
@@ -139,10 +150,9 @@ def test_a_paused_run_can_be_resumed_from_its_pause_if_its_process_dies(tmp_path
     with RunStore(tmp_path / "rdqn.db") as store:
         assert store.mark_interrupted() == 1
         assert resumable(store, run.id)
-        point = prepare_resume(store, run.id)
-        assert store.get_run(run.id).env_steps == point.env_steps == 150
-        assert store.steps(run.id)["updates"].max() == point.updates
-        resumed = RecordedRun(point.config, store, run_id=run.id, resume_from=point.checkpoint)
+        resumed = resume_here(store, run.id)
+        assert store.get_run(run.id).env_steps == resumed.trainer.env_steps == 150
+        assert store.steps(run.id)["updates"].max() == resumed.trainer.updates
         run_to_end(resumed)
         assert store.get_run(run.id).env_steps == 400
         assert_contiguous_rows(store, run.id, log_every=1)
@@ -314,15 +324,16 @@ def test_what_cannot_be_resumed_says_which_run_and_why(tmp_path: Path) -> None:
         gone = stopped_run(store, tiny(300), 100)
         Path(store.get_run(gone).checkpoint_path).unlink()
         with pytest.raises(ResumeError, match=r"its checkpoint .*\.pt is missing"):
-            prepare_resume(store, gone)
+            resume_point(store, gone)
 
         # A checkpoint that claims to resume but does not (written by hand, say).
         forged = stopped_run(store, tiny(300), 100)
         forged_path = store.get_run(forged).checkpoint_path
         save_checkpoint(state, forged_path)
+        before = store.get_run(forged)
         with pytest.raises(ResumeError, match="holds no resume state"):
-            prepare_resume(store, forged)
-        assert store.get_run(forged).status == "stopped"
+            resume_here(store, forged)
+        assert store.get_run(forged) == before
 
 
 def test_a_run_cut_off_inside_a_step_stops_without_a_resume_state(tmp_path: Path) -> None:
@@ -347,11 +358,13 @@ def test_a_resumed_run_whose_worker_cannot_start_stays_resumable(tmp_path: Path)
     with RunStore(tmp_path / "rdqn.db") as store:
         run_id = stopped_run(store, tiny(300), 100)
         registry = RunRegistry(store, executor=CannotLaunch())
+        before = store.get_run(run_id)
         with pytest.raises(RuntimeError, match="no worker today"):
             registry.resume(run_id)
-        record = store.get_run(run_id)
-        assert record.status == "stopped"
-        assert record.error == "not resumed: RuntimeError: no worker today"
+        handle = registry.get(run_id)
+        assert handle.status == "stopped"
+        assert handle.error == "not resumed: RuntimeError: no worker today"
+        assert store.get_run(run_id) == before  # stopped, resumable, its reason kept
         assert resumable(store, run_id)
         registry.shutdown()
 
@@ -411,10 +424,10 @@ def edit_checkpoint(store: RunStore, run_id: str) -> Path:
 
 
 def test_a_refused_checkpoint_drops_no_rows_and_changes_nothing(tmp_path: Path) -> None:
-    """Regression: `prepare_resume` deleted the rows written after the checkpoint (the run
-    paused, ran on, died) and set the run 'created' before the checkpoint was restored, so a
-    checkpoint refused then had already cost the rows; now the whole checkpoint is checked
-    first, and a refused resume changes nothing in the store."""
+    """Regression: resuming deleted the rows written after the checkpoint (the run paused, ran
+    on, died) and set the run 'created' before the checkpoint was restored, so a checkpoint
+    refused then had already cost the rows; now the whole checkpoint is checked first, and a
+    refused resume changes nothing in the store."""
     run_id, rows = paused_run_that_ran_on_and_died(tmp_path)
     with RunStore(tmp_path / "rdqn.db") as store:
         path = edit_checkpoint(store, run_id)
@@ -423,7 +436,7 @@ def test_a_refused_checkpoint_drops_no_rows_and_changes_nothing(tmp_path: Path) 
         assert before.env_steps == 250 and before.resume_env_steps == 150
 
         with pytest.raises(ResumeError) as refused:
-            prepare_resume(store, run_id)
+            resume_here(store, run_id)
 
         said = str(refused.value)
         assert said.startswith(f"cannot resume run {run_id}: checkpoint {path} is invalid: ")
@@ -437,18 +450,74 @@ def test_a_refused_checkpoint_drops_no_rows_and_changes_nothing(tmp_path: Path) 
 def test_the_registry_refuses_an_edited_checkpoint_and_changes_nothing(
     executor: Executor, tmp_path: Path
 ) -> None:
-    """A checkpoint edited and saved again with a valid digest is refused by
-    `RunRegistry.resume` before any row is dropped or a worker starts."""
+    """A checkpoint edited and saved again with a valid digest passes the server's cheap
+    checks; the run's worker refuses it before any row is dropped or its status changes (with
+    the checkpoint's bytes too, relayed), and the run's handle ends 'stopped' with the one
+    line the command line says."""
     run_id, rows = paused_run_that_ran_on_and_died(tmp_path)
     with RunStore(tmp_path / "rdqn.db") as store:
         path = edit_checkpoint(store, run_id)
         before = store.get_run(run_id)
         registry = RunRegistry(store, executor=executor)
-        with pytest.raises(ResumeError, match=f"checkpoint {path} is invalid: agent: "):
-            registry.resume(run_id)
+        handle = registry.resume(run_id)
+        assert handle.join(60)
         registry.shutdown()
+        assert handle.status == "stopped"
+        assert handle.error.startswith(
+            f"cannot resume run {run_id}: checkpoint {path} is invalid: agent: "
+        )
+        assert handle.error.endswith("; the run stays listed with its rows")
         assert store.get_run(run_id) == before
         assert len(store.episodes(run_id)) == rows
+        assert resumable(store, run_id)
+
+
+def test_a_queued_resume_that_is_stopped_leaves_the_run_as_it_was(tmp_path: Path) -> None:
+    """A resume waits in the queue with the run still 'stopped' in the store (its worker takes
+    it); stopped before it started (a server shutting down, its owner going away), the record
+    keeps its own reason."""
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run_id = stopped_run(store, tiny(300), 100)
+        before = store.get_run(run_id)
+        registry = RunRegistry(store, max_active=1, idle_timeout=None)
+        registry.start(tiny(1_000_000))
+        queued = registry.resume(run_id, queue=True)
+        assert store.get_run(run_id) == before
+        registry.shutdown()
+        assert (queued.status, queued.error) == ("stopped", "stopped: the server shut down")
+        assert store.get_run(run_id) == before and resumable(store, run_id)
+
+
+def test_a_resume_queued_while_its_record_changed_takes_the_run_only_as_checked(
+    executor: Executor, tmp_path: Path
+) -> None:
+    """The server reads the run's record when the resume is asked for; a worker that can read
+    the store reads it again as it opens the run and resumes, while one whose writes are relayed
+    checks against the server's reading, and the store refuses to let it take a run recorded
+    otherwise since: its handle ends 'stopped', the run as it was."""
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run_id = stopped_run(store, tiny(300), 100)
+        registry = RunRegistry(store, executor=executor, max_active=1, idle_timeout=None)
+        busy = registry.start(tiny(1_000_000))
+        resumed = registry.resume(run_id, queue=True)
+        assert registry.position(run_id) == (1, 1)
+        record = store.get_run(run_id)
+        store.set_checkpoint(  # a newer file's record (its counters within the run's progress)
+            run_id, record.checkpoint_path, resume_env_steps=record.resume_env_steps - 1
+        )
+        changed = store.get_run(run_id)
+        registry.stop(busy.id)
+        assert resumed.join(60)
+        registry.shutdown()
+        if executor.shares_store:
+            assert resumed.status == "finished"
+        else:
+            assert (resumed.status, resumed.error) == (
+                "stopped",
+                f"cannot resume run {run_id}: its record changed while its checkpoint was "
+                "checked; try again",
+            )
+            assert store.get_run(run_id) == changed
 
 
 @pytest.mark.parametrize(
@@ -476,7 +545,7 @@ def test_counters_other_than_the_store_recorded_are_refused(
         rows = len(store.episodes(run_id))
 
         with pytest.raises(ResumeError) as refused:
-            prepare_resume(store, run_id)
+            resume_here(store, run_id)
 
         assert str(refused.value).startswith(
             f"cannot resume run {run_id}: checkpoint {path} is invalid: counters: {said}"
@@ -497,31 +566,43 @@ def test_a_checkpoint_newer_than_its_record_resumes_from_where_it_was_saved(
         saved_at = record.resume_env_steps
         assert saved_at is not None and saved_at > 10
         store.set_checkpoint(run_id, record.checkpoint_path, resume_env_steps=saved_at - 10)
-        point = prepare_resume(store, run_id)
-        assert point.env_steps == saved_at
-        assert store.get_run(run_id).status == "created"
+        run = resume_here(store, run_id)
+        assert run.trainer.env_steps == saved_at
+        assert store.get_run(run_id).status == "running"
+        run.close("stopped", "stopped by its owner")
 
 
-def test_a_worker_that_cannot_restore_its_checkpoint_leaves_the_run_stopped(
+def test_a_checkpoint_sent_as_bytes_is_refused_where_the_run_resumes_and_changes_nothing(
     tmp_path: Path,
 ) -> None:
-    """Should the checkpoint a worker is given not restore (replaced after `resume_point`
-    checked it, or bytes sent by a server), `RecordedRun.open` refuses it in one line naming
-    the run, and the run is 'stopped' again with the reason, not 'failed'."""
+    """A worker that cannot read the server's files is sent the checkpoint's bytes: should
+    they not restore (here: an edited wall time), `RecordedRun.open` refuses them in one line
+    naming the run and the server's file, ends the run 'stopped' with it (in memory) and leaves
+    the store as it was."""
     with RunStore(tmp_path / "rdqn.db") as store:
         run_id = stopped_run(store, tiny(300), 100)
-        point = prepare_resume(store, run_id)
+        point = resume_point(store, run_id)
         state = load_checkpoint(point.checkpoint)
         state["resume"]["wall_time"] = float("nan")
-        run = RecordedRun(point.config, store, run_id=run_id, resume_from=checkpoint_bytes(state))
+        before = store.get_run(run_id)
+        sent = replace(point, data=checkpoint_bytes(state))
+        run = RecordedRun(point.config, RelayingRecords(store), resume=sent)
         with pytest.raises(ResumeError) as refused:
             run.open()
         said = str(refused.value)
-        assert said.startswith(f"cannot resume run {run_id}: its checkpoint (bytes) cannot be ")
+        assert said.startswith(f"cannot resume run {run_id}: checkpoint {point.checkpoint} is ")
         assert "wall_time must be a finite number of seconds >= 0, got nan" in said
-        record = store.get_run(run_id)
-        assert (record.status, record.error) == ("stopped", said)
+        assert (run.status, run.error) == ("stopped", said)
+        assert store.get_run(run_id) == before
         assert resumable(store, run_id)
+
+
+class RelayingRecords:
+    """A store's writes without its reads, as a worker's relay to the server makes them."""
+
+    def __init__(self, store: RunStore) -> None:
+        for name in ("set_status", "write_metrics", "set_manifest", "save_checkpoint"):
+            setattr(self, name, getattr(store, name))
 
 
 def test_records_give_a_checkpoint_under_the_folder_the_store_was_opened_from(
