@@ -9,6 +9,14 @@
     step_once                    one env step (and its update, if due), then paused
     set_speed(n)                 at most n env steps per second (None: full speed)
     stop(reason)                 ends the run as 'stopped', with the reason if one is given
+    request(PLAY | MEMORIES)     a greedy episode now, or the memory explorer's view, served
+                                 between two steps, paused or not (`rdqn.training.watcher`,
+                                 `rdqn.training.memories`)
+
+A run plays greedy episodes for its watchers at the watcher's cadence (the first at once), and a
+last one when it finishes or stops, so an ended run can still be watched; its memory view is
+built when asked for and when it ends. Both travel in the snapshots (the memory view only in the
+one after it was built: it is large, and the server keeps the latest).
 
 The loop blocks while paused, so a paused run costs no CPU. A worker (`rdqn.serve.worker`) runs
 `drive` and turns the server's commands into these requests.
@@ -24,7 +32,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rdqn.runs.lifecycle import RecordedRun, ending
+from rdqn.training.memories import Memories, memories
 from rdqn.training.telemetry import Telemetry
+from rdqn.training.watcher import EpisodeWatcher
 from rdqn.validation import Real
 
 if TYPE_CHECKING:
@@ -32,7 +42,9 @@ if TYPE_CHECKING:
 
 __all__ = ["RunControls", "drive"]
 
-STOP, RUN, STEP, PAUSE = "stop", "run", "step", "pause"
+STOP, RUN, STEP, PAUSE, SERVE = "stop", "run", "step", "pause", "serve"
+PLAY, MEMORIES = "play", "memories"
+"""What a watcher may ask a run for (`RunControls.request`)."""
 _SPEED = Real(minimum=0.0, open_minimum=True, optional=True)
 
 
@@ -60,6 +72,7 @@ class RunControls:
         self.stopping = False
         self.stop_reason: str | None = None
         self._step_requests = 0
+        self._requests: set[str] = set()
 
     def pause(self) -> None:
         with self._lock:
@@ -93,13 +106,31 @@ class RunControls:
                 self.stop_reason = reason
             self._wake.notify_all()
 
+    def request(self, what: str) -> None:
+        """Ask for `PLAY` (a greedy episode now) or `MEMORIES` (the memory explorer's view);
+        the same request made twice before it is served is served once."""
+        if what not in (PLAY, MEMORIES):
+            raise ValueError(f"a run serves {PLAY!r} or {MEMORIES!r}, got {what!r}")
+        with self._lock:
+            self._requests.add(what)
+            self._wake.notify_all()
+
+    def take_requests(self) -> set[str]:
+        """The requests made since the last call (and no more of them)."""
+        with self._lock:
+            taken, self._requests = self._requests, set()
+            return taken
+
     def next_action(self, paused_recorded: bool) -> str:
-        """What the loop does next: 'stop', 'run', 'step', or 'pause' (once, to record the
-        pause: pass ``paused_recorded=True`` afterwards and it blocks until a request)."""
+        """What the loop does next: 'stop', 'serve' (a watcher's request), 'run', 'step', or
+        'pause' (once, to record the pause: pass ``paused_recorded=True`` afterwards and it
+        blocks until a request)."""
         with self._lock:
             while True:
                 if self.stopping:
                     return STOP
+                if self._requests:
+                    return SERVE
                 if not self.paused:
                     return RUN
                 if self._step_requests:
@@ -138,16 +169,35 @@ def drive(
     that cannot be built included).
     """
     trainer: Trainer | None = None
+    watcher: EpisodeWatcher | None = None
     status, error = "stopped", None
+    fresh_memories: list[Memories | None] = [None]
 
     def snapshot() -> Telemetry:
         """The trainer's snapshot, labelled with how the run stands (created, running, paused,
-        or how it ended): the trainer only knows its own loop."""
+        or how it ended): the trainer only knows its own loop; with what its watchers see."""
         assert trainer is not None
-        return dataclasses.replace(trainer.snapshot(), status=run.status, error=run.error)
+        view, fresh_memories[0] = fresh_memories[0], None
+        return dataclasses.replace(
+            trainer.snapshot(),
+            status=run.status,
+            error=run.error,
+            played=None if watcher is None else watcher.latest,
+            greedy=None if watcher is None else watcher.curve.snapshot(),
+            memories=view,
+        )
+
+    def serve(requests: set[str]) -> None:
+        assert trainer is not None and watcher is not None
+        if PLAY in requests:
+            watcher.play_now()
+        if MEMORIES in requests:
+            fresh_memories[0] = memories(trainer)
 
     try:
         trainer = run.open(paused=controls.paused)
+        watcher = EpisodeWatcher(trainer)
+        watcher.maybe_play()  # the policy before any training: what a class sees first
         publish(snapshot())
         last_publish = next_tick = time.monotonic()
         while True:
@@ -155,6 +205,10 @@ def drive(
             if action == STOP:
                 error = controls.stop_reason
                 break
+            if action == SERVE:
+                serve(controls.take_requests())
+                publish(snapshot())
+                continue
             if action == PAUSE:
                 run.mark("paused")
                 publish(snapshot())
@@ -167,8 +221,9 @@ def drive(
                 status = "finished"
                 break
             trainer.step()
+            played = watcher.maybe_play() is not None
             now = time.monotonic()
-            if action == STEP or now - last_publish >= snapshot_interval:
+            if action == STEP or played or now - last_publish >= snapshot_interval:
                 publish(snapshot())
                 run.record_progress()
                 last_publish = now
@@ -176,6 +231,10 @@ def drive(
     except Exception as err:  # noqa: BLE001 - any failure must end as a recorded 'failed' run
         status, error = ending(err)
     finally:
+        if trainer is not None and watcher is not None and status != "failed":
+            # What an ended run is watched and explored by (nothing the run's record needs).
+            with contextlib.suppress(Exception):
+                serve({PLAY, MEMORIES})
         # A failure while closing is recorded by close() itself as the run's error.
         with contextlib.suppress(Exception):
             run.close(status, error)

@@ -5,7 +5,7 @@ server would, and talks to the server over a *link*: a pipe between processes, q
 threads, a Ray actor's mailbox. The messages:
 
     server -> worker   ("pause",)  ("resume",)  ("step",)  ("speed", steps_per_second | None)
-                       ("stop", reason | None)
+                       ("stop", reason | None)  ("play",)  ("memories",)
     worker -> server   ("snapshot", Telemetry)
                        ("record", method, args, kwargs)  a write for the server's run store
                        ("done", status, error)     the run is closed; nothing follows
@@ -40,7 +40,7 @@ from rdqn.learn import fused_mlp
 from rdqn.presets import preset
 from rdqn.replay.kernels import registry as kernel_registry
 from rdqn.replay.sumtree import SumTree
-from rdqn.runs.control import RunControls, drive
+from rdqn.runs.control import MEMORIES, PLAY, RunControls, drive
 from rdqn.runs.lifecycle import RecordedRun, RunRecords, ending
 from rdqn.runs.store import RunStore
 from rdqn.serve.protocol import (
@@ -94,6 +94,8 @@ def _listen(link: Link, controls: RunControls) -> None:
             controls.step_once()
         elif name == "speed":
             controls.set_speed(args[0])
+        elif name in (PLAY, MEMORIES):
+            controls.request(name)
         elif name == "stop":
             controls.stop(args[0] if args else None)
             return

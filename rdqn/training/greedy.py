@@ -23,16 +23,7 @@ from rdqn.envs.poses import pose_kind, poses
 from rdqn.replay.windows import WindowBuilder
 from rdqn.training.episodes import PlayedEpisode
 
-__all__ = ["play_greedy", "watch_seed"]
-
-WATCH_SEED_OFFSET = 1_000_003
-"""Watched episodes reset their env with seeds of their own, far from the training env's seed and
-from `rdqn.training.trainer.Trainer.evaluate`'s (10,000 on)."""
-
-
-def watch_seed(run_seed: int, played: int) -> int:
-    """The env seed of a run's ``played``-th watched episode (0, 1, …)."""
-    return WATCH_SEED_OFFSET + 7_919 * run_seed + played
+__all__ = ["play_greedy"]
 
 
 def play_greedy(

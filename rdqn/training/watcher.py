@@ -23,12 +23,21 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rdqn.training.episodes import GreedyReturns, PlayedEpisode
-from rdqn.training.greedy import watch_seed
 
 if TYPE_CHECKING:
     from rdqn.training.trainer import Trainer
 
-__all__ = ["EpisodeWatcher", "GreedyCurve"]
+__all__ = ["EpisodeWatcher", "GreedyCurve", "watch_seed"]
+
+WATCH_SEED_OFFSET = 1_000_003
+"""Watched episodes reset their env with seeds of their own, far from the training env's seed and
+from `Trainer.evaluate`'s (10,000 on)."""
+
+
+def watch_seed(run_seed: int, played: int) -> int:
+    """The env seed of a run's ``played``-th watched episode (0, 1, …)."""
+    return WATCH_SEED_OFFSET + 7_919 * run_seed + played
+
 
 EVERY_EPISODES = 5
 MIN_SECONDS = 5.0

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from rdqn.envs import make_env
-from rdqn.training.greedy import play_greedy, watch_seed
+from rdqn.training.greedy import play_greedy
+from rdqn.training.watcher import watch_seed
 
 
 def always(action: int, actions: int = 2):
