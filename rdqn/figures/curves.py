@@ -32,6 +32,10 @@ MAX_MARKERS = 150
 """The raw returns are drawn with a marker per episode up to this many points (`reward_curve`)."""
 
 
+GREEDY_COLOR = "#222222"
+"""The greedy returns' colour: no scheme's, and dark over every scheme's curve."""
+
+
 def reward_curve(
     end_steps: ArrayLike,
     returns: ArrayLike,
@@ -41,13 +45,17 @@ def reward_curve(
     overlay_label: str = "previous run",
     threshold: float | None = None,
     scheme: str | None = None,
+    greedy: tuple[ArrayLike, ArrayLike] | None = None,
     title: str = "Episode return",
 ) -> go.Figure:
-    """Episode returns against environment steps: raw (faint) and EMA-smoothed (`ema`).
+    """Episode returns against environment steps: the training's ε-greedy returns, raw (faint)
+    and EMA-smoothed (`ema`).
 
     `overlay` = (end_steps, returns) of a previous run, drawn as its smoothed curve in dashed grey,
     so that the effect of changing alpha or beta stays visible after the restart. `threshold`
     adds a dotted horizontal line (e.g. 475 for CartPole-v1). `scheme` picks the line color.
+    `greedy` = (env steps, returns) of the greedy episodes the run played for its watchers (no
+    exploration: what the policy does), drawn as dark diamonds joined by a line.
     """
     steps = _as_1d(end_steps)
     values = _as_1d(returns)
@@ -58,6 +66,9 @@ def reward_curve(
         overlay_values = _as_1d(overlay[1])
         _same_length(overlay_end_steps=overlay_steps, overlay_returns=overlay_values)
     has_overlay = overlay_values is not None and overlay_values.size > 0
+    greedy_steps, greedy_values = (_as_1d(greedy[0]), _as_1d(greedy[1])) if greedy else (None, None)
+    if greedy_values is not None:
+        _same_length(greedy_steps=greedy_steps, greedy_returns=greedy_values)
     if values.size == 0 and not has_overlay:
         return empty_figure(title)
 
@@ -89,7 +100,7 @@ def reward_curve(
                 # A marker per episode while they are few enough to tell apart; past that,
                 # every redraw would restyle hundreds of markers for a blur.
                 "mode": "lines+markers" if raw_y.size <= MAX_MARKERS else "lines",
-                "name": "return",
+                "name": "ε-greedy return",
                 "line": {"color": _rgba(color, 0.3), "width": 1},
                 "marker": {"color": _rgba(color, 0.35), "size": 5},
                 "hovertemplate": "step %{x:,}<br>return %{y:.1f}<extra></extra>",
@@ -104,6 +115,19 @@ def reward_curve(
                 "name": f"smoothed (EMA {smoothing:g})",
                 "line": {"color": color, "width": 3},
                 "hovertemplate": "step %{x:,}<br>smoothed %{y:.1f}<extra></extra>",
+            }
+        )
+    if greedy_values is not None and greedy_values.size:
+        traces.append(
+            {
+                "type": "scatter",
+                "x": greedy_steps,
+                "y": greedy_values,
+                "mode": "lines+markers",
+                "name": "greedy return (watched)",
+                "line": {"color": GREEDY_COLOR, "width": 1.5},
+                "marker": {"color": GREEDY_COLOR, "size": 8, "symbol": "diamond"},
+                "hovertemplate": "policy at step %{x:,}<br>greedy return %{y:.1f}<extra></extra>",
             }
         )
     layout = _style(
