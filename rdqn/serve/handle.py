@@ -40,11 +40,14 @@ from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import RunStore
 from rdqn.serve.executors import Executor, ThreadExecutor, Worker
 from rdqn.serve.protocol import RunSpec, apply_record
+from rdqn.training.memories import Memories
 from rdqn.training.telemetry import Telemetry
 
 __all__ = ["RunHandle"]
 
 _POLL_S = 0.25
+MEMORIES_MAX_AGE = 2.0
+"""Seconds a memory explorer's view is fresh enough (`RunHandle.request_memories`)."""
 
 
 class RunHandle:
@@ -112,6 +115,8 @@ class RunHandle:
         self._asked: str | None = None  # the status the last pause/resume/step request leads to
         self._error: str | None = None
         self._snapshot: Telemetry | None = None
+        self._memories: Memories | None = None
+        self._memories_asked = float("-inf")
         self._first_report = threading.Event()  # set by the first snapshot, or by the run's end
         self._worker: Worker | None = None
         self._relay: threading.Thread | None = None
@@ -211,6 +216,31 @@ class RunHandle:
             if self._expected() in ("running", "paused"):
                 self._send("step")
                 self._asked = "paused"
+
+    def play_episode(self) -> None:
+        """Ask the run for a greedy episode of its current policy now ("Play an episode now")."""
+        with self._lock:
+            if self._expected() in ("running", "paused"):
+                self._send("play")
+
+    def request_memories(self, max_age: float = MEMORIES_MAX_AGE) -> None:
+        """Ask the run for its memory explorer's view, unless one is under way or was received
+        less than ``max_age`` seconds ago: however many pages poll, the run builds one at a
+        time."""
+        now = time.monotonic()
+        with self._lock:
+            if self._expected() not in ("running", "paused"):
+                return
+            if now - self._memories_asked < max_age:
+                return
+            self._memories_asked = now
+            self._send("memories")
+
+    @property
+    def memories(self) -> Memories | None:
+        """The latest memory explorer's view the run sent (None before the first)."""
+        with self._lock:
+            return self._memories
 
     def set_speed(self, speed: float | None) -> None:
         speed = check_speed(speed)
@@ -362,6 +392,9 @@ class RunHandle:
         if kind == "snapshot":
             with self._lock:
                 self._snapshot = event[1]
+                if event[1].memories is not None:  # sent once: kept until the next one
+                    self._memories = event[1].memories
+                    self._memories_asked = time.monotonic()  # fresh from now
                 if event[1].status in ("running", "paused"):
                     self._reported(event[1].status)
             self._first_report.set()

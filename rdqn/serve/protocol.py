@@ -2,7 +2,7 @@
 serves the pages never imports torch (workers and the zygote do, `rdqn.serve.worker`).
 
     server -> worker   ("pause",)  ("resume",)  ("step",)  ("speed", steps_per_second | None)
-                       ("stop", reason | None)
+                       ("stop", reason | None)  ("play",)  ("memories",)
     worker -> server   ("snapshot", Telemetry)
                        ("record", method, args, kwargs)  a write for the server's run store
                        ("done", status, error)     the run is closed; nothing follows
@@ -48,7 +48,7 @@ __all__ = [
     "apply_record",
 ]
 
-COMMANDS: tuple[str, ...] = ("pause", "resume", "step", "speed", "stop")
+COMMANDS: tuple[str, ...] = ("pause", "resume", "step", "speed", "stop", "play", "memories")
 RECORD_METHODS: tuple[str, ...] = ("set_status", "write_metrics", "set_manifest", "save_checkpoint")
 SERVER_GONE = "stopped: the server went away"
 TRAINING_NICENESS = 10

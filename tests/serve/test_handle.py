@@ -180,3 +180,31 @@ def test_wait_for_snapshot_ends_when_the_run_fails_before_sending_one() -> None:
     result = _waiting_for_snapshot(started)
     wait_for(lambda: result, 60, what="a run that failed at once kept the wait going")
     assert handle.join(60) and handle.status == "failed"
+
+
+def test_a_paused_run_plays_an_episode_and_sends_its_memory_on_request() -> None:
+    """Play an episode now, and the memory explorer's view: asked through the handle, served by
+    the paused run; the view is kept by the handle though later snapshots do not carry it, and
+    a second request within its freshness is not sent."""
+    handle = RunHandle(tiny(), snapshot_interval=0.05).start(paused=True)
+    wait_for(lambda: handle.snapshot() is not None and handle.status == "paused")
+    for _ in range(40):
+        handle.step_once()
+    wait_for(lambda: handle.snapshot().env_steps == 40)
+    before = len(handle.snapshot().greedy)
+    handle.play_episode()
+    wait_for(lambda: len(handle.snapshot().greedy) == before + 1, what="no episode played")
+    assert handle.snapshot().played.env_steps == 40
+    assert handle.memories is None
+    handle.request_memories()
+    view = wait_for(lambda: handle.memories, what="no memory view")
+    assert view.env_steps == 40 and view.size == 40
+    handle.step_once()
+    wait_for(lambda: handle.snapshot().env_steps == 41)
+    assert handle.snapshot().memories is None and handle.memories is view
+    sent = []
+    handle._send = lambda *command: sent.append(command)  # noqa: SLF001 - what goes out
+    handle.request_memories()  # fresh (received just now): not asked again
+    handle.request_memories(max_age=0.0)
+    assert sent == [("memories",)]
+    handle.stop()
