@@ -39,6 +39,7 @@ from rdqn.dashboard.state import (
     shown_value,
 )
 from rdqn.dashboard.text import plain
+from rdqn.dashboard.watch_panel import watch_panel
 
 ensure_app_frame()
 ss = st.session_state
@@ -108,6 +109,15 @@ else:
         class_code_button()
 
 
+def shown_run() -> tuple[str | None, str | None]:
+    """The run on show and the one it replaced (the overlay)."""
+    if parsed.follow:  # the teacher's current run, whichever it is by now, and its overlay
+        return live_pages().followed(parsed.follow)
+    if watching:
+        return parsed.run_id, None
+    return ss["live.run_id"], previous_run_id()
+
+
 def _status() -> str | None:
     handle = current_run()
     return handle.status if handle is not None else None
@@ -127,12 +137,7 @@ def live_view() -> None:
             "The run restarts from its seed with the new value once the slider settles"
             + ("; the new run stays paused: press Resume to train it." if paused else "…")
         )
-    if parsed.follow:  # the teacher's current run, whichever it is by now, and its overlay
-        run_id, previous = live_pages().followed(parsed.follow)
-    elif watching:
-        run_id, previous = parsed.run_id, None
-    else:
-        run_id, previous = ss["live.run_id"], previous_run_id()
+    run_id, previous = shown_run()
     run_view(
         run_id,
         previous_run_id=previous,
@@ -143,6 +148,7 @@ def live_view() -> None:
 
 
 live_view()
+watch_panel(lambda: shown_run()[0])
 st.slider(
     "Curve smoothing (EMA)", 0.0, 0.99, shown_value("live.smoothing"), 0.01, key="live.smoothing"
 )

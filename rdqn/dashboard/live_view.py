@@ -171,8 +171,10 @@ def run_view(
 def _reward_figure(
     snap: Telemetry, old: Telemetry | None, overlay_label: str | None, smoothing: float
 ) -> go.Figure:
-    """The run's returns, and the smoothed returns of the run it replaced (``old``)."""
+    """The run's returns and its greedy episodes' returns, and the smoothed returns of the run
+    it replaced (``old``)."""
     has_old = old is not None and old.episode_returns.size > 0
+    greedy = snap.greedy
     return figures.reward_curve(
         snap.episode_end_steps,
         snap.episode_returns,
@@ -180,6 +182,7 @@ def _reward_figure(
         overlay=(old.episode_end_steps, old.episode_returns) if has_old else None,
         overlay_label=overlay_label or "previous run",
         scheme=snap.scheme,
+        greedy=(greedy.env_steps, greedy.returns) if greedy is not None else None,
     )
 
 

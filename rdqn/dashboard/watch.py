@@ -18,7 +18,14 @@ from rdqn.dashboard.assets import APP_ROOT
 from rdqn.envs.poses import pose_kind
 from rdqn.training.episodes import PlayedEpisode
 
-__all__ = ["ACTION_LABELS", "PLAYER_HEIGHT", "episode_payload", "player_height", "player_html"]
+__all__ = [
+    "ACTION_LABELS",
+    "PLAYER_HEIGHT",
+    "episode_payload",
+    "player_height",
+    "player_html",
+    "watch_seconds",
+]
 
 ACTION_LABELS: dict[str, tuple[str, ...]] = {
     "CartPole-v1": ("← push left", "push right →"),
@@ -28,6 +35,10 @@ ACTION_LABELS: dict[str, tuple[str, ...]] = {
     "rdqn/SyntheticMarket-v0": ("go flat", "go long", "go short"),
 }
 """What each env's actions are called on screen."""
+PACE: dict[str, float] = {"cartpole": 50.0, "row": 3.0, "market": 20.0}
+"""Frames a second the player shows at 1x, by kind: CartPole in real time (its step is 0.02 s)."""
+HOLD_S = 1.5
+"""Seconds the player holds an episode's last frame before it plays it again."""
 PLAYER_HEIGHT = 300
 """The player's height in pixels (caption, drawing, controls); `player_height` in projector mode."""
 
@@ -54,6 +65,8 @@ def episode_payload(episode: PlayedEpisode, *, projector: bool = False) -> dict[
         "length": episode.length,
         "action_labels": list(ACTION_LABELS[episode.env_id]),
         "projector": projector,
+        "pace": PACE[kind],
+        "hold_ms": HOLD_S * 1000,
     }
 
 
@@ -62,6 +75,11 @@ def player_html(episode: PlayedEpisode, *, projector: bool = False) -> str:
     end the script element)."""
     data = json.dumps(episode_payload(episode, projector=projector), separators=(",", ":"))
     return _template().replace("__EPISODE__", data.replace("</", "<\\/"))
+
+
+def watch_seconds(episode: PlayedEpisode) -> float:
+    """How long the player takes to show ``episode`` once at 1x, its last frame held."""
+    return episode.length / PACE[pose_kind(episode.env_id)] + HOLD_S
 
 
 def player_height(projector: bool) -> int:

@@ -48,8 +48,8 @@ def reward_curve(
     greedy: tuple[ArrayLike, ArrayLike] | None = None,
     title: str = "Episode return",
 ) -> go.Figure:
-    """Episode returns against environment steps: the training's ε-greedy returns, raw (faint)
-    and EMA-smoothed (`ema`).
+    """Episode returns against environment steps: the training's returns (which explore), raw
+    (faint) and EMA-smoothed (`ema`).
 
     `overlay` = (end_steps, returns) of a previous run, drawn as its smoothed curve in dashed grey,
     so that the effect of changing alpha or beta stays visible after the restart. `threshold`
@@ -100,7 +100,7 @@ def reward_curve(
                 # A marker per episode while they are few enough to tell apart; past that,
                 # every redraw would restyle hundreds of markers for a blur.
                 "mode": "lines+markers" if raw_y.size <= MAX_MARKERS else "lines",
-                "name": "ε-greedy return",
+                "name": "training return (explores)",
                 "line": {"color": _rgba(color, 0.3), "width": 1},
                 "marker": {"color": _rgba(color, 0.35), "size": 5},
                 "hovertemplate": "step %{x:,}<br>return %{y:.1f}<extra></extra>",

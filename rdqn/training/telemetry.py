@@ -166,7 +166,7 @@ class Telemetry:
     played: PlayedEpisode | None = None
     """The latest greedy episode of the policy ("Watch it play"; `rdqn.training.watcher`)."""
     greedy: GreedyReturns | None = None
-    """The greedy returns played so far, beside the ε-greedy training returns."""
+    """The greedy returns played so far, beside the training returns (which explore)."""
     memories: Memories | None = None
     """The replay memory as the memory explorer shows it, when one was asked for."""
 

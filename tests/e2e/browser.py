@@ -102,7 +102,7 @@ _LAST_EPISODE = """() => {
     const reward = charts.find(c => (c.querySelector('.gtitle')?.textContent || '')
                                       .includes('Episode return'));
     const plot = reward?.querySelector('.js-plotly-plot');
-    const raw = (plot?._fullData || []).find(trace => trace.name === 'ε-greedy return');
+    const raw = (plot?._fullData || []).find(trace => trace.name === 'training return (explores)');
     return raw && raw.x.length ? raw.x[raw.x.length - 1] : 0;  // x grows
 }"""
 

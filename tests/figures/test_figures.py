@@ -241,7 +241,7 @@ def test_live_curves_send_at_most_the_budget_per_trace_and_markers_only_when_few
     returns = np.random.default_rng(1).normal(size=steps.size)
     fig = reward_curve(steps, returns, overlay=(steps, returns))
     assert all(len(trace.x) <= CURVE_POINTS for trace in fig.data)
-    raw = next(trace for trace in fig.data if trace.name == "ε-greedy return")
+    raw = next(trace for trace in fig.data if trace.name == "training return (explores)")
     assert raw.mode == "lines"
     assert reward_curve(steps[:MAX_MARKERS], returns[:MAX_MARKERS]).data[0].mode == "lines+markers"
     # The smoothed line is thinned after smoothing: its last point is the EMA of every return.
@@ -313,7 +313,7 @@ def test_empty_states_say_no_data_yet_or_when_it_comes() -> None:
 
 def test_reward_curve_draws_raw_and_smoothed_returns_against_env_steps() -> None:
     fig = reward_curve([100, 250, 400], [1.0, 2.0, 3.0], smoothing=0.5, scheme="proportional")
-    raw, smooth = trace(fig, "ε-greedy return"), trace(fig, "smoothed (EMA 0.5)")
+    raw, smooth = trace(fig, "training return (explores)"), trace(fig, "smoothed (EMA 0.5)")
     assert list(raw.x) == [100, 250, 400] and list(raw.y) == [1.0, 2.0, 3.0]
     np.testing.assert_allclose(smooth.y, [1.0, 5.0 / 3.0, 17.0 / 7.0])
     assert smooth.line.color == SCHEME_COLORS["proportional"]
@@ -761,7 +761,7 @@ def test_timing_figure_sorts_phases_and_shows_shares() -> None:
 def test_reward_curve_draws_the_greedy_returns_beside_the_training_returns() -> None:
     fig = reward_curve([10, 20, 30], [5.0, 6.0, 7.0], greedy=([0, 25], [9.0, 30.0]))
     names = [trace.name for trace in fig.data]
-    assert names == ["ε-greedy return", "smoothed (EMA 0.9)", "greedy return (watched)"]
+    assert names == ["training return (explores)", "smoothed (EMA 0.9)", "greedy return (watched)"]
     greedy = fig.data[-1]
     assert list(greedy.x) == [0, 25] and list(greedy.y) == [9.0, 30.0]
     with pytest.raises(ValueError, match="greedy"):
