@@ -6,6 +6,7 @@ import rdqn.figures as figures
 from rdqn.classroom import worked_example as we
 from rdqn.dashboard.by_hand_table import transition_columns
 from rdqn.dashboard.display import show_chart
+from rdqn.dashboard.memories_panel import chosen, memory_section
 from rdqn.dashboard.state import ensure_app_frame
 from rdqn.dashboard.text import plain
 
@@ -22,6 +23,8 @@ def reset() -> None:
 DECIMALS = "%.3f"  # every number in this page's tables, and the loss
 
 st.title("One update by hand")
+if (memory := chosen()) is not None:
+    memory_section(memory)
 st.caption(
     "Four transitions form a mini-batch (B = 4), and here also the whole buffer (N = 4): N is "
     "the number of stored transitions in P(i) and the IS weights, B the number of rows the loss "

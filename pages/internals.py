@@ -8,6 +8,7 @@ from rdqn.dashboard.display import show_chart
 from rdqn.dashboard.fragments import fragment
 from rdqn.dashboard.internals_notes import notice
 from rdqn.dashboard.lessons import lesson_note
+from rdqn.dashboard.memories_panel import memories_panel
 from rdqn.dashboard.params import parse_params
 from rdqn.dashboard.state import ensure_app_frame, registry
 from rdqn.figures.distributions import p_value_text
@@ -28,6 +29,9 @@ st.caption(
     "N·P(i) compares each transition's sampling probability with uniform replay: 1 means "
     "uniform, 10 means drawn ten times as often."
 )
+
+
+memories_panel(run_id)
 
 
 def chart(where, fig, notice: str) -> None:  # noqa: ANN001 - a column or the page

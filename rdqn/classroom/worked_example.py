@@ -45,6 +45,7 @@ from rdqn.replay.priorities import priority
 from rdqn.validation import check_choice, is_real
 
 __all__ = [
+    "FORMULAS",
     "INPUT_COLUMNS",
     "LOSSES",
     "RESULT_COLUMNS",
@@ -55,6 +56,8 @@ __all__ = [
     "example_frame",
     "example_from_frame",
     "step_equations",
+    "tex",
+    "tex_p",
     "worked_update",
 ]
 
@@ -252,6 +255,18 @@ def example_from_frame(frame: pd.DataFrame, **params: Any) -> UpdateExample:
     )
 
 
+FORMULAS: dict[str, str] = {
+    "target": r"y_i = r_i + \gamma\,(1 - d_i)\,\max_{a'} Q_\text{target}(s'_i, a')",
+    "target (Double DQN)": r"y_i = r_i + \gamma\,(1 - d_i)\,Q_\text{target}(s'_i, \arg\max_{a'}"
+    r" Q(s'_i, a'))",
+    "TD error": r"\delta_i = y_i - Q(s_i, a_i)",
+    "sampling probability": r"P(i) = \frac{p_i^\alpha}{\sum_k p_k^\alpha}",
+    "IS weight": r"w_i = \frac{(N\,P(i))^{-\beta}}{\max_j (N\,P(j))^{-\beta}}",
+    "new priority": r"p'_i = |\delta_i| + \epsilon",
+}
+"""The update's formulas as LaTeX, by step: this page's and the memory explorer's."""
+
+
 @dataclass(frozen=True)
 class Step:
     """One step of the update: its name, the general formula and the row's numbers (LaTeX)."""
@@ -278,62 +293,62 @@ def step_equations(example: UpdateExample, result: UpdateResult, row: int) -> li
     delta = float(t["td_error"])
     if example.loss == "mse":
         loss_formula = r"L(\delta) = \delta^2"
-        loss_numbers = rf"L_{{{row}}} = {_par(delta)}^2 = {_tex(t['loss'])}"
+        loss_numbers = rf"L_{{{row}}} = {tex_p(delta)}^2 = {tex(t['loss'])}"
     elif abs(delta) <= 1:
         loss_formula = r"L(\delta) = \tfrac12 \delta^2 \text{ if } |\delta| \le 1"
-        loss_numbers = rf"L_{{{row}}} = 0.5 \times {_par(delta)}^2 = {_tex(t['loss'])}"
+        loss_numbers = rf"L_{{{row}}} = 0.5 \times {tex_p(delta)}^2 = {tex(t['loss'])}"
     else:
         loss_formula = r"L(\delta) = |\delta| - \tfrac12 \text{ if } |\delta| > 1"
-        loss_numbers = rf"L_{{{row}}} = {_tex(abs(delta))} - 0.5 = {_tex(t['loss'])}"
+        loss_numbers = rf"L_{{{row}}} = {tex(abs(delta))} - 0.5 = {tex(t['loss'])}"
     return [
         Step(
             "target",
-            r"y_i = r_i + \gamma\,(1 - d_i)\,\max_{a'} Q_\text{target}(s'_i, a')",
-            rf"y_{{{row}}} = {_tex(r)} + {_tex(g)} \times (1 - {done}) \times {_par(nq)}"
-            rf" = {_tex(t['target'])}",
+            FORMULAS["target"],
+            rf"y_{{{row}}} = {tex(r)} + {tex(g)} \times (1 - {done}) \times {tex_p(nq)}"
+            rf" = {tex(t['target'])}",
         ),
         Step(
             "TD error",
-            r"\delta_i = y_i - Q(s_i, a_i)",
-            rf"\delta_{{{row}}} = {_tex(t['target'])} - {_par(q)} = {_tex(delta)}",
+            FORMULAS["TD error"],
+            rf"\delta_{{{row}}} = {tex(t['target'])} - {tex_p(q)} = {tex(delta)}",
         ),
         Step("per-sample loss", loss_formula, loss_numbers),
         Step(
             "sampling probability",
-            r"P(i) = \frac{p_i^\alpha}{\sum_k p_k^\alpha}",
-            rf"P({row}) = \frac{{{_tex(example.priorities[k])}^{{{_tex(a)}}}}}"
-            rf"{{{_tex(current.sum())}}} = \frac{{{_tex(current[k])}}}{{{_tex(current.sum())}}}"
-            rf" = {_tex(t['probability'])}",
+            FORMULAS["sampling probability"],
+            rf"P({row}) = \frac{{{tex(example.priorities[k])}^{{{tex(a)}}}}}"
+            rf"{{{tex(current.sum())}}} = \frac{{{tex(current[k])}}}{{{tex(current.sum())}}}"
+            rf" = {tex(t['probability'])}",
         ),
         Step(
             "IS weight",
-            r"w_i = \frac{(N\,P(i))^{-\beta}}{\max_j (N\,P(j))^{-\beta}}",
-            rf"w_{{{row}}} = \frac{{({n} \times {_tex(t['probability'])})^{{-{_tex(b)}}}}}"
-            rf"{{{_tex(raw.max())}}} = \frac{{{_tex(raw[k])}}}{{{_tex(raw.max())}}}"
-            rf" = {_tex(t['weight'])}",
+            FORMULAS["IS weight"],
+            rf"w_{{{row}}} = \frac{{({n} \times {tex(t['probability'])})^{{-{tex(b)}}}}}"
+            rf"{{{tex(raw.max())}}} = \frac{{{tex(raw[k])}}}{{{tex(raw.max())}}}"
+            rf" = {tex(t['weight'])}",
         ),
         Step(
             "weighted loss",
             r"w_i L_i",
-            rf"w_{{{row}}} L_{{{row}}} = {_tex(t['weight'])} \times {_tex(t['loss'])}"
-            rf" = {_tex(t['weighted_loss'])}",
+            rf"w_{{{row}}} L_{{{row}}} = {tex(t['weight'])} \times {tex(t['loss'])}"
+            rf" = {tex(t['weighted_loss'])}",
         ),
         Step(
             "batch loss",
             r"\mathcal{L} = \frac{1}{B} \sum_{i=1}^{B} w_i L_i",
-            rf"\mathcal{{L}} = \frac{{1}}{{{batch}}} \times {_tex(weighted_sum)}"
-            rf" = {_tex(result.loss)}",
+            rf"\mathcal{{L}} = \frac{{1}}{{{batch}}} \times {tex(weighted_sum)}"
+            rf" = {tex(result.loss)}",
         ),
         Step(
             "new priority",
-            r"p'_i = |\delta_i| + \epsilon",
-            rf"p'_{{{row}}} = {_tex(abs(delta))} + {_tex(example.eps)} = {_tex(t['new_priority'])}",
+            FORMULAS["new priority"],
+            rf"p'_{{{row}}} = {tex(abs(delta))} + {tex(example.eps)} = {tex(t['new_priority'])}",
         ),
         Step(
             "next sampling probability",
             r"P'(i) = \frac{{p'_i}^\alpha}{\sum_k {p'_k}^\alpha}",
-            rf"P'({row}) = \frac{{{_tex(t['new_priority'])}^{{{_tex(a)}}}}}{{{_tex(new_total)}}}"
-            rf" = {_tex(t['new_probability'])}",
+            rf"P'({row}) = \frac{{{tex(t['new_priority'])}^{{{tex(a)}}}}}{{{tex(new_total)}}}"
+            rf" = {tex(t['new_probability'])}",
         ),
     ]
 
@@ -351,7 +366,7 @@ def _as_flag(value: object) -> bool | None:
     return None
 
 
-def _tex(x: float) -> str:
+def tex(x: float) -> str:
     """A number for a LaTeX line: up to 4 decimals, scientific beyond [1e-3, 1e5)."""
     x = float(x)
     if not math.isfinite(x):
@@ -364,6 +379,6 @@ def _tex(x: float) -> str:
     return rf"{mantissa.rstrip('0').rstrip('.')} \times 10^{{{int(exponent)}}}"
 
 
-def _par(x: float) -> str:
-    """`_tex(x)`, in parentheses when negative (so "- (-0.2)" reads right)."""
-    return f"({_tex(x)})" if x < 0 else _tex(x)
+def tex_p(x: float) -> str:
+    """`tex(x)`, in parentheses when negative (so "- (-0.2)" reads right)."""
+    return f"({tex(x)})" if x < 0 else tex(x)

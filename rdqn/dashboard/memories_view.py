@@ -8,19 +8,27 @@ that the by-hand page shows. The page (pages/internals.py) lays them out.
 
 from __future__ import annotations
 
+import base64
 import math
 from dataclasses import dataclass
-from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
 
+from rdqn.classroom.worked_example import FORMULAS, Step, tex, tex_p
 from rdqn.dashboard.watch import ACTION_LABELS
 from rdqn.envs.poses import pose_kind
 from rdqn.replay.priorities import priority
 from rdqn.training.memories import Memories
 
-__all__ = ["ChosenMemory", "LIST_NAMES", "chosen_memory", "memory_table", "pose_svg"]
+__all__ = [
+    "LIST_NAMES",
+    "ChosenMemory",
+    "chosen_memory",
+    "memory_steps",
+    "memory_table",
+    "pose_svg",
+]
 
 LIST_NAMES: dict[str, str] = {
     "last batch": "The last batch",
@@ -31,7 +39,8 @@ LIST_NAMES: dict[str, str] = {
 
 
 def _data_uri(svg: str) -> str:
-    return "data:image/svg+xml;charset=utf-8," + quote(svg)
+    """base64, the form the table's image cells draw (a URL-encoded SVG stays blank there)."""
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
 
 
 def pose_svg(
@@ -173,3 +182,48 @@ def chosen_memory(memories: Memories, run_id: str, list_name: str, row: int) -> 
             memories.row_size,
         ),
     )
+
+
+def memory_steps(chosen: ChosenMemory) -> list[Step]:
+    """The update's steps for a stored memory, its own numbers substituted (LaTeX): the target
+    and TD error by the current networks, P(i) and w_i under the current priorities and β, and
+    the priority the next update of it would store."""
+    r, g, d = chosen.reward, chosen.gamma, int(chosen.terminated)
+    target = "target (Double DQN)" if chosen.double_dqn else "target"
+    if chosen.alpha is None:  # uniform replay: no priorities
+        probability = (
+            r"P(i) = \frac{1}{N}",
+            rf"P = \frac{{1}}{{{chosen.size:,}}} = {tex(chosen.probability)}",
+        )
+    else:
+        probability = (
+            FORMULAS["sampling probability"],
+            rf"p_i = {tex(chosen.stored_priority)},\ \alpha = {tex(chosen.alpha)}"
+            rf"\ \Rightarrow\ P(i) = {tex(chosen.probability)}",
+        )
+    nxp = chosen.size * chosen.probability
+    return [
+        Step(
+            target,
+            FORMULAS[target],
+            rf"y = {tex(r)} + {tex(g)} \times (1 - {d}) \times {tex_p(chosen.next_value)}"
+            rf" = {tex(chosen.target)}",
+        ),
+        Step(
+            "TD error",
+            FORMULAS["TD error"],
+            rf"\delta = {tex(chosen.target)} - {tex_p(chosen.q_taken)} = {tex(chosen.td_error)}",
+        ),
+        Step("sampling probability", *probability),
+        Step(
+            "IS weight",
+            FORMULAS["IS weight"],
+            rf"N\,P(i) = {chosen.size:,} \times {tex(chosen.probability)} = {tex(nxp)},"
+            rf"\ \beta = {tex(chosen.beta)}\ \Rightarrow\ w_i = {tex(chosen.weight)}",
+        ),
+        Step(
+            "new priority",
+            FORMULAS["new priority"],
+            rf"p'_i = {tex(abs(chosen.td_error))} + {tex(chosen.eps)} = {tex(chosen.new_priority)}",
+        ),
+    ]

@@ -3,9 +3,9 @@ hand hold the memory's own numbers."""
 
 from __future__ import annotations
 
+import base64
 import math
 import re
-from urllib.parse import unquote
 
 import numpy as np
 import pytest
@@ -25,8 +25,8 @@ def view():  # noqa: ANN201
 
 
 def svg(uri: str) -> str:
-    assert uri.startswith("data:image/svg+xml;charset=utf-8,")
-    return unquote(uri.split(",", 1)[1])
+    assert uri.startswith("data:image/svg+xml;base64,")
+    return base64.b64decode(uri.split(",", 1)[1]).decode()
 
 
 def test_cartpole_picture_draws_the_pole_at_its_angle() -> None:

@@ -1,0 +1,162 @@
+""" "Memories replayed" on Replay internals, and the memory it carries to "One update by hand".
+
+The panel asks the run for its memory view (`RunHandle.request_memories`: at most one under way
+or fresh, however many pages poll) and shows what the run sent last: a list of memories as small
+pictures with their numbers, where in the env the surprising ones are, and how often memories of
+each age were replayed against uniform replay. Clicking a row opens One update by hand with that
+memory (`BY_HAND_MEMORY`).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from rdqn.dashboard.display import show_chart
+from rdqn.dashboard.fragments import fragment
+from rdqn.dashboard.memories_view import (
+    LIST_NAMES,
+    ChosenMemory,
+    chosen_memory,
+    memory_steps,
+    memory_table,
+)
+from rdqn.dashboard.state import registry
+from rdqn.figures.memories import replays_by_age_figure, surprise_figure
+
+__all__ = [
+    "BY_HAND_MEMORY",
+    "MEMORIES_REFRESH_S",
+    "chosen",
+    "memories_panel",
+    "memory_section",
+]
+
+MEMORIES_REFRESH_S = 2.0
+BY_HAND_MEMORY = "hand.memory"
+"""Session state: the `ChosenMemory` One update by hand shows (None: its worked example)."""
+CHART_HEIGHT = 380
+_DECIMALS = "%.4g"
+
+
+def _columns() -> dict[str, object]:
+    number = st.column_config.NumberColumn
+    return {
+        "memory": st.column_config.ImageColumn("memory", help="The stored state, the action taken"),
+        "slot": number("slot", help="Its place in the replay memory", format="%d"),
+        "action": st.column_config.TextColumn("action"),
+        "reward": number("r", help="Reward", format=_DECIMALS),
+        "terminal": st.column_config.CheckboxColumn("end", help="The episode ended here"),
+        "td_abs": number("|δ| now", help="|TD error| by the current networks", format=_DECIMALS),
+        "priority": number(
+            "p stored",
+            help="The priority it is drawn by: |δ| + ε from its last replay (the largest so far "
+            "if never replayed); none under uniform replay",
+            format=_DECIMALS,
+        ),
+        "probability": number("P(i)", help="Chance to be drawn now", format=_DECIMALS),
+        "weight": number("wᵢ", help="IS weight at the current β", format=_DECIMALS),
+        "age": number("age", help="Transitions stored since (0: the newest)", format="%d"),
+        "replayed": number("replayed", help="Times it was in a batch", format="%d"),
+    }
+
+
+@fragment(run_every=MEMORIES_REFRESH_S)
+def memories_panel(run_id: str) -> None:
+    """The panel for run ``run_id``."""
+    st.subheader("Memories replayed")
+    handle = registry().get(run_id)
+    if handle is None:
+        st.caption("The replay memory is shown while its run is on this server.")
+        return
+    handle.request_memories()
+    view = handle.memories
+    if view is None:
+        st.caption("Asking the run for its replay memory…")
+        return
+    st.caption(
+        f"{view.size:,} memories stored (of {view.capacity:,}) at step {view.env_steps:,} · "
+        f"{view.scheme} replay · β {view.beta:.2f}. The charts draw {len(view.drawn):,} of them; "
+        "every number is the run's own. Click a row to work its update by hand."
+    )
+    names = [name for name in LIST_NAMES if name in view.lists]
+    chosen = st.segmented_control(
+        "Memories",
+        names,
+        format_func=LIST_NAMES.get,
+        default=names[0],
+        required=True,
+        key="internals.memory_list",
+        label_visibility="collapsed",
+    )
+    event = st.dataframe(
+        memory_table(view, chosen),
+        column_config=_columns(),
+        hide_index=True,
+        width="stretch",
+        row_height=52,
+        on_select="rerun",
+        selection_mode="single-row",
+        key=f"internals.memories_{view.env_steps}_{chosen}",
+    )
+    if event.selection.rows:
+        st.session_state[BY_HAND_MEMORY] = chosen_memory(
+            view, run_id, chosen, event.selection.rows[0]
+        )
+        st.switch_page("pages/by_hand.py")
+    left, right = st.columns(2)
+    show_chart(left, surprise_figure(view), height=CHART_HEIGHT, width="stretch")
+    left.caption(
+        "**What to look for:** the highest priorities gather where the learner is most wrong, "
+        "on CartPole near the angles and positions where the pole falls."
+    )
+    show_chart(right, replays_by_age_figure(view), height=CHART_HEIGHT, width="stretch")
+    right.caption(
+        "**What to look for:** uniform replay replays each memory about as often as the dashed "
+        "line; prioritized replay replays a few surprising memories far more."
+    )
+
+
+def chosen() -> ChosenMemory | None:
+    """The memory One update by hand shows, if one was clicked."""
+    return st.session_state.get(BY_HAND_MEMORY)
+
+
+def memory_section(memory: ChosenMemory) -> None:
+    """One update by hand's section for a memory clicked in the explorer: its picture, its
+    numbers and the update's steps with them (`memory_steps`); "Back to the worked example"."""
+    box = st.container(border=True, key="hand_memory")
+    picture, about = box.columns([1, 5], vertical_alignment="center")
+    picture.image(memory.picture, width=96)
+    about.markdown(
+        f"**A memory from run `{memory.run_id}`**: slot {memory.slot:,}, from "
+        f"{LIST_NAMES[memory.list_name].lower()} at step {memory.env_steps:,}. The numbers are "
+        "the run's own: the target and TD error by its current networks, P(i) and wᵢ under "
+        "its current priorities."
+    )
+    box.dataframe(
+        pd.DataFrame(
+            {
+                "rᵢ": [memory.reward],
+                "dᵢ": [memory.terminated],
+                "Q(sᵢ,aᵢ)": [memory.q_taken],
+                "Q′(s′ᵢ,a*)": [memory.next_value],
+                "yᵢ": [memory.target],
+                "δᵢ": [memory.td_error],
+                "pᵢ stored": [memory.stored_priority],
+                "P(i)": [memory.probability],
+                "wᵢ": [memory.weight],
+                "new pᵢ": [memory.new_priority],
+            }
+        ),
+        hide_index=True,
+        width="stretch",
+        column_config={"dᵢ": st.column_config.CheckboxColumn("dᵢ")},
+    )
+    for k, step in enumerate(memory_steps(memory)):  # one a line: the numbers are long
+        box.markdown(f"**{k + 1}. {step.name}**")
+        box.latex(step.formula)
+        box.latex(step.numbers)
+    if box.button("Back to the worked example", key="hand.forget_memory"):
+        st.session_state[BY_HAND_MEMORY] = None
+        st.rerun()
