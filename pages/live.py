@@ -147,8 +147,13 @@ def live_view() -> None:
     )
 
 
+# A lesson step that points at Watch it play shows it first, on the first screen.
+watch_first = step is not None and step.highlight == "watch"
+if watch_first:
+    watch_panel(lambda: shown_run()[0])
 live_view()
-watch_panel(lambda: shown_run()[0])
+if not watch_first:
+    watch_panel(lambda: shown_run()[0])
 st.slider(
     "Curve smoothing (EMA)", 0.0, 0.99, shown_value("live.smoothing"), 0.01, key="live.smoothing"
 )

@@ -32,7 +32,7 @@ __all__ = [
 
 LESSON_FOLDER = APP_ROOT / "assets" / "lessons"
 """Where the shipped lessons live: one ``<key>.toml`` per lesson."""
-HIGHLIGHTS: tuple[str, ...] = ("reward", "loss", "controls", "metrics")
+HIGHLIGHTS: tuple[str, ...] = ("reward", "loss", "controls", "metrics", "watch")
 """What a step can point at on the live page: the reward curve, the loss chart, the α/β/scheme
 controls, the counters row."""
 RUN_KINDS: tuple[str, ...] = ("start", "keep", "restore")

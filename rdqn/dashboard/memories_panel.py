@@ -33,6 +33,8 @@ __all__ = [
 ]
 
 MEMORIES_REFRESH_S = 2.0
+FIRST_WAIT_S = 2.0
+"""How long the panel's first draw waits for the run's first memory view."""
 BY_HAND_MEMORY = "hand.memory"
 """Session state: the `ChosenMemory` One update by hand shows (None: its worked example)."""
 CHART_HEIGHT = 380
@@ -70,7 +72,7 @@ def memories_panel(run_id: str) -> None:
         st.caption("The replay memory is shown while its run is on this server.")
         return
     handle.request_memories()
-    view = handle.memories
+    view = handle.first_memories(FIRST_WAIT_S)
     if view is None:
         st.caption("Asking the run for its replay memory…")
         return

@@ -117,6 +117,7 @@ class RunHandle:
         self._snapshot: Telemetry | None = None
         self._memories: Memories | None = None
         self._memories_asked = float("-inf")
+        self._memories_arrived = threading.Event()
         self._first_report = threading.Event()  # set by the first snapshot, or by the run's end
         self._worker: Worker | None = None
         self._relay: threading.Thread | None = None
@@ -241,6 +242,14 @@ class RunHandle:
         """The latest memory explorer's view the run sent (None before the first)."""
         with self._lock:
             return self._memories
+
+    def first_memories(self, timeout: float) -> Memories | None:
+        """`memories`, asking for them and waiting up to ``timeout`` seconds for the first view
+        if none has come yet (a page's first draw, rather than a notice that it is coming)."""
+        if self.memories is None:
+            self.request_memories()
+            self._memories_arrived.wait(timeout)
+        return self.memories
 
     def set_speed(self, speed: float | None) -> None:
         speed = check_speed(speed)
@@ -395,6 +404,7 @@ class RunHandle:
                 if event[1].memories is not None:  # sent once: kept until the next one
                     self._memories = event[1].memories
                     self._memories_asked = time.monotonic()  # fresh from now
+                    self._memories_arrived.set()
                 if event[1].status in ("running", "paused"):
                     self._reported(event[1].status)
             self._first_report.set()

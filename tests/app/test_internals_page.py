@@ -39,8 +39,8 @@ def test_every_chart_says_what_to_look_for_and_the_metrics_explain_themselves() 
     at = internals_after_a_run()
     charts = at.get("plotly_chart")
     notices = [c.value for c in at.caption if c.value.startswith("**What to look for:**")]
-    assert len(charts) == 9
-    assert len(notices) == 8  # the sampler check's explanation stands beside it instead
+    assert len(charts) == 11  # the memory explorer's two, and nine of the sampler's statistics
+    assert len(notices) == 10  # the sampler check's explanation stands beside it instead
     assert any("What to look for" in m.value for m in at.markdown)
     metrics = {m.label: m for m in at.metric}
     assert "(Σw)²/Σw²" in metrics["ESS of last batch"].help
