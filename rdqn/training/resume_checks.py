@@ -4,8 +4,8 @@ A checkpoint is a file anyone with access to the folder can edit, so a state wit
 may still be one no trainer of its config saved, and the kernels, the learner and the store trust
 what they are given. `check_resume` checks every part against what a fresh trainer of the config
 has or what the counters determine (``trainer``: a fresh `rdqn.training.trainer.Trainer` of the
-state's config), and changes nothing. (`rdqn.training.trainer.check_resume_state` restores a state
-into a throwaway trainer: how `rdqn.runs.resume` refuses a checkpoint before any row is dropped.)
+state's config), and changes nothing. A resumed run's worker checks its checkpoint so, in the
+trainer it resumes, before the run is taken (`rdqn.runs.lifecycle`).
 """
 
 from __future__ import annotations

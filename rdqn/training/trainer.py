@@ -67,7 +67,6 @@ __all__ = [
     "ResumeStateError",
     "Trainer",
     "build_sampler",
-    "check_resume_state",
 ]
 
 FIT_BINS = 16
@@ -463,24 +462,3 @@ class Trainer:
             f"Trainer(env={self.config.env.id!r}, scheme={cfg['scheme']!r}, "
             f"steps={self.env_steps}/{self.config.train.total_steps}, status={self.status!r})"
         )
-
-
-def check_resume_state(config: RunConfig, state: Mapping[str, Any]) -> None:
-    """Refuse (``ValueError`` naming what is wrong) a resume state that `Trainer.restore` would
-    refuse for a trainer of ``config``, or fail on: restores it into a throwaway trainer, on the
-    CPU whatever the config's device (checking needs no accelerator, and a server checking a
-    run it hands to a worker must not take one). A resumed run's trainer checks it again."""
-    if config.agent.device != "cpu" and isinstance(state, Mapping):
-        try:
-            same = RunConfig.from_dict(state.get("config")) == config
-        except (TypeError, ValueError, KeyError, AttributeError):
-            same = False
-        if not same:
-            raise ResumeStateError("the checkpoint was saved by a run of another config")
-        config = config.with_overrides({"agent.device": "cpu"})
-        state = {**state, "config": config.to_dict()}
-    trainer = Trainer(config)
-    try:
-        trainer.restore(state)
-    finally:
-        trainer.close()

@@ -14,7 +14,7 @@ from rdqn.config import RunConfig
 from rdqn.learn.agent import DivergenceError
 from rdqn.presets import PRESETS, preset
 from rdqn.runs.manifest import manifest_of
-from rdqn.training.trainer import Trainer, check_resume_state
+from rdqn.training.trainer import Trainer
 
 
 def tiny(name: str = "per-notebook", **overrides: object) -> RunConfig:
@@ -563,12 +563,3 @@ def test_restore_refuses_a_state_no_trainer_of_its_config_saved(kind: str, case:
     trainer.restore(good)
     assert trainer.env_steps == 90
     trainer.close()
-
-
-def test_check_resume_state_checks_on_the_cpu_and_a_good_state_passes() -> None:
-    config = RESUMED_CONFIGS["proportional"]
-    state = _stopped_state(config, 90)
-    check_resume_state(config, state)
-    cuda = config.with_overrides({"agent.device": "cuda"})
-    with pytest.raises(ValueError, match="another config"):
-        check_resume_state(cuda, state)  # no accelerator touched: refused for its config
