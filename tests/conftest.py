@@ -25,6 +25,7 @@ _ONE_WORKER = {
     "test_run_on_screen.py": "browser-a",
     "test_demo.py": "browser-a",
     "test_sweeps.py": "browser-a",
+    "test_experience.py": "browser-a",
     "test_browser.py": "browser-b",
     "test_first_load.py": "browser-b",
     "test_admin.py": "browser-b",

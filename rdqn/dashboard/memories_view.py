@@ -19,7 +19,7 @@ from rdqn.classroom.worked_example import FORMULAS, Step, tex, tex_p
 from rdqn.dashboard.watch import ACTION_LABELS
 from rdqn.envs.poses import pose_kind
 from rdqn.replay.priorities import priority
-from rdqn.training.memories import Memories
+from rdqn.training.memory_view import Memories
 
 __all__ = [
     "LIST_NAMES",

@@ -20,7 +20,7 @@ from rdqn.figures._base import (
     _style,
     empty_figure,
 )
-from rdqn.training.memories import Memories
+from rdqn.training.memory_view import Memories
 
 __all__ = ["replays_by_age_figure", "surprise_figure", "surprise_measure"]
 

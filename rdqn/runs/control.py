@@ -32,7 +32,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rdqn.runs.lifecycle import RecordedRun, ending
-from rdqn.training.memories import Memories, memories
+from rdqn.training.memories import memories
+from rdqn.training.memory_view import Memories
 from rdqn.training.telemetry import Telemetry
 from rdqn.training.watcher import EpisodeWatcher
 from rdqn.validation import Real

@@ -14,13 +14,13 @@ dashboard's background runs all record runs through it; a client only chooses ho
 trainer (`run_to_end`, or `rdqn.runs.control.drive` with pause / resume / step) and how to show
 progress.
 
-A run's status has one writer, `record_status`, and it is called from a few places only (a test
-scans for any other): the recorded run itself, in the process that trains it (`RecordedRun`:
-running and paused, a resume taking the run, its end with its reason); and, for a run whose
-process cannot, the server's `rdqn.serve.handle.RunHandle` (a worker lost, never started, or
-unable to open the store) and the store (`rdqn.runs.store.RunStore`: the runs of a process that
-died, `rdqn.runs.orphans`, and a final status a full disk kept out of the file until there is
-space, `rdqn.runs.unwritten`). Every other place reads the status.
+A run's status has one writer, `rdqn.runs.status.record_status`, and it is called from a few places
+only (a test scans for any other): the recorded run itself, in the process that trains it
+(`RecordedRun`: running and paused, a resume taking the run, its end with its reason); and, for a
+run whose process cannot, the server's `rdqn.serve.handle.RunHandle` (a worker lost, never started,
+or unable to open the store) and the store (`rdqn.runs.store.RunStore`: the runs of a process that
+died, `rdqn.runs.orphans`, and a final status a full disk kept out of the file until there is space,
+`rdqn.runs.unwritten`). Every other place reads the status.
 
 How a run ends (`ending`):
 
@@ -51,10 +51,9 @@ import contextlib
 import math
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import partial
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from rdqn.learn.errors import DivergenceError
 from rdqn.runs.checkpoints import checkpoint_bytes
@@ -65,6 +64,7 @@ from rdqn.runs.periodic import (
     next_checkpoint_gap,
 )
 from rdqn.runs.schema import FINAL_STATUSES
+from rdqn.runs.status import RunRecords, record_status
 from rdqn.runs.store_access import StoreError
 from rdqn.runs.writer import RunWriter
 
@@ -87,62 +87,6 @@ __all__ = [
 ]
 
 INTERRUPTED_BY_USER = "interrupted by the user"
-
-
-Counters = tuple[int, int, int]
-"""(env steps, updates, episodes)."""
-
-
-class RunRecords(Protocol):
-    """The writes a run makes about itself while it trains.
-
-    `rdqn.runs.store.RunStore` makes them; a worker that cannot reach the server's store relays
-    them to it (`rdqn.serve.protocol.RecordRelay`), and the server's `RunStore` makes them there.
-    """
-
-    def set_status(
-        self,
-        run_id: str,
-        status: str,
-        error: str | None = None,
-        *,
-        expect: Mapping[str, Any] | None = None,
-        rewind: Counters | None = None,
-    ) -> bool | None:
-        """Only through `record_status`."""
-        ...
-
-    def write_metrics(self, run_id: str, **rows: Any) -> None:
-        """Episode and step rows and progress counters (`RunStore.write_metrics`)."""
-        ...
-
-    def set_manifest(self, run_id: str, manifest: Mapping[str, Any]) -> None: ...
-
-    def save_checkpoint(
-        self, run_id: str, data: bytes, *, resume_env_steps: int | None = None
-    ) -> Path | None: ...
-
-
-def record_status(
-    records: RunRecords,
-    run_id: str,
-    status: str,
-    error: str | None = None,
-    *,
-    expect: Mapping[str, Any] | None = None,
-    rewind: Counters | None = None,
-) -> bool | None:
-    """Record a run's status and its reason (``error``; None clears it): the one function that
-    writes a status, called only where the module docstring says.
-
-    ``expect``: column -> value the run must still have in the store, or nothing is written (a
-    process that died is marked stopped only if nobody took its run meanwhile; a resume takes a
-    run only if it is still stopped as its checkpoint was checked). ``rewind``: a resume's
-    counters: rows past them are dropped and the progress set back to them, with the status.
-    Returns whether it was written (`RunStore.set_status`); None when the write is relayed to a
-    server, whose store decides.
-    """
-    return records.set_status(run_id, status, error, expect=expect, rewind=rewind)
 
 
 def ending(error: BaseException) -> tuple[str, str]:

@@ -55,7 +55,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from rdqn.runs.checkpoint_paths import CheckpointPaths
 from rdqn.runs.checkpoints import remove_orphan_temporaries, write_checkpoint
-from rdqn.runs.lifecycle import Counters, record_status
 from rdqn.runs.metric_tables import MetricTables
 from rdqn.runs.migration import migrate
 from rdqn.runs.orphans import orphans
@@ -68,6 +67,7 @@ from rdqn.runs.schema import (
     RunRecord,
     default_run_name,
 )
+from rdqn.runs.status import Counters, record_status
 from rdqn.runs.store_access import (
     Database,
     StoreError,

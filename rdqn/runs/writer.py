@@ -16,7 +16,7 @@ from rdqn.runs.schema import EPISODE_KEYS, STEP_KEYS
 from rdqn.validation import check_integer, check_real
 
 if TYPE_CHECKING:  # the lifecycle writes through this writer
-    from rdqn.runs.lifecycle import RunRecords
+    from rdqn.runs.status import RunRecords
 
 __all__ = ["RunWriter"]
 

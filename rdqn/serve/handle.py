@@ -40,7 +40,7 @@ from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import RunStore
 from rdqn.serve.executors import Executor, ThreadExecutor, Worker
 from rdqn.serve.protocol import RunSpec, apply_record
-from rdqn.training.memories import Memories
+from rdqn.training.memory_view import Memories
 from rdqn.training.telemetry import Telemetry
 
 __all__ = ["RunHandle"]

@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
@@ -25,12 +24,13 @@ from numpy.typing import NDArray
 
 from rdqn.envs.poses import POSE_NAMES, pose_kind, poses
 from rdqn.replay.priorities import mass
+from rdqn.training.memory_view import Memories, MemoryRows
 from rdqn.training.replay_expectation import expected_uniform_replays
 
 if TYPE_CHECKING:
     from rdqn.training.trainer import Trainer
 
-__all__ = ["LISTED", "MEMORY_POINTS", "Memories", "MemoryRows", "memories"]
+__all__ = ["LISTED", "MEMORY_POINTS", "memories", "stored_priorities"]
 
 MEMORY_POINTS = 2_000
 """The most stored transitions the explorer's charts draw."""
@@ -40,56 +40,6 @@ TOP_SHARE = 0.15
 """The share of the drawn points that are the highest priorities (the rest: a uniform sample)."""
 AGE_POINTS = 200
 """Ages at which uniform replay's expectation is drawn."""
-
-
-@dataclass(frozen=True)
-class MemoryRows:
-    """Stored transitions, one entry per row, float64 unless said (all arrays of one length)."""
-
-    slots: NDArray[np.int64]
-    poses: NDArray[np.float32]  # (n, k)
-    actions: NDArray[np.int64]
-    rewards: NDArray[np.float64]
-    terminated: NDArray[np.bool_]
-    priorities: NDArray[np.float64]  # NaN: uniform replay keeps none
-    probabilities: NDArray[np.float64]
-    weights: NDArray[np.float64]
-    ages: NDArray[np.int64]
-    replayed: NDArray[np.int64]
-
-    def __len__(self) -> int:
-        return int(self.slots.shape[0])
-
-
-@dataclass(frozen=True)
-class Memories:
-    """What the memory explorer shows of a run's replay memory at one step."""
-
-    env_id: str
-    scheme: str
-    env_steps: int
-    updates: int
-    size: int
-    capacity: int
-    batch_size: int
-    beta: float
-    gamma: float
-    alpha: float | None
-    """The sampler's α (None under uniform replay)."""
-    eps: float
-    double_dqn: bool
-    pose_names: tuple[str, ...]
-    row_size: int | None
-    """The number of states of a row env (its observation's size), else None."""
-    drawn: MemoryRows
-    """The thinned set the charts draw."""
-    lists: dict[str, MemoryRows]
-    """"last batch", "top priority" (not under uniform replay), "uniform sample"."""
-    terms: dict[str, dict[str, NDArray[np.float64]]]
-    """For each list: q_taken, next_value, target, td_error per row (`DQNAgent.td_terms`)."""
-    expected_ages: NDArray[np.int64]
-    expected_replays: NDArray[np.float64]
-    """Uniform replay's expected times replayed at those ages."""
 
 
 def stored_priorities(trainer: Trainer, size: int) -> NDArray[np.float64]:

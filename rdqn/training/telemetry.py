@@ -40,7 +40,7 @@ from rdqn.replay.state_checks import (
     require_nonnegative,
 )
 from rdqn.training.episodes import GreedyReturns, PlayedEpisode
-from rdqn.training.memories import Memories
+from rdqn.training.memory_view import Memories
 from rdqn.training.sampler_check import GoodnessOfFit
 from rdqn.validation import shown
 

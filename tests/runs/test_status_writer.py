@@ -1,4 +1,4 @@
-"""A run's status has one writer, `rdqn.runs.lifecycle.record_status`, called from a few named
+"""A run's status has one writer, `rdqn.runs.status.record_status`, called from a few named
 places (docs/design.md, "One owner per piece of state"). The status used to be written from five
 places besides the recorded run: the server's handle (a worker lost, a store a worker could not
 open), raw SQL marking a dead process's runs, the full-disk retry and a resume's reopen. A scan of
@@ -65,7 +65,7 @@ def test_a_store_status_is_set_only_by_record_status() -> None:
         for scope, call in calls(tree)
         if name_of(call) == "set_status"
     ]
-    assert setters == [("runs/lifecycle.py", "record_status")]
+    assert setters == [("runs/status.py", "record_status")]
 
 
 def test_record_status_is_called_only_where_the_design_says() -> None:

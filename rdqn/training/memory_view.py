@@ -1,0 +1,62 @@
+"""What the memory explorer shows of a replay memory: stored transitions as rows of plain arrays,
+built in a run's worker (`rdqn.training.memories`) and kept by a web server (this module loads no
+kernel and no torch)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["Memories", "MemoryRows"]
+
+
+@dataclass(frozen=True)
+class MemoryRows:
+    """Stored transitions, one entry per row, float64 unless said (all arrays of one length)."""
+
+    slots: NDArray[np.int64]
+    poses: NDArray[np.float32]  # (n, k)
+    actions: NDArray[np.int64]
+    rewards: NDArray[np.float64]
+    terminated: NDArray[np.bool_]
+    priorities: NDArray[np.float64]  # NaN: uniform replay keeps none
+    probabilities: NDArray[np.float64]
+    weights: NDArray[np.float64]
+    ages: NDArray[np.int64]
+    replayed: NDArray[np.int64]
+
+    def __len__(self) -> int:
+        return int(self.slots.shape[0])
+
+
+@dataclass(frozen=True)
+class Memories:
+    """What the memory explorer shows of a run's replay memory at one step."""
+
+    env_id: str
+    scheme: str
+    env_steps: int
+    updates: int
+    size: int
+    capacity: int
+    batch_size: int
+    beta: float
+    gamma: float
+    alpha: float | None
+    """The sampler's α (None under uniform replay)."""
+    eps: float
+    double_dqn: bool
+    pose_names: tuple[str, ...]
+    row_size: int | None
+    """The number of states of a row env (its observation's size), else None."""
+    drawn: MemoryRows
+    """The thinned set the charts draw."""
+    lists: dict[str, MemoryRows]
+    """"last batch", "top priority" (not under uniform replay), "uniform sample"."""
+    terms: dict[str, dict[str, NDArray[np.float64]]]
+    """For each list: q_taken, next_value, target, td_error per row (`DQNAgent.td_terms`)."""
+    expected_ages: NDArray[np.int64]
+    expected_replays: NDArray[np.float64]
+    """Uniform replay's expected times replayed at those ages."""

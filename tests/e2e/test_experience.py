@@ -1,0 +1,143 @@
+"""End-to-end: the experience on screen. Watch it play animates a greedy episode whose drawn pole
+is at the angle the run sent; the greedy returns are on the reward chart; the memory explorer's
+P(i) and IS weight of a memory are the sampler's own, read back through the library from the
+paused run's checkpoint; a click carries the memory to One update by hand; the lesson
+what-gets-replayed shows, step by step, what its text says."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page
+
+from rdqn.config import RunConfig
+from rdqn.runs.checkpoints import load_checkpoint
+from rdqn.runs.store import RunStore
+from rdqn.training.trainer import Trainer
+from tests.e2e.browser import (
+    ARTIFACTS,
+    assert_no_exception,
+    saying_what_the_page_shows,
+    wait_until_shown,
+)
+from tests.harness.live_page import run_on_screen
+
+# One reading of the player, taken at once: the frame on show, the pole as drawn, the pose sent.
+_PLAYER = """() => {
+    const svg = document.getElementById('stage');
+    const pole = document.getElementById('pole');
+    const t = Number(svg.dataset.frame);
+    const [x1, y1, x2, y2] = ['x1', 'y1', 'x2', 'y2'].map(a => Number(pole.getAttribute(a)));
+    return {frame: t, drawn: Math.atan2(x2 - x1, y1 - y2), sent: E.poses[t][1],
+            frames: E.poses.length, env_steps: E.env_steps};
+}"""
+
+_GREEDY_TRACE = """() => {
+    const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
+    const reward = charts.find(c => (c.querySelector('.gtitle')?.textContent || '')
+                                      .includes('Episode return'));
+    const plot = reward?.querySelector('.js-plotly-plot');
+    const greedy = (plot?._fullData || []).find(t => t.name === 'greedy return (watched)');
+    return greedy ? greedy.x.length : 0;
+}"""
+
+
+def player(page: Page):  # noqa: ANN201 - the Watch it play iframe
+    return page.frame_locator(".st-key-live_area_watch iframe").first
+
+
+def read_player(page: Page) -> dict:
+    frame = page.locator(".st-key-live_area_watch iframe").first.content_frame
+    assert frame is not None
+    return frame.evaluate(_PLAYER)
+
+
+@pytest.mark.parametrize("projector", [False, True])
+def test_watch_it_play_animates_the_episode_the_run_sent(
+    server: str, page: Page, projector: bool
+) -> None:
+    page.goto(f"{server}/live?steps=1000000" + ("&projector=1" if projector else ""))
+    page.get_by_role("button", name="Start", exact=True).click()
+    wait_until_shown(page, page.get_by_role("heading", name="Watch it play"))
+    player(page).locator("#pole").wait_for()
+    readings = [read_player(page)]
+    with saying_what_the_page_shows(page):
+        page.wait_for_function(
+            f"() => document.querySelector('.st-key-live_area_watch iframe')"
+            f".contentWindow.document.getElementById('stage').dataset.frame != "
+            f"'{readings[0]['frame']}'"
+        )
+    readings.append(read_player(page))
+    for reading in readings:
+        assert reading["drawn"] == pytest.approx(reading["sent"], abs=1e-6), reading
+    assert readings[0]["frame"] != readings[1]["frame"]  # it animates, in the browser
+    # Play an episode now: a newer episode of the policy, and a diamond more on the chart.
+    before = page.evaluate(_GREEDY_TRACE)
+    page.get_by_role("button", name="Play an episode now").click()
+    with saying_what_the_page_shows(page):
+        page.wait_for_function(f"() => ({_GREEDY_TRACE})() > {max(before, 1)}")
+    page.get_by_role("button", name="Pause").click()
+    assert_no_exception(page)
+    page.screenshot(path=str(ARTIFACTS / f"watch-it-play{'-projector' if projector else ''}.png"))
+
+
+def _latex_number(page: Page, name: str) -> float:
+    """The number a KaTeX line of One update by hand gives for ``name`` (its TeX source)."""
+    sources = page.locator("annotation").all_inner_texts()
+    for source in sources:
+        found = re.search(rf"{re.escape(name)} = ([-\d.]+)(?: \\times 10\^\{{(-?\d+)\}})?$", source)
+        if found:
+            return float(found.group(1)) * 10 ** int(found.group(2) or 0)
+    raise AssertionError(f"no {name} in {sources}")
+
+
+def test_a_memory_s_numbers_are_the_samplers_and_a_click_works_it_by_hand(
+    server: str, page: Page, server_home: Path
+) -> None:
+    page.goto(f"{server}/live?preset=per-notebook&steps=1000000")
+    page.get_by_role("button", name="Start", exact=True).click()
+    page.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()
+    with saying_what_the_page_shows(page):
+        page.wait_for_function(
+            "() => /([\\d,]+) of/.exec(document.querySelector('[data-testid=\"stProgress\"]')"
+            "?.innerText || '')?.[1].replace(/,/g, '') > 3000"
+        )
+    run_id = run_on_screen(page)
+    page.get_by_role("button", name="Pause").click()
+    page.locator('[data-testid="stProgress"]', has_text="paused").first.wait_for()
+    page.get_by_role("link", name="Replay internals").click()
+    wait_until_shown(page, page.get_by_text("memories stored"))
+    page.get_by_role("button", name="Top by priority").click()
+    page.wait_for_timeout(500)  # the table redrawn with the list (a canvas: nothing to wait on)
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    box = grid.bounding_box()
+    assert box is not None
+    page.mouse.click(box["x"] + 12, box["y"] + 35 + 26)  # the first row's selection box
+    wait_until_shown(page, page.get_by_text("A memory from run"))
+    assert_no_exception(page)
+    about = page.get_by_text("A memory from run").inner_text()
+    slot = int(re.search(r"slot ([\d,]+)", about).group(1).replace(",", ""))
+    assert run_id in about
+    shown_probability = _latex_number(page, "P(i)")
+    shown_weight = _latex_number(page, "w_i")
+    page.screenshot(path=str(ARTIFACTS / "memory-by-hand.png"), full_page=True)
+
+    # The library's own: the paused run's checkpoint restored into a trainer of its config.
+    with RunStore(server_home / "rdqn.db") as store:
+        record = store.get_run(run_id)
+    trainer = Trainer(RunConfig.from_dict(record.config))
+    checkpoint = Path(record.checkpoint_path)
+    trainer.restore(
+        load_checkpoint(checkpoint if checkpoint.is_absolute() else server_home / checkpoint)
+    )
+    probability = float(trainer.buffer.probabilities()[slot])
+    weight = float(trainer.buffer.importance_weights([slot], trainer.beta)[0])
+    assert shown_probability == pytest.approx(probability, rel=5e-4)
+    assert shown_weight == pytest.approx(weight, rel=5e-4)
+    top = trainer.buffer.probabilities().argmax()
+    assert probability == pytest.approx(float(trainer.buffer.probabilities()[top]))
+    assert math.isfinite(weight)
+    trainer.close()
