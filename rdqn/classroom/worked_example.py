@@ -366,16 +366,20 @@ def _as_flag(value: object) -> bool | None:
     return None
 
 
-def tex(x: float) -> str:
-    """A number for a LaTeX line: up to 4 decimals, scientific beyond [1e-3, 1e5)."""
+def tex(x: float, significant: int | None = None) -> str:
+    """A number for a LaTeX line: up to 4 decimals (``significant``: that many significant
+    digits), scientific beyond [1e-3, 1e5)."""
     x = float(x)
     if not math.isfinite(x):
         return r"\text{undefined}"
     if x == 0:
         return "0"
     if 1e-3 <= abs(x) < 1e5:
+        if significant is not None:
+            return f"{x:.{significant}g}"
         return f"{x:.4f}".rstrip("0").rstrip(".")
-    mantissa, exponent = f"{x:.3e}".split("e")
+    digits = 3 if significant is None else significant - 1
+    mantissa, exponent = f"{x:.{digits}e}".split("e")
     return rf"{mantissa.rstrip('0').rstrip('.')} \times 10^{{{int(exponent)}}}"
 
 

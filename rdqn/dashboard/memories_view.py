@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rdqn.classroom.worked_example import FORMULAS, Step, tex, tex_p
+from rdqn.classroom.worked_example import FORMULAS, Step, tex_p
+from rdqn.classroom.worked_example import tex as tex_number
 from rdqn.dashboard.watch import ACTION_LABELS
 from rdqn.envs.poses import pose_kind
 from rdqn.replay.priorities import priority
@@ -182,6 +183,11 @@ def chosen_memory(memories: Memories, run_id: str, list_name: str, row: int) -> 
             memories.row_size,
         ),
     )
+
+
+def tex(x: float) -> str:
+    """A memory's number in LaTeX, to 5 significant digits (its P(i) is often below 0.01)."""
+    return tex_number(x, significant=5)
 
 
 def memory_steps(chosen: ChosenMemory) -> list[Step]:

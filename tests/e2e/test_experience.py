@@ -19,6 +19,7 @@ from rdqn.runs.store import RunStore
 from rdqn.training.trainer import Trainer
 from tests.e2e.browser import (
     ARTIFACTS,
+    another_browser,
     assert_no_exception,
     saying_what_the_page_shows,
     wait_until_shown,
@@ -50,43 +51,53 @@ def player(page: Page):  # noqa: ANN201 - the Watch it play iframe
 
 
 def read_player(page: Page) -> dict:
-    frame = page.locator(".st-key-live_area_watch iframe").first.content_frame
+    frame = page.locator(".st-key-live_area_watch iframe").first.element_handle().content_frame()
     assert frame is not None
     return frame.evaluate(_PLAYER)
 
 
-@pytest.mark.parametrize("projector", [False, True])
-def test_watch_it_play_animates_the_episode_the_run_sent(
-    server: str, page: Page, projector: bool
-) -> None:
-    page.goto(f"{server}/live?steps=1000000" + ("&projector=1" if projector else ""))
-    page.get_by_role("button", name="Start", exact=True).click()
-    wait_until_shown(page, page.get_by_role("heading", name="Watch it play"))
+def _animates_as_sent(page: Page) -> None:
+    """Two readings of the player, a frame apart: each pole drawn at the angle of the pose the
+    run sent for that frame, and the frame moved on by itself (the browser animates)."""
     player(page).locator("#pole").wait_for()
-    readings = [read_player(page)]
+    first = read_player(page)
     with saying_what_the_page_shows(page):
         page.wait_for_function(
-            f"() => document.querySelector('.st-key-live_area_watch iframe')"
-            f".contentWindow.document.getElementById('stage').dataset.frame != "
-            f"'{readings[0]['frame']}'"
+            "(shown) => document.querySelector('.st-key-live_area_watch iframe')"
+            ".contentWindow.document.getElementById('stage').dataset.frame != shown",
+            arg=str(first["frame"]),
         )
-    readings.append(read_player(page))
-    for reading in readings:
+    second = read_player(page)
+    for reading in (first, second):
         assert reading["drawn"] == pytest.approx(reading["sent"], abs=1e-6), reading
-    assert readings[0]["frame"] != readings[1]["frame"]  # it animates, in the browser
+    assert first["frame"] != second["frame"]
+
+
+def test_watch_it_play_animates_the_episode_the_run_sent(server: str, page: Page) -> None:
+    page.goto(f"{server}/live?steps=1000000")
+    page.get_by_role("button", name="Start", exact=True).click()
+    wait_until_shown(page, page.get_by_role("heading", name="Watch it play"))
+    _animates_as_sent(page)
     # Play an episode now: a newer episode of the policy, and a diamond more on the chart.
     before = page.evaluate(_GREEDY_TRACE)
     page.get_by_role("button", name="Play an episode now").click()
     with saying_what_the_page_shows(page):
         page.wait_for_function(f"() => ({_GREEDY_TRACE})() > {max(before, 1)}")
     page.get_by_role("button", name="Pause").click()
+    page.locator('[data-testid="stProgress"]', has_text="paused").first.wait_for()
     assert_no_exception(page)
-    page.screenshot(path=str(ARTIFACTS / f"watch-it-play{'-projector' if projector else ''}.png"))
+    page.screenshot(path=str(ARTIFACTS / "watch-it-play.png"))
+    # Projector mode, the run paused: the same episode goes on playing, drawn larger.
+    page.goto(f"{server}/live?projector=1")
+    wait_until_shown(page, page.get_by_role("heading", name="Watch it play"))
+    _animates_as_sent(page)
+    assert_no_exception(page)
+    page.screenshot(path=str(ARTIFACTS / "watch-it-play-projector.png"))
 
 
 def _latex_number(page: Page, name: str) -> float:
     """The number a KaTeX line of One update by hand gives for ``name`` (its TeX source)."""
-    sources = page.locator("annotation").all_inner_texts()
+    sources = page.locator("annotation").all_text_contents()
     for source in sources:
         found = re.search(rf"{re.escape(name)} = ([-\d.]+)(?: \\times 10\^\{{(-?\d+)\}})?$", source)
         if found:
@@ -97,6 +108,7 @@ def _latex_number(page: Page, name: str) -> float:
 def test_a_memory_s_numbers_are_the_samplers_and_a_click_works_it_by_hand(
     server: str, page: Page, server_home: Path
 ) -> None:
+    page = another_browser(page, 1400, 1000)  # a browser of its own: a run of its own
     page.goto(f"{server}/live?preset=per-notebook&steps=1000000")
     page.get_by_role("button", name="Start", exact=True).click()
     page.locator('[data-testid="stProgress"]', has_text="running").first.wait_for()
@@ -110,15 +122,20 @@ def test_a_memory_s_numbers_are_the_samplers_and_a_click_works_it_by_hand(
     page.locator('[data-testid="stProgress"]', has_text="paused").first.wait_for()
     page.get_by_role("link", name="Replay internals").click()
     wait_until_shown(page, page.get_by_text("memories stored"))
-    page.get_by_role("button", name="Top by priority").click()
-    page.wait_for_timeout(500)  # the table redrawn with the list (a canvas: nothing to wait on)
+    page.get_by_text("Top by priority", exact=True).click()
     grid = page.locator('[data-testid="stDataFrame"]').first
+    grid.wait_for(state="visible")
+    page.wait_for_timeout(500)  # the table redrawn with the list (a canvas: nothing to wait on)
     box = grid.bounding_box()
     assert box is not None
     page.mouse.click(box["x"] + 12, box["y"] + 35 + 26)  # the first row's selection box
     wait_until_shown(page, page.get_by_text("A memory from run"))
     assert_no_exception(page)
-    about = page.get_by_text("A memory from run").inner_text()
+    about = (
+        page.locator('.st-key-hand_memory [data-testid="stMarkdownContainer"]')
+        .filter(has_text="A memory from run")
+        .first.inner_text()
+    )
     slot = int(re.search(r"slot ([\d,]+)", about).group(1).replace(",", ""))
     assert run_id in about
     shown_probability = _latex_number(page, "P(i)")
@@ -141,3 +158,4 @@ def test_a_memory_s_numbers_are_the_samplers_and_a_click_works_it_by_hand(
     assert probability == pytest.approx(float(trainer.buffer.probabilities()[top]))
     assert math.isfinite(weight)
     trainer.close()
+    page.context.close()
