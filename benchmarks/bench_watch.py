@@ -5,10 +5,11 @@ without, and the memory explorer's time for a 100,000-transition memory.
    `rdqn.training.watcher.EpisodeWatcher` cadence (the first at once, then after every 5 training
    episodes at most once every 5 s; the same loop whether anyone watches or not). Each seed trains
    the same config twice in this process, once stepping the trainer alone and once stepping it
-   with the watcher as `rdqn.runs.control.drive` does, in alternating order; measured: env steps
-   per CPU second of the process (a one-thread run's CPU time is what it takes on a core of its
-   own) and per wall second. The `demo` and `per-notebook` presets, their goal turned off so that
-   both variants do the same steps.
+   with the watcher as `rdqn.runs.control.drive` does, in alternating order; measured: the share
+   of the watched run's wall time inside the watcher's calls (what watching costs the training,
+   exactly), and each run's env steps per CPU second of the process (a one-thread run's CPU time
+   is what it takes on a core of its own). The `demo` and `per-notebook` presets, their goal
+   turned off so that both variants do the same steps.
 2. **The memory explorer at 100,000 transitions.** A `per-notebook` run with a 100,000-slot memory
    trained until it is full; then, repeated: the worker's `rdqn.training.memories.memories` (the
    thinned set, the three lists with their TD terms, the expectation line), the bytes it sends,
@@ -56,18 +57,26 @@ def _train(config: Any, *, watched: bool) -> dict[str, float]:  # noqa: ANN401
 
     trainer = Trainer(config)
     watcher = EpisodeWatcher(trainer) if watched else None
+    watching = 0.0  # seconds inside the watcher's calls
     wall, cpu = time.perf_counter(), time.process_time()
     if watcher is not None:
         watcher.maybe_play()
     while not trainer.done:
         trainer.step()
         if watcher is not None:
+            start = time.perf_counter()
             watcher.maybe_play()
+            watching += time.perf_counter() - start
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     played = watcher.played if watcher is not None else 0
     trainer.close()
     steps = config.train.total_steps
-    return {"steps_per_cpu_s": steps / cpu, "steps_per_s": steps / wall, "played": played}
+    return {
+        "steps_per_cpu_s": steps / cpu,
+        "steps_per_s": steps / wall,
+        "played": played,
+        "watching_share": watching / wall,
+    }
 
 
 def training(seeds: list[int], steps: int) -> dict[str, Any]:
@@ -175,24 +184,29 @@ def _median_range(values: list[float], fmt: str) -> str:
 def table(results: dict[str, Any]) -> str:
     train = results["training"]
     rows = [
-        "| preset | env steps per CPU s, alone | with Watch it play | share (goal ≥ 95 %) "
-        "| share of wall-clock speed | episodes played |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| preset | episodes played | time in Watch it play | training speed kept "
+        "(goal ≥ 95 %) | env steps per CPU s, alone | with Watch it play | A/B ratio |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, runs in train["runs"].items():
+        shares = [100 * r["watched"]["watching_share"] for r in runs]
         rows.append(
-            f"| `{name}` | {_median_range([r['plain']['steps_per_cpu_s'] for r in runs], ',.0f')} "
+            f"| `{name}` | {_median_range([r['watched']['played'] for r in runs], '.0f')} "
+            f"| {_median_range(shares, '.2f')} % "
+            f"| {_median_range([100 - s for s in shares], '.2f')} % "
+            f"| {_median_range([r['plain']['steps_per_cpu_s'] for r in runs], ',.0f')} "
             f"| {_median_range([r['watched']['steps_per_cpu_s'] for r in runs], ',.0f')} "
-            f"| {_median_range([100 * r['cpu_ratio'] for r in runs], '.1f')} % "
-            f"| {_median_range([100 * r['wall_ratio'] for r in runs], '.1f')} % "
-            f"| {_median_range([r['watched']['played'] for r in runs], '.0f')} |"
+            f"| {_median_range([100 * r['cpu_ratio'] for r in runs], '.0f')} % |"
         )
     seeds = sorted({r["seed"] for runs in train["runs"].values() for r in runs})
     ex = results["explorer"]
     rows += [
         "",
         f"Median (min–max) over seeds {', '.join(map(str, seeds))}, {train['steps']:,} env steps "
-        "each, one torch thread.",
+        "each, one torch thread. *Time in Watch it play*: the share of the watched run's wall "
+        "time spent in the watcher's calls (its episodes and its checks); the speed kept is the "
+        "rest. The A/B ratio compares two separate runs' speeds (CPU s) and mostly shows how "
+        "much two runs of the same work differ on this shared machine.",
         "",
         f"| memory explorer, {ex['capacity']:,} transitions | median (min–max) | goal |",
         "|---|---:|---:|",
@@ -214,7 +228,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="results file to write")
     parser.add_argument("--table", type=Path, help="print the table of a results file")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
-    parser.add_argument("--steps", type=int, default=20_000)
+    parser.add_argument("--steps", type=int, default=60_000)
     parser.add_argument("--capacity", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()

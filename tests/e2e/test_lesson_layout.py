@@ -341,3 +341,41 @@ def test_back_from_step_5_to_4_is_step_4(page: Page, served: str, home: Path) ->
     assert_no_exception(tab)
     tab.screenshot(path=str(ARTIFACTS / "lesson-layout-back-to-4.png"))
     tab.context.close()
+
+
+def _episode_on_show(tab: Page) -> dict:
+    """What Watch it play shows: the policy's age in env steps and the frames, from the player."""
+    frame = tab.locator(".st-key-live_area_watch iframe").first.element_handle().content_frame()
+    assert frame is not None
+    return frame.evaluate("() => ({env_steps: E.env_steps, frames: E.poses.length})")
+
+
+def test_every_what_gets_replayed_step_shows_what_its_text_says(page: Page, served: str) -> None:
+    """Each step's outlined area on the first screen at 1280×720, and what its text speaks of:
+    the untrained agent playing, the greedy returns on the reward chart, the trained agent with
+    Play an episode now, the counters, and the uniform run started for contrast."""
+    key = "what-gets-replayed"
+    tab = open_lesson(page, served, key)
+    assert_first_screen_holds_the_step(tab, key, 1)
+    tab.locator(".st-key-live_area_watch iframe").first.wait_for()
+    assert _episode_on_show(tab)["env_steps"] < 2_000  # the policy before much training
+    tab.screenshot(path=str(ARTIFACTS / f"lesson-layout-{key}-1.png"))
+    go_to(tab, key, 2)
+    assert_first_screen_holds_the_step(tab, key, 2)
+    with saying_what_the_page_shows(tab):
+        tab.wait_for_function(
+            """() => [...document.querySelectorAll('.js-plotly-plot')].some(p =>
+                 (p._fullData || []).some(t => t.name === 'greedy return (watched)'))"""
+        )
+    go_to(tab, key, 3)
+    assert_first_screen_holds_the_step(tab, key, 3)
+    tab.get_by_role("button", name="Play an episode now").wait_for()
+    tab.screenshot(path=str(ARTIFACTS / f"lesson-layout-{key}-3.png"))
+    go_to(tab, key, 4)
+    assert_first_screen_holds_the_step(tab, key, 4)
+    go_to(tab, key, 5)
+    assert_first_screen_holds_the_step(tab, key, 5)
+    with saying_what_the_page_shows(tab):
+        tab.locator('[data-testid="stProgress"]', has_text="(uniform").first.wait_for()
+    assert_no_exception(tab)
+    tab.context.close()
