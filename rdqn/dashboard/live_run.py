@@ -92,7 +92,8 @@ def current_run() -> RunHandle | None:
 
 
 REFRESH_S = 1.0
-"""How often the live page redraws its run (a watching page costs the server ~1 % of a core)."""
+"""How often the live page redraws its run (what a watching page costs the server:
+docs/performance.md, "Watching sessions")."""
 STARTING_REFRESH_S = 0.25
 """How often while this session's run is starting: its first counters are on their way, and the
 teacher who pressed Start sees them at once, not at the next second."""

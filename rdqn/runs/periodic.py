@@ -4,10 +4,9 @@ While it trains, a recorded run writes its rows and a resume checkpoint every
 `checkpoint_period` seconds (``$RDQN_CHECKPOINT_EVERY``, default 60 s), so a run whose
 process dies loses at most that stretch and resumes from there (`rdqn.runs.resume`; a checkpoint
 taken inside an episode resumes at the next episode, like a pause). A save costs one copy of the
-replay memory: measured 10-25 ms for per-notebook, paper and chain-lesson (1.2-1.5 MB) and 30-105
-ms for e14, e14-lesson and e15 (7.6-8.4 MB) on a loaded two-core machine: under 0.2 % of a
-minute. Whatever a save costs, the next one waits at least that cost / `MAX_CHECKPOINT_SHARE`,
-so saving never takes more than 2 % of a run's time (a short period on a slow disk included).
+replay memory. Whatever a save costs, the next one waits at least that cost /
+`MAX_CHECKPOINT_SHARE`, so saving never takes more than 2 % of a run's time (a short period on a
+slow disk included).
 `rdqn.runs.lifecycle.RecordedRun.record_progress` saves them.
 """
 
