@@ -27,9 +27,12 @@ from rdqn.training.episodes import PlayedEpisode
 
 __all__ = ["WATCH_REFRESH_S", "watch_panel"]
 
-WATCH_REFRESH_S = 2.0
+WATCH_REFRESH_S = 3.0
+"""Seconds between the panel's redraws: a run plays a new episode at most every 5 s."""
 
 
+_DOCUMENT = "watch.document"
+"""Session state: ((run id, episode seed, projector), the player's document)."""
 _SHOWN = "watch.shown"
 """Session state: (run id, the episode on show, when it went on show, whether one was asked for)."""
 
@@ -49,6 +52,17 @@ def _on_show(run_id: str, latest: PlayedEpisode | None) -> PlayedEpisode | None:
             return episode
     st.session_state[_SHOWN] = (run_id, latest, now, False)
     return latest
+
+
+def _player_document(run_id: str, episode: PlayedEpisode, projector: bool) -> str:
+    """`player_html`, made once per episode on show and kept in the session (every redraw of
+    the panel sends the same document)."""
+    key = (run_id, episode.seed, projector)
+    kept = st.session_state.get(_DOCUMENT)
+    if kept is None or kept[0] != key:
+        kept = (key, player_html(episode, projector=projector))
+        st.session_state[_DOCUMENT] = kept
+    return kept[1]
 
 
 def _ask_for_episode(handle: RunHandle) -> None:
@@ -80,7 +94,7 @@ def watch_panel(shown_run: Callable[[], str | None]) -> None:
         return
     player, notes = container.columns([3, 2], gap="medium")
     projector = projector_mode()
-    html = player_html(episode, projector=projector)
+    html = _player_document(run_id, episode, projector)
     if (mark := page_run_mark()) is not None:
         html += f"<!-- {mark} -->"
     with player:
