@@ -39,7 +39,7 @@ PACE: dict[str, float] = {"cartpole": 50.0, "row": 3.0, "market": 20.0}
 """Frames a second the player shows at 1x, by kind: CartPole in real time (its step is 0.02 s)."""
 HOLD_S = 1.5
 """Seconds the player holds an episode's last frame before it plays it again."""
-PLAYER_HEIGHT = 300
+PLAYER_HEIGHT = 270
 """The player's height in pixels (caption, drawing, controls); `player_height` in projector mode."""
 
 

@@ -353,7 +353,7 @@ def _episode_on_show(tab: Page) -> dict:
 def test_every_what_gets_replayed_step_shows_what_its_text_says(page: Page, served: str) -> None:
     """Each step's outlined area on the first screen at 1280×720, and what its text speaks of:
     the untrained agent playing, the greedy returns on the reward chart, the trained agent with
-    Play an episode now, the counters, and the uniform run started for contrast."""
+    Play an episode now, the counters, and the uniform run started for contrast, playing."""
     key = "what-gets-replayed"
     tab = open_lesson(page, served, key)
     assert_first_screen_holds_the_step(tab, key, 1)
