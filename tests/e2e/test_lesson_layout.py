@@ -369,7 +369,8 @@ def test_every_what_gets_replayed_step_shows_what_its_text_says(page: Page, serv
         )
     go_to(tab, key, 3)
     assert_first_screen_holds_the_step(tab, key, 3)
-    tab.get_by_role("button", name="Play an episode now").wait_for()
+    # While the page runs, the panel where step 2 drew it may still fade beside step 3's.
+    tab.get_by_role("button", name="Play an episode now").first.wait_for()
     tab.screenshot(path=str(ARTIFACTS / f"lesson-layout-{key}-3.png"))
     go_to(tab, key, 4)
     assert_first_screen_holds_the_step(tab, key, 4)
