@@ -203,8 +203,10 @@ def test_a_paused_run_plays_an_episode_and_sends_its_memory_on_request() -> None
     wait_for(lambda: handle.snapshot().env_steps == 41)
     assert handle.snapshot().memories is None and handle.memories is view
     sent = []
-    handle._send = lambda *command: sent.append(command)  # noqa: SLF001 - what goes out
+    send = handle._send  # noqa: SLF001 - what goes out
+    handle._send = lambda *command: sent.append(command)  # noqa: SLF001
     handle.request_memories()  # fresh (received just now): not asked again
     handle.request_memories(max_age=0.0)
+    handle._send = send  # noqa: SLF001
     assert sent == [("memories",)]
     handle.stop()
