@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page
 
 from rdqn.dashboard.guided import LESSON_FOLDER, GuidedLesson
@@ -27,6 +28,7 @@ from tests.e2e.browser import (
     streamlit_server,
 )
 from tests.harness.cached_references import CachedReferences
+from tests.run_helpers import wait_for
 
 WIDTH, HEIGHT = 1280, 720
 
@@ -344,10 +346,20 @@ def test_back_from_step_5_to_4_is_step_4(page: Page, served: str, home: Path) ->
 
 
 def _episode_on_show(tab: Page) -> dict:
-    """What Watch it play shows: the policy's age in env steps and the frames, from the player."""
-    frame = tab.locator(".st-key-live_area_watch iframe").first.element_handle().content_frame()
-    assert frame is not None
-    return frame.evaluate("() => ({env_steps: E.env_steps, frames: E.poses.length})")
+    """What Watch it play shows: the policy's age in env steps and the frames, from the player
+    (read again while a newer episode replaces it, which leaves it without a document a moment)."""
+
+    def reading() -> dict | None:
+        try:
+            player = tab.locator(".st-key-live_area_watch iframe").first.element_handle()
+            frame = player.content_frame()
+            if frame is None:
+                return None
+            return frame.evaluate("() => ({env_steps: E.env_steps, frames: E.poses.length})")
+        except PlaywrightError:
+            return None
+
+    return wait_for(reading, 60, what="the player shows no episode")
 
 
 def test_every_what_gets_replayed_step_shows_what_its_text_says(page: Page, served: str) -> None:
