@@ -10,8 +10,10 @@ import subprocess
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from playwright.sync_api import Browser, BrowserContext, Locator, Page
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from rdqn.runs.store import RunStore
@@ -123,6 +125,17 @@ def wait_for_an_episode_after(page: Page, step: float) -> float:
             arg=step,
         )
     return drawn.json_value()
+
+
+def read_player(page: Page, script: str) -> Any:  # noqa: ANN401 - what ``script`` returns
+    """``script`` evaluated in Watch it play's player (its episode is the global ``E``), or None
+    while a newer episode replaces the player and it has no document."""
+    try:
+        player = page.locator(".st-key-live_area_watch iframe").first.element_handle()
+        frame = player.content_frame()
+        return None if frame is None else frame.evaluate(script)
+    except PlaywrightError:
+        return None
 
 
 def wait_for_metric(page: Page, label: str, test: str) -> None:

@@ -11,7 +11,6 @@ import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page
 
 from rdqn.config import RunConfig
@@ -22,6 +21,7 @@ from tests.e2e.browser import (
     ARTIFACTS,
     another_browser,
     assert_no_exception,
+    read_player,
     saying_what_the_page_shows,
     wait_until_shown,
 )
@@ -52,25 +52,17 @@ def player(page: Page):  # noqa: ANN201 - the Watch it play iframe
     return page.frame_locator(".st-key-live_area_watch iframe").first
 
 
-def read_player(page: Page) -> dict:
-    frame = page.locator(".st-key-live_area_watch iframe").first.element_handle().content_frame()
-    if frame is None:
-        raise PlaywrightError("the player has no document yet")
-    return frame.evaluate(_PLAYER)
-
-
 def _animates_as_sent(page: Page) -> None:
     """Two readings of the player, a frame apart in the same episode: each pole drawn at the
     angle of the pose the run sent for that frame, and the frame moved on by itself (the browser
     animates). A reading while the player is replaced (a newer episode came) is no reading, and
     a newer episode starts the comparison over."""
     player(page).locator("#pole").wait_for()
-    first = read_player(page)
+    first = wait_for(lambda: read_player(page, _PLAYER), 60, what="the player shows nothing")
 
     def later_frame() -> dict | None:
-        try:
-            reading = read_player(page)
-        except PlaywrightError:
+        reading = read_player(page, _PLAYER)
+        if reading is None:
             return None
         if reading["env_steps"] != first["env_steps"] or reading["frames"] != first["frames"]:
             first.update(reading)

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page
 
 from rdqn.dashboard.guided import LESSON_FOLDER, GuidedLesson
@@ -23,6 +22,7 @@ from tests.e2e.browser import (
     act_until,
     another_browser,
     assert_no_exception,
+    read_player,
     run_on_screen,
     saying_what_the_page_shows,
     streamlit_server,
@@ -346,20 +346,9 @@ def test_back_from_step_5_to_4_is_step_4(page: Page, served: str, home: Path) ->
 
 
 def _episode_on_show(tab: Page) -> dict:
-    """What Watch it play shows: the policy's age in env steps and the frames, from the player
-    (read again while a newer episode replaces it, which leaves it without a document a moment)."""
-
-    def reading() -> dict | None:
-        try:
-            player = tab.locator(".st-key-live_area_watch iframe").first.element_handle()
-            frame = player.content_frame()
-            if frame is None:
-                return None
-            return frame.evaluate("() => ({env_steps: E.env_steps, frames: E.poses.length})")
-        except PlaywrightError:
-            return None
-
-    return wait_for(reading, 60, what="the player shows no episode")
+    """What Watch it play shows: the policy's age in env steps and the frames, from the player."""
+    script = "() => ({env_steps: E.env_steps, frames: E.poses.length})"
+    return wait_for(lambda: read_player(tab, script), 60, what="the player shows no episode")
 
 
 def test_every_what_gets_replayed_step_shows_what_its_text_says(page: Page, served: str) -> None:
