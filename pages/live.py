@@ -16,10 +16,10 @@ from rdqn.dashboard.live_controls import lesson_panel, main_controls, run_button
 from rdqn.dashboard.live_run import (
     REFRESH_S,
     current_run,
-    previous_run_id,
     refresh_seconds,
     restore_live_run,
     run_settings,
+    shown_run,
     try_it_myself,
 )
 from rdqn.dashboard.live_settings import current_lesson, current_step, sync_url
@@ -109,15 +109,6 @@ else:
         class_code_button()
 
 
-def shown_run() -> tuple[str | None, str | None]:
-    """The run on show and the one it replaced (the overlay)."""
-    if parsed.follow:  # the teacher's current run, whichever it is by now, and its overlay
-        return live_pages().followed(parsed.follow)
-    if watching:
-        return parsed.run_id, None
-    return ss["live.run_id"], previous_run_id()
-
-
 def _status() -> str | None:
     handle = current_run()
     return handle.status if handle is not None else None
@@ -137,7 +128,7 @@ def live_view() -> None:
             "The run restarts from its seed with the new value once the slider settles"
             + ("; the new run stays paused: press Resume to train it." if paused else "…")
         )
-    run_id, previous = shown_run()
+    run_id, previous = shown_run(parsed)
     run_view(
         run_id,
         previous_run_id=previous,
@@ -150,10 +141,10 @@ def live_view() -> None:
 # A lesson step that points at Watch it play shows it first, on the first screen.
 watch_first = step is not None and step.highlight == "watch"
 if watch_first:
-    watch_panel(lambda: shown_run()[0])
+    watch_panel(lambda: shown_run(parsed)[0])
 live_view()
 if not watch_first:
-    watch_panel(lambda: shown_run()[0])
+    watch_panel(lambda: shown_run(parsed)[0])
 st.slider(
     "Curve smoothing (EMA)", 0.0, 0.99, shown_value("live.smoothing"), 0.01, key="live.smoothing"
 )

@@ -23,6 +23,7 @@ from rdqn.dashboard.live_settings import (
     settings_are,
     use_settings_of,
 )
+from rdqn.dashboard.params import ParsedParams
 from rdqn.dashboard.state import SPEEDS, live_pages, registry, session, store, without_paths
 from rdqn.dashboard.text import why_stopped
 from rdqn.runs.resume import resume_blocker
@@ -182,6 +183,17 @@ def show_run(run_id: str, *, replacing: RunHandle | None = None, reason: str | N
 def previous_run_id() -> str | None:
     """The run this session's live page showed before the one on screen (the dashed overlay)."""
     return live_pages().previous_run(session().owner, st.session_state["live.run_id"])
+
+
+def shown_run(parsed: ParsedParams) -> tuple[str | None, str | None]:
+    """The run the live page shows and the one it replaced (the overlay): the followed class's
+    current run (``?follow=``), whichever it is by now; the one run of ``?run=``; or this
+    browser's own."""
+    if parsed.follow:
+        return live_pages().followed(parsed.follow)
+    if parsed.run_id is not None:
+        return parsed.run_id, None
+    return st.session_state["live.run_id"], previous_run_id()
 
 
 def restore_live_run() -> None:
