@@ -190,14 +190,15 @@ def steps_done(tab: Page) -> int:
 
 
 def what_the_page_shows(page: Page) -> str:
-    """The URL, status line, notices and captions of a Streamlit page, and the pages' uncaught
-    errors: for a failure message."""
+    """The URL, status line, notices, captions and exceptions of a Streamlit page, and the
+    pages' uncaught errors: for a failure message."""
     parts = [f"url: {page.url}"]
     parts += [f"page error: {error}" for error in PAGE_ERRORS]
     for name, selector in (
         ("status", '[data-testid="stProgress"]'),
         ("notice", '[data-testid="stAlert"]'),
         ("caption", '[data-testid="stCaptionContainer"]'),
+        ("exception", '[data-testid="stException"]'),
     ):
         with contextlib.suppress(Exception):
             parts += [f"{name}: {text}" for text in page.locator(selector).all_inner_texts()]

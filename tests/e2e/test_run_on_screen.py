@@ -26,6 +26,7 @@ from tests.e2e.browser import (
     steps_done,
     streamlit_server,
     wait_for_metric,
+    what_the_page_shows,
 )
 from tests.run_helpers import wait_for
 
@@ -76,7 +77,7 @@ def wait_for_run(tab: Page, right: Callable[[str], bool], timeout: float = 60.0)
     return wait_for(
         shown_and_right,
         timeout,
-        what=lambda: f"the page shows {progress_text(tab)} at {tab.url}",
+        what=lambda: f"the page shows another run:\n{what_the_page_shows(tab)}",
         every=0.25,
     )
 
