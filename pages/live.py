@@ -88,7 +88,8 @@ if watching:
         help="Start a run of your own with these settings",
     )
     if parsed.run_id is not None and registry().get(parsed.run_id) is None:
-        stored_run_view(parsed.run_id)
+        if stored_run_view(parsed.run_id):
+            watch_panel(lambda: parsed.run_id)
         st.stop()
 
 # ---------------------------------------------------------------- controls

@@ -396,19 +396,25 @@ def class_code_full_screen(code: str, link: str) -> None:
     right.markdown(f"Open **{plain(link)}**, or scan the code.")
 
 
-def stored_run_view(run_id: str) -> None:
-    """A run the registry no longer has, from the store: its status and reward curve."""
+def stored_run_view(run_id: str) -> bool:
+    """A run the registry no longer has, from the store: its status and reward curve, with the
+    greedy returns it played for its watchers; False when the store has no such run."""
     try:
         record = store().get_run(run_id)
+        episodes = store().episodes(run_id)
+        greedy = store().greedy_returns(run_id)
     except KeyError:
         st.warning(f"No run with id {run_id!r} on this server.")
-        return
-    episodes = store().episodes(run_id)
+        return False
     st.markdown(f"Status **{plain(record.status)}** · {record.env_steps:,} env steps")
     show_chart(
-        st,
+        st.container(key="live_area_reward"),
         figures.reward_curve(
-            episodes["env_steps"].to_numpy(), episodes["return"].to_numpy(), scheme=record.scheme
+            episodes["env_steps"].to_numpy(),
+            episodes["return"].to_numpy(),
+            scheme=record.scheme,
+            greedy=(greedy.env_steps, greedy.returns) if len(greedy) else None,
         ),
         width="stretch",
     )
+    return True

@@ -1,5 +1,6 @@
 """ "Watch it play" on the live page: the run's latest greedy episode, animated in the browser, its
-return and length, and "Play an episode now" for whoever controls the run.
+return and length, and "Play an episode now" for whoever controls the run. A run this server no
+longer trains (a saved run, after a restart too) shows the latest episode its store keeps.
 
 Redrawn every `WATCH_REFRESH_S` in a fragment of its own. An episode stays on show until it has
 been shown once (`rdqn.dashboard.watch.watch_seconds`) before a newer one replaces it, unless the
@@ -15,12 +16,11 @@ import time
 from collections.abc import Callable
 
 import streamlit as st
-import streamlit.components.v1 as components
 
 from rdqn.dashboard.display import projector_mode
 from rdqn.dashboard.fragments import fragment, page_run_mark
 from rdqn.dashboard.ownership import may_control
-from rdqn.dashboard.state import registry
+from rdqn.dashboard.state import registry, store
 from rdqn.dashboard.watch import player_height, player_html, watch_seconds
 from rdqn.serve.handle import RunHandle
 from rdqn.training.episodes import PlayedEpisode
@@ -65,6 +65,23 @@ def _player_document(run_id: str, episode: PlayedEpisode, projector: bool) -> st
     return kept[1]
 
 
+_STORED = "watch.stored"
+"""Session state: (run id, the latest episode the store keeps of it), for a run not on this
+server (any more): read once, it changes only if the run is resumed here."""
+
+
+def _stored_episode(run_id: str) -> PlayedEpisode | None:
+    kept = st.session_state.get(_STORED)
+    if kept is None or kept[0] != run_id:
+        try:
+            episode = store().watched_episode(run_id)
+        except KeyError:  # deleted meanwhile
+            episode = None
+        kept = (run_id, episode)
+        st.session_state[_STORED] = kept
+    return kept[1]
+
+
 def _ask_for_episode(handle: RunHandle) -> None:
     handle.play_episode()
     shown = st.session_state.get(_SHOWN)
@@ -82,14 +99,18 @@ def watch_panel(shown_run: Callable[[], str | None]) -> None:
     container = st.container(key="live_area_watch")
     container.subheader("Watch it play")
     handle = registry().get(run_id)
-    snap = handle.snapshot(touch=False) if handle is not None else None
-    episode = _on_show(run_id, snap.played if snap is not None else None)
+    if handle is not None:
+        snap = handle.snapshot(touch=False)
+        latest = snap.played if snap is not None else None
+    else:
+        latest = _stored_episode(run_id)
+    episode = _on_show(run_id, latest)
     if episode is None:
         container.caption(
             "The run plays a greedy episode of its policy as it starts, then every few "
             "training episodes."
             if handle is not None
-            else "Episodes are played while a run is on this server; this one is not (any more)."
+            else "This run played no episode to watch."
         )
         return
     player, notes = container.columns([3, 2], gap="medium")
@@ -98,7 +119,7 @@ def watch_panel(shown_run: Callable[[], str | None]) -> None:
     if (mark := page_run_mark()) is not None:
         html += f"<!-- {mark} -->"
     with player:
-        components.html(html, height=player_height(projector))
+        st.iframe(html, height=player_height(projector))
     ending = "the pole fell" if episode.terminated else "it reached the time limit"
     if episode.kind == "row":
         ending = "it reached the end" if episode.terminated else "it ran out of steps"

@@ -197,7 +197,7 @@ def drive(
 
     try:
         trainer = run.open(paused=controls.paused)
-        watcher = EpisodeWatcher(trainer)
+        watcher = EpisodeWatcher(trainer, earlier=run.greedy_so_far, on_played=run.record_played)
         watcher.maybe_play()  # the policy before any training: what a class sees first
         publish(snapshot())
         last_publish = next_tick = time.monotonic()

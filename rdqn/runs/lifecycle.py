@@ -71,6 +71,7 @@ from rdqn.runs.writer import RunWriter
 if TYPE_CHECKING:  # the trainer (and torch) load only where a run trains, not in a web server
     from rdqn.config import RunConfig
     from rdqn.runs.resume import ResumePoint
+    from rdqn.training.episodes import GreedyReturns, PlayedEpisode
     from rdqn.training.trainer import Trainer
 
 __all__ = [
@@ -278,6 +279,22 @@ class RecordedRun:
         if self.store is not None and self.id is not None:
             record_status(self.store, self.id, status)
         self.status = status
+
+    @property
+    def greedy_so_far(self) -> GreedyReturns | None:
+        """The greedy returns a resumed run had played up to where it resumed (its watcher
+        goes on from them, as its store keeps them: `open` dropped any played later); None
+        for a fresh run, or before it opened."""
+        greedy = None if self.resume is None else self.resume.greedy
+        if greedy is None or self.trainer is None:
+            return None
+        return greedy.until(self.trainer.env_steps)
+
+    def record_played(self, played: int, episode: PlayedEpisode) -> None:
+        """Record the run's ``played``-th greedy episode (`rdqn.training.watcher`), written at
+        once: a run can be watched and its greedy curve drawn from the store."""
+        if self._writer is not None:
+            self._writer.add_played(played, episode)
 
     def record_progress(self) -> None:
         """Save a periodic resume checkpoint when one is due (see the module docstring); the

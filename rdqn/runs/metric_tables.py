@@ -1,13 +1,15 @@
-"""A run's metric tables (``episodes``, ``steps``): written in batches, read as DataFrames.
+"""A run's metric tables (``episodes``, ``steps``, ``greedy``) and the latest episode it played
+for its watchers (``watched``): written in batches, read as DataFrames (the greedy episodes as
+`GreedyReturns` and a `PlayedEpisode`).
 
 `MetricTables` is the part of the run store (`rdqn.runs.store.RunStore`, which hands its calls
 on) that writes and reads them; the ``runs`` table is the store's own.
 
 Columns come in the order and with the converters of `rdqn.runs.schema` (``EPISODE_COLUMNS``,
-``STEP_COLUMNS``; the first column is the table's key). SQLite returns None for NULL, which would
-make an all-NULL column ``object``; every column is given a numeric dtype instead: ``float64`` for
-floats (NULL is NaN), ``int64`` for integers, or pandas' nullable ``Int64`` when a value is
-missing.
+``STEP_COLUMNS``, ``GREEDY_COLUMNS``; the first column is the table's key). SQLite returns None
+for NULL, which would make an all-NULL column ``object``; every column is given a numeric dtype
+instead: ``float64`` for floats (NULL is NaN), ``int64`` for integers, or pandas' nullable
+``Int64`` when a value is missing.
 """
 
 from __future__ import annotations
@@ -18,11 +20,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
+
 from rdqn.runs.schema import (
     EPISODE_COLUMNS,
     EPISODE_KEYS,
+    GREEDY_COLUMNS,
+    GREEDY_KEYS,
     INSERT_EPISODES,
+    INSERT_GREEDY,
     INSERT_STEPS,
+    INSERT_WATCHED,
     PROGRESS_SET,
     STEP_COLUMNS,
     STEP_KEYS,
@@ -31,6 +39,7 @@ from rdqn.runs.schema import (
     row_params,
 )
 from rdqn.runs.store_access import Database
+from rdqn.training.episodes import GreedyReturns, PlayedEpisode
 
 if TYPE_CHECKING:  # pandas loads with the first table read (see rdqn.runs.store)
     import pandas as pd
@@ -39,8 +48,9 @@ __all__ = ["MetricTables", "read_metric_frame"]
 
 
 class MetricTables:
-    """The ``episodes`` and ``steps`` rows of a store's runs (`rdqn.runs.store.RunStore`'s
-    ``write_metrics``, ``episodes``, ``steps`` and ``export_csv``)."""
+    """The ``episodes``, ``steps`` and ``greedy`` rows and the ``watched`` episode of a store's
+    runs (`rdqn.runs.store.RunStore`'s ``write_metrics``, ``episodes``, ``steps``,
+    ``greedy_returns``, ``watched_episode`` and ``export_csv``)."""
 
     def __init__(self, db: Database, path: Path) -> None:
         self._db = db
@@ -56,22 +66,35 @@ class MetricTables:
         *,
         episodes: Sequence[Mapping[str, Any]] = (),
         steps: Sequence[Mapping[str, Any]] = (),
+        greedy: Sequence[Mapping[str, Any]] = (),
+        watched: bytes | None = None,
         progress: Mapping[str, int] | None = None,
     ) -> None:
-        """Write episode rows, step rows and (optionally) progress counters in one transaction.
+        """Write episode, step and greedy rows, the latest watched episode (``watched``:
+        `PlayedEpisode.to_bytes`, replacing the one kept) and (optionally) progress counters in
+        one transaction.
 
-        Row keys are the columns of :data:`EPISODE_COLUMNS` / :data:`STEP_COLUMNS` (missing ones
-        are stored as NULL; ``episode`` / ``updates`` are required). ``progress`` takes
-        ``env_steps``, ``updates`` and ``episodes``. Rows that repeat a key replace the old row.
+        Row keys are the columns of :data:`EPISODE_COLUMNS` / :data:`STEP_COLUMNS` /
+        :data:`GREEDY_COLUMNS` (missing ones are stored as NULL; ``episode`` / ``updates`` /
+        ``played`` are required). ``progress`` takes ``env_steps``, ``updates`` and
+        ``episodes``. Rows that repeat a key replace the old row.
         """
         episode_params = row_params(run_id, episodes, EPISODE_COLUMNS, EPISODE_KEYS, "episode")
         step_params = row_params(run_id, steps, STEP_COLUMNS, STEP_KEYS, "step")
+        greedy_params = row_params(run_id, greedy, GREEDY_COLUMNS, GREEDY_KEYS, "greedy")
+        watched_params = None
+        if watched is not None:
+            watched_params = (run_id, PlayedEpisode.from_bytes(watched).env_steps, watched)
         with self._db.write() as conn:
             self._check_exists(conn, run_id)
             if episode_params:
                 conn.executemany(INSERT_EPISODES, episode_params)
             if step_params:
                 conn.executemany(INSERT_STEPS, step_params)
+            if greedy_params:
+                conn.executemany(INSERT_GREEDY, greedy_params)
+            if watched_params is not None:
+                conn.execute(INSERT_WATCHED, watched_params)
             if progress is not None:
                 counters = tuple(int(progress[k]) for k in ("env_steps", "updates", "episodes"))
                 conn.execute(
@@ -91,6 +114,30 @@ class MetricTables:
             self._check_exists(conn, run_id)
             return read_metric_frame(conn, run_id, "steps", STEP_COLUMNS, after)
 
+    def greedy_returns(self, run_id: str) -> GreedyReturns:
+        """The greedy episodes the run played for its watchers, in the order played."""
+        with self._db.read() as conn:
+            self._check_exists(conn, run_id)
+            frame = read_metric_frame(conn, run_id, "greedy", GREEDY_COLUMNS)
+        return GreedyReturns(
+            env_steps=frame["env_steps"].to_numpy(np.int64, na_value=0),
+            returns=frame["return"].to_numpy(np.float64),
+            lengths=frame["length"].to_numpy(np.int64, na_value=0),
+        )
+
+    def watched_episode(self, run_id: str) -> PlayedEpisode | None:
+        """The latest greedy episode the run played (None: none yet, or one the store cannot
+        read back, as written by another version)."""
+        with self._db.read() as conn:
+            self._check_exists(conn, run_id)
+            row = conn.execute("SELECT episode FROM watched WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            return None
+        try:
+            return PlayedEpisode.from_bytes(row[0])
+        except ValueError:
+            return None
+
     def export_csv(self, run_id: str, kind: Literal["episodes", "steps"]) -> str:
         """The run's ``episodes`` or ``steps`` as CSV text with a header row (floats round-trip)."""
         if kind == "episodes":
@@ -103,10 +150,15 @@ class MetricTables:
 
     def rewind(self, conn: sqlite3.Connection, run_id: str, counters: tuple[int, int, int]) -> None:
         """Drop the run's rows past ``counters`` (env steps, updates, episodes), inside the
-        caller's write (a resume taking the run: `RunStore.set_status`)."""
-        _, updates, episodes = counters
+        caller's write (a resume taking the run: `RunStore.set_status`); the greedy episodes
+        played after the env step the run resumes from go too (that policy is gone)."""
+        env_steps, updates, episodes = counters
         conn.execute("DELETE FROM episodes WHERE run_id = ? AND episode > ?", (run_id, episodes))
         conn.execute("DELETE FROM steps WHERE run_id = ? AND updates > ?", (run_id, updates))
+        for table in ("greedy", "watched"):
+            conn.execute(
+                f"DELETE FROM {table} WHERE run_id = ? AND env_steps > ?", (run_id, env_steps)
+            )
 
 
 def read_metric_frame(

@@ -77,6 +77,7 @@ from rdqn.validation import is_integer
 if TYPE_CHECKING:  # the config's gymnasium and the trainer's torch: only where they are used
     from rdqn.config import RunConfig
     from rdqn.runs.store import RunStore
+    from rdqn.training.episodes import GreedyReturns
     from rdqn.training.trainer import Trainer
 
 __all__ = [
@@ -180,6 +181,9 @@ class ResumePoint:
     data: bytes | None = None
     """The checkpoint's bytes, for a worker that cannot read the file (named by ``checkpoint``
     in what it says)."""
+    greedy: GreedyReturns | None = None
+    """The greedy episodes the run played for its watchers, as stored: the resumed run's
+    watcher goes on from those up to where it resumes."""
 
 
 def resume_point(store: RunStore | None, run_id: str) -> ResumePoint:
@@ -217,7 +221,9 @@ def resume_point(store: RunStore | None, run_id: str) -> ResumePoint:
             verify_checkpoint(path)
         except CheckpointError as err:
             raise ResumeError(f"cannot resume run {run_id}: {err}; {KEPT}") from err
-    return ResumePoint(run_id, config, path, Recorded.of(record))
+    return ResumePoint(
+        run_id, config, path, Recorded.of(record), greedy=store.greedy_returns(run_id)
+    )
 
 
 def restore(point: ResumePoint, trainer: Trainer) -> tuple[int, int, int]:

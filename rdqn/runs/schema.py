@@ -17,8 +17,12 @@ __all__ = [
     "FINAL_STATUSES",
     "EPISODE_COLUMNS",
     "EPISODE_KEYS",
+    "GREEDY_COLUMNS",
+    "GREEDY_KEYS",
     "INSERT_EPISODES",
+    "INSERT_GREEDY",
     "INSERT_STEPS",
+    "INSERT_WATCHED",
     "MIGRATIONS",
     "PROGRESS_SET",
     "RUN_COLUMNS",
@@ -58,8 +62,15 @@ STEP_COLUMNS: tuple[tuple[str, Converter], ...] = (
     ("ess", float),
     ("wall_time", float),
 )
+GREEDY_COLUMNS: tuple[tuple[str, Converter], ...] = (
+    ("played", int),
+    ("env_steps", int),
+    ("return", float),
+    ("length", int),
+)
 EPISODE_KEYS = frozenset(name for name, _ in EPISODE_COLUMNS)
 STEP_KEYS = frozenset(name for name, _ in STEP_COLUMNS)
+GREEDY_KEYS = frozenset(name for name, _ in GREEDY_COLUMNS)
 
 _STATUS_CHECK = ", ".join(f"'{s}'" for s in STATUSES)
 # MIGRATIONS[i] moves a database from user_version i to i + 1; append, never edit.
@@ -122,6 +133,24 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # (`rdqn.runs.store.owner_hash`), so that only that owner is offered to resume it, even
     # after a server restart. NULL for runs nobody owned (the command line) and older rows.
     ("ALTER TABLE runs ADD COLUMN owner_hash TEXT",),
+    # 5: the greedy episodes a run played for its watchers (`rdqn.training.watcher`): each
+    # one's return, and the latest one whole (`PlayedEpisode.to_bytes`), so that a run can be
+    # watched and its greedy curve drawn after a server restart.
+    (
+        """CREATE TABLE IF NOT EXISTS greedy (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            played INTEGER NOT NULL,
+            env_steps INTEGER,
+            "return" REAL,
+            length INTEGER,
+            PRIMARY KEY (run_id, played)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE IF NOT EXISTS watched (
+            run_id TEXT PRIMARY KEY REFERENCES runs (id) ON DELETE CASCADE,
+            env_steps INTEGER NOT NULL,
+            episode BLOB NOT NULL
+        )""",
+    ),
 )
 SCHEMA_VERSION: int = len(MIGRATIONS)
 
@@ -192,6 +221,11 @@ INSERT_STEPS = (
     f"INSERT OR REPLACE INTO steps (run_id, {quoted_columns(STEP_COLUMNS)}) "
     f"VALUES ({', '.join('?' * (len(STEP_COLUMNS) + 1))})"
 )
+INSERT_GREEDY = (
+    f"INSERT OR REPLACE INTO greedy (run_id, {quoted_columns(GREEDY_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * (len(GREEDY_COLUMNS) + 1))})"
+)
+INSERT_WATCHED = "INSERT OR REPLACE INTO watched (run_id, env_steps, episode) VALUES (?, ?, ?)"
 PROGRESS_SET = "env_steps = ?, updates = ?, episodes = ?"
 
 

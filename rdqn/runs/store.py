@@ -49,7 +49,7 @@ import os
 import sqlite3
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -80,6 +80,8 @@ from rdqn.runs.unwritten import UnwrittenStatuses
 
 if TYPE_CHECKING:  # pandas loads with the first table read: a worker that trains never does
     import pandas as pd
+
+    from rdqn.training.episodes import GreedyReturns, PlayedEpisode
 
 __all__ = [
     "RunRecord",
@@ -456,16 +458,10 @@ class RunStore:
 
     # -- metrics (rdqn.runs.metric_tables) -------------------------------------------------
 
-    def write_metrics(
-        self,
-        run_id: str,
-        *,
-        episodes: Sequence[Mapping[str, Any]] = (),
-        steps: Sequence[Mapping[str, Any]] = (),
-        progress: Mapping[str, int] | None = None,
-    ) -> None:
-        """`MetricTables.write_metrics`: episode and step rows, and progress, in one write."""
-        self._metrics.write_metrics(run_id, episodes=episodes, steps=steps, progress=progress)
+    def write_metrics(self, run_id: str, **rows: Any) -> None:
+        """`MetricTables.write_metrics`: episode, step and greedy rows, the latest watched
+        episode, and progress, in one write."""
+        self._metrics.write_metrics(run_id, **rows)
 
     def episodes(self, run_id: str, *, after: int | None = None) -> pd.DataFrame:
         """`MetricTables.episodes`: the run's episode rows (only ``episode > after``)."""
@@ -474,6 +470,14 @@ class RunStore:
     def steps(self, run_id: str, *, after: int | None = None) -> pd.DataFrame:
         """`MetricTables.steps`: the run's per-update rows (only ``updates > after``)."""
         return self._metrics.steps(run_id, after=after)
+
+    def greedy_returns(self, run_id: str) -> GreedyReturns:
+        """`MetricTables.greedy_returns`: the greedy episodes the run played, in order."""
+        return self._metrics.greedy_returns(run_id)
+
+    def watched_episode(self, run_id: str) -> PlayedEpisode | None:
+        """`MetricTables.watched_episode`: the latest greedy episode the run played."""
+        return self._metrics.watched_episode(run_id)
 
     def export_csv(self, run_id: str, kind: Literal["episodes", "steps"]) -> str:
         """`MetricTables.export_csv`: the run's ``episodes`` or ``steps`` as CSV text."""

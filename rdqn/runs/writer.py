@@ -2,7 +2,8 @@
 
 A `RunWriter` keeps episode and step rows in memory and hands them to
 `RunStore.write_metrics` in one transaction when `flush_every` seconds have passed or
-`max_pending` rows are waiting; the check on each add is one clock read.
+`max_pending` rows are waiting; the check on each add is one clock read. A greedy episode played
+for the run's watchers (`add_played`: seconds apart) is written at once, with the rows pending.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from rdqn.validation import check_integer, check_real
 
 if TYPE_CHECKING:  # the lifecycle writes through this writer
     from rdqn.runs.status import RunRecords
+    from rdqn.training.episodes import PlayedEpisode
 
 __all__ = ["RunWriter"]
 
@@ -52,6 +54,8 @@ class RunWriter:
         self._lock = threading.Lock()
         self._episodes: list[dict[str, Any]] = []
         self._steps: list[dict[str, Any]] = []
+        self._greedy: list[dict[str, Any]] = []
+        self._watched: bytes | None = None
         self._progress = progress
         self._flush_at = max_pending
         self._deadline = clock() + self.flush_every
@@ -60,7 +64,7 @@ class RunWriter:
     @property
     def pending(self) -> int:
         """Rows waiting to be written."""
-        return len(self._episodes) + len(self._steps)
+        return len(self._episodes) + len(self._steps) + len(self._greedy)
 
     def add_episode(self, row: Mapping[str, Any] | None = None, /, **values: Any) -> None:
         """Queue one episode row, as a mapping or keywords (``return_=`` stands for ``return``)."""
@@ -83,6 +87,22 @@ class RunWriter:
             )
         self._add(self._steps, row)
 
+    def add_played(self, played: int, episode: PlayedEpisode) -> None:
+        """Write the run's ``played``-th greedy episode now: its return and length, and the
+        episode itself as the latest one watched."""
+        row = {
+            "played": played,
+            "env_steps": episode.env_steps,
+            "return": episode.episode_return,
+            "length": episode.length,
+        }
+        with self._lock:
+            if self._closed:
+                raise RuntimeError(f"RunWriter for run {self.run_id!r} is closed")
+            self._greedy.append(row)
+            self._watched = episode.to_bytes()
+            self._flush_locked()
+
     def _add(self, queue: list[dict[str, Any]], row: dict[str, Any]) -> None:
         with self._lock:
             if self._closed:
@@ -94,19 +114,21 @@ class RunWriter:
     def _flush_locked(self) -> None:
         now = self._clock()
         self._deadline = now + self.flush_every
-        if not (self._episodes or self._steps or self._progress is not None):
+        if not (self.pending or self._progress is not None):
             return
         try:
             self.store.write_metrics(
                 self.run_id,
                 episodes=self._episodes,
                 steps=self._steps,
+                greedy=self._greedy,
+                watched=self._watched,
                 progress=None if self._progress is None else self._progress(),
             )
         except BaseException:
             self._flush_at = self.pending + self.max_pending
             raise
-        self._episodes, self._steps = [], []
+        self._episodes, self._steps, self._greedy, self._watched = [], [], [], None
         self._flush_at = self.max_pending
 
     def flush(self) -> None:

@@ -9,9 +9,10 @@ the trainer's current policy, on an env of its own:
   would be played for nobody, and cost training time);
 - whenever asked to (`play_now`: "Play an episode now"), also while the run is paused or over.
 
-It keeps the latest episode and the curve of greedy returns against the training's env steps.
-Nothing here is part of the trainer's state or its checkpoint: a run trains the same, step for
-step, watched or not.
+It keeps the latest episode and the curve of greedy returns against the training's env steps, and
+hands each episode to ``on_played`` (the run's record keeps them: `rdqn.runs.lifecycle`). A
+resumed run's watcher goes on from the curve its record kept (``earlier``). Nothing here is part
+of the trainer's state or its checkpoint: a run trains the same, step for step, watched or not.
 """
 
 from __future__ import annotations
@@ -46,10 +47,10 @@ MIN_SECONDS = 5.0
 class GreedyCurve:
     """The greedy returns played so far: (env steps, return, length) per episode."""
 
-    def __init__(self) -> None:
-        self.env_steps: list[int] = []
-        self.returns: list[float] = []
-        self.lengths: list[int] = []
+    def __init__(self, earlier: GreedyReturns | None = None) -> None:
+        self.env_steps: list[int] = [] if earlier is None else earlier.env_steps.tolist()
+        self.returns: list[float] = [] if earlier is None else earlier.returns.tolist()
+        self.lengths: list[int] = [] if earlier is None else earlier.lengths.tolist()
 
     def add(self, episode: PlayedEpisode) -> None:
         self.env_steps.append(episode.env_steps)
@@ -66,7 +67,9 @@ class GreedyCurve:
 
 
 class EpisodeWatcher:
-    """Plays greedy episodes of ``trainer``'s policy at the cadence above."""
+    """Plays greedy episodes of ``trainer``'s policy at the cadence above; ``earlier``: the
+    greedy returns the run played before it was resumed; ``on_played(n, episode)`` is told of
+    each episode, the run's ``n``-th (0, 1, …)."""
 
     def __init__(
         self,
@@ -75,14 +78,17 @@ class EpisodeWatcher:
         every_episodes: int = EVERY_EPISODES,
         min_seconds: float = MIN_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        earlier: GreedyReturns | None = None,
+        on_played: Callable[[int, PlayedEpisode], None] | None = None,
     ) -> None:
         self.trainer = trainer
         self.every_episodes = every_episodes
         self.min_seconds = min_seconds
         self._clock = clock
         self.latest: PlayedEpisode | None = None
-        self.curve = GreedyCurve()
-        self.played = 0
+        self.curve = GreedyCurve(earlier)
+        self.played = 0 if earlier is None else len(earlier)
+        self._on_played = on_played
         self._episodes_at_last: int | None = None
         self._time_at_last = float("-inf")
 
@@ -103,6 +109,8 @@ class EpisodeWatcher:
         """Play one greedy episode with the trainer's current policy, and keep it."""
         trainer = self.trainer
         episode = trainer.greedy_episode(watch_seed(trainer.config.seed, self.played))
+        if self._on_played is not None:
+            self._on_played(self.played, episode)
         self.played += 1
         self.latest = episode
         self.curve.add(episode)

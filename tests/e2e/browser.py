@@ -127,6 +127,25 @@ def wait_for_an_episode_after(page: Page, step: float) -> float:
     return drawn.json_value()
 
 
+GREEDY_POINTS = """() => {
+    const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
+    const reward = charts.find(c => (c.querySelector('.gtitle')?.textContent || '')
+                                      .includes('Episode return'));
+    const plot = reward?.querySelector('.js-plotly-plot');
+    const greedy = (plot?._fullData || []).find(t => t.name === 'greedy return (watched)');
+    return greedy ? greedy.x.length : 0;
+}"""
+"""The number of greedy returns on the page's reward chart (0: none drawn)."""
+
+
+def wait_for_greedy_points(page: Page, more_than: int) -> int:
+    """Until the reward chart draws more than ``more_than`` greedy returns; returns how many."""
+    with saying_what_the_page_shows(page):
+        return page.wait_for_function(
+            f"(n) => {{ const k = ({GREEDY_POINTS})(); return k > n && k; }}", arg=more_than
+        ).json_value()
+
+
 def read_player(page: Page, script: str) -> Any:  # noqa: ANN401 - what ``script`` returns
     """``script`` evaluated in Watch it play's player (its episode is the global ``E``), or None
     while a newer episode replaces the player and it has no document."""

@@ -19,10 +19,12 @@ from rdqn.runs.store import RunStore
 from rdqn.training.trainer import Trainer
 from tests.e2e.browser import (
     ARTIFACTS,
+    GREEDY_POINTS,
     another_browser,
     assert_no_exception,
     read_player,
     saying_what_the_page_shows,
+    wait_for_greedy_points,
     wait_until_shown,
 )
 from tests.harness.live_page import run_on_screen
@@ -36,15 +38,6 @@ _PLAYER = """() => {
     const [x1, y1, x2, y2] = ['x1', 'y1', 'x2', 'y2'].map(a => Number(pole.getAttribute(a)));
     return {frame: t, drawn: Math.atan2(x2 - x1, y1 - y2), sent: E.poses[t][1],
             frames: E.poses.length, env_steps: E.env_steps};
-}"""
-
-_GREEDY_TRACE = """() => {
-    const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
-    const reward = charts.find(c => (c.querySelector('.gtitle')?.textContent || '')
-                                      .includes('Episode return'));
-    const plot = reward?.querySelector('.js-plotly-plot');
-    const greedy = (plot?._fullData || []).find(t => t.name === 'greedy return (watched)');
-    return greedy ? greedy.x.length : 0;
 }"""
 
 
@@ -80,10 +73,9 @@ def test_watch_it_play_animates_the_episode_the_run_sent(server: str, page: Page
     wait_until_shown(page, page.get_by_role("heading", name="Watch it play"))
     _animates_as_sent(page)
     # Play an episode now: a newer episode of the policy, and a diamond more on the chart.
-    before = page.evaluate(_GREEDY_TRACE)
+    before = page.evaluate(GREEDY_POINTS)
     page.get_by_role("button", name="Play an episode now").click()
-    with saying_what_the_page_shows(page):
-        page.wait_for_function(f"() => ({_GREEDY_TRACE})() > {max(before, 1)}")
+    wait_for_greedy_points(page, max(before, 1))
     page.get_by_role("button", name="Pause").click()
     page.locator('[data-testid="stProgress"]', has_text="paused").first.wait_for()
     assert_no_exception(page)

@@ -25,6 +25,7 @@ from tests.e2e.browser import (
     saying_what_the_page_shows,
     steps_done,
     streamlit_server,
+    wait_for_greedy_points,
     wait_for_metric,
     what_the_page_shows,
 )
@@ -230,6 +231,15 @@ def test_resume_after_a_server_restart_is_the_same_run_with_its_own_settings(
     done_before = stored(tmp_path, run_id)
     assert done_before["status"] == "stopped"
     with streamlit_server(tmp_path, "server-restart-2.log") as (url, _):
+        # Its link still shows the run's last greedy episode and its greedy returns, from the
+        # store: the one played as it stopped among them.
+        link = context.new_page()
+        link.goto(f"{url}/live?run={run_id}")
+        link.frame_locator(".st-key-live_area_watch iframe").locator("#pole").wait_for()
+        kept = wait_for_greedy_points(link, 1)
+        assert_no_exception(link)
+        link.screenshot(path=str(ARTIFACTS / "watch-a-saved-run.png"), full_page=True)
+        link.close()
         tab.goto(f"{url}/live")
         tab.get_by_text(f"Run {run_id} (").wait_for()
         tab.get_by_role("button", name="Resume").first.click()
@@ -241,6 +251,7 @@ def test_resume_after_a_server_restart_is_the_same_run_with_its_own_settings(
         scheme = tab.locator('[data-testid="stSelectbox"]', has_text="Replay scheme")
         assert scheme.get_by_role("combobox").input_value() == "rank"
         stays_on_screen(tab, run_id)
+        wait_for_greedy_points(tab, kept)  # the resumed run's greedy curve goes on from them
         assert run_ids(tmp_path) == {run_id}
         settings = stored(tmp_path, run_id)
         assert (settings["alpha"], settings["beta0"], settings["scheme"]) == (0.55, 0.3, "rank")

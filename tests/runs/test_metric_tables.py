@@ -4,6 +4,8 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
+import numpy as np
+
 from rdqn.runs.metric_tables import read_metric_frame
 from rdqn.runs.schema import EPISODE_COLUMNS, STEP_COLUMNS
 from rdqn.runs.store import RunStore
@@ -48,3 +50,29 @@ def test_a_run_without_rows_gives_the_columns_and_no_row(tmp_path: Path) -> None
         frame = read_metric_frame(conn, run_id, "steps", STEP_COLUMNS)
     assert frame.empty
     assert list(frame.columns) == [name for name, _ in STEP_COLUMNS]
+
+
+def test_greedy_rows_are_rewound_past_a_resume_point_and_deleted_with_their_run(
+    tmp_path: Path,
+) -> None:
+    from rdqn.runs.status import record_status
+    from rdqn.training.episodes import PlayedEpisode
+
+    store, run_id = _store_with_rows(tmp_path)
+    poses = np.zeros((3, 2), np.float32)
+    later = PlayedEpisode("CartPole-v1", 60, 7, poses, np.int8([0, 1]), np.float32([1, 1]), True)
+    rows = [
+        {"played": k, "env_steps": s, "return": 1.0, "length": 2} for k, s in enumerate((0, 30, 60))
+    ]
+    store.write_metrics(run_id, greedy=rows, watched=later.to_bytes())
+    assert store.greedy_returns(run_id).env_steps.tolist() == [0, 30, 60]
+    assert store.watched_episode(run_id).seed == 7
+    store.set_status(run_id, "stopped")
+    assert record_status(store, run_id, "running", rewind=(30, 1, 1))
+    assert store.greedy_returns(run_id).env_steps.tolist() == [0, 30]
+    assert store.watched_episode(run_id) is None  # played by the policy of step 60, now gone
+    store.delete_run(run_id)
+    with closing(sqlite3.connect(store.path)) as raw:
+        assert raw.execute("SELECT COUNT(*) FROM greedy").fetchone()[0] == 0
+        assert raw.execute("SELECT COUNT(*) FROM watched").fetchone()[0] == 0
+    store.close()

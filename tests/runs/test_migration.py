@@ -74,7 +74,26 @@ def test_a_version_3_store_gains_the_owner_hash_column(tmp_path: Path) -> None:
         s.set_owner_hash("old", "a browser")
         assert s.get_run("old").owner_hash == owner_hash("a browser")
     raw = sqlite3.connect(path)
-    assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    raw.close()
+
+
+def test_a_version_4_store_gains_the_greedy_episodes(tmp_path: Path) -> None:
+    """Its runs have played none (as far as the store knows), and can record some now."""
+    path = tmp_path / "rdqn.db"
+    an_old_store(
+        path,
+        4,
+        "INSERT INTO runs (id, created_at, updated_at, status, env_id, scheme, seed, config_json) "
+        "VALUES ('old', 0, 0, 'finished', 'CartPole-v1', 'uniform', 0, '{}')",
+    )
+    with RunStore(path) as s:
+        assert len(s.greedy_returns("old")) == 0
+        assert s.watched_episode("old") is None
+        s.write_metrics("old", greedy=[{"played": 0, "env_steps": 0, "return": 9.0, "length": 9}])
+        assert s.greedy_returns("old").returns.tolist() == [9.0]
+    raw = sqlite3.connect(path)
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
     raw.close()
 
 

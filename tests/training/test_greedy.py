@@ -1,11 +1,15 @@
-"""rdqn.training.greedy: a greedy episode recorded as its poses, actions and rewards."""
+"""rdqn.training.greedy: a greedy episode recorded as its poses, actions and rewards (and
+rdqn.training.episodes: kept as bytes)."""
 
 from __future__ import annotations
+
+import io
 
 import numpy as np
 import pytest
 
 from rdqn.envs import make_env
+from rdqn.training.episodes import PlayedEpisode
 from rdqn.training.greedy import play_greedy
 from rdqn.training.watcher import watch_seed
 
@@ -62,3 +66,43 @@ def test_cliffwalk_and_market_keep_what_their_pictures_need() -> None:
 def test_watch_seeds_differ_by_run_and_episode() -> None:
     seeds = {watch_seed(run, k) for run in range(10) for k in range(100)}
     assert len(seeds) == 1000 and min(seeds) > 100_000
+
+
+@pytest.mark.parametrize(
+    ("env_id", "action", "actions", "kwargs"),
+    [
+        ("CartPole-v1", 1, 2, {}),
+        ("rdqn/BlindCliffwalk-v0", 0, 2, {"n": 5}),
+        ("rdqn/SyntheticMarket-v0", 1, 3, {}),
+    ],
+)
+def test_an_episode_comes_back_from_its_bytes_as_it_was(env_id, action, actions, kwargs) -> None:  # noqa: ANN001
+    """What the store keeps of the latest watched episode: every field, exact, no pickle."""
+    episode = play_greedy(always(action, actions), env_id, kwargs, 1, seed=3, env_steps=77)
+    data = episode.to_bytes()
+    back = PlayedEpisode.from_bytes(data)
+    assert (back.env_id, back.env_steps, back.seed, back.terminated, back.row_size) == (
+        episode.env_id,
+        77,
+        3,
+        episode.terminated,
+        episode.row_size,
+    )
+    for name in ("poses", "actions", "rewards"):
+        np.testing.assert_array_equal(getattr(back, name), getattr(episode, name))
+        assert getattr(back, name).dtype == getattr(episode, name).dtype
+    if episode.prices is None:
+        assert back.prices is None
+    else:
+        np.testing.assert_array_equal(back.prices, episode.prices)
+    assert b"pickle" not in data and len(data) < 20_000
+
+
+def test_bytes_that_are_no_episode_are_refused() -> None:
+    with pytest.raises(ValueError, match="not a stored episode"):
+        PlayedEpisode.from_bytes(b"not an archive")
+    episode = play_greedy(always(1), "CartPole-v1", {}, 1, seed=0)
+    buffer = io.BytesIO()
+    np.savez(buffer, poses=episode.poses)  # an archive without the episode's fields
+    with pytest.raises(ValueError, match="not a stored episode"):
+        PlayedEpisode.from_bytes(buffer.getvalue())
