@@ -134,8 +134,7 @@ def cliffwalk_trials(
     for n in sizes:
         check_integer("n", n, minimum=2, maximum=24)
     for scheme in schemes:
-        if scheme not in CLIFFWALK_SCHEMES:
-            raise ValueError(f"scheme must be one of {CLIFFWALK_SCHEMES}, got {scheme!r}")
+        check_choice("scheme", scheme, CLIFFWALK_SCHEMES)
     for seed in seeds:
         check_integer("seed", seed, minimum=0)
     threshold = check_real("threshold", threshold, minimum=0.0, open_minimum=True)
@@ -186,17 +185,11 @@ def replay_until_learned(
     returns (updates, learned). Nothing is written to the buffer's storage (``RuntimeError`` if
     anything was: the memory must stay fixed). IS weights apply when ``beta`` > 0."""
     writes = buffer.storage.writes
-    columns = (memory.states, memory.actions, memory.rewards, memory.next_states)
-    terminated = memory.terminated
     updates, solved = 0, learned(learner.q, q_star, threshold)
     while not solved and updates < max_updates:
         batch = buffer.sample(batch_size, beta=beta)
-        rows = batch.indices
-        delta = learner.learn(
-            *(column[rows] for column in columns),
-            terminated[rows],
-            batch.weights if beta > 0.0 else None,
-        )
+        weights = batch.weights if beta > 0.0 else None
+        delta = learner.learn(*memory.batch(batch.indices), weights)
         buffer.update_priorities(batch, np.abs(delta))
         updates += 1
         solved = learned(learner.q, q_star, threshold)

@@ -21,6 +21,7 @@ termination (`rdqn.envs.blind_cliffwalk`). Nothing writes to the memory afterwar
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -62,6 +63,12 @@ class CliffwalkMemory:
 
     def __len__(self) -> int:
         return int(self.states.shape[0])
+
+    def batch(self, rows: Any) -> tuple[NDArray, ...]:
+        """(states, actions, rewards, next_states, terminated) at ``rows`` (indices or a slice):
+        the arguments of `TabularLearner.learn` and `TabularLearner.td_errors`."""
+        columns = (self.states, self.actions, self.rewards, self.next_states, self.terminated)
+        return tuple(column[rows] for column in columns)
 
 
 def _step_from(env: BlindCliffwalkEnv, state: int, action: int) -> tuple[np.ndarray, ...]:

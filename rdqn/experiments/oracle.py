@@ -37,17 +37,6 @@ ORACLE_LOSSES: tuple[str, ...] = ("q-error", "td", "td-memory")
 """The readings of the paper's "global loss" (module docstring); the first is the default."""
 
 
-def _distinct(memory: CliffwalkMemory) -> tuple[NDArray, ...]:
-    rows = memory.distinct
-    return (
-        memory.states[rows],
-        memory.actions[rows],
-        memory.rewards[rows],
-        memory.next_states[rows],
-        memory.terminated[rows],
-    )
-
-
 def global_loss(
     learner: TabularLearner, memory: CliffwalkMemory, q_star: NDArray[np.float64], kind: str
 ) -> float:
@@ -55,7 +44,7 @@ def global_loss(
     if kind == "q-error":
         error = learner.q - q_star
         return float((error * error).sum())
-    delta = learner.td_errors(*_distinct(memory))
+    delta = learner.td_errors(*memory.batch(memory.distinct))
     if kind == "td":
         return float(np.dot(delta, delta))
     return float(np.dot(memory.counts, delta * delta) / memory.counts.sum())
@@ -69,7 +58,7 @@ def oracle_choice(
 ) -> tuple[int, float]:
     """(k, L): the distinct transition k whose update leaves the smallest global loss L."""
     check_choice("oracle loss", kind, ORACLE_LOSSES)
-    transitions = _distinct(memory)
+    transitions = memory.batch(memory.distinct)
     best, best_loss = -1, np.inf
     for k in range(memory.counts.shape[0]):
         trial = learner.copy()
@@ -89,6 +78,5 @@ def oracle_update(
     """Replay the oracle's choice on ``learner`` (one update); returns its memory row."""
     k, _ = oracle_choice(learner, memory, q_star, kind)
     row = int(memory.distinct[k])
-    columns = (memory.states, memory.actions, memory.rewards, memory.next_states)
-    learner.learn(*(column[row : row + 1] for column in (*columns, memory.terminated)))
+    learner.learn(*memory.batch(slice(row, row + 1)))
     return row

@@ -39,7 +39,7 @@ from rdqn.compare import ROLLING_WINDOW, Curve, episodes_to_threshold, rolling_m
 from rdqn.config import RunConfig
 from rdqn.presets import configure
 from rdqn.training.telemetry import RELATIVE_PROBABILITY_EDGES, WEIGHT_EDGES, WEIGHT_RANGE
-from rdqn.validation import check_integer, check_real
+from rdqn.validation import check_choice, check_integer, check_real
 
 __all__ = [
     "DEFAULT_PROBES",
@@ -87,8 +87,7 @@ def per_notebook_trials(
     if not schemes or not seeds:
         raise ValueError("schemes and seeds must each hold at least one value")
     for scheme in schemes:
-        if scheme not in PER_NOTEBOOK_SCHEMES:
-            raise ValueError(f"scheme must be one of {PER_NOTEBOOK_SCHEMES}, got {scheme!r}")
+        check_choice("scheme", scheme, PER_NOTEBOOK_SCHEMES)
     threshold = check_real("threshold", threshold)
     probes = check_integer("probes", probes, minimum=1, maximum=1000)
     trials = []
