@@ -143,17 +143,7 @@ class RunRegistry:
         with self._lock:
             self._check_resumable(run_id, owner)
             active = self._check_room(queue)
-            kwargs.setdefault("idle_timeout", self.idle_timeout)
-            handle = RunHandle(
-                point.config,
-                store=self.store,
-                executor=self.executor,
-                owner=owner,
-                on_exit=self._on_exit,
-                stop_at_exit=False,
-                resume=point,
-                **kwargs,
-            )
+            handle = self._new_handle(point.config, owner, {**kwargs, "resume": point})
             return self._admit(handle, active, paused)
 
     def _check_resumable(self, run_id: str, owner: str | None) -> None:
@@ -167,11 +157,12 @@ class RunRegistry:
             state = current.expected_status if current.started else "queued"
             raise ResumeError(f"cannot resume run {run_id}: it is {state}, not stopped")
 
-    def _check_room(self, queue: bool) -> int:
-        """How many runs train; raises `ServerBusy` when closed, or full without ``queue``."""
+    def _check_room(self, queue: bool, freed: bool = False) -> int:
+        """How many runs train (less one the caller frees, ``freed``); raises `ServerBusy` when
+        closed, or full without ``queue``."""
         if self._closed:
             raise ServerBusy("server busy: it is shutting down")
-        active = self._training()
+        active = self._training() - freed
         if active >= self.max_active and not queue:
             raise ServerBusy(
                 f"server busy: {active} runs training (limit {self.max_active}); "
@@ -293,6 +284,12 @@ class RunRegistry:
         """A handle of a new run; `LimitError` (a ValueError) before anything is filed or
         allocated when ``config`` is past the server's limits."""
         check_limits(config)
+        return self._new_handle(config, owner, kwargs)
+
+    def _new_handle(
+        self, config: RunConfig, owner: str | None, kwargs: dict[str, Any]
+    ) -> RunHandle:
+        """A handle owned by this registry (no limits checked: a resumed run keeps its config)."""
         kwargs.setdefault("idle_timeout", self.idle_timeout)
         return RunHandle(
             config,
@@ -397,14 +394,7 @@ class RunRegistry:
             if old is None or old.status in FINAL_STATUSES:
                 return self.start(config, owner=owner, paused=paused, queue=queue, **kwargs)
             self._owners.check(old.id, owner, "restart")
-            if self._closed:
-                raise ServerBusy("server busy: it is shutting down")
-            active = self._training() - (1 if old.expected_status == "running" else 0)
-            if active >= self.max_active and not queue:
-                raise ServerBusy(
-                    f"server busy: {active} runs training (limit {self.max_active}); "
-                    "try again when one ends, or queue"
-                )
+            active = self._check_room(queue, freed=old.expected_status == "running")
             # A queued run's place, or a training run's slot (first in line if it is taken).
             place = self._queue.index_of(old)
             if place is None and old.expected_status == "running":
