@@ -264,51 +264,30 @@ def _hline(y: float, text: str, *, below: bool = False) -> tuple[dict[str, Any],
     """(shape, annotation) of a dotted horizontal line across the plot at `y`, labelled at the
     right end above it (below with `below`): what `fig.add_hline(..., annotation_position="top
     right" or "bottom right")` adds, as plain dicts for the layout's shapes and annotations."""
-    shape = {
-        "type": "line",
-        "x0": 0,
-        "x1": 1,
-        "xref": "x domain",
-        "y0": y,
-        "y1": y,
-        "yref": "y",
-        "line": {"dash": "dot", "color": "#444", "width": 2},
-    }
-    annotation = {
-        "text": text,
-        "x": 1,
-        "xanchor": "right",
-        "xref": "x domain",
-        "y": y,
-        "yanchor": "top" if below else "bottom",
-        "yref": "y",
-        "showarrow": False,
-        "font": {"size": BASE_FONT_SIZE - 2, "color": "#444"},
-    }
-    return shape, annotation
+    return _dotted_line("y", y, text, xanchor="right", yanchor="top" if below else "bottom")
 
 
 def _vline(x: float, text: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(shape, annotation) of a dotted vertical line at `x` labelled at its top right: what
     `fig.add_vline(..., annotation_position="top right")` adds."""
-    shape = {
-        "type": "line",
-        "x0": x,
-        "x1": x,
-        "xref": "x",
-        "y0": 0,
-        "y1": 1,
-        "yref": "y domain",
-        "line": {"dash": "dot", "color": "#444", "width": 2},
-    }
+    return _dotted_line("x", x, text, xanchor="left", yanchor="top")
+
+
+def _dotted_line(
+    axis: str, at: float, text: str, **anchors: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`_hline` (`axis` "y") or `_vline` (`axis` "x"): the line at `at` on `axis` spans the
+    other axis' domain, and its label sits at the far end of that span."""
+    across = "x" if axis == "y" else "y"
+    ends = {f"{axis}0": at, f"{axis}1": at, f"{across}0": 0, f"{across}1": 1}
+    refs = {f"{axis}ref": axis, f"{across}ref": f"{across} domain"}
+    shape = {"type": "line", **ends, **refs, "line": {"dash": "dot", "color": "#444", "width": 2}}
     annotation = {
         "text": text,
-        "x": x,
-        "xanchor": "left",
-        "xref": "x",
-        "y": 1,
-        "yanchor": "top",
-        "yref": "y domain",
+        axis: at,
+        across: 1,
+        **refs,
+        **anchors,
         "showarrow": False,
         "font": {"size": BASE_FONT_SIZE - 2, "color": "#444"},
     }
