@@ -149,6 +149,21 @@ def _per_notebook() -> RunConfig:
     )
 
 
+def _tabular_agent(lr: float) -> AgentConfig:
+    """The paper's tabular learner (`paper`, `chain-lesson`): a bias-free linear net on one-hot
+    states, plain SGD on the squared TD error, the target copied after every update."""
+    return AgentConfig(
+        network="linear",
+        optimizer="sgd",
+        lr=lr,
+        gamma=0.99,
+        loss="mse",
+        target_update="hard",
+        target_sync_every=1,
+        grad_clip_norm=None,
+    )
+
+
 def _paper() -> RunConfig:
     return RunConfig(
         preset="paper",
@@ -156,16 +171,7 @@ def _paper() -> RunConfig:
         replay=ReplayConfig(
             scheme="proportional", capacity=10_000, batch_size=32, window=1, alpha=0.6, beta0=0.5
         ),
-        agent=AgentConfig(
-            network="linear",
-            optimizer="sgd",
-            lr=0.25,
-            gamma=0.99,
-            loss="mse",
-            target_update="hard",
-            target_sync_every=1,
-            grad_clip_norm=None,
-        ),
+        agent=_tabular_agent(lr=0.25),
         train=TrainConfig(total_steps=5_000, learning_starts=100),
     )
 
@@ -184,16 +190,7 @@ def _chain_lesson() -> RunConfig:
             beta0=0.0,
             beta_end=0.0,
         ),
-        agent=AgentConfig(
-            network="linear",
-            optimizer="sgd",
-            lr=0.1,
-            gamma=0.99,
-            loss="mse",
-            target_update="hard",
-            target_sync_every=1,
-            grad_clip_norm=None,
-        ),
+        agent=_tabular_agent(lr=0.1),
         train=TrainConfig(total_steps=4_000, learning_starts=1_500, epsilon_fraction=0.5),
     )
 
