@@ -141,16 +141,14 @@ def aggregate(
     curves: Sequence[Curve], grid: NDArray[np.int64], window: int = ROLLING_WINDOW
 ) -> dict[str, NDArray[np.float64]]:
     """Mean, min and max across runs of their learning curves on `grid` (NaN-aware)."""
+    out = {name: np.full(grid.shape, np.nan) for name in ("mean", "low", "high")}
     if not curves:
-        nan = np.full(grid.shape, np.nan)
-        return {"mean": nan, "low": nan, "high": nan}
+        return out
     stacked = np.vstack([learning_curve(c, grid, window) for c in curves])
+    valid = ~np.isnan(stacked).all(axis=0)
     with np.errstate(all="ignore"):
-        valid = ~np.isnan(stacked).all(axis=0)
-        out = {name: np.full(grid.shape, np.nan) for name in ("mean", "low", "high")}
-        out["mean"][valid] = np.nanmean(stacked[:, valid], axis=0)
-        out["low"][valid] = np.nanmin(stacked[:, valid], axis=0)
-        out["high"][valid] = np.nanmax(stacked[:, valid], axis=0)
+        for name, stat in (("mean", np.nanmean), ("low", np.nanmin), ("high", np.nanmax)):
+            out[name][valid] = stat(stacked[:, valid], axis=0)
     return out
 
 
