@@ -234,6 +234,13 @@ def _log_ticks(low: float, high: float) -> tuple[list[int], list[str]]:
     return exponents, [_power_of_ten_label(k) for k in exponents]
 
 
+def _power_ticks(edges: NDArray[np.float64]) -> dict[str, Any]:
+    """Axis settings for an axis holding log10 values from ``edges[0]`` to ``edges[-1]`` (a
+    histogram's bin edges): ticks at the integer exponents, labelled 10^k (`_log_ticks`)."""
+    tickvals, ticktext = _log_ticks(float(edges[0]), float(edges[-1]))
+    return {"tickmode": "array", "tickvals": tickvals, "ticktext": ticktext}
+
+
 def _log_axis(values: NDArray[np.float64]) -> dict[str, Any]:
     """Axis settings for a log axis over `values`: one labelled tick per decade when they span
     at least one (plotly's default labels every digit in small type), else plotly's choice."""

@@ -17,7 +17,7 @@ from rdqn.figures._base import (
     _compact,
     _hline,
     _log_axis,
-    _log_ticks,
+    _power_ticks,
     _rgba,
     _same_length,
     _style,
@@ -57,69 +57,59 @@ def histogram_figure(
     if _is_empty(hist):
         return empty_figure(title)
     assert hist is not None
-    bars, layout = _histogram_spec(
+    lines = [] if reference is None else [_vline(reference, reference_label)]
+    return _histogram(
         hist,
         title=title,
         x_title=x_title,
         y_title=y_title,
         color=color,
+        lines=lines,
         log_x_labels=log_x_labels,
-        reference=reference,
-        reference_label=reference_label,
     )
-    return go.Figure(data=[bars], layout=layout)
 
 
-def _histogram_spec(
+def _histogram(
     hist: Histogram,
     *,
     title: str,
     x_title: str,
     y_title: str,
     color: str | None,
+    lines: list[tuple[dict[str, Any], dict[str, Any]]],
     log_x_labels: bool = False,
-    reference: float | None = None,
-    reference_label: str = "",
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(bar trace, layout) of `histogram_figure` for a non-empty `hist`, as plain dicts."""
-    centers = hist.centers
-    widths = np.diff(hist.edges)
+    x_range: list[float] | None = None,
+) -> go.Figure:
+    """`histogram_figure` of a non-empty `hist`, with the dotted `lines` (`_hline`, `_vline`)."""
     if log_x_labels:
-        customdata = [_compact(10.0**c) for c in centers]
+        customdata = [_compact(10.0**c) for c in hist.centers]
         hover = f"{x_title}<br>≈ %{{customdata}}<br>{y_title} %{{y:,.0f}}<extra></extra>"
     else:
         customdata = None
         hover = f"{x_title}<br>%{{x:.3g}}<br>{y_title} %{{y:,.0f}}<extra></extra>"
     bars = {
         "type": "bar",
-        "x": centers,
+        "x": hist.centers,
         "y": hist.counts,
-        "width": widths * 0.92,
+        "width": np.diff(hist.edges) * 0.92,
         "marker": {"color": color or NEUTRAL},
         "customdata": customdata,
         "hovertemplate": hover,
         "name": y_title,
     }
-    xaxis: dict[str, Any] = {}
-    if log_x_labels:
-        tickvals, ticktext = _log_ticks(float(hist.edges[0]), float(hist.edges[-1]))
-        xaxis.update(tickmode="array", tickvals=tickvals, ticktext=ticktext)
-    shapes: list[dict[str, Any]] = []
-    annotations: list[dict[str, Any]] = []
-    if reference is not None:
-        shape, annotation = _vline(reference, reference_label)
-        shapes.append(shape)
-        annotations.append(annotation)
+    xaxis = _power_ticks(hist.edges) if log_x_labels else {}
+    if x_range is not None:
+        xaxis["range"] = x_range
     layout = _style(
         title=title,
         x_title=x_title,
         y_title=y_title,
         xaxis=xaxis,
         bargap=0,
-        shapes=shapes,
-        annotations=annotations,
+        shapes=[shape for shape, _ in lines],
+        annotations=[annotation for _, annotation in lines],
     )
-    return bars, layout
+    return go.Figure(data=[bars], layout=layout)
 
 
 def column_fractions(counts: ArrayLike) -> NDArray[np.float64]:
@@ -159,10 +149,7 @@ def heatmap_over_time(
         "hovertemplate": f"update %{{x:,}}<br>{y_title} %{{y:.3g}}<br>"
         "fraction %{z:.1%}<extra></extra>",
     }
-    yaxis: dict[str, Any] = {}
-    if log_y_labels:
-        tickvals, ticktext = _log_ticks(float(history.edges[0]), float(history.edges[-1]))
-        yaxis.update(tickmode="array", tickvals=tickvals, ticktext=ticktext)
+    yaxis = _power_ticks(history.edges) if log_y_labels else {}
     layout = _style(title=title, x_title=x_title, y_title=y_title, yaxis=yaxis)
     return go.Figure(data=[heat], layout=layout)
 
@@ -286,18 +273,15 @@ def age_figure(
     if _is_empty(hist):
         return empty_figure(title)
     assert hist is not None
-    bars, layout = _histogram_spec(
+    return _histogram(
         hist,
         title=title,
         x_title="age (0 = newest, 1 = oldest)",
         y_title="samples",
         color=color,
+        lines=[_hline(float(hist.counts.mean()), "uniform replay")],
+        x_range=[float(hist.edges[0]), float(hist.edges[-1])],
     )
-    shape, annotation = _hline(float(hist.counts.mean()), "uniform replay")
-    layout["shapes"].append(shape)
-    layout["annotations"].append(annotation)
-    layout["xaxis"]["range"] = [float(hist.edges[0]), float(hist.edges[-1])]
-    return go.Figure(data=[bars], layout=layout)
 
 
 def weights_scatter(

@@ -17,7 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 from numpy.typing import ArrayLike, NDArray
 
-from rdqn.figures._base import BASE_FONT_SIZE, _log_ticks, _rgba, _style, empty_figure
+from rdqn.figures._base import BASE_FONT_SIZE, _power_ticks, _rgba, _style, empty_figure
 from rdqn.figures.experiments import EXPERIMENT_COLORS, _by_scheme, _range_band
 
 __all__ = ["probe_heatmap", "seed_fractions", "stage_histograms_figure"]
@@ -90,7 +90,6 @@ def stage_histograms_figure(
         return empty_figure(title)
     labels = chosen[0]["stages"]["labels"]
     edges = np.array(chosen[0]["edges"][edges_key], dtype=np.float64)
-    ticks, text = _log_ticks(float(edges[0]), float(edges[-1]))
     by_scheme = _by_scheme(chosen)
     traces: list[dict[str, Any]] = []
     layout_axes: dict[str, Any] = {}
@@ -99,9 +98,7 @@ def stage_histograms_figure(
         layout_axes[f"xaxis{suffix}"] = {
             "domain": [start, end],
             "range": [float(edges[0]), float(edges[-1])],
-            "tickmode": "array",
-            "tickvals": ticks,
-            "ticktext": text,
+            **_power_ticks(edges),
             "anchor": f"y{suffix}",
             "title": {"text": f"updates {labels[k]}"},
         }
@@ -192,7 +189,6 @@ def probe_heatmap(
     steps = np.array(chosen[0]["probes"]["updates"][:rows], np.int64)
     spread = high - low
     top = float(np.nanmax([np.nanmax(median), np.nanmax(spread)]))
-    tickvals, ticktext = _log_ticks(float(edges[0]), float(edges[-1]))
     seeds = _seeds_text(len(chosen))
     heat = {
         "type": "heatmap",
@@ -220,8 +216,8 @@ def probe_heatmap(
             "highest - lowest seed %{z:.1%}<extra></extra>",
         },
     ]
-    y_axis = {"tickmode": "array", "tickvals": tickvals, "ticktext": ticktext}
-    thin_axis = {"tickmode": "array", "tickvals": tickvals[::2], "ticktext": ticktext[::2]}
+    y_axis = _power_ticks(edges)
+    thin_axis = {**y_axis, "tickvals": y_axis["tickvals"][::2], "ticktext": y_axis["ticktext"][::2]}
     labels = [
         _panel_label(f"median of {seeds}", "y domain"),
         _panel_label("spread: highest minus lowest seed", "y2 domain"),
