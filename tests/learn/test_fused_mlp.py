@@ -152,6 +152,7 @@ print(agent.learner, "torch._dynamo" in sys.modules)
 """
 
 
+@pytest.mark.slow  # trains CartPole for seconds
 def test_the_fused_update_trains_without_a_torch_optimizer() -> None:
     """A torch optimizer imports torch._dynamo when built (a second of CPU, which the first run
     on a fresh server would wait for); the fused update builds one only for a checkpoint."""

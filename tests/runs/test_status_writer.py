@@ -10,6 +10,7 @@ outside the store's one generic update, a ``status`` column written through it o
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -51,7 +52,9 @@ def name_of(call: ast.Call) -> str | None:
     return func.id if isinstance(func, ast.Name) else None
 
 
+@functools.cache
 def sources() -> list[tuple[str, ast.AST]]:
+    """Every module of ``rdqn/``, parsed once for the tests here."""
     return [
         (path.relative_to(RDQN).as_posix(), ast.parse(path.read_text(), filename=str(path)))
         for path in sorted(RDQN.rglob("*.py"))

@@ -36,6 +36,7 @@ def test_bad_ages_are_refused() -> None:
         )
 
 
+@pytest.mark.slow  # 200 memories filled and sampled 60,000 times in all: seconds
 def test_the_memorys_counts_match_it_under_uniform_replay() -> None:
     """200 seeds of a uniform replay memory filled and sampled as a trainer does (capacity 50,
     B = 8, updates every 2nd step after step 10, 300 steps): the mean count of each age across

@@ -52,6 +52,7 @@ SAMPLERS = {
 }
 
 
+@pytest.mark.slow  # thousands of batches drawn from each sampler: seconds
 @pytest.mark.parametrize("name", SAMPLERS)
 def test_a_correct_sampler_gets_uniform_p_values(name: str) -> None:
     """300 seeded checks of the real sampler: about 5 % of p-values below 0.05 (binomial 99.9 %

@@ -408,6 +408,7 @@ def _window_means(returns: list[float]) -> list[float]:
     return [float(np.mean(returns[k - 20 : k])) for k in range(20, len(returns) + 1)]
 
 
+@pytest.mark.slow  # trains until the mean return reaches the goal: seconds
 def test_stop_at_return_ends_at_the_first_episode_whose_20_episode_mean_reaches_it() -> None:
     """A goal changes nothing the run draws: the same seed replays the run without a goal up
     to the first episode after which the mean of the last 20 returns reaches the goal, and ends
