@@ -52,6 +52,11 @@ def _span(median: float | None, low: float | None, high: float | None, fmt=_coun
     return f"{fmt(median)} ({fmt(low)}-{top})" if low != high else fmt(median)
 
 
+def _row_span(row: Mapping[str, Any], key: str, fmt=_count) -> str:
+    """`_span` of a summary row's ``<key>_median``, ``<key>_min`` and ``<key>_max``."""
+    return _span(row[f"{key}_median"], row[f"{key}_min"], row[f"{key}_max"], fmt)
+
+
 def _stats(values: Sequence[float | None]) -> tuple[float | None, float | None, float | None]:
     done = [v for v in values if v is not None]
     if not done:
@@ -121,16 +126,8 @@ def per_notebook_table(report: Mapping[str, Any]) -> str:
         label = row["scheme"]
         if label != "uniform":
             label += f" (α {row['alpha']:g}, β₀ {row['beta0']:g})"
-        spans = {
-            key: _span(row[f"{key}_median"], row[f"{key}_min"], row[f"{key}_max"])
-            for key in ("steps", "best_mean20", "final_mean20")
-        }
-        ratio = _span(
-            row["sampled_over_buffer_td_median"],
-            row["sampled_over_buffer_td_min"],
-            row["sampled_over_buffer_td_max"],
-            fmt=lambda v: f"{v:.2f}",
-        )
+        spans = {key: _row_span(row, key) for key in ("steps", "best_mean20", "final_mean20")}
+        ratio = _row_span(row, "sampled_over_buffer_td", fmt=lambda v: f"{v:.2f}")
         lines.append(
             f"| {label} | {row['reached']}/{len(row['seeds'])} "
             f"| {spans['steps']} | {_per_seed(row['steps_to_threshold'])} "
