@@ -257,9 +257,7 @@ class SweepSpec:
         try:
             grid = _flatten(data.get("grid", {}), "grid")
             fixed = _flatten(data.get("overrides", {}), "overrides")
-            return cls.from_grid(
-                data["preset"], grid, data["seeds"], data.get("steps"), overrides=fixed
-            )
+            return cls.from_dict({**data, "grid": grid, "overrides": fixed})
         except GridError as err:
             raise GridError(f"sweep file {where}: {err}") from None
 
