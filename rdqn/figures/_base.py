@@ -118,6 +118,13 @@ def thin(
     return _MIN_MAX_LTTB.downsample(x, y, n_out=points).astype(np.intp)
 
 
+def _line(x: NDArray[Any], y: NDArray[np.float64], **trace: Any) -> dict[str, Any]:
+    """A line trace of the samples of the curve (x, y) a chart draws (`thin`); ``trace`` gives
+    its name, line, hovertemplate and any other keys (a ``mode`` replaces "lines")."""
+    keep = thin(np.asarray(x, dtype=np.float64), y)
+    return {"type": "scatter", "x": x[keep], "y": y[keep], "mode": "lines", **trace}
+
+
 def empty_figure(title: str = "", message: str = EMPTY_MESSAGE) -> go.Figure:
     """A styled figure with no axes and a centred `message`: the state before data arrives."""
     annotation = {

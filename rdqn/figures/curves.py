@@ -17,6 +17,7 @@ from rdqn.figures._base import (
     NEUTRAL,
     SCHEME_COLORS,
     _as_1d,
+    _line,
     _log_axis,
     _rgba,
     _same_length,
@@ -25,7 +26,6 @@ from rdqn.figures._base import (
     _threshold_line,
     ema,
     empty_figure,
-    thin,
 )
 
 MAX_MARKERS = 150
@@ -76,46 +76,38 @@ def reward_curve(
     traces: list[dict[str, Any]] = []
     if has_overlay:
         assert overlay_steps is not None and overlay_values is not None
-        overlay_x, overlay_y = _thinned(overlay_steps, ema(overlay_values, smoothing))
         traces.append(
-            {
-                "type": "scatter",
-                "x": overlay_x,
-                "y": overlay_y,
-                "mode": "lines",
-                "name": overlay_label,
-                "line": {"color": FAINT, "width": 2.5, "dash": "dash"},
-                "hovertemplate": f"{overlay_label}<br>step %{{x:,}}<br>smoothed %{{y:.1f}}"
+            _line(
+                overlay_steps,
+                ema(overlay_values, smoothing),
+                name=overlay_label,
+                line={"color": FAINT, "width": 2.5, "dash": "dash"},
+                hovertemplate=f"{overlay_label}<br>step %{{x:,}}<br>smoothed %{{y:.1f}}"
                 "<extra></extra>",
-            }
+            )
         )
     if values.size:
-        raw_x, raw_y = _thinned(steps, values)
-        smooth_x, smooth_y = _thinned(steps, ema(values, smoothing))
-        traces.append(
-            {
-                "type": "scatter",
-                "x": raw_x,
-                "y": raw_y,
-                # A marker per episode while they are few enough to tell apart; past that,
-                # every redraw would restyle hundreds of markers for a blur.
-                "mode": "lines+markers" if raw_y.size <= MAX_MARKERS else "lines",
-                "name": "training return (explores)",
-                "line": {"color": _rgba(color, 0.3), "width": 1},
-                "marker": {"color": _rgba(color, 0.35), "size": 5},
-                "hovertemplate": "step %{x:,}<br>return %{y:.1f}<extra></extra>",
-            }
+        raw = _line(
+            steps,
+            values,
+            name="training return (explores)",
+            line={"color": _rgba(color, 0.3), "width": 1},
+            marker={"color": _rgba(color, 0.35), "size": 5},
+            hovertemplate="step %{x:,}<br>return %{y:.1f}<extra></extra>",
         )
+        # A marker per episode while they are few enough to tell apart; past that,
+        # every redraw would restyle hundreds of markers for a blur.
+        if raw["y"].size <= MAX_MARKERS:
+            raw["mode"] = "lines+markers"
+        traces.append(raw)
         traces.append(
-            {
-                "type": "scatter",
-                "x": smooth_x,
-                "y": smooth_y,
-                "mode": "lines",
-                "name": f"smoothed (EMA {smoothing:g})",
-                "line": {"color": color, "width": 3},
-                "hovertemplate": "step %{x:,}<br>smoothed %{y:.1f}<extra></extra>",
-            }
+            _line(
+                steps,
+                ema(values, smoothing),
+                name=f"smoothed (EMA {smoothing:g})",
+                line={"color": color, "width": 3},
+                hovertemplate="step %{x:,}<br>smoothed %{y:.1f}<extra></extra>",
+            )
         )
     if greedy_values is not None and greedy_values.size:
         traces.append(
@@ -170,18 +162,14 @@ def loss_curve(
         return empty_figure(title)
     color = _scheme_color(scheme)
     smoothed = f" (EMA {smoothing:g})" if smoothing > 0 else ""
-    loss_x, loss_y = _thinned(x, ema(y, smoothing))
-    traces: list[dict[str, Any]] = [
-        {
-            "type": "scatter",
-            "x": loss_x,
-            "y": loss_y,
-            "mode": "lines",
-            "name": f"loss{smoothed}",
-            "line": {"color": color, "width": 2.5 if smoothing > 0 else 2},
-            "hovertemplate": f"update %{{x:,}}<br>loss{smoothed} %{{y:.4g}}<extra></extra>",
-        }
-    ]
+    loss = _line(
+        x,
+        ema(y, smoothing),
+        name=f"loss{smoothed}",
+        line={"color": color, "width": 2.5 if smoothing > 0 else 2},
+        hovertemplate=f"update %{{x:,}}<br>loss{smoothed} %{{y:.4g}}<extra></extra>",
+    )
+    traces = [loss]
     extra: dict[str, Any] = {}
     if td_abs_mean is not None:
         td = _as_1d(td_abs_mean)
@@ -223,17 +211,14 @@ def _td_line(
     width: float,
 ) -> dict[str, Any]:
     """A dotted mean-|TD error| line on the loss chart's right axis, smoothed by `smoothing`."""
-    x, y = _thinned(updates, ema(td_abs_mean, smoothing))
-    return {
-        "type": "scatter",
-        "x": x,
-        "y": y,
-        "mode": "lines",
-        "name": name,
-        "yaxis": "y2",
-        "line": {"color": color, "width": width, "dash": "dot"},
-        "hovertemplate": f"{name}<br>update %{{x:,}}<br>mean |TD error| %{{y:.4g}}<extra></extra>",
-    }
+    return _line(
+        updates,
+        ema(td_abs_mean, smoothing),
+        name=name,
+        yaxis="y2",
+        line={"color": color, "width": width, "dash": "dot"},
+        hovertemplate=f"{name}<br>update %{{x:,}}<br>mean |TD error| %{{y:.4g}}<extra></extra>",
+    )
 
 
 # --------------------------------------------------------------------------- distributions
@@ -336,17 +321,14 @@ def runs_overlay_figure(
         scheme = (schemes or {}).get(label, label)
         color = (colors or {}).get(label) or SCHEME_COLORS.get(scheme) or palette[k % len(palette)]
         nth = seen[color] = seen.get(color, -1) + 1
-        smooth_x, smooth_y = _thinned(steps, ema(values, smoothing))
         traces.append(
-            {
-                "type": "scatter",
-                "x": smooth_x,
-                "y": smooth_y,
-                "mode": "lines",
-                "name": label,
-                "line": {"color": color, "width": 3, "dash": _DASHES[nth % len(_DASHES)]},
-                "hovertemplate": f"{label}<br>step %{{x:,}}<br>smoothed %{{y:.1f}}<extra></extra>",
-            }
+            _line(
+                steps,
+                ema(values, smoothing),
+                name=label,
+                line={"color": color, "width": 3, "dash": _DASHES[nth % len(_DASHES)]},
+                hovertemplate=f"{label}<br>step %{{x:,}}<br>smoothed %{{y:.1f}}<extra></extra>",
+            )
         )
     if not traces:
         return empty_figure(title)
@@ -358,12 +340,6 @@ def runs_overlay_figure(
         **(_threshold_line(threshold) if threshold is not None else {}),
     )
     return go.Figure(data=traces, layout=layout)
-
-
-def _thinned(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The samples of the curve (x, y) a chart draws (`thin`)."""
-    keep = thin(x, y)
-    return x[keep], y[keep]
 
 
 _DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")

@@ -28,12 +28,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from rdqn.compare import ROLLING_WINDOW, Curve, rolling_mean
 from rdqn.figures._base import (
+    _line,
     _rgba,
     _scheme_color,
     _style,
     _threshold_line,
     empty_figure,
-    thin,
 )
 
 __all__ = [
@@ -226,6 +226,18 @@ def _seed_line(curve: Curve, window: int, total_steps: int | None) -> tuple[NDAr
     return x, reward_steps(curve, x, window)
 
 
+def _return_steps(
+    x: NDArray[np.int64], y: NDArray[np.float64], name: str, line: dict[str, Any]
+) -> dict[str, Any]:
+    return _line(
+        x,
+        y,
+        line=line,
+        name=name,
+        hovertemplate=f"{name}<br>step %{{x:,}}<br>return %{{y:.3g}}<extra></extra>",
+    )
+
+
 def cell_curves_figure(
     seeds: Sequence[SeedCurve],
     *,
@@ -245,42 +257,16 @@ def cell_curves_figure(
     color = _scheme_color(scheme)
     traces: list[dict[str, Any]] = []
     for k, seed in enumerate(drawn):
+        dash = _SEED_DASHES[k % len(_SEED_DASHES)] if seed.finished else "dash"
+        line = {"color": _rgba(color, 0.45), "width": 1.5, "shape": "hv", "dash": dash}
         x, y = _seed_line(seed.curve, window, total_steps if seed.finished else None)
-        keep = thin(x.astype(np.float64), y)
-        name = seed.label
-        traces.append(
-            {
-                "type": "scatter",
-                "x": x[keep],
-                "y": y[keep],
-                "mode": "lines",
-                "line": {
-                    "color": _rgba(color, 0.45),
-                    "width": 1.5,
-                    "shape": "hv",
-                    "dash": _SEED_DASHES[k % len(_SEED_DASHES)] if seed.finished else "dash",
-                },
-                "name": name,
-                "hovertemplate": f"{name}<br>step %{{x:,}}<br>return %{{y:.3g}}<extra></extra>",
-            }
-        )
+        traces.append(_return_steps(x, y, seed.label, line))
     finished = [seed.curve for seed in drawn if seed.finished]
     if finished:
         x = np.unique(np.concatenate([_seed_line(c, window, total_steps)[0] for c in finished]))
         y = np.mean([reward_steps(c, x, window) for c in finished], axis=0)
-        keep = thin(x.astype(np.float64), y)
         name = f"mean of {len(finished)} seed{'s' if len(finished) != 1 else ''}"
-        traces.append(
-            {
-                "type": "scatter",
-                "x": x[keep],
-                "y": y[keep],
-                "mode": "lines",
-                "line": {"color": color, "width": 4, "shape": "hv"},
-                "name": name,
-                "hovertemplate": f"{name}<br>step %{{x:,}}<br>return %{{y:.3g}}<extra></extra>",
-            }
-        )
+        traces.append(_return_steps(x, y, name, {"color": color, "width": 4, "shape": "hv"}))
     layout = _style(
         title=title,
         x_title="environment steps",
