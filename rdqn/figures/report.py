@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import pandas as pd
 
@@ -19,7 +18,7 @@ from rdqn.config import RunConfig
 from rdqn.figures._base import SCHEME_COLORS
 from rdqn.figures.curves import comparison_figure
 
-__all__ = ["comparison_report", "write_comparison_report"]
+__all__ = ["comparison_report"]
 
 _STYLE = (
     "body{font-family:system-ui,sans-serif;margin:2rem;max-width:1100px}"
@@ -78,11 +77,3 @@ def _table_html(table: pd.DataFrame, labels: Mapping[str, str]) -> str:
             for s in table["scheme"]
         ]
     return shown.to_html(index=False, formatters=formatters, na_rep="-", escape=False)
-
-
-def write_comparison_report(path: str | Path, report: str) -> Path:
-    """Write a report page to ``path`` (folders created as needed); returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(report, encoding="utf-8")
-    return path
