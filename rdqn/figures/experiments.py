@@ -21,10 +21,10 @@ import plotly.graph_objects as go
 
 from rdqn.figures._base import (
     SCHEME_COLORS,
-    _hline,
     _log_axis,
     _rgba,
     _style,
+    _threshold_line,
     empty_figure,
 )
 
@@ -216,17 +216,13 @@ def reward_bands_figure(
         stacked = np.vstack([learning_curve(c, grid, window) for c in curves])
         name = f"{_scheme_name(runs[0])}, {len(runs)} seed{'s' if len(runs) != 1 else ''}"
         traces += _band_traces(grid.astype(np.float64), stacked, scheme, name)
-    extra: dict[str, Any] = {}
-    if threshold is not None:
-        shape, note = _hline(threshold, f"threshold {threshold:g}", below=True)
-        extra = {"shapes": [shape], "annotations": [note]}
     layout = _style(
         title=title,
         x_title="environment steps",
         y_title="return",
         legend=True,
         height=height,
-        **extra,
+        **(_threshold_line(threshold) if threshold is not None else {}),
     )
     return go.Figure(data=traces, layout=layout)
 
