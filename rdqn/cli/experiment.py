@@ -178,7 +178,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     return _cmd_per_notebook(args)
 
 
-# ------------------------------------------------------------------------------ cliffwalk
+# ---------------------------------------------------------------------- the two studies
 
 
 def _cmd_cliffwalk(args: argparse.Namespace) -> int:
@@ -188,13 +188,9 @@ def _cmd_cliffwalk(args: argparse.Namespace) -> int:
         run_cliffwalk_trial,
     )
     from rdqn.experiments.tables import cliffwalk_table
+    from rdqn.figures.experiments import cliffwalk_figure
 
-    out = Path(args.out)
-    plot = Path(args.plot) if args.plot else out.with_suffix(".html")
-    if args.source:
-        report = _read(Path(args.source))
-    else:
-        overrides = parse_set(args.set or [])
+    def plan(overrides: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
         trials = cliffwalk_trials(
             parse_sizes(args.sizes),
             args.schemes,
@@ -204,45 +200,28 @@ def _cmd_cliffwalk(args: argparse.Namespace) -> int:
             oracle_loss=args.oracle_loss,
             overrides=overrides,
         )
-        for path, option in ((out, "--out"), (plot, "--plot")):
-            check_writable(path, option)
-        head = {
-            "experiment": "cliffwalk",
-            "command": _command(),
-            "what": "Schaul et al. 2015, figure 1: learner updates until the MSE of Blind "
-            "Cliffwalk's Q-values to Q* is below the threshold, from a fixed memory of all 2^n "
-            "action sequences run to termination",
+        settings = {
             "threshold": args.threshold,
             "max_updates": args.max_updates,
             "oracle_loss": args.oracle_loss,
             "overrides": overrides,
-            "settings": {
-                "threshold": args.threshold,
-                "max_updates": args.max_updates,
-                "oracle_loss": args.oracle_loss,
-                "overrides": overrides,
-            },
+        }
+        return trials, {
+            "what": "Schaul et al. 2015, figure 1: learner updates until the MSE of Blind "
+            "Cliffwalk's Q-values to Q* is below the threshold, from a fixed memory of all 2^n "
+            "action sequences run to termination",
+            **settings,
+            "settings": settings,
             "learner": trials[0].config["agent"],
             "replay": {k: v for k, v in trials[0].config["replay"].items() if k != "capacity"},
         }
-        report = _run(run_cliffwalk_trial, trials, head, cliffwalk_summary, out, args, "cliffwalk")
-    if not args.source or args.plot:
-        _write_plot(plot, report, args)
-    if args.table:
-        print(cliffwalk_table(report))
-    return 0 if not report.get("failed") else 1
 
+    def page(report: dict[str, Any]) -> str:
+        figure = cliffwalk_figure(report["summary"], threshold=report.get("threshold"))
+        return figure.to_html(include_plotlyjs=True, full_html=True)
 
-def _write_plot(path: Path, report: dict[str, Any], args: argparse.Namespace) -> None:
-    from rdqn.figures.experiments import cliffwalk_figure
-
-    figure = cliffwalk_figure(report["summary"], threshold=report.get("threshold"))
-    write_output(path, figure.to_html(include_plotlyjs=True, full_html=True), "--plot")
-    if not args.quiet:
-        print(f"figure: {path}", file=sys.stderr)
-
-
-# --------------------------------------------------------------------------- per-notebook
+    output = ("--plot", "figure", page)
+    return _experiment(args, plan, run_cliffwalk_trial, cliffwalk_summary, cliffwalk_table, output)
 
 
 def _cmd_per_notebook(args: argparse.Namespace) -> int:
@@ -252,13 +231,9 @@ def _cmd_per_notebook(args: argparse.Namespace) -> int:
         run_per_notebook_trial,
     )
     from rdqn.experiments.tables import per_notebook_table
+    from rdqn.figures.experiment_report import per_notebook_report
 
-    out = Path(args.out)
-    page = Path(args.report) if args.report else out.with_suffix(".html")
-    if args.source:
-        report = _read(Path(args.source))
-    else:
-        overrides = parse_set(args.set or [])
+    def plan(overrides: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
         trials = per_notebook_trials(
             args.schemes,
             args.seeds,
@@ -267,11 +242,7 @@ def _cmd_per_notebook(args: argparse.Namespace) -> int:
             probes=args.probes,
             overrides=overrides,
         )
-        for path, option in ((out, "--out"), (page, "--report")):
-            check_writable(path, option)
-        head = {
-            "experiment": "per-notebook",
-            "command": _command(),
+        return trials, {
             "what": "the PER notebook's study: uniform vs proportional replay on CartPole-v1 "
             "(per-notebook preset), with probes of TD errors, priorities and IS weights",
             "threshold": args.threshold,
@@ -284,17 +255,43 @@ def _cmd_per_notebook(args: argparse.Namespace) -> int:
             },
             "config": trials[0].config,
         }
-        report = _run(
-            run_per_notebook_trial, trials, head, per_notebook_summary, out, args, "per-notebook"
-        )
-    if not args.source or args.report:
-        from rdqn.figures.experiment_report import per_notebook_report
 
-        write_output(page, per_notebook_report(report), "--report")
+    output = ("--report", "report", per_notebook_report)
+    return _experiment(
+        args, plan, run_per_notebook_trial, per_notebook_summary, per_notebook_table, output
+    )
+
+
+def _experiment(
+    args: argparse.Namespace,
+    plan: Callable[[dict[str, Any]], tuple[list[Any], dict[str, Any]]],
+    func: Callable[[Any], dict[str, Any]],
+    summarize: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+    table: Callable[[dict[str, Any]], str],
+    output: tuple[str, str, Callable[[dict[str, Any]], str]],
+) -> int:
+    """One study: its trials as ``plan`` makes them from the ``--set`` overrides (with their
+    results file's head) run, or its ``--from`` file read; then its HTML page written (``output``:
+    the page's option, what it is, and how a results file draws it) and its table printed as
+    asked. The exit status: 1 when a trial failed."""
+    option, what, draw = output
+    out = Path(args.out)
+    given = getattr(args, option[2:])
+    target = Path(given) if given else out.with_suffix(".html")
+    if args.source:
+        report = _read(Path(args.source))
+    else:
+        trials, head = plan(parse_set(args.set or []))
+        for path, name in ((out, "--out"), (target, option)):
+            check_writable(path, name)
+        head = {"experiment": args.experiment, "command": _command(), **head}
+        report = _run(func, trials, head, summarize, out, args)
+    if not args.source or given:
+        write_output(target, draw(report), option)
         if not args.quiet:
-            print(f"report: {page}", file=sys.stderr)
+            print(f"{what}: {target}", file=sys.stderr)
     if args.table:
-        print(per_notebook_table(report))
+        print(table(report))
     return 0 if not report.get("failed") else 1
 
 
@@ -308,7 +305,6 @@ def _run(
     summarize: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
     out: Path,
     args: argparse.Namespace,
-    label: str,
 ) -> dict[str, Any]:
     """Every trial through `map_tasks` (with ``--resume``, every trial the results file does not
     hold as finished); the results file rewritten after each one."""
@@ -327,7 +323,7 @@ def _run(
             trials,
             workers=args.workers,
             ray=args.ray,
-            progress=None if args.quiet else label,
+            progress=None if args.quiet else head["experiment"],
         )
         if trials
         else iter(())
@@ -377,10 +373,8 @@ def _report(
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise UsageError(f"--from {path} cannot be read: {err.strerror or err}") from None
-    except ValueError as err:
+        report = json.loads(_text(path, "--from"))
+    except ValueError as err:  # not UTF-8 either
         raise UsageError(f"--from {path} is not JSON: {err}") from None
     if not isinstance(report, dict) or "summary" not in report:
         raise UsageError(f"--from {path} is not a results file of `rdqn experiment`")
