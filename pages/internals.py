@@ -8,6 +8,7 @@ from rdqn.dashboard.display import show_chart
 from rdqn.dashboard.fragments import fragment
 from rdqn.dashboard.internals_notes import notice
 from rdqn.dashboard.lessons import lesson_note
+from rdqn.dashboard.live_run import live_run_id
 from rdqn.dashboard.memories_panel import memories_panel
 from rdqn.dashboard.params import parse_params
 from rdqn.dashboard.state import ensure_app_frame, registry
@@ -20,7 +21,7 @@ CHART_HEIGHT = 380
 
 st.title("Replay internals")
 parsed = parse_params(st.query_params.to_dict(), lesson_note=lesson_note)
-run_id = parsed.run_id or st.session_state.get("live.run_id")
+run_id = parsed.run_id or live_run_id()
 if not run_id:
     st.info("No run yet. Start one on the Live training page; its replay memory appears here.")
     st.page_link("pages/live.py", label="Live training", icon=":material/monitoring:")

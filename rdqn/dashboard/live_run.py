@@ -41,6 +41,7 @@ __all__ = [
     "browsers_live_run",
     "current_run",
     "has_ended",
+    "live_run_id",
     "previous_run_id",
     "refresh_seconds",
     "restart",
@@ -224,6 +225,16 @@ def browsers_live_run() -> RunHandle | None:
     if handle is None or handle.owner != session().owner:
         return None
     return handle
+
+
+def live_run_id() -> str | None:
+    """The run on this browser's live page, for the pages that show it from elsewhere (Replay
+    internals, Sum tree): this session's, or, in a session that has not opened the live page
+    (a reload, an address typed), the one the browser's live page showed (`browsers_live_run`)."""
+    run_id = st.session_state.get("live.run_id")
+    if run_id is None and (handle := browsers_live_run()) is not None:
+        run_id = handle.id
+    return run_id
 
 
 def run_is_resumable(run_id: str) -> bool:

@@ -10,6 +10,7 @@ from rdqn.classroom import tree_demo as td
 from rdqn.dashboard import tree_state
 from rdqn.dashboard.display import show_chart
 from rdqn.dashboard.fragments import fragment
+from rdqn.dashboard.live_run import live_run_id
 from rdqn.dashboard.live_tree_notes import no_tree_note, tree_note
 from rdqn.dashboard.state import latest_snapshot
 from rdqn.dashboard.text import plain
@@ -100,7 +101,7 @@ def batch_queries(batch: td.BatchDraw | None) -> None:
 @fragment(run_every=2.0)
 def live_tree() -> None:
     """The top of the live run's sum tree (this session's live run), every 2 s."""
-    snap = latest_snapshot(st.session_state.get("live.run_id"))
+    snap = latest_snapshot(live_run_id())
     if snap is None or not snap.tree_levels:
         st.info(no_tree_note(snap), icon=":material/info:")
         st.page_link("pages/live.py", label="Live training", icon=":material/monitoring:")

@@ -213,6 +213,26 @@ def test_speed_belongs_to_the_run_across_pages_and_a_reload(page: Page, served: 
     tab.context.close()
 
 
+def test_replay_internals_opened_by_address_shows_the_browsers_finished_run(
+    page: Page, served: str
+) -> None:
+    """An address typed (or a reload) opens a new session of the same browser: Replay internals
+    shows the run the browser's live page had, not "No run yet"."""
+    tab = another_browser(page, timeout_s=120)
+    tab.goto(f"{served}/live?steps=2000")
+    tab.get_by_role("button", name="Start", exact=True).click()
+    run_id = wait_for_run(tab, lambda _: True)
+    tab.locator('[data-testid="stProgress"]', has_text="finished").first.wait_for()
+    tab.goto(f"{served}/internals")
+    with saying_what_the_page_shows(tab):
+        tab.get_by_role("heading", name="Memories replayed").wait_for()
+        tab.locator('[data-testid="stMetric"]', has_text="ESS of last batch").wait_for()
+    assert tab.get_by_text("No run yet").count() == 0
+    assert run_id in tab.locator("body").inner_text()
+    assert_no_exception(tab)
+    tab.context.close()
+
+
 def test_resume_after_a_server_restart_is_the_same_run_with_its_own_settings(
     page: Page, tmp_path: Path
 ) -> None:
