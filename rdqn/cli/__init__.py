@@ -38,14 +38,14 @@ from rdqn.cli.presets import cmd_presets
 from rdqn.cli.progress import Progress
 from rdqn.cli.runs import cmd_runs, cmd_without_store
 from rdqn.cli.sweep import cmd_sweep
-from rdqn.cli.train import NAME_MAX, cmd_resume, cmd_train, train_config, train_one
+from rdqn.cli.train import NAME_MAX, cmd_resume, cmd_train, train_config
 from rdqn.cli.usage import UsageError
 from rdqn.cli.warm_up import cmd_warm_up
 from rdqn.limits import check_threads
 from rdqn.runs.store import RunStore, StoreError, StoreMissing, default_home
 from rdqn.serve.executors import ExecutorUnavailable
 
-__all__ = ["NAME_MAX", "Comparison", "Progress", "UsageError", "build_parser", "main", "train_one"]
+__all__ = ["NAME_MAX", "Comparison", "Progress", "UsageError", "build_parser", "main"]
 
 _LINE_BREAKS = re.compile(r"\s*\n\s*")
 

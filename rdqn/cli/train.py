@@ -23,28 +23,12 @@ NAME_MAX = 200
 """Characters in a run's ``--name``."""
 
 
-def train_one(
-    config: RunConfig,
-    store: RunStore,
-    *,
-    name: str | None = None,
-    group_id: str | None = None,
-    quiet: bool = False,
-    label: str = "train",
-    signals: StopSignals | None = None,
-) -> RecordedRun:
-    """Train one config to its budget through the run lifecycle, with a progress bar; with
-    ``signals``, a SIGINT or SIGTERM stops it between two steps (see `rdqn.cli.interrupts`)."""
-    run = RecordedRun(config, store, name=name, group_id=group_id)
-    return _train_to_end(run, quiet, label, signals)
-
-
-def _train_to_end(
-    run: RecordedRun, quiet: bool, label: str, signals: StopSignals | None
-) -> RecordedRun:
+def _train_to_end(run: RecordedRun, quiet: bool, label: str, signals: StopSignals) -> None:
+    """Train ``run`` to its budget through the run lifecycle, with a progress bar; a SIGINT or
+    SIGTERM stops it between two steps (see `rdqn.cli.interrupts`)."""
     bar = Progress(run.config.train.total_steps, label, enabled=not quiet)
     try:
-        run_to_end(run, progress=bar, stop=signals.requested if signals is not None else None)
+        run_to_end(run, progress=bar, stop=signals.requested)
         if run.trainer is not None:
             bar(run.trainer)
     finally:
@@ -53,7 +37,6 @@ def _train_to_end(
         print(f"run {run.id} failed: {run.error}", file=sys.stderr)
     elif run.status == "stopped":
         print(f"run {run.id} {run.error}: `rdqn resume {run.id}` goes on", file=sys.stderr)
-    return run
 
 
 def _report(run: RecordedRun, signals: StopSignals) -> int:
@@ -73,17 +56,14 @@ def _report(run: RecordedRun, signals: StopSignals) -> int:
     return 0 if run.status == "finished" else 1
 
 
-def _check_name(name: str | None) -> None:
+def train_config(args: argparse.Namespace) -> RunConfig:
+    """The config ``rdqn train`` would run, checked (``--name`` too) before the store opens."""
+    name = args.name
     if name is not None and (len(name) > NAME_MAX or not name.isprintable()):
         raise UsageError(
             f"--name must be at most {NAME_MAX} printable characters (no newlines or control "
             f"characters), got {shown(name)}"
         )
-
-
-def train_config(args: argparse.Namespace) -> RunConfig:
-    """The config ``rdqn train`` would run, checked (``--name`` too) before the store opens."""
-    _check_name(args.name)
     config = config_from_args(args)
     if args.seed is not None:
         config = config.with_overrides({"seed": args.seed})
@@ -93,7 +73,8 @@ def train_config(args: argparse.Namespace) -> RunConfig:
 def cmd_train(args: argparse.Namespace, store: RunStore, config: RunConfig) -> int:
     """``rdqn train``: the exit status (0: the run finished; 130: stopped by Ctrl-C)."""
     with StopSignals() as signals:
-        run = train_one(config, store, name=args.name, quiet=args.quiet, signals=signals)
+        run = RecordedRun(config, store, name=args.name)
+        _train_to_end(run, args.quiet, "train", signals)
     return _report(run, signals)
 
 
