@@ -208,6 +208,20 @@ class TrainConfig:
         every = self.train_every
         return max(0, self.total_steps // every - self.learning_starts // every)
 
+    def reached_goal(self, env_steps: int) -> bool:
+        """Whether a run of these settings that finished after ``env_steps`` reached its goal
+        (``stop_at_return``): only that ends one before its budget is spent."""
+        return self.stop_at_return is not None and env_steps < self.total_steps
+
+    def finished_how(self, env_steps: int) -> str:
+        """How a run of these settings that finished after ``env_steps`` ended, in words."""
+        if self.reached_goal(env_steps):
+            return (
+                f"it reached its goal, a mean return of {self.stop_at_return:g} over "
+                f"{RETURN_WINDOW} episodes"
+            )
+        return "its budget of steps is spent"
+
 
 @dataclass(frozen=True, kw_only=True)
 class RunConfig:

@@ -250,3 +250,16 @@ def test_stop_at_return_is_none_or_a_finite_number() -> None:
     for bad in (float("nan"), float("inf"), "475"):
         with pytest.raises(ValueError, match=r"train.stop_at_return must be None or a finite"):
             goal(bad)
+
+
+def test_a_finished_run_says_whether_it_reached_its_goal_or_spent_its_budget() -> None:
+    demo = preset("demo").train  # a goal of 475 within 100,000 steps
+    assert demo.reached_goal(29_403)
+    assert demo.finished_how(29_403) == (
+        "it reached its goal, a mean return of 475 over 20 episodes"
+    )
+    assert not demo.reached_goal(demo.total_steps)
+    assert demo.finished_how(demo.total_steps) == "its budget of steps is spent"
+    plain = preset("per-notebook").train  # no goal
+    assert not plain.reached_goal(10)
+    assert plain.finished_how(10) == "its budget of steps is spent"

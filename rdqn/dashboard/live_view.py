@@ -237,8 +237,11 @@ def _run_state(run_id: str, handle: RunHandle, snap: Telemetry, *, watching: boo
     # the run ended when its worker could not say (it died, or was killed for not stopping).
     status, error = handle.status, handle.error or snap.error
     total = handle.config.train.total_steps
+    state = plain(status)
+    if status == "finished" and (train := handle.config.train).reached_goal(snap.env_steps):
+        state += f": {train.finished_how(snap.env_steps)}"
     line = (
-        f"{plain(status)} · run `{run_id}` ({plain(run_label(handle.config))}) · "
+        f"{state} · run `{run_id}` ({plain(run_label(handle.config))}) · "
         f"{snap.env_steps:,} of {total:,} steps"
     )
     if status == "running":

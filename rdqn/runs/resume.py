@@ -113,7 +113,13 @@ def resume_blocker_of(record: RunRecord) -> str | None:
     if status in ACTIVE_STATUSES:
         return f"it is {status}, not stopped"
     if status == "finished":
-        return "it finished: its budget of steps is spent"
+        from rdqn.config import RunConfig
+
+        try:
+            how = RunConfig.from_dict(record.config).train.finished_how(record.env_steps)
+        except ValueError:  # settings another version wrote
+            return "it finished"
+        return f"it finished: {how}"
     if status == "failed":
         return "it failed; only a stopped run can be resumed"
     checkpoint = record.checkpoint_path

@@ -29,6 +29,8 @@ def test_start_demo_shows_the_run_reaching_475(server: str, page: Page) -> None:
     page.set_default_timeout(SOLVE_TIMEOUT_MS)
     wait_for_metric(page, f"Return (last {RETURN_WINDOW})", f"v >= {goal:g}")
     page.locator('[data-testid="stProgress"]', has_text="finished").first.wait_for()
+    said = page.locator('[data-testid="stProgress"]').first.inner_text()
+    assert f"finished: it reached its goal, a mean return of {goal:g} over 20 episodes" in said
     assert_no_exception(page)
     page.screenshot(path=str(ARTIFACTS / "demo-solved.png"), full_page=True)
     solved = run_on_screen(page)

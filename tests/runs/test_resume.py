@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 import torch
 
+from rdqn.presets import preset
 from rdqn.runs.checkpoints import checkpoint_bytes, load_checkpoint, save_checkpoint
 from rdqn.runs.control import RunControls, drive
 from rdqn.runs.lifecycle import RecordedRun, run_to_end
@@ -619,3 +620,16 @@ def test_records_give_a_checkpoint_under_the_folder_the_store_was_opened_from(
         assert store.get_run(run_id).checkpoint_path == expected
         assert list(store.list_runs()["checkpoint_path"]) == [expected]
         assert resume_point(store, run_id).checkpoint == Path(expected)
+
+
+def test_a_finished_run_is_not_resumable_because_of_how_it_finished(store: RunStore) -> None:
+    goal = preset("demo")
+    run_id = new_run(store, config=goal.to_dict(), preset="demo")
+    store.write_metrics(run_id, progress={"env_steps": 29_403, "updates": 7_000, "episodes": 99})
+    store.set_status(run_id, "finished")
+    assert resume_blocker(store, run_id) == (
+        "it finished: it reached its goal, a mean return of 475 over 20 episodes"
+    )
+    spent = new_run(store, config=preset("per-notebook").to_dict())
+    store.set_status(spent, "finished")
+    assert resume_blocker(store, spent) == "it finished: its budget of steps is spent"
