@@ -297,6 +297,10 @@ def test_a_follower_sees_the_teachers_previous_run_dashed(page: Page, served: st
     big.wait_for()
     size = big.evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
     assert size >= 100, f"the class code is {size} px on a 1280 px screen"
+    qr = dialog.get_by_role("img", name="QR code")
+    qr.wait_for()
+    side = qr.evaluate("e => e.getBoundingClientRect().height")
+    assert side >= 0.45 * 720, f"the QR code is {side} px high on a 720 px screen"
     teacher.screenshot(path=str(ARTIFACTS / "class-code-full-screen.png"))
     dialog.get_by_role("button", name="Close").click()
     dialog.wait_for(state="detached")
