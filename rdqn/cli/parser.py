@@ -28,11 +28,6 @@ def _add_run_parser(sub: Any, name: str, help_text: str) -> argparse.ArgumentPar
         epilog=set_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _add_run_options(parser)
-    return parser
-
-
-def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--preset", default="per-notebook", choices=list(PRESETS))
     parser.add_argument("--env", choices=list(ENV_IDS), help="environment (default: the preset's)")
     parser.add_argument(
@@ -45,6 +40,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
 
 
 def build_parser(prog: str = "rdqn") -> argparse.ArgumentParser:
