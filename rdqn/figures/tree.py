@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -93,21 +93,13 @@ def _draw_tree(
     width = 1 << (depth_count - 1)
     node_count = 2 * width
     total = float(nodes[1])
-    groups: dict[str, dict[str, list[Any]]] = {}
+    groups: dict[str, list[tuple[Any, ...]]] = {}
 
     def add(group: str, j: int, text: str, hover: str, fill: str) -> None:
         x, y = _node_xy(j, width)
-        g = groups.setdefault(
-            group, {"x": [], "y": [], "text": [], "hover": [], "size": [], "fill": [], "id": []}
-        )
         level_width = 1 << (j.bit_length() - 1)
-        g["x"].append(x)
-        g["y"].append(y)
-        g["text"].append(text if show_values and level_width <= MAX_LABELS_PER_LEVEL else "")
-        g["hover"].append(hover)
-        g["size"].append(_node_size(level_width))
-        g["fill"].append(fill)
-        g["id"].append(j)
+        shown = text if show_values and level_width <= MAX_LABELS_PER_LEVEL else ""
+        groups.setdefault(group, []).append((x, y, shown, hover, _node_size(level_width), fill, j))
 
     for j in range(1, node_count):
         depth = j.bit_length() - 1
@@ -146,12 +138,7 @@ def _draw_tree(
             add("internal nodes" if leaf_level else "nodes", j, _compact(value), hover, "#e8ecf7")
 
     traces: list[dict[str, Any]] = []
-    edge_x: list[float | None] = []
-    edge_y: list[float | None] = []
-    for j in range(2, node_count):
-        (x0, y0), (x1, y1) = _node_xy(j >> 1, width), _node_xy(j, width)
-        edge_x += [x0, x1, None]
-        edge_y += [y0, y1, None]
+    edge_x, edge_y = _segments(((j >> 1, j) for j in range(2, node_count)), width)
     traces.append(
         {
             "type": "scatter",
@@ -169,13 +156,8 @@ def _draw_tree(
     path_groups = [paths] if many else [[p] for p in paths]
     for k, group in enumerate(path_groups):
         color = EMPHASIS if many else PATH_PALETTE[k]
-        xs: list[float | None] = []
-        ys: list[float | None] = []
-        for path in group:
-            for parent, child in zip(path[:-1], path[1:], strict=False):
-                (x0, y0), (x1, y1) = _node_xy(parent, width), _node_xy(child, width)
-                xs += [x0, x1, None]
-                ys += [y0, y1, None]
+        steps = (step for path in group for step in zip(path[:-1], path[1:], strict=False))
+        xs, ys = _segments(steps, width)
         if many:
             name = f"{len(paths)} paths"
         else:
@@ -194,31 +176,29 @@ def _draw_tree(
             }
         )
 
-    styles = {  # border, text colour, symbol
-        "internal nodes": ("#2a3f5f", "#2a3f5f", "circle"),
-        "nodes": ("#2a3f5f", "#2a3f5f", "circle"),
-        "leaves": ("#2a3f5f", "#2a3f5f", "circle"),
+    styles = {  # border, text colour, symbol; nodes with mass are drawn alike
         EMPTY: ("#9aa0a6", "#6b7280", "circle"),
         PADDING: ("#9aa0a6", "#6b7280", "square"),
     }
-    for group, g in groups.items():
-        border, text_color, symbol = styles[group]
+    for group, rows in groups.items():
+        border, text_color, symbol = styles.get(group, ("#2a3f5f", "#2a3f5f", "circle"))
+        x, y, text, hover, size, fill, ids = (list(column) for column in zip(*rows, strict=True))
         traces.append(
             {
                 "type": "scatter",
-                "x": g["x"],
-                "y": g["y"],
+                "x": x,
+                "y": y,
                 "mode": "markers+text",
                 "name": group,
-                "text": g["text"],
+                "text": text,
                 "textposition": "middle center",
                 "textfont": {"size": BASE_FONT_SIZE - 2, "color": text_color},
-                "hovertext": g["hover"],
+                "hovertext": hover,
                 "hoverinfo": "text",
-                "customdata": g["id"],
+                "customdata": ids,
                 "marker": {
-                    "size": g["size"],
-                    "color": g["fill"],
+                    "size": size,
+                    "color": fill,
                     "line": {"color": border, "width": 1.5},
                     "symbol": symbol,
                     # An array of sizes makes plotly.js default to a translucent "bubble" marker.
@@ -283,6 +263,20 @@ def _draw_tree(
         yaxis=yaxis,
     )
     return go.Figure(data=traces, layout=layout)
+
+
+def _segments(
+    steps: Iterable[tuple[int, int]], width: int
+) -> tuple[list[float | None], list[float | None]]:
+    """x and y of the lines from parent to child of each (parent, child) of `steps`, heap node
+    ids in a tree of `width` leaves: one trace, the lines separated by None."""
+    xs: list[float | None] = []
+    ys: list[float | None] = []
+    for parent, child in steps:
+        (x0, y0), (x1, y1) = _node_xy(parent, width), _node_xy(child, width)
+        xs += [x0, x1, None]
+        ys += [y0, y1, None]
+    return xs, ys
 
 
 def sum_tree_figure(
