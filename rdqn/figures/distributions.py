@@ -113,9 +113,10 @@ def _histogram(
 
 
 def column_fractions(counts: ArrayLike) -> NDArray[np.float64]:
-    """Rows of `counts` (one histogram per time step) as fractions; all-zero rows become NaN."""
+    """Rows of `counts` (one histogram per time step; the last axis holds the bins) as fractions
+    of their own totals; all-zero rows become NaN."""
     c = np.asarray(counts, dtype=np.float64)
-    totals = c.sum(axis=1, keepdims=True)
+    totals = c.sum(axis=-1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(totals > 0, c / np.where(totals > 0, totals, 1.0), np.nan)
 

@@ -85,11 +85,10 @@ def per_notebook_report(report: Mapping[str, Any]) -> str:
     """The report page of the module docstring for a parsed results file."""
     title = "The PER notebook's study: uniform vs proportional replay on CartPole-v1"
     figures = per_notebook_figures(report)
-    charts = []
-    for k, (name, figure) in enumerate(figures.items()):
-        charts.append(
-            figure.to_html(full_html=False, include_plotlyjs=k == 0, div_id=name.replace("_", "-"))
-        )
+    charts = [
+        figure.to_html(full_html=False, include_plotlyjs=k == 0, div_id=name.replace("_", "-"))
+        for k, (name, figure) in enumerate(figures.items())
+    ]
     config = report.get("config", {})
     steps = config.get("train", {}).get("total_steps")
     seeds = sorted({t["seed"] for t in report["trials"]})

@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 from numpy.typing import ArrayLike, NDArray
 
 from rdqn.figures._base import BASE_FONT_SIZE, _power_ticks, _rgba, _style, empty_figure
+from rdqn.figures.distributions import column_fractions
 from rdqn.figures.experiments import EXPERIMENT_COLORS, _by_scheme, _range_band
 
 __all__ = ["probe_heatmap", "seed_fractions", "stage_histograms_figure"]
@@ -35,12 +36,9 @@ def seed_fractions(
     [.5, .5], [0, 1]: median [.25, .75], lowest [0, .5], highest [.5, 1]. The medians of the
     bins need not add up to 1.
     """
-    c = np.asarray(counts, dtype=np.float64)
-    totals = c.sum(axis=-1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        fractions = np.where(totals > 0, c / np.where(totals > 0, totals, 1.0), np.nan)
-    empty = np.full(c.shape[1:], np.nan)
-    if c.shape[0] == 0 or np.isnan(fractions).all(axis=0).all():
+    fractions = column_fractions(counts)
+    empty = np.full(fractions.shape[1:], np.nan)
+    if fractions.shape[0] == 0 or np.isnan(fractions).all(axis=0).all():
         return empty, empty.copy(), empty.copy()
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN cells stay NaN
