@@ -67,14 +67,19 @@ def smooth_rate(
     with x the measured rate, dt = now - seen_at the seconds since the last reading and h the
     half-life: a reading's weight halves every h seconds, whatever the number of readings in
     between, and two readings at the same moment count as one. The first reading (``previous``
-    None), or the first after the run's speed setting changed, is taken as it is. A reading
-    that is not a positive finite rate (a paused run, no steps yet) changes nothing.
+    None), or the first after the run's speed setting changed, is taken as it is. A run held to
+    ``speed`` steps/s goes no faster: a reading above it counts as ``speed`` (the first reading
+    after a teacher slows a run to 1 step/s was measured at full speed, and the time left said
+    19 min, then 41 min, then 1 h 25 min for 16 h of work while it decayed). A reading that is
+    not a positive finite rate (a paused run, no steps yet) changes nothing.
 
     h = 10 s: from r = 100 a reading x = 200 one second later gives a = 1 - 2^-0.1 = 0.0670,
     r = 106.7; ten seconds later, a = 0.5 and r = 150.
     """
     if not math.isfinite(measured) or measured <= 0:
         return previous if previous is not None else SmoothedRate(0.0, now, speed)
+    if speed is not None:
+        measured = min(measured, speed)
     if previous is None or previous.rate <= 0 or previous.speed != speed:
         return SmoothedRate(measured, now, speed)
     weight = 1.0 - 2.0 ** (-max(0.0, now - previous.seen_at) / half_life)

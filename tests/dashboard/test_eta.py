@@ -76,6 +76,16 @@ def test_no_rate_changes_nothing_and_a_new_speed_starts_afresh() -> None:
     assert smooth_rate(start, 100.0, 6.0, speed=100.0).rate == 100.0
 
 
+def test_a_run_held_to_a_speed_is_never_read_faster() -> None:
+    """Slowed to 1 step/s, the first reading (measured at 1,000 steps/s) counts as 1: 60,000
+    steps left take 60,000 s, not a minute that grows to an hour as the rate decays."""
+    full = smooth_rate(None, 1000.0, 0.0)
+    slowed = smooth_rate(full, 1000.0, 1.0, speed=1.0)
+    assert slowed.rate == 1.0
+    assert duration_text(remaining_seconds(40_000, 100_000, slowed.rate)) == "about 16 h 40 min"
+    assert smooth_rate(slowed, 0.8, 2.0, speed=1.0).rate < 1.0  # slower than asked: as read
+
+
 def test_the_time_left_of_a_noisy_rate_goes_down_steadily() -> None:
     """A run that really does 400 steps/s of a 60,000-step budget; its worker's measured rate
     swings (log-normal, sigma 0.4, and one second in ten 2.4 times higher or lower: the 2 min,

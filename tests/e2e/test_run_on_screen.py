@@ -197,6 +197,10 @@ def test_speed_belongs_to_the_run_across_pages_and_a_reload(page: Page, served: 
     # the pages are left once the run's rate shows that the server has set 100 steps/s (CI
     # once found the run at 1,000 steps/s after they were left as the message went).
     wait_for_metric(tab, "Steps/s", "v <= 150")
+    # The time left is at once that of 100 steps/s: about 2 h 45 min for the ~990,000 steps
+    # left, not minutes measured at full speed that grow as the old rate fades.
+    hours = re.search(r"about (\d+) h", progress_text(tab))
+    assert hours and int(hours.group(1)) >= 2, progress_text(tab)
     for leave in ("Sum tree", None):  # another page and back, then a reload
         if leave:
             tab.get_by_role("link", name=leave).first.click()
