@@ -264,11 +264,15 @@ def _as_1d(values: ArrayLike) -> NDArray[np.float64]:
     return np.asarray(values, dtype=np.float64).reshape(-1)
 
 
-def _same_length(**arrays: NDArray[Any]) -> None:
-    sizes = {name: a.shape[0] for name, a in arrays.items()}
+def _same_length(**arrays: ArrayLike) -> list[NDArray[np.float64]]:
+    """The arrays flattened (`_as_1d`), in order; a `ValueError` naming each one's length
+    unless they all have the same."""
+    flat = {name: _as_1d(a) for name, a in arrays.items()}
+    sizes = {name: a.shape[0] for name, a in flat.items()}
     if len(set(sizes.values())) > 1:
         listed = ", ".join(f"{name}={size}" for name, size in sizes.items())
         raise ValueError(f"arrays must have the same length, got {listed}")
+    return list(flat.values())
 
 
 # --------------------------------------------------------------------------- learning curves

@@ -57,25 +57,22 @@ def reward_curve(
     `greedy` = (env steps, returns) of the greedy episodes the run played for its watchers (no
     exploration: what the policy does), drawn as dark diamonds joined by a line.
     """
-    steps = _as_1d(end_steps)
-    values = _as_1d(returns)
-    _same_length(end_steps=steps, returns=values)
-    overlay_steps = overlay_values = None
-    if overlay is not None:
-        overlay_steps = _as_1d(overlay[0])
-        overlay_values = _as_1d(overlay[1])
-        _same_length(overlay_end_steps=overlay_steps, overlay_returns=overlay_values)
-    has_overlay = overlay_values is not None and overlay_values.size > 0
-    greedy_steps, greedy_values = (_as_1d(greedy[0]), _as_1d(greedy[1])) if greedy else (None, None)
-    if greedy_values is not None:
-        _same_length(greedy_steps=greedy_steps, greedy_returns=greedy_values)
-    if values.size == 0 and not has_overlay:
+    none = (np.zeros(0), np.zeros(0))
+    steps, values = _same_length(end_steps=end_steps, returns=returns)
+    overlay_steps, overlay_values = (
+        _same_length(overlay_end_steps=overlay[0], overlay_returns=overlay[1])
+        if overlay is not None
+        else none
+    )
+    greedy_steps, greedy_values = (
+        _same_length(greedy_steps=greedy[0], greedy_returns=greedy[1]) if greedy else none
+    )
+    if values.size == 0 and overlay_values.size == 0:
         return empty_figure(title)
 
     color = _scheme_color(scheme)
     traces: list[dict[str, Any]] = []
-    if has_overlay:
-        assert overlay_steps is not None and overlay_values is not None
+    if overlay_values.size:
         traces.append(
             _line(
                 overlay_steps,
@@ -109,7 +106,7 @@ def reward_curve(
                 hovertemplate="step %{x:,}<br>smoothed %{y:.1f}<extra></extra>",
             )
         )
-    if greedy_values is not None and greedy_values.size:
+    if greedy_values.size:
         traces.append(
             {
                 "type": "scatter",
@@ -155,9 +152,7 @@ def loss_curve(
     band); smoothing 0 draws them raw. `log_y` puts both y axes on a log scale (losses span
     orders of magnitude early on).
     """
-    x = _as_1d(updates)
-    y = _as_1d(losses)
-    _same_length(updates=x, losses=y)
+    x, y = _same_length(updates=updates, losses=losses)
     if x.size == 0:
         return empty_figure(title)
     color = _scheme_color(scheme)
@@ -172,13 +167,11 @@ def loss_curve(
     traces = [loss]
     extra: dict[str, Any] = {}
     if td_abs_mean is not None:
-        td = _as_1d(td_abs_mean)
-        _same_length(updates=x, td_abs_mean=td)
+        x, td = _same_length(updates=x, td_abs_mean=td_abs_mean)
         width = 2.5 if smoothing > 0 else 1.5
         traces.append(_td_line(x, td, smoothing, "mean |TD error|" + smoothed, "#444", width))
         if overlay is not None and _as_1d(overlay[1]).size:
-            old_x, old_td = _as_1d(overlay[0]), _as_1d(overlay[1])
-            _same_length(overlay_updates=old_x, overlay_td_abs_mean=old_td)
+            old_x, old_td = _same_length(overlay_updates=overlay[0], overlay_td_abs_mean=overlay[1])
             # Named as on the reward chart; dotted like the run's own |TD error|.
             traces.append(_td_line(old_x, old_td, smoothing, overlay_label, FAINT, 2.5))
         extra["yaxis2"] = {
@@ -313,9 +306,7 @@ def runs_overlay_figure(
     palette = [c for c in qualitative.Plotly if c not in SCHEME_COLORS.values()]
     seen: dict[str, int] = {}
     for k, (label, (end_steps, returns)) in enumerate(runs.items()):
-        steps = _as_1d(end_steps)
-        values = _as_1d(returns)
-        _same_length(end_steps=steps, returns=values)
+        steps, values = _same_length(end_steps=end_steps, returns=returns)
         if values.size == 0:
             continue
         scheme = (schemes or {}).get(label, label)

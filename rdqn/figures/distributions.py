@@ -13,7 +13,6 @@ from plotly.colors import sample_colorscale
 from rdqn.figures._base import (
     NEUTRAL,
     SCHEME_COLORS,
-    _as_1d,
     _compact,
     _hline,
     _log_axis,
@@ -341,9 +340,7 @@ def probability_weight_bars(
 ) -> go.Figure:
     """Per row of a small batch: its sampling probability P(i) beside its IS weight w_i, one
     pair of bars each: the likelier a row, the smaller its weight."""
-    p = _as_1d(probabilities)
-    w = _as_1d(weights)
-    _same_length(probabilities=p, weights=w)
+    p, w = _same_length(probabilities=probabilities, weights=weights)
     if p.size == 0:
         return empty_figure(title)
     rows = np.arange(1, p.size + 1)

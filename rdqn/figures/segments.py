@@ -163,9 +163,7 @@ def draw_histogram_figure(
     sampled leaf; with `batch_size`, also in batches) and the total variation distance
     1/2 sum_i |f_i - P(i)|.
     """
-    c = _as_1d(counts)
-    p = _as_1d(probabilities)
-    _same_length(counts=c, probabilities=p)
+    c, p = _same_length(counts=counts, probabilities=probabilities)
     if p.size == 0 or not p.sum() > 0:
         return empty_figure(title or "Repeated draws")
     target = p / p.sum()
