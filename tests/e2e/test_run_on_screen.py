@@ -117,7 +117,8 @@ def test_every_lesson_step_runs_its_own_settings_and_keeps_its_run(
 ) -> None:
     """Each step's run has the step's settings in the store (α, β₀, scheme, as the lesson file
     says), a ``keep`` step keeps the run, a ``restore`` step brings back the earlier one, each
-    stays on screen, and no other run is started meanwhile."""
+    stays on screen, a scheme's curve its text speaks of is on the chart, and no other run is
+    started meanwhile."""
     lesson = load_lesson(LESSON_FOLDER / f"{key}.toml")
     tab = another_browser(page, 1600, 1000, timeout_s=120)
     tab.goto(f"{served}/live?lesson={key}")
@@ -144,6 +145,10 @@ def test_every_lesson_step_runs_its_own_settings_and_keeps_its_run(
             config.alpha,
             config.beta0,
         ), (number, settings, {run: stored(home, run) for run in run_ids(home)})
+        for scheme in ("uniform", "proportional", "rank"):  # a curve the text names is drawn
+            if f"{scheme}'s" in step.notice and scheme != config.scheme:
+                with saying_what_the_page_shows(tab):
+                    tab.locator(".legendtext", has_text=f"previous: {scheme}").first.wait_for()
         if "alpha" in step.controls:  # the lesson file decides; the page may still be redrawing
             with saying_what_the_page_shows(tab):
                 tab.wait_for_function(SLIDER_SHOWS, arg=["prioritization", config.alpha])
