@@ -29,6 +29,7 @@ from rdqn.dashboard.live_view import (
     run_view,
     share_panel,
     stored_run_view,
+    watch_a_class_instead,
 )
 from rdqn.dashboard.params import parse_params
 from rdqn.dashboard.state import (
@@ -101,6 +102,7 @@ else:
     run_buttons()
     if "settings" in visible:
         settings_form()
+    watch_a_class_instead(ss["live.run_id"])
     if ss["live.error"]:
         st.error(plain(for_this_viewer(ss["live.error"])))  # no server paths for students
     sync_url()

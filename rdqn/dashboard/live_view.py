@@ -38,6 +38,7 @@ __all__ = [
     "run_view",
     "share_panel",
     "stored_run_view",
+    "watch_a_class_instead",
 ]
 
 CHART_HEIGHT = 330
@@ -322,14 +323,42 @@ def _queued(run_id: str, place: int, waiting: int) -> None:
         + (f" ({estimate}, sooner if a run is stopped)." if estimate else "."),
         icon=":material/hourglass_top:",
     )
+
+
+def watch_a_class_instead(run_id: str | None) -> None:
+    """While this session's run ``run_id`` waits in the queue, a class to watch instead (the one
+    the student forked from, or up to three on show): asked first, then the run gives up its
+    place (stopped: it can still start later, from Saved runs) and the page follows the class.
+    Drawn with the page's controls, not in its view redrawn every second, so it holds still."""
+    if run_id is None or registry().position(run_id) is None:
+        return
     came_from = st.session_state.get("live.came_from_class")
     codes = [came_from] if came_from else live_pages().classes(besides=session().owner)
     for code in codes[:3]:
-        st.link_button(
-            "Watch the teacher instead" if len(codes) == 1 else f"Watch class {code} instead",
-            f"?follow={code}",
-            icon=":material/visibility:",
-        )
+        label = "Watch the teacher instead" if len(codes) == 1 else f"Watch class {code} instead"
+        with st.popover(label, icon=":material/visibility:"):
+            st.markdown(
+                f"Run `{run_id}` gives up its place in the queue; it stays in *Saved runs*, "
+                "where it can start later."
+            )
+            st.button(
+                "Give up my place and watch",
+                key=f"live.watch_class.{code}",
+                on_click=_give_up_and_follow,
+                args=(run_id, code),
+            )
+
+
+def _give_up_and_follow(run_id: str, code: str) -> None:
+    with contextlib.suppress(KeyError):  # it started or ended meanwhile: nothing to give up
+        if registry().position(run_id) is not None:
+            registry().stop(
+                run_id,
+                wait=False,
+                owner=session().owner,
+                reason=f"stopped: it gave up its place in the queue to watch class {code}",
+            )
+    st.query_params["follow"] = code
 
 
 def _listens_on_network() -> bool:

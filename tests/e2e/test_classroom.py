@@ -19,6 +19,7 @@ from tests.e2e.browser import (
     progress_text,
     run_on_screen,
     start_a_run,
+    stored_status,
     streamlit_server,
     wait_for_address,
     wait_until_shown,
@@ -189,8 +190,8 @@ def test_a_full_server_queues_a_student_shows_the_wait_and_starts_by_itself(
         assert "waits in the queue" in queued.inner_text()
         estimate = r"\((under|about) [^)]*, sooner if a run is stopped\)"
         assert re.search(estimate, queued.inner_text()), queued.inner_text()
-        watch = student.get_by_role("link", name="Watch the teacher instead")
-        assert f"follow={code}" in (watch.get_attribute("href") or "")
+        watch = student.get_by_role("button", name="Watch the teacher instead")
+        watch.wait_for()
         student.screenshot(path=str(ARTIFACTS / "queued-student.png"))
         # A student who came without the class link is offered the class on show too, and
         # place 2 gets an estimate as well (the teacher's time left, then the run ahead's).
@@ -199,8 +200,7 @@ def test_a_full_server_queues_a_student_shows_the_wait_and_starts_by_itself(
         latecomer.get_by_role("button", name="Start", exact=True).click()
         second = latecomer.locator('[data-testid="stAlert"]', has_text="place 2 of 2")
         wait_until_shown(latecomer, second)
-        offered = latecomer.get_by_role("link", name="Watch the teacher instead")
-        assert f"follow={code}" in (offered.get_attribute("href") or "")
+        latecomer.get_by_role("button", name="Watch the teacher instead").wait_for()
         latecomer.wait_for_function(
             f"""() => [...document.querySelectorAll('[data-testid="stAlert"]')]
                      .some(a => a.innerText.includes('place 2 of 2')
@@ -213,13 +213,23 @@ def test_a_full_server_queues_a_student_shows_the_wait_and_starts_by_itself(
         never_within(
             student,
             8,
-            """() => [...document.querySelectorAll('a')]
+            """() => [...document.querySelectorAll('button')]
                        .every(a => !a.innerText.includes('Watch the teacher instead'))
                      || ![...document.querySelectorAll('[data-testid="stAlert"]')]
                        .some(a => a.innerText.includes('waits in the queue')
                                   && a.innerText.includes('place 1 of'))""",
             "the 'Watch the teacher instead' button or the place in the queue went away",
         )
+        # Watching the teacher instead gives up the latecomer's place, once asked: its run
+        # leaves the queue (stopped, it can start later) and the page follows the class.
+        latecomer_run = re.search(r"run (\w{12}) waits", second.inner_text()).group(1)
+        latecomer.get_by_role("button", name="Watch the teacher instead").click()
+        latecomer.get_by_role("button", name="Give up my place and watch").click()
+        latecomer.wait_for_url(re.compile(f"follow={code}"))
+        latecomer.get_by_text(f"Following class {code}").wait_for()
+        wait_for(lambda: stored_status(tmp_path, latecomer_run) == "stopped", 30)
+        wait_until_shown(student, student.get_by_text("place 1 of 1"))  # the queue moved up
+        assert_no_exception(latecomer)
         latecomer.context.close()
 
         teacher.get_by_role("button", name="Pause").click()
