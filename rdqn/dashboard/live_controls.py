@@ -21,7 +21,7 @@ from rdqn.dashboard.live_run import (
     step_once,
     toggle_training,
 )
-from rdqn.dashboard.live_settings import live_config, use_defaults
+from rdqn.dashboard.live_settings import current_lesson, live_config, use_defaults
 from rdqn.dashboard.live_view import highlight_css
 from rdqn.dashboard.params import URL_ALIASES
 from rdqn.dashboard.settings_apply import apply_settings, prices_note
@@ -136,7 +136,8 @@ def run_buttons() -> None:
         long := LONG_PRESETS.get(st.session_state["live.preset"])
     ):
         st.warning(long, icon=":material/schedule:")
-    if handle is None or has_ended(handle):
+    # In a lesson its steps stop and bring back its runs: no box of them under an ended run.
+    if handle is None or (has_ended(handle) and current_lesson() is None):
         _resumable_rows(handle)
     buttons[4].select_slider(
         "Speed",
