@@ -17,6 +17,7 @@ from rdqn.dashboard.live_run import current_run, restart, resume_run, run_is_res
 from rdqn.dashboard.live_settings import current_lesson, set_override, use_settings_of, use_setup
 from rdqn.dashboard.params import ParsedParams
 from rdqn.dashboard.state import SPEEDS, registry, session
+from rdqn.serve.handle import RunHandle
 
 __all__ = ["go_to_step", "leave_lesson", "load_params_once", "start_lesson"]
 
@@ -32,11 +33,12 @@ def start_lesson(key: str) -> None:
 
 
 def go_to_step(number: int) -> None:
-    """Next/Back: show step ``number`` with its controls and its run: the run on screen goes on
-    (``keep``), or the step's run (a ``start`` step's own, or the one a ``restore`` step names)
-    comes back if the registry still has it, and goes on where it stopped if a later step
-    replaced it before it finished (the step's text speaks of a run that trains), else starts
-    from the step's settings."""
+    """Next/Back: show step ``number`` with its controls and its run: the step's run (a
+    ``start`` step's own, the one a ``restore`` step names, or for a ``keep`` step the one of the
+    step it keeps) comes back if the registry still has it, and goes on where it stopped if a
+    later step replaced it before it finished (the step's text speaks of a run that trains);
+    otherwise a ``keep`` step keeps the run on screen and any other starts one from its
+    settings."""
     now = current_lesson()
     if now is None:
         return
@@ -45,18 +47,28 @@ def go_to_step(number: int) -> None:
     st.session_state["live.lesson_step"] = number
     if step.speed is not None:
         st.session_state["live.speed"] = step.speed  # the step's run starts at its speed
-    if step.run != "keep":
-        kept = st.session_state["live.lesson_runs"].get(lesson.run_step(number))
-        handle = registry().get(kept) if kept else None
-        if handle is None:
-            use_setup(*lesson.run_setup(number))
-            restart(paused=False, reason=f"stopped: lesson step {number} started a new run")
-        else:
-            use_settings_of(handle.config)
-            show_run(handle.id, reason=f"stopped: lesson step {number} showed run {handle.id}")
-            if handle.status == "stopped" and run_is_resumable(handle.id):
-                resume_run(handle.id)  # a later step replaced it: it goes on where it stopped
+    kept = st.session_state["live.lesson_runs"].get(lesson.run_step(number))
+    handle = registry().get(kept) if kept else None
+    if step.run == "keep":
+        # Back from a later step that showed another run: the text speaks of this step's run.
+        on_screen = current_run()
+        if handle is not None and (on_screen is None or on_screen.id != handle.id):
+            _bring_back(handle, number)
+    elif handle is None:
+        use_setup(*lesson.run_setup(number))
+        restart(paused=False, reason=f"stopped: lesson step {number} started a new run")
+    else:
+        _bring_back(handle, number)
     _use_speed(step)
+
+
+def _bring_back(handle: RunHandle, number: int) -> None:
+    """Show step ``number``'s run again, going on where it stopped if a later step replaced it
+    before it finished."""
+    use_settings_of(handle.config)
+    show_run(handle.id, reason=f"stopped: lesson step {number} showed run {handle.id}")
+    if handle.status == "stopped" and run_is_resumable(handle.id):
+        resume_run(handle.id)
 
 
 def _use_speed(step: LessonStep) -> None:
