@@ -47,6 +47,12 @@ def frame() -> None:
             st.Page("pages/sweeps.py", title="Sweeps", icon=":material/grid_on:"),
         ],
     }
+    from rdqn.dashboard.admin import is_admin  # light: no pandas, no Plotly
+
+    if is_admin():
+        pages["Teach"] = [
+            st.Page("pages/console.py", title="Teacher's console", icon=":material/groups:")
+        ]
     navigation = st.navigation(pages)
 
     # The server's first page run imports the dashboard (and with it pandas and Plotly); later

@@ -32,6 +32,7 @@ Streamlit glue (session state, widgets, the process-wide registry):
                     tree_view, by_hand_table, experiments_view, sweeps_view, sweep_panel and
                     sweep_jobs likewise for their pages
     admin, ownership  who may control a run: the browser that started it, or the admin
+    console         the teacher's console: who is here, every student run, the class's brakes
     display         projector mode, and the one way a chart reaches a page (show_chart)
     fragments       the redrawn parts of the pages; chart_code loads Plotly's code early
 """

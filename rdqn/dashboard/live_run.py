@@ -191,7 +191,7 @@ def shown_run(parsed: ParsedParams) -> tuple[str | None, str | None]:
     current run (``?follow=``), whichever it is by now; the one run of ``?run=``; or this
     browser's own."""
     if parsed.follow:
-        return live_pages().followed(parsed.follow)
+        return live_pages().followed(parsed.follow, viewer=session().owner)
     if parsed.run_id is not None:
         return parsed.run_id, None
     return st.session_state["live.run_id"], previous_run_id()

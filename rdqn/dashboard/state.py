@@ -52,6 +52,7 @@ __all__ = [
     "TREE_SEED",
     "Session",
     "OWNER_COOKIE",
+    "AWAY_WINDOW_SECONDS",
     "RELEASE_GRACE_SECONDS",
     "checked_token",
     "ensure_app_frame",
@@ -171,13 +172,18 @@ def live_pages() -> LivePages:
 
 @st.cache_resource(show_spinner=False)
 def browser_sessions() -> BrowserSessions:
-    """The open sessions of each browser: the last to go stops its runs (`_release`), once the
-    browser has shown no sign of life (`PRESENCE`) for the grace period."""
+    """The open sessions of each browser: once the last has gone (`_release`) and the browser
+    has shown no sign of life (`PRESENCE`) for the grace period, its runs pause, and stop unless
+    it comes back within the away window."""
+    runs = registry()
     return BrowserSessions(
         live_pages(),
-        registry().stop_owner,
+        runs.stop_owner,
         grace=_env_number("RDQN_RELEASE_GRACE", RELEASE_GRACE_SECONDS, float),
         quiet_for=PRESENCE.quiet_for,
+        pause_owner=runs.pause_owner,
+        resume_runs=runs.unpause_runs,
+        away=_env_number("RDQN_AWAY_WINDOW", AWAY_WINDOW_SECONDS, float),
     )
 
 
@@ -212,12 +218,16 @@ OWNER_COOKIE_MAX_AGE = 2 * 24 * 3600
 """Seconds the browser keeps the cookie after its last session began (each session renews it)."""
 
 RELEASE_GRACE_SECONDS = 10.0
-"""A session's runs stop this long after it goes away (``$RDQN_RELEASE_GRACE`` seconds, else
-this), unless another session of the same browser is open by then or the browser was heard
-from meanwhile (`PRESENCE`: a page request, an open connection): a reload on a slow network or
-a loaded laptop can take several seconds to connect again, and a reload storm runs no page at
-all while it lasts. When the server is shutting down (which releases every session first), its
-shutdown stops them sooner, with the true reason."""
+"""A browser is away this long after its last session went (``$RDQN_RELEASE_GRACE`` seconds,
+else this), unless another session of it is open by then or it was heard from meanwhile
+(`PRESENCE`: a page request, an open connection): a reload on a slow network or a loaded laptop
+can take several seconds to connect again, and a reload storm runs no page at all while it
+lasts. An away browser's runs pause. When the server is shutting down (which releases every
+session first), its shutdown stops them sooner, with the true reason."""
+AWAY_WINDOW_SECONDS = 600.0
+"""An away browser's paused runs train again when it comes back within this many seconds
+(``$RDQN_AWAY_WINDOW``, else this; 0: they stop when it goes away), and stop (resumable) after:
+a tab closed by mistake, a sleeping laptop or a dropped network costs a student nothing."""
 
 
 def _browser_token() -> str | None:

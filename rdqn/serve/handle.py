@@ -63,8 +63,8 @@ class RunHandle:
         name, group_id: stored with the run (group_id ties the runs of one comparison).
         snapshot_interval: seconds between snapshots the worker sends.
         speed: env steps per second, or None for full speed.
-        idle_timeout: stop the run after this many seconds without a `snapshot()` poll
-            (None: never); an owner that goes away may send no signal.
+        idle_timeout: stop the run after it trained this many seconds without a `snapshot()`
+            poll (None: never); an owner that goes away may send no signal.
         on_exit: called (with this handle) when the run has ended.
         stop_at_exit: stop (and record) the run when the interpreter exits; a registry that
             owns the handle does that itself, for all its runs at once.
@@ -312,6 +312,11 @@ class RunHandle:
             return self._expected()
 
     @property
+    def stopping(self) -> bool:
+        """Whether the run was asked to stop and has not ended yet (it saves its checkpoint)."""
+        return self._stop_sent and self._status not in FINAL_STATUSES
+
+    @property
     def error(self) -> str | None:
         return self._error
 
@@ -434,7 +439,9 @@ class RunHandle:
             self._asked = None
 
     def _stop_if_idle(self) -> None:
-        if self.idle_timeout is None or self._status not in ("running", "paused"):
+        # A paused run costs no CPU, and the registry bounds how many are held (max_paused);
+        # those of a browser that went away stop when its away window ends.
+        if self.idle_timeout is None or self._status != "running":
             return
         if time.monotonic() - self.last_polled > self.idle_timeout:
             with self._lock:

@@ -417,6 +417,22 @@ class RunRegistry:
         if self.store is not None:
             self.store.delete_run(run_id)
 
+    def pause_owner(self, owner: str) -> list[str]:
+        """Pause every training run of one owner (its browser is away, `rdqn.dashboard.classroom
+        .sessions`): each saves its checkpoint and frees its slot; returns their ids."""
+        training = [h.id for h in self.runs(owner) if h.expected_status == "running"]
+        for run_id in training:
+            self.pause(run_id, owner=owner)
+        return training
+
+    def unpause_runs(self, owner: str, run_ids: list[str]) -> None:
+        """`unpause` those of ``run_ids`` still paused (the owner's browser is back): each
+        trains again, now or when a slot frees."""
+        self.touch_owner(owner)  # back now: none of its runs has been idle
+        for run_id in run_ids:
+            with contextlib.suppress(NotOwner):  # nobody's by now: the admin stopped it
+                self.unpause(run_id, owner=owner)
+
     def stop_owner(self, owner: str, reason: str = "stopped: its owner went away") -> int:
         """Stop every run of one owner (it went away), without waiting for them;
         returns how many runs were stopped."""

@@ -615,9 +615,14 @@ class GraceTimers:
         return Timer()
 
     def end_grace(self) -> None:
+        """Every timer, and those they set (the away window after the grace)."""
         while self.pending:
-            fn, args, kwargs = self.pending.pop(0)
-            fn(*args, **kwargs)
+            self.fire_one()
+
+    def fire_one(self) -> None:
+        """The first timer only (the grace: the browser is away now)."""
+        fn, args, kwargs = self.pending.pop(0)
+        fn(*args, **kwargs)
 
 
 def close_session() -> None:
@@ -750,6 +755,25 @@ def test_a_closed_tab_still_stops_its_runs_after_the_grace_period(
     handle = registry().get(run_id)
     assert handle.join(15)
     assert (handle.status, handle.error) == ("stopped", "stopped: its browser tab was closed")
+
+
+def test_a_closed_tab_pauses_its_runs_which_train_again_when_the_browser_is_back(
+    monkeypatch: pytest.MonkeyPatch, timers: GraceTimers
+) -> None:
+    browser(monkeypatch, TOKEN)
+    _, run_id = start_on_live_page()
+    handle = registry().get(run_id)
+    wait_for(lambda: handle.status == "running", 60)
+    close_session()
+    timers.fire_one()  # the grace has passed: the browser is away
+    wait_for(lambda: handle.status == "paused", 30)
+    back = open_app()  # the same browser, within the away window
+    back.switch_page("pages/live.py").run()
+    assert not back.exception
+    wait_for(lambda: handle.status == "running", 30)
+    assert back.session_state["live.run_id"] == run_id
+    timers.end_grace()  # the away window of that absence ends: the run is its browser's again
+    assert registry().get(run_id).status == "running"
 
 
 def test_without_a_cookie_each_session_is_a_new_owner(

@@ -56,20 +56,35 @@ def test_a_reload_keeps_the_run_and_another_browser_is_not_offered_it(
     assert tab.get_by_role("button", name="Pause").is_enabled()
     assert_no_exception(tab)
 
-    tab.close()  # the browser's last tab: its run stops after the grace period
-    wait_for(lambda: stored_status(server_home, run_id) == "stopped", 30, what="the run went on")
-    again = context.new_page()
-    again.set_default_timeout(60_000)
-    again.goto(f"{server}/live")
-    again.get_by_text(f"Run {run_id} (").wait_for()  # this browser is offered it
-    _page_drawn(again)
-
-    other = another_browser(page)
+    # The browser's last tab closes, for five grace periods (3 s on the test server): its run
+    # pauses after the grace, keeping its place, and trains again when the browser is back.
+    tab.close()
+    closed = time.monotonic()
+    wait_for(lambda: stored_status(server_home, run_id) == "paused", 30, what="not paused")
+    other = another_browser(page)  # meanwhile, another browser is not offered it
     other.goto(f"{server}/live")
     _page_drawn(other)
     assert other.get_by_text(f"Run {run_id} (").count() == 0
     assert_no_exception(other)
     other.context.close()
+    wait_for(lambda: time.monotonic() - closed > 15, 20, every=0.5)
+    assert stored_status(server_home, run_id) == "paused"
+    again = context.new_page()
+    again.set_default_timeout(60_000)
+    again.goto(f"{server}/live")
+    again.locator('[data-testid="stProgress"]', has_text=f"running · run {run_id}").wait_for()
+    wait_for(lambda: stored_status(server_home, run_id) == "running", 30, what="still paused")
+    before = steps_done(again)
+    wait_for(lambda: steps_done(again) > before, 30, what="the run does not train")
+    # Its network goes away for as long: the run is there, training, when it comes back.
+    context.set_offline(True)
+    offline = time.monotonic()
+    wait_for(lambda: time.monotonic() - offline > 15, 20, every=0.5)
+    context.set_offline(False)
+    again.locator('[data-testid="stProgress"]', has_text=f"running · run {run_id}").wait_for()
+    before = steps_done(again)
+    wait_for(lambda: steps_done(again) > before, 30, what="the run does not train")
+    assert_no_exception(again)
     context.close()
 
 

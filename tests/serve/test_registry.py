@@ -100,6 +100,25 @@ def test_stop_owner_stops_only_that_sessions_runs() -> None:
     assert other.status == "stopped" and other.error == "stopped: the server shut down"
 
 
+def test_an_away_owners_training_runs_pause_and_go_on_when_it_is_back() -> None:
+    """`pause_owner` pauses only that owner's training runs (not one it paused itself, not
+    another owner's); `unpause_runs` sets those training again."""
+    registry = RunRegistry(max_active=3, idle_timeout=60.0)
+    mine = registry.start(tiny(total_steps=100_000), owner="tab-1")
+    held = registry.start(tiny(total_steps=100_000), owner="tab-1")
+    other = registry.start(tiny(total_steps=100_000), owner="tab-2")
+    wait_for(lambda: all(h.status == "running" for h in (mine, held, other)), 60)
+    registry.pause(held.id, owner="tab-1")
+    wait_for(lambda: held.status == "paused", 30)
+    assert registry.pause_owner("tab-1") == [mine.id]
+    wait_for(lambda: mine.status == "paused", 30)
+    assert other.status == "running"
+    registry.unpause_runs("tab-1", [mine.id])
+    wait_for(lambda: mine.status == "running", 30)
+    assert held.status == "paused"  # paused by its owner: it stays so
+    registry.shutdown()
+
+
 def test_shutdown_all_stops_the_runs_of_every_open_registry_once() -> None:
     """What the server's shutdown calls (an ASGI server ends on SIGTERM without atexit)."""
     from rdqn.serve.registry import shutdown_all

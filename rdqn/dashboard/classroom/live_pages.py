@@ -35,6 +35,7 @@ class LivePages:
         self._previous: dict[str, str] = {}  # owner -> the run its live page showed before
         self._classes: dict[str, str] = {}  # class code -> owner
         self._followed_at: dict[str, float] = {}  # class code -> when a student last looked
+        self._viewers: dict[str, dict[str, float]] = {}  # class code -> viewer -> when
         self._forking = threading.Lock()  # held while a fork starts its run
         self._forks: dict[tuple[str, str], tuple[float, str]] = {}  # (owner, source) -> run
 
@@ -96,11 +97,13 @@ class LivePages:
         """The run the browser behind a class code shows now (None: no class, or no run yet)."""
         return self.followed(code)[0]
 
-    def followed(self, code: str) -> tuple[str | None, str | None]:
+    def followed(self, code: str, viewer: str | None = None) -> tuple[str | None, str | None]:
         """(the run the browser behind a class code shows now, the run it showed before): what
-        its students see, overlay included."""
+        its students see, overlay included; ``viewer``: the browser that looks (`followers`)."""
         with self._lock:
-            self._followed_at[code] = time.monotonic()
+            now = self._followed_at[code] = time.monotonic()
+            if viewer is not None:
+                self._viewers.setdefault(code, {})[viewer] = now
             owner = self._classes.get(code)
             if owner is None:
                 return None, None
@@ -125,9 +128,23 @@ class LivePages:
                 self._forks[owner, source] = (time.monotonic(), run_id)
             return run_id
 
+    def followers(self, *, within: float = 10.0) -> dict[str, int]:
+        """Each class's code and how many browsers looked at it in the last ``within`` seconds
+        (a follower's page redraws every second)."""
+        recent = time.monotonic() - within
+        with self._lock:
+            for code, seen in list(self._viewers.items()):
+                self._viewers[code] = {v: t for v, t in seen.items() if t >= recent}
+            return {code: len(self._viewers.get(code, {})) for code in self._classes}
+
+    def owner_of(self, code: str) -> str | None:
+        with self._lock:
+            return self._classes.get(code)
+
     def forget(self, owner: str) -> None:
         """The browser went away: its live run and its class end."""
         with self._lock:
             self._live.pop(owner, None)
             self._previous.pop(owner, None)
             self._classes = {code: who for code, who in self._classes.items() if who != owner}
+            self._viewers = {code: v for code, v in self._viewers.items() if code in self._classes}

@@ -1,12 +1,14 @@
-"""Browser sessions: a browser's runs live while any page of it is open.
+"""Browser sessions: a browser's runs train while any page of it is open.
 
 A browser (an owner: `rdqn.dashboard.state.Session.owner`, the same for its tabs and reloads) opens
-sessions, one per tab and per reload. Its runs, and its class (`LivePages`), end when its last
-session has gone: a grace period after a session goes away (`went_away`), the browser's runs
-stop unless another session of it is attached by then, or the browser has shown a sign of life
-within the grace (`presence.Presence`: a page request, an open connection; a reload storm runs
-no page script for as long as it lasts), in which case it is asked again once the grace after
-that sign has passed.
+sessions, one per tab and per reload. A grace period after its last session goes away
+(`went_away`), unless another session of it is attached by then or the browser has shown a sign
+of life within the grace (`presence.Presence`: a page request, an open connection; a reload
+storm runs no page script for as long as it lasts, and it is asked again once the grace after
+that sign has passed), the browser is *away*: its training runs pause (each keeps its place and
+saves its checkpoint). A session of the same browser attaching within the away window (a tab
+closed by mistake, a laptop that slept, a network that dropped) sets them training again by
+themselves. Past the window, its runs stop (resumable) and its class ends.
 Sessions are a set of their keys, not a counter, so a session released twice or released
 before it was attached never ends another session's browser.
 """
@@ -29,16 +31,23 @@ def _timer(seconds: float, then: Callable[[], None]) -> None:
 
 
 class BrowserSessions:
-    """The open sessions of each browser; the last one to go ends its runs and its class.
+    """The open sessions of each browser; the last one to go pauses its runs, which stop (and
+    its class ends) unless the browser comes back within the away window.
 
     Args:
         live_pages: the run each browser shows (forgotten with the browser).
         stop_owner: stops an owner's runs, with a reason (`RunRegistry.stop_owner`); returns how
             many it stopped.
-        grace: seconds a browser with no session has to come back before its runs stop.
+        grace: seconds a browser with no session has to come back before it is away.
         quiet_for: seconds since a browser's last sign of life, 0 while it holds a connection
             open (`Presence.quiet_for`); never heard from (infinity), by default.
         later: runs a function after some seconds (a daemon timer; a test's fake clock).
+        pause_owner: pauses an owner's training runs (`RunRegistry.pause_owner`); returns
+            their ids.
+        resume_runs: sets an owner's runs that were paused while it was away training again
+            (those still paused: `RunRegistry.unpause_runs`).
+        away: seconds an away browser has to come back before its runs stop; 0 stops them
+            when it goes away.
     """
 
     def __init__(
@@ -49,19 +58,40 @@ class BrowserSessions:
         grace: float = 10.0,
         quiet_for: Callable[[str], float] = lambda owner: math.inf,
         later: Callable[[float, Callable[[], None]], None] = _timer,
+        pause_owner: Callable[[str], list[str]] = lambda owner: [],
+        resume_runs: Callable[[str, list[str]], object] = lambda owner, ids: None,
+        away: float = 0.0,
     ) -> None:
         self._lock = threading.Lock()
         self._open: dict[str, set[str]] = {}  # owner -> keys of its sessions open now
+        self._away: dict[str, tuple[object, list[str]]] = {}  # owner -> (its absence, paused)
         self._live_pages = live_pages
         self._stop_owner = stop_owner
+        self._pause_owner = pause_owner
+        self._resume_runs = resume_runs
         self._grace = grace
+        self._away_s = away
         self._quiet_for = quiet_for
         self._later = later
 
     def attach(self, owner: str, key: str) -> None:
-        """Session ``key`` of browser ``owner`` opened (a tab, or the same tab reloaded)."""
+        """Session ``key`` of browser ``owner`` opened (a tab, or the same tab reloaded); a
+        browser back from away sets the runs its absence paused training again."""
         with self._lock:
             self._open.setdefault(owner, set()).add(key)
+            _, paused = self._away.pop(owner, (None, []))
+        if paused:
+            self._resume_runs(owner, paused)
+
+    def away(self, owner: str) -> list[str]:
+        """The runs of ``owner`` paused because it is away (empty: it is not away)."""
+        with self._lock:
+            return list(self._away.get(owner, (None, []))[1])
+
+    def browsers(self) -> tuple[int, int]:
+        """(browsers with a page open, browsers away): the server's audience."""
+        with self._lock:
+            return sum(1 for keys in self._open.values() if keys), len(self._away)
 
     def open_sessions(self, owner: str) -> int:
         with self._lock:
@@ -74,18 +104,40 @@ class BrowserSessions:
 
     def release(self, owner: str, key: str, reason: str) -> int:
         """Session ``key`` of ``owner`` is gone: if no session of the browser is attached now
-        and it has been quiet for the grace period, end its class and stop its runs with
-        ``reason``; if it was heard from since, ask again once the grace after that has passed.
-        Returns how many runs were stopped (0 until then)."""
+        and it has been quiet for the grace period, it is away: pause its training runs and
+        stop them with ``reason`` once the away window has passed with no session of it back
+        (`_give_up`; at once without a window). If it was heard from since, ask again once the
+        grace after that has passed. Returns how many runs were paused or stopped (0 until
+        then)."""
         with self._lock:  # held across the stop: a session attaching now waits, then starts anew
             keys = self._open.get(owner, set())
             keys.discard(key)
-            if keys:
+            if keys or owner in self._away:
                 return 0
             quiet = self._quiet_for(owner)
             if quiet < self._grace:
                 self._later(self._grace - quiet, lambda: self.release(owner, key, reason))
                 return 0
             self._open.pop(owner, None)
+            if self._away_s <= 0:
+                self._live_pages.forget(owner)
+                return self._stop_owner(owner, reason)
+            absence = object()
+            paused = self._pause_owner(owner)
+            self._away[owner] = (absence, paused)
+        self._later(self._away_s, lambda: self._give_up(owner, absence, reason))
+        return len(paused)
+
+    def _give_up(self, owner: str, absence: object, reason: str) -> int:
+        """The away window of ``absence`` has passed: unless the browser came back (or is
+        heard from: ask again a grace later), end its class and stop its runs."""
+        with self._lock:
+            if self._away.get(owner, (None,))[0] is not absence:
+                return 0
+            quiet = self._quiet_for(owner)
+            if quiet < self._grace:
+                self._later(self._grace - quiet, lambda: self._give_up(owner, absence, reason))
+                return 0
+            del self._away[owner]
             self._live_pages.forget(owner)
             return self._stop_owner(owner, reason)

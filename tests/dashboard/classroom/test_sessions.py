@@ -139,3 +139,76 @@ def test_another_browsers_requests_keep_nothing_alive() -> None:
         clock.advance(0.1)
         heard["someone else"] = clock.now
     assert stopped == [("browser", "closed")]
+
+
+def away_sessions() -> tuple[BrowserSessions, Clock, dict[str, list], LivePages]:
+    """A 10 s grace and a 600 s away window on a fake clock; what was paused, resumed, stopped."""
+    clock = Clock()
+    calls: dict[str, list] = {"paused": [], "resumed": [], "stopped": []}
+
+    def pause_owner(owner: str) -> list[str]:
+        calls["paused"].append(owner)
+        return [f"{owner}-run"]
+
+    def stop_owner(owner: str, reason: str) -> int:
+        calls["stopped"].append((owner, reason))
+        return 1
+
+    pages = LivePages()
+    browsers = BrowserSessions(
+        pages,
+        stop_owner,
+        grace=10.0,
+        later=clock.later,
+        pause_owner=pause_owner,
+        resume_runs=lambda owner, ids: calls["resumed"].append((owner, ids)),
+        away=600.0,
+    )
+    return browsers, clock, calls, pages
+
+
+def test_an_away_browsers_runs_pause_and_train_again_when_it_comes_back() -> None:
+    """A tab closed by mistake: 10 s later the runs pause; the browser back 5 min later finds
+    them training again, its class still on, and nothing stops them later."""
+    browsers, clock, calls, pages = away_sessions()
+    browsers.attach("browser", "tab")
+    pages.show("browser", "browser-run")
+    browsers.went_away("browser", "tab", "gone")
+    clock.advance(9.9)
+    assert calls["paused"] == []  # within the grace
+    clock.advance(0.2)
+    assert calls["paused"] == ["browser"] and browsers.away("browser") == ["browser-run"]
+    clock.advance(300)
+    browsers.attach("browser", "back")
+    assert calls["resumed"] == [("browser", ["browser-run"])] and browsers.away("browser") == []
+    assert pages.live_run("browser") == "browser-run"  # the class went on meanwhile
+    clock.advance(600)
+    assert calls["stopped"] == []
+
+
+def test_an_away_browser_not_back_within_the_window_has_its_runs_stopped() -> None:
+    browsers, clock, calls, pages = away_sessions()
+    browsers.attach("browser", "tab")
+    pages.show("browser", "browser-run")
+    browsers.went_away("browser", "tab", "gone")
+    clock.advance(10 + 599)
+    assert calls["stopped"] == [] and calls["paused"] == ["browser"]
+    clock.advance(2)
+    assert calls["stopped"] == [("browser", "gone")] and pages.live_run("browser") is None
+    assert calls["resumed"] == [] and browsers.away("browser") == []
+    browsers.attach("browser", "much later")  # nothing paused is left to resume
+    assert calls["resumed"] == []
+
+
+def test_a_browser_away_twice_is_judged_by_its_latest_absence() -> None:
+    """Away, back, away again: the first absence's window ending stops nothing."""
+    browsers, clock, calls, _ = away_sessions()
+    browsers.attach("browser", "tab")
+    browsers.went_away("browser", "tab", "gone")
+    clock.advance(100)  # away since t = 10
+    browsers.attach("browser", "back")
+    browsers.went_away("browser", "back", "gone")
+    clock.advance(520)  # the first absence's window ends at t = 610: nothing stops
+    assert calls["stopped"] == [] and len(calls["paused"]) == 2
+    clock.advance(100)  # the second one's at t = 710
+    assert calls["stopped"] == [("browser", "gone")]
