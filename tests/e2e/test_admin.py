@@ -14,6 +14,9 @@ from tests.e2e.browser import (
     act_until,
     another_browser,
     assert_no_exception,
+    run_on_screen,
+    saying_what_the_page_shows,
+    start_a_run,
     streamlit_server,
     wait_until_shown,
 )
@@ -71,3 +74,28 @@ def test_ten_wrong_tokens_from_a_student_never_lock_the_teacher_out(
     page.get_by_text("this session may stop and delete any run").wait_for()
     assert_no_exception(page)
     student.context.close()
+
+
+def test_the_teachers_console_pauses_a_students_run(page: Page, server: str) -> None:
+    """The admin finds the console in the sidebar once admin, sees a student's run there, and
+    pauses it: the student's page says so. Students have no such page."""
+    student = another_browser(page, 1280, 720)
+    start_a_run(student, server)
+    run_id = run_on_screen(student)
+    assert student.get_by_role("link", name="Teacher's console").count() == 0
+    teacher = another_browser(page, 1400, 1000)
+    teacher.goto(f"{server}/runs")
+    enter(teacher, TOKEN, accepted=True)
+    teacher.get_by_role("link", name="Teacher's console").click()
+    table = teacher.locator('[data-testid="stDataFrame"]')
+    with saying_what_the_page_shows(teacher):
+        teacher.get_by_text("Student runs (1)").wait_for()
+        table.wait_for()
+    teacher.get_by_role("button", name="Pause all student runs").click()
+    teacher.get_by_text("Paused 1 run.").wait_for()
+    student.locator('[data-testid="stProgress"]', has_text=f"paused · run {run_id}").wait_for()
+    teacher.screenshot(path=str(ARTIFACTS / "teachers-console.png"))
+    assert_no_exception(teacher)
+    assert_no_exception(student)
+    for tab in (student, teacher):
+        tab.context.close()
