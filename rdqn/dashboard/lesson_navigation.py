@@ -62,11 +62,19 @@ def go_to_step(number: int) -> None:
     _use_speed(step)
 
 
+STOPPING_WAIT_S = 10.0
+"""How long Back waits for a run a later step is still stopping (it saves its checkpoint) before
+it goes on with it."""
+
+
 def _bring_back(handle: RunHandle, number: int) -> None:
     """Show step ``number``'s run again, going on where it stopped if a later step replaced it
-    before it finished."""
+    before it finished: one still stopping (Back right after Next) is waited for first, or it
+    would stay stopped on screen."""
     use_settings_of(handle.config)
     show_run(handle.id, reason=f"stopped: lesson step {number} showed run {handle.id}")
+    if handle.stopping:
+        handle.join(STOPPING_WAIT_S)
     if handle.status == "stopped" and run_is_resumable(handle.id):
         resume_run(handle.id)
 

@@ -47,13 +47,14 @@ LESSON_CHART_HEIGHT = 280
 """The live charts' height under a lesson's panel: at 1280×720 the panel and the outlined
 chart's title, legend and plot fit the first screen (its axis titles too at 1280×800)."""
 LESSON_CSS = """<style>
-[data-testid="stMainBlockContainer"] { padding-top: 1rem; }
-[data-testid="stMainBlockContainer"] [data-testid="stVerticalBlock"] { gap: 0.5rem; }
+.stMainBlockContainer { padding-top: 1rem; }
+.stMainBlockContainer [data-testid="stVerticalBlock"] { gap: 0.5rem; }
 .st-key-live_lesson { padding: 0.5rem 0.75rem; gap: 0.25rem; }
 </style>"""
-"""In a lesson, the page starts at the top of the screen, its rows half as far apart as
-Streamlit sets them, and its panel has less padding around its text: the first screen is for
-the chart it points at (at 1280×720 that chart, whole, under the panel)."""
+"""In a lesson, the page starts at the top of the screen (every page leaves 2.5rem:
+`rdqn.dashboard.display`), its rows half as far apart as Streamlit sets them, and its panel
+has less padding around its text: the first screen is for the chart it points at (at 1280×720
+that chart, whole, under the panel)."""
 
 
 def highlight_css(area: str) -> str:
