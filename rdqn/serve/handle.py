@@ -440,7 +440,7 @@ class RunHandle:
 
     def _stop_if_idle(self) -> None:
         # A paused run costs no CPU, and the registry bounds how many are held (max_paused);
-        # those of a browser that went away stop when its away window ends.
+        # those of an owner that went away are stopped by whoever paused them.
         if self.idle_timeout is None or self._status != "running":
             return
         if time.monotonic() - self.last_polled > self.idle_timeout:

@@ -418,15 +418,15 @@ class RunRegistry:
             self.store.delete_run(run_id)
 
     def pause_owner(self, owner: str) -> list[str]:
-        """Pause every training run of one owner (its browser is away, `rdqn.dashboard.classroom
-        .sessions`): each saves its checkpoint and frees its slot; returns their ids."""
+        """Pause every training run of one owner (it is away for now): each saves its checkpoint
+        and frees its slot; returns their ids."""
         training = [h.id for h in self.runs(owner) if h.expected_status == "running"]
         for run_id in training:
             self.pause(run_id, owner=owner)
         return training
 
     def unpause_runs(self, owner: str, run_ids: list[str]) -> None:
-        """`unpause` those of ``run_ids`` still paused (the owner's browser is back): each
+        """`unpause` those of ``run_ids`` still paused (the owner is back): each
         trains again, now or when a slot frees."""
         self.touch_owner(owner)  # back now: none of its runs has been idle
         for run_id in run_ids:
