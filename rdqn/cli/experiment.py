@@ -402,9 +402,18 @@ def _command() -> str:
 
 
 def _cmd_tables(args: argparse.Namespace) -> int:
-    from rdqn.experiments.tables import all_tables, check_blocks, rewrite_blocks
+    from rdqn.experiments.tables import RESULTS_FILES, all_tables, check_blocks, rewrite_blocks
 
-    tables = all_tables(Path(args.results))
+    folder = Path(args.results)
+    if not folder.is_dir():
+        raise UsageError(f"--results {folder} is not a folder")
+    try:
+        tables = all_tables(folder)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise UsageError(f"--results {folder}: a results file cannot be read: {err}") from None
+    if not tables:
+        names = ", ".join(file for file, _ in RESULTS_FILES.values())
+        raise UsageError(f"--results {folder} holds none of the results files ({names})")
     if args.write:
         path = Path(args.write)
         write_output(path, rewrite_blocks(_text(path, "--write"), tables), "--write")

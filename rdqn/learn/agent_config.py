@@ -53,8 +53,9 @@ class AgentConfig:
     )
     lr: float = setting(
         1e-3,
-        "Learning rate (step size).",
-        Real(minimum=0.0, open_minimum=True),
+        "Learning rate (step size), at most 1: a tabular step past the target overshoots it, "
+        "and Adam's steps are that size in every weight.",
+        Real(minimum=0.0, open_minimum=True, maximum=1.0),
         label="Learning rate",
         step=1e-4,
     )

@@ -117,3 +117,30 @@ def test_tables_of_a_missing_doc_is_one_line(
         and err
         == f"rdqn: error: {option} /nonexistent/doc.md cannot be read: No such file or directory\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("results", "message"),
+    [
+        ("/nonexistent", "--results /nonexistent is not a folder"),
+        ("/etc", "--results /etc holds none of the results files (cliffwalk.json, "),
+    ],
+)
+def test_tables_from_a_folder_without_results_is_one_line(
+    results: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It once printed nothing and exited 0."""
+    code, out, err = cli(capsys, "tables", "--results", results)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"rdqn: error: {message}"), err
+
+
+def test_tables_from_a_damaged_results_file_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rdqn.experiments.tables import RESULTS_FILES
+
+    file = next(iter(RESULTS_FILES.values()))[0]
+    (tmp_path / file).write_text("{not json", encoding="utf-8")
+    code, _, err = cli(capsys, "tables", "--results", str(tmp_path))
+    assert code == 2 and err.startswith(f"rdqn: error: --results {tmp_path}: a results file")

@@ -224,6 +224,12 @@ CASES = [
     pytest.param(
         ["train", *TINY, "--set", "replay.alpha=1e308"], ["replay.alpha", "1e+308"], {}, id="alpha"
     ),
+    pytest.param(  # it once passed and the run failed at its second update
+        ["train", *TINY, "--set", "agent.lr=1e308"],
+        ["agent.lr", "in (0, 1]", "1e+308"],
+        {},
+        id="lr",
+    ),
     # A preset through --set.
     pytest.param(
         ["train", *TINY, "--set", "preset=[1,2]"], ["preset", "[1,2]"], {}, id="preset-list"
