@@ -52,9 +52,8 @@ _LINE_BREAKS = re.compile(r"\s*\n\s*")
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "rdqn") -> int:
     """Entry point of the ``rdqn`` command (and of ``python -m rdqn``); returns the exit status."""
-    parser = cached_parser(prog)
     try:
-        args = parser.parse_args(argv)
+        args = cached_parser(prog).parse_args(argv)  # building it imports the experiments
         if args.command == "presets":
             return cmd_presets()
         if args.command == "warm-up":
