@@ -13,6 +13,7 @@ atomically (a temporary file renamed over it); a copied home folder keeps its sw
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
@@ -24,6 +25,7 @@ import pandas as pd
 
 from rdqn.config import RunConfig
 from rdqn.runs.store import RunStore
+from rdqn.runs.store_access import StoreError, StoreFull
 from rdqn.sweeps.spec import GridError, SweepSpec
 
 __all__ = [
@@ -43,21 +45,33 @@ def spec_path(store: RunStore, sweep_id: str) -> Path:
 
 
 def save_spec(store: RunStore, spec: SweepSpec) -> Path:
-    """Write ``spec`` under its id (once: the same id is the same sweep); returns the file."""
+    """Write ``spec`` under its id (once: the same id is the same sweep); returns the file.
+    `StoreError` (`StoreFull` for a full disk) naming the file when it cannot be written (a
+    read-only home): nothing is filed then."""
     path = spec_path(store, spec.id)
     if path.is_file():
         return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as err:
+        raise _unwritable(path, err) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(spec.to_dict(), handle, indent=1, sort_keys=True)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(err, OSError):
+            raise _unwritable(path, err) from None
         raise
     return path
+
+
+def _unwritable(path: Path, err: OSError) -> StoreError:
+    kind = StoreFull if err.errno == errno.ENOSPC else StoreError
+    return kind(f"the sweep's file {path} cannot be written: {err.strerror or err}")
 
 
 def load_spec(store: RunStore, sweep_id: str) -> SweepSpec:

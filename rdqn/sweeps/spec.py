@@ -62,6 +62,8 @@ _NOT_IN_GRID = {
     "preset": "a sweep is on one preset (--preset NAME)",
 }
 _TOML_KEYS = ("preset", "seeds", "steps", "grid", "overrides")
+SWEEP_FILE_MAX_BYTES = 1024 * 1024
+"""The most of a sweep file read: a grid of `MAX_TRIALS` trials fits in a few kB."""
 _MAX_SEED = 2**31 - 1
 
 
@@ -240,7 +242,14 @@ class SweepSpec:
         """
         where = Path(path)
         try:
-            data = tomllib.loads(where.read_text(encoding="utf-8"))
+            with where.open("rb") as file:  # a sweep file is small; /dev/zero is not
+                raw = file.read(SWEEP_FILE_MAX_BYTES + 1)
+            if len(raw) > SWEEP_FILE_MAX_BYTES:
+                raise GridError(
+                    f"sweep file {where} is larger than {SWEEP_FILE_MAX_BYTES // 1024} kB: "
+                    "not a sweep file"
+                )
+            data = tomllib.loads(raw.decode("utf-8"))
         except OSError as err:
             raise GridError(f"sweep file {where} cannot be read: {err.strerror or err}") from None
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:

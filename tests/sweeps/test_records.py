@@ -89,3 +89,26 @@ def test_list_sweeps_counts_each_sweeps_trials(store: RunStore, spec: SweepSpec)
         "finished": 1,
         "failed": 1,
     }
+
+
+def test_a_spec_that_cannot_be_written_is_one_store_error_naming_the_file(
+    store: RunStore, spec: SweepSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only or full home raised OSError from here: a traceback from `rdqn sweep`."""
+    import errno
+
+    from rdqn.runs.store_access import StoreError, StoreFull
+    from rdqn.sweeps import records
+
+    (store.path.parent / "sweeps").write_text("a file where the folder goes", encoding="utf-8")
+    with pytest.raises(StoreError, match=rf"the sweep's file .*{spec.id}.json cannot be written"):
+        save_spec(store, spec)
+    (store.path.parent / "sweeps").unlink()
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(records.json, "dump", full)
+    with pytest.raises(StoreFull, match="No space left on device"):
+        save_spec(store, spec)
+    assert not [p for p in (store.path.parent / "sweeps").iterdir()]  # no temporary left

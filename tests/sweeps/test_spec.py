@@ -242,3 +242,13 @@ def test_a_bad_toml_file_is_one_error_naming_the_file_and_entry(
 def test_a_missing_toml_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(GridError, match=r"sweep file .*nope.toml cannot be read: No such file"):
         SweepSpec.from_toml(tmp_path / "nope.toml")
+
+
+def test_an_endless_or_huge_sweep_file_is_refused_after_its_first_megabyte(tmp_path: Path) -> None:
+    """``--file /dev/zero`` grew the process to 4 GB: what is read is capped."""
+    with pytest.raises(GridError, match=r"sweep file /dev/zero is larger than 1024 kB"):
+        SweepSpec.from_toml("/dev/zero")
+    big = tmp_path / "big.toml"
+    big.write_text("# " + "x" * (1024 * 1024) + "\n", encoding="utf-8")
+    with pytest.raises(GridError, match="larger than 1024 kB: not a sweep file"):
+        SweepSpec.from_toml(big)
