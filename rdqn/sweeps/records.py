@@ -16,6 +16,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,8 +40,15 @@ __all__ = [
 ]
 
 
+_SWEEP_ID = re.compile(r"[0-9a-f]{12}")
+
+
 def spec_path(store: RunStore, sweep_id: str) -> Path:
-    """Where the spec of sweep ``sweep_id`` lives: ``<home>/sweeps/<sweep_id>.json``."""
+    """Where the spec of sweep ``sweep_id`` lives: ``<home>/sweeps/<sweep_id>.json``;
+    `GridError` for an id that is not one (12 hex digits: `SweepSpec.id`), which could name a
+    file elsewhere (``../../etc``)."""
+    if not _SWEEP_ID.fullmatch(sweep_id):
+        raise GridError(f"{sweep_id!r} is not a sweep id (12 hex digits, as `sweep list` shows)")
     return store.path.parent / "sweeps" / f"{sweep_id}.json"
 
 

@@ -39,11 +39,17 @@ def test_the_spec_is_written_once_beside_the_store_and_read_back(
 
 def test_an_unknown_or_damaged_sweep_is_named(store: RunStore, spec: SweepSpec) -> None:
     save_spec(store, spec)
-    with pytest.raises(GridError, match=rf"no sweep 'nope' in .*\(sweeps there: {spec.id}\)"):
-        load_spec(store, "nope")
-    spec_path(store, "broken").write_text("{not json", encoding="utf-8")
-    with pytest.raises(GridError, match=r"sweep file .*broken.json cannot be read"):
-        load_spec(store, "broken")
+    with pytest.raises(
+        GridError, match=rf"no sweep '0123456789ab' in .*\(sweeps there: {spec.id}\)"
+    ):
+        load_spec(store, "0123456789ab")
+    spec_path(store, "00000000beef").write_text("{not json", encoding="utf-8")
+    with pytest.raises(GridError, match=r"sweep file .*00000000beef.json cannot be read"):
+        load_spec(store, "00000000beef")
+    # An id that is not one names no file, here or elsewhere (it listed another folder's files).
+    for made_up in ("../../etc", "nope", spec.id + "0", spec.id.upper()):
+        with pytest.raises(GridError, match=r"is not a sweep id \(12 hex digits"):
+            load_spec(store, made_up)
 
 
 def test_runs_are_matched_to_trials_by_config_finished_run_first(
