@@ -277,6 +277,8 @@ def _experiment(
     option, what, draw = output
     out = Path(args.out)
     given = getattr(args, option[2:])
+    if not given and (out.is_dir() or not out.name):
+        raise UsageError(f"--out {out} is a directory; name a file to write")
     target = Path(given) if given else out.with_suffix(".html")
     if args.source:
         report = _read(Path(args.source))

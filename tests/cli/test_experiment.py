@@ -144,3 +144,10 @@ def test_tables_from_a_damaged_results_file_is_one_line(
     (tmp_path / file).write_text("{not json", encoding="utf-8")
     code, _, err = cli(capsys, "tables", "--results", str(tmp_path))
     assert code == 2 and err.startswith(f"rdqn: error: --results {tmp_path}: a results file")
+
+
+@pytest.mark.parametrize("out", ["/", "/tmp"])
+def test_an_out_that_is_a_folder_is_one_line(out: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--out /`` said "PosixPath('/') has an empty name"."""
+    code, _, err = cli(capsys, "cliffwalk", "--out", out)
+    assert (code, err) == (2, f"rdqn: error: --out {out} is a directory; name a file to write\n")
