@@ -746,3 +746,30 @@ def test_warm_up_fails_when_numba_keeps_nothing(
     assert code == 1
     assert out == ""
     assert err.startswith("rdqn: error: numba did not keep the compiled kernels in ")
+
+
+@pytest.mark.slow  # trains a run, then resumes it to its end
+def test_resume_says_what_it_discards_and_needs_yes_for_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A run that recorded steps after its last checkpoint (its process died between two):
+    `runs show` gives the step a resume starts from and what it drops; `resume` refuses in one
+    line until --yes (it restarted from the checkpoint without a word, dropping 100 steps)."""
+    from tests.runs.test_resume import paused_run_that_ran_on_and_died
+
+    run_id, _ = paused_run_that_ran_on_and_died(tmp_path)
+    code, out, _ = cli(capsys, tmp_path, "runs", "show", run_id)
+    shown = json.loads(out)
+    assert code == 0 and shown["resumes from env step"] == 150
+    assert shown["a resume discards env steps"] == 100
+    code, out, err = cli(capsys, tmp_path, "resume", run_id, "--quiet")
+    assert code == 2 and err == (
+        f"rdqn: error: run {run_id} resumes from env step 150 (its last checkpoint) and "
+        "discards the 100 env steps it recorded after it; add --yes to go on\n"
+    )
+    with RunStore(tmp_path / "rdqn.db") as store:
+        assert store.get_run(run_id).env_steps == 250  # nothing dropped yet
+    code, _, err = cli(capsys, tmp_path, "resume", run_id, "--quiet", "--yes")
+    assert code == 0 and "discards the 100 env steps" in err
+    with RunStore(tmp_path / "rdqn.db") as store:
+        assert (store.get_run(run_id).status, store.get_run(run_id).env_steps) == ("finished", 400)

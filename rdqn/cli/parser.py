@@ -66,6 +66,12 @@ def build_parser(prog: str = "rdqn") -> argparse.ArgumentParser:
     resume.add_argument("run_id")
     resume.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     resume.add_argument("--quiet", action="store_true", help="no progress bar")
+    resume.add_argument(
+        "--yes",
+        action="store_true",
+        help="go on even when the run recorded steps after its last checkpoint (a resume "
+        "starts from the checkpoint and discards them; asked on a terminal)",
+    )
 
     compare = _add_run_parser(
         sub, "compare", "uniform vs proportional vs rank-based on the same env and seeds"

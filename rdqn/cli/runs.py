@@ -46,6 +46,11 @@ def cmd_runs(args: argparse.Namespace, store: RunStore) -> int:
             "checkpoint": record.checkpoint_path,
             "resumable": blocker is None,
             "not resumable because": blocker,
+            # Where a resume starts, and the recorded steps past it that it drops.
+            "resumes from env step": record.resume_env_steps if blocker is None else None,
+            "a resume discards env steps": max(0, record.env_steps - record.resume_env_steps)
+            if blocker is None and record.resume_env_steps is not None
+            else None,
             "config": record.config,
             "manifest": record.manifest,
         }

@@ -15,7 +15,7 @@ from rdqn.cli.usage import UsageError
 from rdqn.compare import ROLLING_WINDOW
 from rdqn.config import RunConfig
 from rdqn.runs.lifecycle import RecordedRun, run_to_end
-from rdqn.runs.resume import resume_point
+from rdqn.runs.resume import ResumePoint, resume_point
 from rdqn.runs.store import RunStore
 from rdqn.validation import shown
 
@@ -78,11 +78,35 @@ def cmd_train(args: argparse.Namespace, store: RunStore, config: RunConfig) -> i
     return _report(run, signals)
 
 
+def _agree_to_lose(point: ResumePoint, yes: bool) -> None:
+    """A run that recorded steps after its last checkpoint (its process died between two) goes
+    on from the checkpoint, and those steps' rows are dropped: say how many, and go on only with
+    ``--yes`` or a "y" typed at a terminal (`UsageError` otherwise)."""
+    recorded = point.recorded
+    start = recorded.resume_env_steps if point.checkpoint is not None else 0
+    lost = recorded.env_steps - (start or 0)
+    if lost <= 0:
+        return
+    what = (
+        f"run {point.run_id} resumes from env step {start or 0:,} (its last checkpoint) and "
+        f"discards the {lost:,} env steps it recorded after it"
+    )
+    if yes:
+        print(f"rdqn: {what}", file=sys.stderr)
+        return
+    if sys.stdin.isatty() and sys.stderr.isatty():
+        answer = input(f"rdqn: {what}. Go on? [y/N] ")
+        if answer.strip().lower() in ("y", "yes"):
+            return
+    raise UsageError(f"{what}; add --yes to go on")
+
+
 def cmd_resume(args: argparse.Namespace, store: RunStore) -> int:
     """``rdqn resume RUN_ID``: the exit status (0: the run finished; 130: stopped by Ctrl-C)."""
     # A run whose process died is still 'running' or 'paused' in the store: mark it stopped.
     store.mark_interrupted()
     point = resume_point(store, args.run_id)
+    _agree_to_lose(point, args.yes)
     run = RecordedRun(point.config, store, resume=point)
     with StopSignals() as signals:
         run.open()  # its checkpoint checked whole (refused in one line) before a progress bar

@@ -254,11 +254,17 @@ def resumable_runs(limit: int = 5) -> list[tuple[str, str]]:
     described = []
     for row in stopped.itertuples():
         why = why_stopped(row.error)
+        start = int(row.resume_env_steps)
+        back = (
+            f"; it goes on from step {start:,}, its last checkpoint"
+            if start < int(row.env_steps)
+            else ""
+        )
         described.append(
             (
                 row.id,
                 f"Run {row.id} ({run_label(json.loads(row.config_json))}) stopped after "
-                f"{int(row.env_steps):,} steps: {why}",
+                f"{int(row.env_steps):,} steps: {why}{back}",
             )
         )
     return described

@@ -68,6 +68,12 @@ def run_card(record: RunRecord) -> None:
         )
     elif record.error:
         st.warning(plain(for_this_viewer(record.error)), icon=":material/stop_circle:")
+    start = record.resume_env_steps
+    if record.status == "stopped" and start is not None and start < record.env_steps:
+        st.caption(
+            f"Resuming goes on from step {start:,}, its last checkpoint: the "
+            f"{record.env_steps - start:,} steps recorded after it are dropped."
+        )
     if record.status in ACTIVE_STATUSES:
         live_counters(record.id)
     else:

@@ -132,6 +132,8 @@ def resume_blocker_of(record: RunRecord) -> str | None:
             "its checkpoint holds no resume state (saved by an rdqn without resuming, or the "
             "run was cut off inside a step): only its weights can be loaded"
         )
+    if Path(checkpoint).is_dir():
+        return f"its checkpoint {checkpoint} is a folder, not a checkpoint file"
     if not Path(checkpoint).is_file():
         return f"its checkpoint {checkpoint} is missing"
     return None

@@ -174,6 +174,13 @@ class RunStore:
         except BaseException:
             self.close()
             raise
+        if self.checkpoint_dir.exists() and not self.checkpoint_dir.is_dir():
+            # Found at a run's first save, after its whole budget: say so before any run.
+            self.close()
+            raise StoreError(
+                f"{self.checkpoint_dir} is a file: the store keeps its runs' checkpoints in a "
+                "folder of that name; move the file away"
+            )
         if not self.read_only:
             remove_orphan_temporaries(self.checkpoint_dir)
 

@@ -316,7 +316,11 @@ def test_a_guided_lesson_from_start_to_end(page: Page, server: str) -> None:
     assert tab.get_by_role("button", name="Next").is_disabled()
     tab.get_by_role("button", name="Back").click()
     panel.get_by_text("step 4 of 5").wait_for()
-    _wait_for_run(tab, lambda shown: shown == runs[1])  # step 4's run, brought back
+    # Step 4 speaks of step 2's prioritized run, with the uniform one dashed: Back brings it
+    # back (it showed step 5's uniform run, the prioritized one dashed).
+    _wait_for_run(tab, lambda shown: shown == runs[1])
+    reward_legend = tab.locator(".st-key-live_area_reward .legendtext")
+    reward_legend.filter(has_text="previous: uniform").first.wait_for()
     act_until(  # Back redraws the page as the run comes back: a click can be lost to it
         tab,
         tab.get_by_role("button", name="Leave the lesson").click,

@@ -7,7 +7,6 @@ The server's log holds no traceback (`streamlit_server` asserts it)."""
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -331,38 +330,6 @@ def test_back_from_step_5_to_4_is_step_4(page: Page, served: str, home: Path) ->
         )
     assert_no_exception(tab)
     tab.screenshot(path=str(ARTIFACTS / "lesson-layout-back-to-4.png"))
-    tab.context.close()
-
-
-def test_back_to_a_step_that_keeps_a_run_shows_that_run(page: Page, served: str) -> None:
-    """why-prioritize: step 5 brings back the uniform run; Back to steps 4 and 3 (which keep
-    step 2's prioritized run, and speak of it) shows the prioritized run again, with the
-    uniform one dashed (it showed the uniform run, the prioritized one dashed)."""
-    key = "why-prioritize"
-    tab = open_lesson(page, served, key)
-
-    def shown() -> str | None:  # None while a run starts (no status line names one yet)
-        with contextlib.suppress(ValueError):
-            return run_on_screen(tab)
-        return None
-
-    runs = {1: run_on_screen(tab)}
-    for number in range(2, 6):
-        go_to(tab, key, number)
-        if lesson(key).step(number).run == "start":
-            runs[number] = wait_for(
-                lambda: (run := shown()) not in runs.values() and run, 60, what="no new run"
-            )
-    wait_for(lambda: shown() == runs[1], 60, what=lambda: f"step 5 shows {shown()}")
-    for number in (4, 3):
-        go_to(tab, key, number, button="Back")
-        wait_for(
-            lambda: shown() == runs[2],
-            60,
-            what=lambda number=number: f"step {number} shows {shown()}, not step 2's {runs[2]}",
-        )
-        tab.locator(".legendtext", has_text="previous: uniform").first.wait_for()
-        assert_no_exception(tab)
     tab.context.close()
 
 

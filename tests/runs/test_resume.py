@@ -633,3 +633,15 @@ def test_a_finished_run_is_not_resumable_because_of_how_it_finished(store: RunSt
     spent = new_run(store, config=preset("per-notebook").to_dict())
     store.set_status(spent, "finished")
     assert resume_blocker(store, spent) == "it finished: its budget of steps is spent"
+
+
+def test_a_checkpoint_path_that_is_a_folder_is_called_a_folder(store: RunStore) -> None:
+    """It was called "missing"."""
+    run_id = new_run(store)
+    folder = store.checkpoint_dir / f"{run_id}.pt"
+    folder.mkdir(parents=True)
+    store.set_checkpoint(run_id, folder, resume_env_steps=0)
+    store.set_status(run_id, "stopped")
+    assert resume_blocker(store, run_id) == (
+        f"its checkpoint {folder} is a folder, not a checkpoint file"
+    )

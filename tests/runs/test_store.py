@@ -585,3 +585,14 @@ def test_a_checkpoint_in_the_home_is_recorded_relative_to_it(
     store.set_checkpoint(run_id, path)
     store.delete_run(run_id)  # removes the file it records relatively
     assert not path.exists()
+
+
+def test_a_file_where_the_checkpoints_folder_goes_is_named_when_the_store_opens(
+    tmp_path: Path,
+) -> None:
+    """It was found only at a run's first save, after its whole budget."""
+    from rdqn.runs.store_access import StoreError
+
+    (tmp_path / "checkpoints").write_text("not a folder", encoding="utf-8")
+    with pytest.raises(StoreError, match=r"checkpoints is a file: .* move the file away"):
+        RunStore(tmp_path / "rdqn.db")
