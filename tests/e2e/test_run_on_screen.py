@@ -168,7 +168,8 @@ def test_a_reload_after_a_slider_stopped_run_shows_it_resumable(
 ) -> None:
     """Start, one arrow-key press on α (the run restarts), wait for the new run to finish,
     reload: the page draws without an error, shows the finished run again and, folded under
-    it, offers the stopped run with its reason."""
+    it, offers the stopped run with its reason; Replay internals opened by address shows the
+    finished run too."""
     tab = another_browser(page, timeout_s=120)
     tab.goto(f"{served}/live?steps=20000")
     tab.get_by_role("button", name="Start", exact=True).click()
@@ -185,6 +186,15 @@ def test_a_reload_after_a_slider_stopped_run_shows_it_resumable(
     tab.get_by_text("Stopped runs to go on with (1)").click()
     tab.get_by_text(f"Run {first} (").wait_for()
     assert "replaced by run" in tab.get_by_text(f"Run {first} (").inner_text()
+    assert_no_exception(tab)
+    # Replay internals opened by address (a new session of this browser) shows that finished
+    # run, as the live page does, not "No run yet".
+    tab.goto(f"{served}/internals")
+    with saying_what_the_page_shows(tab):
+        tab.get_by_role("heading", name="Memories replayed").wait_for()
+        tab.locator('[data-testid="stMetric"]', has_text="ESS of last batch").wait_for()
+    assert tab.get_by_text("No run yet").count() == 0
+    assert second in tab.locator("body").inner_text()
     assert_no_exception(tab)
     tab.context.close()
 
@@ -219,26 +229,6 @@ def test_speed_belongs_to_the_run_across_pages_and_a_reload(page: Page, served: 
         stays_on_screen(tab, run_id, 4.0)
         assert steps_done(tab) - before < 1_000, "the run went on at full speed"
     tab.get_by_role("button", name="Pause").click()
-    tab.context.close()
-
-
-def test_replay_internals_opened_by_address_shows_the_browsers_finished_run(
-    page: Page, served: str
-) -> None:
-    """An address typed (or a reload) opens a new session of the same browser: Replay internals
-    shows the run the browser's live page had, not "No run yet"."""
-    tab = another_browser(page, timeout_s=120)
-    tab.goto(f"{served}/live?steps=2000")
-    tab.get_by_role("button", name="Start", exact=True).click()
-    run_id = wait_for_run(tab, lambda _: True)
-    tab.locator('[data-testid="stProgress"]', has_text="finished").first.wait_for()
-    tab.goto(f"{served}/internals")
-    with saying_what_the_page_shows(tab):
-        tab.get_by_role("heading", name="Memories replayed").wait_for()
-        tab.locator('[data-testid="stMetric"]', has_text="ESS of last batch").wait_for()
-    assert tab.get_by_text("No run yet").count() == 0
-    assert run_id in tab.locator("body").inner_text()
-    assert_no_exception(tab)
     tab.context.close()
 
 
