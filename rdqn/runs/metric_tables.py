@@ -67,10 +67,10 @@ class MetricTables:
         episodes: Sequence[Mapping[str, Any]] = (),
         steps: Sequence[Mapping[str, Any]] = (),
         greedy: Sequence[Mapping[str, Any]] = (),
-        watched: bytes | None = None,
+        watched: PlayedEpisode | None = None,
         progress: Mapping[str, int] | None = None,
     ) -> None:
-        """Write episode, step and greedy rows, the latest watched episode (``watched``:
+        """Write episode, step and greedy rows, the latest watched episode (``watched``, kept as
         `PlayedEpisode.to_bytes`, replacing the one kept) and (optionally) progress counters in
         one transaction.
 
@@ -84,7 +84,7 @@ class MetricTables:
         greedy_params = row_params(run_id, greedy, GREEDY_COLUMNS, GREEDY_KEYS, "greedy")
         watched_params = None
         if watched is not None:
-            watched_params = (run_id, PlayedEpisode.from_bytes(watched).env_steps, watched)
+            watched_params = (run_id, watched.env_steps, watched.to_bytes())
         with self._db.write() as conn:
             self._check_exists(conn, run_id)
             if episode_params:

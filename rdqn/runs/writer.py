@@ -55,7 +55,7 @@ class RunWriter:
         self._episodes: list[dict[str, Any]] = []
         self._steps: list[dict[str, Any]] = []
         self._greedy: list[dict[str, Any]] = []
-        self._watched: bytes | None = None
+        self._watched: PlayedEpisode | None = None
         self._progress = progress
         self._flush_at = max_pending
         self._deadline = clock() + self.flush_every
@@ -100,7 +100,7 @@ class RunWriter:
             if self._closed:
                 raise RuntimeError(f"RunWriter for run {self.run_id!r} is closed")
             self._greedy.append(row)
-            self._watched = episode.to_bytes()
+            self._watched = episode
             self._flush_locked()
 
     def _add(self, queue: list[dict[str, Any]], row: dict[str, Any]) -> None:

@@ -32,7 +32,7 @@ def test_a_saved_run_is_watched_from_its_store() -> None:
             {"played": 0, "env_steps": 0, "return": 9.0, "length": 9},
             {"played": 1, "env_steps": 900, "return": episode.episode_return, "length": 9},
         ],
-        watched=episode.to_bytes(),
+        watched=episode,
     )
     run_store.set_status(run_id, "finished")
     at = AppTest.from_file(APP, default_timeout=60)

@@ -64,7 +64,7 @@ def test_greedy_rows_are_rewound_past_a_resume_point_and_deleted_with_their_run(
     rows = [
         {"played": k, "env_steps": s, "return": 1.0, "length": 2} for k, s in enumerate((0, 30, 60))
     ]
-    store.write_metrics(run_id, greedy=rows, watched=later.to_bytes())
+    store.write_metrics(run_id, greedy=rows, watched=later)
     assert store.greedy_returns(run_id).env_steps.tolist() == [0, 30, 60]
     assert store.watched_episode(run_id).seed == 7
     store.set_status(run_id, "stopped")
