@@ -57,31 +57,22 @@ def console() -> None:
         )
         chosen = [frame["run"].iloc[row] for row in table.selection.rows if row < len(frame)]
         every = frame["run"].tolist()
-        row = st.columns(4)
-        row[0].button(
-            f"Pause selected ({len(chosen)})",
-            key="console.pause_chosen",
-            on_click=pause_runs,
-            args=(chosen,),
-            disabled=not chosen,
-        )
-        row[1].button(
-            f"Stop selected ({len(chosen)})",
-            key="console.stop_chosen",
-            on_click=stop_runs,
-            args=(chosen,),
-            disabled=not chosen,
-        )
-        row[2].button(
-            "Pause all student runs", key="console.pause_all", on_click=pause_runs, args=(every,)
-        )
-        row[3].button(
-            "Stop all student runs",
-            key="console.stop_all",
-            on_click=stop_runs,
-            args=(every,),
-            help="Each saves a resume checkpoint: its student can go on with it",
-        )
+        # (label, key, action, runs): the selected ones, or every student run.
+        actions = [
+            (f"Pause selected ({len(chosen)})", "pause_chosen", pause_runs, chosen),
+            (f"Stop selected ({len(chosen)})", "stop_chosen", stop_runs, chosen),
+            ("Pause all student runs", "pause_all", pause_runs, every),
+            ("Stop all student runs", "stop_all", stop_runs, every),
+        ]
+        for column, (label, key, action, targets) in zip(st.columns(4), actions, strict=True):
+            column.button(
+                label,
+                key=f"console.{key}",
+                on_click=action,
+                args=(targets,),
+                disabled=not targets,
+                help="A paused or stopped run keeps its checkpoint: its student can go on with it",
+            )
     with st.popover("End the class", icon=":material/door_front:"):
         st.markdown(
             "Stops every run on this server, yours too (each can be resumed later), and "
