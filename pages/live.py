@@ -3,6 +3,7 @@
 import streamlit as st
 
 from rdqn.dashboard.control_sync import (
+    MAIN_CONTROLS,
     echo_undone,
     restart_pending,
     restart_when_settled,
@@ -50,10 +51,13 @@ in_lesson = current_lesson()
 step = current_step()
 visible = set(step.controls) if step else ALL_CONTROLS
 
-# Wide enough for both share buttons on one line; in a lesson its panel heads the page, and a
-# smaller title leaves the first screen to the panel and the outlined chart.
-title, share = st.columns(2, vertical_alignment="bottom")
-(title.subheader if in_lesson else title.title)("Live training")
+# Wide enough for both share buttons on one line. In a lesson its panel heads the page and the
+# share buttons go to the sidebar: the first screen is for the panel and the outlined chart.
+if in_lesson:
+    share = st.sidebar.container()
+else:
+    title, share = st.columns(2, vertical_alignment="bottom")
+    title.title("Live training")
 for note in parsed.notes:
     st.info(f"URL note: {plain(note)}", icon=":material/link_off:")
 if parsed.lesson or in_lesson:
@@ -98,15 +102,22 @@ else:
     restore_live_run()
     restart_when_settled()
     sync_controls()
-    main_controls(visible)
-    run_buttons()
+    if in_lesson:  # the step's controls and the run buttons on one row, the speed aside
+        shown = [alias for alias in MAIN_CONTROLS if alias in visible]
+        controls, buttons = st.columns([2 * len(shown), 4]) if shown else (None, st)
+        if controls is not None:
+            main_controls(visible, where=controls)
+        run_buttons(where=buttons, speed_where=st.sidebar)
+    else:
+        main_controls(visible)
+        run_buttons()
     if "settings" in visible:
         settings_form()
     watch_a_class_instead(ss["live.run_id"])
     if ss["live.error"]:
         st.error(plain(for_this_viewer(ss["live.error"])))  # no server paths for students
     sync_url()
-    with share.container(horizontal=True, horizontal_alignment="right"):
+    with share.container(horizontal=True, horizontal_alignment="left" if in_lesson else "right"):
         with st.popover("Share with the class", icon=":material/qr_code_2:"):
             share_panel(ss["live.run_id"])
         class_code_button()

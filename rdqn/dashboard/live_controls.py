@@ -4,6 +4,8 @@ the sidebar's settings form. Each shows the run on screen
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from rdqn.dashboard.config_widgets import FORM_FIELDS, config_widget, field_help, form_values
@@ -70,23 +72,22 @@ def lesson_panel(lesson: GuidedLesson, number: int, step: LessonStep) -> None:
         st.html(highlight_css(step.highlight))
 
 
-def main_controls(visible: set[str] | frozenset[str]) -> None:
-    """α, β₀ and the scheme above the charts (those the lesson step leaves visible); while the
-    run is paused, what moving one does."""
-    area = st.container(key="live_area_controls")
-    top = area.columns(3)
-    for column, alias in zip(top, MAIN_CONTROLS, strict=True):
-        if alias in visible:
-            path = URL_ALIASES[alias]
-            config_widget(
-                column,
-                path,
-                None,  # the value is the session state's (`sync_controls`)
-                key=f"live.{alias}",
-                on_change=on_main_control,
-                args=(alias,),
-                help=f"{field_help(path)} {RESTARTS}",
-            )
+def main_controls(visible: set[str] | frozenset[str], where: Any = st) -> None:
+    """α, β₀ and the scheme above the charts, in ``where`` (those the lesson step leaves
+    visible, side by side); while the run is paused, what moving one does."""
+    area = where.container(key="live_area_controls")
+    shown = [alias for alias in MAIN_CONTROLS if alias in visible]
+    for column, alias in zip(area.columns(max(len(shown), 1)), shown, strict=False):
+        path = URL_ALIASES[alias]
+        config_widget(
+            column,
+            path,
+            None,  # the value is the session state's (`sync_controls`)
+            key=f"live.{alias}",
+            on_change=on_main_control,
+            args=(alias,),
+            help=f"{field_help(path)} {RESTARTS}",
+        )
     handle = current_run()
     if handle is not None and handle.status == "paused" and visible & set(MAIN_CONTROLS):
         area.caption(
@@ -95,10 +96,14 @@ def main_controls(visible: set[str] | frozenset[str]) -> None:
         )
 
 
-def run_buttons() -> None:
-    """Start or Resume, Pause, Step, Reset, the speed, and the stopped runs to go on with."""
+def run_buttons(where: Any = st, speed_where: Any = None) -> None:
+    """Start or Resume, Pause, Step, Reset in ``where``, the speed beside them (or in
+    ``speed_where``), and the stopped runs to go on with."""
     ss = st.session_state
-    buttons = st.columns([1, 1, 1, 1, 3])
+    if speed_where is None:
+        buttons = where.columns([1, 1, 1, 1, 3])
+    else:  # each as wide as its label, on as many lines as the width takes
+        buttons = [where.container(horizontal=True)] * 4
     handle = current_run()
     status = handle.status if handle is not None else None
     ss["live.shown_status"] = (ss["live.run_id"], status)  # what the buttons below assume
@@ -139,7 +144,7 @@ def run_buttons() -> None:
     # In a lesson its steps stop and bring back its runs: no box of them under an ended run.
     if handle is None or (has_ended(handle) and current_lesson() is None):
         _resumable_rows(handle)
-    buttons[4].select_slider(
+    (speed_where or buttons[4]).select_slider(
         "Speed",
         list(SPEEDS),
         shown_value("live.speed"),

@@ -43,9 +43,9 @@ __all__ = [
 
 CHART_HEIGHT = 330
 """The live charts' height (px): the controls and the reward curve fit a 1280×720 screen."""
-LESSON_CHART_HEIGHT = 280
+LESSON_CHART_HEIGHT = 260
 """The live charts' height under a lesson's panel: at 1280×720 the panel and the outlined
-chart's title, legend and plot fit the first screen (its axis titles too at 1280×800)."""
+chart whole fit the first screen, in projector mode too (`PROJECTOR_HEIGHT` times as tall)."""
 LESSON_CSS = """<style>
 .stMainBlockContainer { padding-top: 1rem; }
 .stMainBlockContainer [data-testid="stVerticalBlock"] { gap: 0.5rem; }

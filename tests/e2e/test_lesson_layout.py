@@ -95,7 +95,7 @@ def lesson(key: str) -> GuidedLesson:
 def open_lesson(page: Page, served: str, key: str, *, projector: bool = False) -> Page:
     """A 1280×720 browser of its own at step 1 of lesson ``key``, its run started."""
     tab = another_browser(page, WIDTH, HEIGHT, timeout_s=120)
-    tab.goto(f"{served}/live?lesson={key}")
+    tab.goto(f"{served}/live?lesson={key}" + ("&projector=1" if projector else ""))
     panel = tab.locator(".st-key-live_lesson")
     with saying_what_the_page_shows(tab):
         panel.get_by_text(f"step 1 of {len(lesson(key).steps)}").wait_for()
@@ -139,11 +139,15 @@ def assert_first_screen_holds_the_step(tab: Page, key: str, number: int) -> None
     assert area_top >= 0 and area_bottom <= HEIGHT, f"the outlined area is cut: {shown}"
 
 
+@pytest.mark.parametrize("projector", [False, True], ids=["plain", "projector"])
 @pytest.mark.parametrize("key", ["alpha-beta", "schemes", "why-prioritize", "alpha"])
-def test_every_step_of_a_lesson_fits_the_first_screen(page: Page, served: str, key: str) -> None:
+def test_every_step_of_a_lesson_fits_the_first_screen(
+    page: Page, served: str, key: str, projector: bool
+) -> None:
     """Every step's outlined area whole on a 1280×720 screen, under the lesson's panel (once
-    730-840 px down: why-prioritize steps 4-5, alpha-beta steps 1-3, schemes steps 1-4)."""
-    tab = open_lesson(page, served, key)
+    730-840 px down: why-prioritize steps 4-5, alpha-beta steps 1-3, schemes steps 1-4), and in
+    projector mode (a chart's bottom once at 798 px in every lesson's first step)."""
+    tab = open_lesson(page, served, key, projector=projector)
     for number in range(1, len(lesson(key).steps) + 1):
         if number > 1:
             go_to(tab, key, number)
@@ -155,7 +159,8 @@ def test_every_step_of_a_lesson_fits_the_first_screen(page: Page, served: str, k
                          .some(p => /^(running|finished)/.test(p.innerText))"""
             )
         assert_first_screen_holds_the_step(tab, key, number)
-        tab.screenshot(path=str(ARTIFACTS / f"lesson-layout-{key}-{number}.png"))
+        mode = "-projector" if projector else ""
+        tab.screenshot(path=str(ARTIFACTS / f"lesson-layout-{key}{mode}-{number}.png"))
         assert_no_exception(tab)
     tab.context.close()
 
