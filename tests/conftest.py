@@ -45,6 +45,7 @@ _SLOW_MODULES = {
     "test_interrupts.py",  # real SIGINTs to `python -m rdqn` while it trains
     "test_packaging.py",  # builds and installs the wheel
     "test_replayed_widgets.py",  # a dashboard server and its WebSocket clients
+    "test_reload_storm.py",  # the same, 200 page loads
     "test_run_failures.py",  # killed CLI runs, resumed
 }
 """Modules marked ``slow``: each test starts processes or servers or trains for seconds.

@@ -38,6 +38,7 @@ import os
 import sqlite3
 import sys
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -222,6 +223,26 @@ def checkpoint_error(error: OSError, path: Path, run_id: str) -> StoreError:
     )
 
 
+class _ThreadConnection:
+    """One thread's connection, kept in that thread's locals: closed when the thread ends (its
+    locals go, and with them the last reference) or when the store closes. Script threads come
+    and go with every page run; their connections once stayed open until another thread
+    connected (a reload storm left a dozen)."""
+
+    __slots__ = ("__weakref__", "conn", "generation")
+
+    def __init__(self, conn: sqlite3.Connection, generation: int) -> None:
+        self.conn = conn
+        self.generation = generation
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
 class Database:
     """The SQLite file ``path`` used from many threads (and processes): each thread gets its own
     connection; `read` is one snapshot, `write` one ``BEGIN IMMEDIATE`` transaction (the write
@@ -245,7 +266,9 @@ class Database:
         self._busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._connections: dict[int, tuple[threading.Thread, sqlite3.Connection]] = {}
+        self._connections: weakref.WeakValueDictionary[int, _ThreadConnection] = (
+            weakref.WeakValueDictionary()
+        )
         self._closed = False
         self._pid = os.getpid()
 
@@ -258,15 +281,15 @@ class Database:
             # even to close them: start afresh.
             self._local = threading.local()
             self._lock = threading.Lock()
-            self._connections = {}
+            self._connections = weakref.WeakValueDictionary()
             self._pid = os.getpid()
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is not None and self._local.generation == self._generation:
-            return conn
-        if conn is not None:  # a read-only one, from before the store could be written again
+        held: _ThreadConnection | None = getattr(self._local, "held", None)
+        if held is not None and held.generation == self._generation:
+            return held.conn
+        if held is not None:  # a read-only one, from before the store could be written again
             with self._lock:
-                self._connections.pop(id(conn), None)
-            conn.close()
+                self._connections.pop(id(held), None)
+            held.close()
         # check_same_thread=False only lets close() reclaim it: one thread uses it.
         conn = connect(self.path, read_only=self.read_only, timeout=self._busy_timeout_ms / 1000)
         try:
@@ -277,13 +300,10 @@ class Database:
         except BaseException:
             conn.close()
             raise
+        held = _ThreadConnection(conn, self._generation)
         with self._lock:
-            dead = [k for k, (thread, _) in self._connections.items() if not thread.is_alive()]
-            for key in dead:
-                self._connections.pop(key)[1].close()
-            self._connections[id(conn)] = (threading.current_thread(), conn)
-        self._local.conn = conn
-        self._local.generation = self._generation
+            self._connections[id(held)] = held
+        self._local.held = held
         return conn
 
     def check_writable(self) -> None:
@@ -360,6 +380,7 @@ class Database:
         """Close every thread's connection. Idempotent; later use raises ``RuntimeError``."""
         with self._lock:
             self._closed = True
-            connections, self._connections = self._connections, {}
-        for _, conn in connections.values():
-            conn.close()
+            connections = list(self._connections.values())
+            self._connections = weakref.WeakValueDictionary()
+        for held in connections:
+            held.close()

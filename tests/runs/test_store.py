@@ -536,9 +536,13 @@ def test_threads_get_their_own_connections(store: RunStore) -> None:
         t = threading.Thread(target=grab)
         t.start()
         t.join()
+    assert len(store._db._connections) <= 1  # a finished thread's connection is closed
     conns.append(store._db.connect())
     assert len({id(c) for c in conns}) == 4
-    assert len(store._db._connections) <= 2  # connections of finished threads are reclaimed
+    assert len(store._db._connections) <= 2
+    for conn in conns[:3]:  # closed with its thread, not when another thread connects
+        with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+            conn.execute("SELECT 1")
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

@@ -15,19 +15,59 @@ before it was attached never ends another session's browser.
 
 from __future__ import annotations
 
+import heapq
+import itertools
+import logging
 import math
 import threading
+import time
 from collections.abc import Callable
 
 from rdqn.dashboard.classroom.live_pages import LivePages
 
-__all__ = ["BrowserSessions"]
+__all__ = ["BrowserSessions", "Later"]
+
+_log = logging.getLogger(__name__)
 
 
-def _timer(seconds: float, then: Callable[[], None]) -> None:
-    timer = threading.Timer(seconds, then)
-    timer.daemon = True
-    timer.start()
+class Later:
+    """Runs each function given to it ``seconds`` later, in the order they fall due, on one
+    daemon thread (started at the first call). A class's reloads set a grace timer each and
+    every away browser an away one: one thread for all of them, where a thread each once left
+    hundreds waiting after a reload storm. A function that raises is logged; the rest run."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._due: list[tuple[float, int, Callable[[], object]]] = []  # (when, order, what)
+        self._order = itertools.count()
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def __call__(self, seconds: float, then: Callable[[], object]) -> None:
+        with self._changed:
+            heapq.heappush(self._due, (self._clock() + seconds, next(self._order), then))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="rdqn-later", daemon=True)
+                self._thread.start()
+            self._changed.notify()
+
+    def pending(self) -> int:
+        with self._changed:
+            return len(self._due)
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                while not self._due or self._due[0][0] > self._clock():
+                    self._changed.wait(self._due[0][0] - self._clock() if self._due else None)
+                _, _, then = heapq.heappop(self._due)
+            try:
+                then()
+            except Exception:
+                _log.exception("a browser session's timer failed")
+
+
+_timer = Later()
 
 
 class BrowserSessions:
@@ -41,7 +81,7 @@ class BrowserSessions:
         grace: seconds a browser with no session has to come back before it is away.
         quiet_for: seconds since a browser's last sign of life, 0 while it holds a connection
             open (`Presence.quiet_for`); never heard from (infinity), by default.
-        later: runs a function after some seconds (a daemon timer; a test's fake clock).
+        later: runs a function after some seconds (`Later`; a test's fake clock).
         pause_owner: pauses an owner's training runs (`RunRegistry.pause_owner`); returns
             their ids.
         resume_runs: sets an owner's runs that were paused while it was away training again
@@ -57,7 +97,7 @@ class BrowserSessions:
         *,
         grace: float = 10.0,
         quiet_for: Callable[[str], float] = lambda owner: math.inf,
-        later: Callable[[float, Callable[[], None]], None] = _timer,
+        later: Callable[[float, Callable[[], object]], None] = _timer,
         pause_owner: Callable[[str], list[str]] = lambda owner: [],
         resume_runs: Callable[[str, list[str]], object] = lambda owner, ids: None,
         away: float = 0.0,

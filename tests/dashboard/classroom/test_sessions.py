@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable
 
 from rdqn.dashboard.classroom.live_pages import LivePages
-from rdqn.dashboard.classroom.sessions import BrowserSessions
+from rdqn.dashboard.classroom.sessions import BrowserSessions, Later
 
 
 def sessions() -> tuple[BrowserSessions, LivePages, list[tuple[str, str]]]:
@@ -212,3 +213,31 @@ def test_a_browser_away_twice_is_judged_by_its_latest_absence() -> None:
     assert calls["stopped"] == [] and len(calls["paused"]) == 2
     clock.advance(100)  # the second one's at t = 710
     assert calls["stopped"] == [("browser", "gone")]
+
+
+def test_later_runs_every_timer_in_its_order_on_one_thread() -> None:
+    """Hundreds of grace and away timers (a class reloading) share one thread; they run in the
+    order they fall due, whatever the order they were set in, and one that raises does not stop
+    the others."""
+    now = [0.0]  # a clock the test moves: only what is due runs
+    later = Later(clock=lambda: now[0])
+    ran: list[tuple[int, str]] = []
+    done = threading.Event()
+    before = threading.active_count()
+
+    def note(number: int) -> Callable[[], None]:
+        return lambda: ran.append((number, threading.current_thread().name))
+
+    def fail() -> None:
+        raise RuntimeError("a timer that fails")
+
+    for number in range(200):
+        later(199.0 - number, note(number))  # set last, due first
+    later(0.5, fail)
+    assert threading.active_count() <= before + 1
+    now[0] = 1000.0
+    later(0.0, done.set)  # due after the others; setting it wakes the thread
+    assert done.wait(30)
+    assert [number for number, _ in ran] == list(range(199, -1, -1))
+    assert {name for _, name in ran} == {"rdqn-later"}
+    assert later.pending() == 0
