@@ -4,8 +4,8 @@ import sys
 
 if __name__ == "__main__":
     try:
-        from rdqn.cli import main
+        from rdqn.cli import run
     except KeyboardInterrupt:  # Ctrl-C while Python loads the command: nothing has started
         print("rdqn: interrupted", file=sys.stderr)
         sys.exit(130)
-    sys.exit(main(prog="python -m rdqn"))
+    run(prog="python -m rdqn")

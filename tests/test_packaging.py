@@ -118,7 +118,7 @@ def test_the_wheel_is_one_package_with_the_app_inside(installed: Installed) -> N
         names = archive.namelist()
         metadata = archive.read(next(n for n in names if n.endswith("/METADATA"))).decode()
         entry_points = archive.read(next(n for n in names if n.endswith("entry_points.txt")))
-    assert "rdqn = rdqn.cli:main" in entry_points.decode()
+    assert "rdqn = rdqn.cli:run" in entry_points.decode()
     assert [
         line.removeprefix("Requires-Dist: ")
         for line in metadata.splitlines()

@@ -26,9 +26,12 @@ bars, and a module per command (`train`, `compare`, `runs`, `sweep`, `presets`, 
 from __future__ import annotations
 
 import re
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from rdqn.cli.compare import Comparison, cmd_compare, comparison
 from rdqn.cli.dashboard import cmd_dashboard
@@ -45,9 +48,20 @@ from rdqn.limits import check_threads
 from rdqn.runs.store import RunStore, StoreError, StoreMissing, default_home
 from rdqn.serve.executors import ExecutorUnavailable
 
-__all__ = ["NAME_MAX", "Comparison", "Progress", "UsageError", "build_parser", "main"]
+__all__ = ["NAME_MAX", "Comparison", "Progress", "UsageError", "build_parser", "main", "run"]
 
 _LINE_BREAKS = re.compile(r"\s*\n\s*")
+
+
+def run(prog: str = "rdqn") -> NoReturn:
+    """The ``rdqn`` process: `main`, then exit with its status. A command that a signal stopped
+    (130, 143) ignores Ctrl-C while the process ends (a stop is often quicker than a hand that
+    presses Ctrl-C three times, and Python gives SIGINT back to the system late in its exit):
+    another one there killed the process by the signal instead (status -2)."""
+    code = main(prog=prog)
+    if code in (130, 143) and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # kept to the end: Python resets handlers
+    sys.exit(code)
 
 
 def main(argv: Sequence[str] | None = None, *, prog: str = "rdqn") -> int:

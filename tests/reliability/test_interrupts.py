@@ -248,6 +248,19 @@ def test_ctrl_c_during_python_m_rdqn_train_leaves_a_resumable_run(tmp_path: Path
     assert_stopped_and_resumable(home, run_id)
 
 
+def test_ctrl_c_again_while_the_stopped_command_exits_keeps_its_status(tmp_path: Path) -> None:
+    """Ctrl-C pressed three times: the run stopped at the first, and the others land while the
+    process ends. It exits 130 (it was killed by SIGINT, status -2, when they came late in
+    Python's exit)."""
+    process = rdqn(tmp_path, "train", "--steps", "500000", *TINY)
+    wait_until(process, lambda: any(r[3] > 0 for r in runs(tmp_path)))
+    process.send_signal(signal.SIGINT)
+    wait_for(lambda: runs(tmp_path)[0][1] == "stopped", WAIT_S, every=0.01)
+    code, _, err = interrupt(process, times=2)
+    assert code == 130 and "Traceback" not in err, (code, err)
+    assert_stopped_and_resumable(tmp_path, runs(tmp_path)[0][0])
+
+
 def test_ctrl_c_during_python_m_rdqn_compare_stops_every_run(tmp_path: Path) -> None:
     """A comparison trains in worker processes (which ignore SIGINT) and queues what does not
     fit: on Ctrl-C each run, the queued one too, is 'stopped' and resumable, none 'failed'."""
