@@ -58,7 +58,10 @@ def run(prog: str = "rdqn") -> NoReturn:
     (130, 143) ignores Ctrl-C while the process ends (a stop is often quicker than a hand that
     presses Ctrl-C three times, and Python gives SIGINT back to the system late in its exit):
     another one there killed the process by the signal instead (status -2)."""
-    code = main(prog=prog)
+    try:
+        code: object = main(prog=prog)
+    except SystemExit as done:  # argparse, and an experiment stopped by Ctrl-C
+        code = done.code
     if code in (130, 143) and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # kept to the end: Python resets handlers
     sys.exit(code)
