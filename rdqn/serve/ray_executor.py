@@ -16,11 +16,14 @@ path (this one's folder is put on the actors' ``PYTHONPATH``) or ``pip install``
 
 from __future__ import annotations
 
+import logging
 import queue
+import socket
 import threading
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from rdqn.serve.protocol import (
     WARM_UP_PART_NAMES,
@@ -32,7 +35,9 @@ from rdqn.serve.protocol import (
     drain,
 )
 
-__all__ = ["RAY_MISSING", "RayExecutor"]
+__all__ = ["RAY_MISSING", "RayExecutor", "check_reachable", "ray_lost"]
+
+_log = logging.getLogger(__name__)
 
 RAY_MISSING = (
     "RDQN_EXECUTOR=ray needs Ray, which is not installed here: "
@@ -40,6 +45,43 @@ RAY_MISSING = (
 )
 _ROOT = Path(__file__).resolve().parents[2]
 _CALL_TIMEOUT_S = 60.0
+REACH_TIMEOUT_S = 5.0
+"""How long joining a cluster waits for its head's port to answer."""
+JOIN_TIMEOUT_S = 20.0
+"""How long joining a cluster may take in all: Ray itself retries a head that does not answer
+as Ray for many minutes, printing a warning every few seconds."""
+
+
+def ray_lost(what: str, err: BaseException) -> str:
+    """One line saying that ``what`` (a worker, an actor) was lost, for the store and the pages
+    students see; Ray's own text (addresses, namespaces, pids, about 1 kB) goes to the log."""
+    _log.warning("%s was lost: %s: %s", what, type(err).__name__, err)
+    return f"{what} was lost ({type(err).__name__}; the server's log has Ray's details)"
+
+
+def check_reachable(address: str, timeout: float = REACH_TIMEOUT_S) -> None:
+    """`ExecutorUnavailable` in one line unless ``host:port`` (or ``ray://host:port``) accepts
+    a connection within ``timeout`` seconds; ``local`` and ``auto`` are not checked."""
+    if address in ("local", "auto"):
+        return
+    parts = urlsplit(address if "://" in address else f"//{address}")
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a port that is not a number
+        host, port = None, None
+    if not host or port is None:
+        raise ExecutorUnavailable(
+            f"RDQN_RAY_ADDRESS={address!r} is not host:port (nor local or auto)"
+        )
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as err:
+        why = "no answer" if isinstance(err, TimeoutError) else (err.strerror or str(err))
+        raise ExecutorUnavailable(
+            f"cannot reach Ray at {address}: {why} within {timeout:g} s "
+            "(is `ray start --head` running there, and its port open?)"
+        ) from None
 
 
 def _ray() -> Any:
@@ -89,7 +131,7 @@ class _RayWorker:
         except self._ray.exceptions.GetTimeoutError:
             return []  # a busy or still-starting actor: ask again
         except Exception as err:  # noqa: BLE001 - the actor or its node is gone
-            self._lost = f"the Ray actor was lost: {type(err).__name__}: {err}"
+            self._lost = ray_lost("the Ray actor", err)
             return []
         if not events:
             time.sleep(timeout)
@@ -109,6 +151,29 @@ class _RayWorker:
         self._ray.kill(self._actor, no_restart=True)  # its run is closed: free its CPU
 
 
+def _join(ray: Any, address: str, options: dict[str, Any]) -> None:
+    """``ray.init(address=address)``, given up after `JOIN_TIMEOUT_S` with one line (the
+    attempt goes on in a daemon thread, which ends with the process)."""
+    failed: list[BaseException] = []
+
+    def join() -> None:
+        try:
+            ray.init(address=address, **options)
+        except BaseException as err:  # noqa: BLE001 - handed to the caller
+            failed.append(err)
+
+    thread = threading.Thread(target=join, name="rdqn-ray-join", daemon=True)
+    thread.start()
+    thread.join(JOIN_TIMEOUT_S)
+    if thread.is_alive():
+        raise ExecutorUnavailable(
+            f"cannot join Ray at {address}: no Ray answered there within {JOIN_TIMEOUT_S:g} s "
+            "(is `ray start --head` running there?)"
+        )
+    if failed:
+        raise failed[0]
+
+
 class RayExecutor:
     """One Ray actor per run; capacity: the cluster's CPUs."""
 
@@ -125,11 +190,14 @@ class RayExecutor:
                 "log_to_driver": False,
                 "runtime_env": {"env_vars": {"PYTHONPATH": str(_ROOT)}},
             }
+            check_reachable(address)
             try:
                 if address == "local":
                     ray.init(num_cpus=num_cpus, **options)
                 else:
-                    ray.init(address=address, **options)
+                    _join(ray, address, options)
+            except ExecutorUnavailable:
+                raise
             except Exception as err:  # noqa: BLE001 - any failure to reach the cluster
                 raise ExecutorUnavailable(
                     f"cannot start or join Ray at RDQN_RAY_ADDRESS={address!r}: {err}"

@@ -271,4 +271,6 @@ def _ray_outcome(ray: Any, ref: Any) -> Any:
         cause = getattr(err, "cause", None)
         return cause if isinstance(cause, BaseException) else TaskError(str(err))
     except ray.exceptions.RayError as err:  # the worker or its node died, retries spent
-        return WorkerLost(f"the Ray worker was lost: {type(err).__name__}: {err}")
+        from rdqn.serve.ray_executor import ray_lost
+
+        return WorkerLost(ray_lost("the Ray worker", err))

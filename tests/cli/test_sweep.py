@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -86,6 +87,18 @@ def test_without_ray_the_message_says_what_to_install(
         "requirements-ray.txt (or pip install 'rdqn[ray]')\n"
     )
     assert not (tmp_path / "rdqn.db").exists()
+
+
+def test_a_cluster_that_is_not_there_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``--ray`` at a port nobody listens on: one line at once (Ray retried for minutes)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{sock.getsockname()[1]}"
+    code, _, err = cli(capsys, tmp_path, *SWEEP, "--steps", "300", "--ray", address)
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"rdqn: error: cannot reach Ray at {address}: "), err
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ tiny chain-lesson runs (300 env steps: about a second)."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -235,7 +236,10 @@ def test_on_a_local_ray_an_actor_killed_mid_trial_is_run_again_once(store: RunSt
     [lost] = killed
     record = store.get_run(lost)
     assert record.status == "failed" and lost_worker(record.error), record.error
-    assert (record.error or "").startswith("the Ray actor was lost: ")
+    # One line for the pages students see; Ray's ~1 kB (address, namespace, pid) is in the log.
+    assert re.fullmatch(
+        r"the Ray actor was lost \(\w+; the server's log has Ray's details\)", record.error or ""
+    ), record.error
     assert record.env_steps > 0  # its rows up to the last relayed batch are kept
     [retried] = [o for o in result.trials if o.runs == 2]
     assert retried.run_id != lost and retried.status == "finished"

@@ -1,0 +1,80 @@
+"""rdqn.serve.ray_executor: joining a cluster that is not there fails in one line, in bounded
+time (Ray itself retries for many minutes, a warning every few seconds), and a lost worker's
+error is one line (Ray's text, with addresses and pids, goes to the log)."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from types import SimpleNamespace
+
+import pytest
+
+from rdqn.serve import ray_executor
+from rdqn.serve.protocol import ExecutorUnavailable
+from rdqn.serve.ray_executor import check_reachable, ray_lost
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # nothing listens there once it is closed
+
+
+@pytest.mark.parametrize("scheme", ["", "ray://"])
+def test_a_head_that_refuses_is_one_line(scheme: str) -> None:
+    address = f"{scheme}127.0.0.1:{closed_port()}"
+    with pytest.raises(ExecutorUnavailable) as refused:
+        check_reachable(address)
+    assert str(refused.value).startswith(f"cannot reach Ray at {address}: ")
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize("address", ["nohost", "host:port", "host:", ":6379"])
+def test_an_address_that_is_not_host_port_is_named(address: str) -> None:
+    with pytest.raises(ExecutorUnavailable, match=r"is not host:port \(nor local or auto\)"):
+        check_reachable(address)
+
+
+def test_local_auto_and_a_listening_port_pass() -> None:
+    check_reachable("local")
+    check_reachable("auto")
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        check_reachable(f"127.0.0.1:{listening.getsockname()[1]}")
+
+
+def test_a_head_that_never_answers_as_ray_is_given_up_in_bounded_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A port that accepts but is no Ray (a proxy, another service): `ray.init` would retry for
+    many minutes; the join gives up after `JOIN_TIMEOUT_S` with one line."""
+    monkeypatch.setattr(ray_executor, "JOIN_TIMEOUT_S", 0.2)
+    release = threading.Event()
+    hanging = SimpleNamespace(init=lambda **_: release.wait(30))
+    with pytest.raises(ExecutorUnavailable, match=r"no Ray answered there within 0.2 s"):
+        ray_executor._join(hanging, "10.0.0.1:6379", {})
+    release.set()
+
+
+def test_a_join_that_fails_raises_its_own_error() -> None:
+    def refuse(**_: object) -> None:
+        raise ConnectionError("the head said no")
+
+    with pytest.raises(ConnectionError, match="the head said no"):
+        ray_executor._join(SimpleNamespace(init=refuse), "10.0.0.1:6379", {})
+
+
+def test_a_lost_worker_is_one_line_and_the_log_has_rays_text(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class ActorDiedError(Exception):
+        pass
+
+    rays_text = "The actor died unexpectedly.\n\tpid: 4242\n\tip: 10.1.2.3\n\tnamespace: abc"
+    with caplog.at_level(logging.WARNING, logger="rdqn.serve.ray_executor"):
+        line = ray_lost("the Ray worker", ActorDiedError(rays_text))
+    assert line == "the Ray worker was lost (ActorDiedError; the server's log has Ray's details)"
+    assert "10.1.2.3" in caplog.text and "4242" in caplog.text
