@@ -3,7 +3,7 @@
 Lowest first; a module may import rdqn modules of its own package or of lower layers only:
 
     validation, schemes   checking values; the replay schemes' names
-    replay, envs          the replay engine; the environments
+    replay, envs, stats   the replay engine; the environments; spread over runs (IQM, CIs)
     learn                 nets, agent, its config, the fused update
     config                RunConfig (composes the configs below it)
     presets, limits       the named RunConfigs; a server's limits on them
@@ -49,6 +49,7 @@ LAYERS = {
     "schemes": 0,
     "replay": 1,
     "envs": 1,
+    "stats": 1,
     "learn": 2,
     "config": 3,
     "presets": 4,
