@@ -7,8 +7,12 @@ used by the CLI's ``compare`` and the dashboard's Compare page alike). Its defau
 rolling mean of the last `window` episode returns, as a step function of environment steps (the
 value at step x is what had been achieved by then). Curves of several seeds are sampled on one
 grid of env steps and summarised by their mean and a min-max band (`aggregate`); drawing them is
-the figure layer's job (`rdqn.figures`). Every page, figure and report names a run the same way,
-`run_label` ('rank · α 0.7 · β₀ 0.5 · seed 1 · 077847'; `scheme_label` without seed and id).
+the figure layer's job (`rdqn.figures`). The table (`summary_table`) gives each scheme's final
+returns and steps to the threshold over its seeds, with the interquartile mean and its 95 %
+stratified bootstrap interval (`rdqn.stats`, Agarwal et al. 2021) beside the mean, and the
+probability that a prioritized scheme's seed ends above a uniform one's. Every page, figure
+and report names a run the same way, `run_label` ('rank · α 0.7 · β₀ 0.5 · seed 1 · 077847';
+`scheme_label` without seed and id).
 """
 
 from __future__ import annotations
@@ -25,24 +29,33 @@ from numpy.typing import NDArray
 from rdqn.config import RunConfig
 from rdqn.envs import reward_threshold
 from rdqn.presets import PAPER_RANK_ALPHA
+from rdqn.stats import CONFIDENCE, Interval, improvement_interval, iqm_interval
 from rdqn.validation import check_integer
 
 __all__ = [
+    "BASELINE",
+    "FINAL_IQM",
     "GOAL_THRESHOLDS",
+    "IMPROVEMENT",
     "LESSON_PRESET",
     "PAPER_RANK_PRESETS",
     "ROLLING_WINDOW",
+    "STEPS_IQM",
     "Curve",
     "aggregate",
     "comparison_configs",
     "comparison_threshold",
     "episodes_to_threshold",
+    "interval_column",
+    "interval_ends",
     "learning_curve",
     "return_decimals",
     "rolling_mean",
     "run_label",
     "scheme_label",
+    "shown_intervals",
     "summary_decimals",
+    "summary_note",
     "summary_table",
 ]
 
@@ -164,28 +177,112 @@ def episodes_to_threshold(
     return int(hits[0] + 1), int(curve.end_steps[hits[0]])
 
 
+BASELINE = "uniform"
+"""The scheme the others' probability of improvement is measured against."""
+
+FINAL_IQM = "final return (IQM)"
+STEPS_IQM = "steps to threshold (IQM)"
+IMPROVEMENT = f"P(final return > {BASELINE})"
+"""`summary_table`'s columns of an estimate with an interval (its ends: `interval_ends`)."""
+
+_CI = f"[{CONFIDENCE:.0%} CI]"
+
+
+def summary_note(table: pd.DataFrame) -> str:
+    """What `summary_table`'s IQM and probability columns mean, for the page and the report
+    (the probability's sentence only where the table has that column)."""
+    note = (
+        f"IQM: the interquartile mean over the seeds, the mean of their middle half; {_CI}: its "
+        "stratified bootstrap percentile interval (2,000 resamples of the seeds)."
+    )
+    if IMPROVEMENT in table.columns:
+        note += (
+            f" {IMPROVEMENT}: the chance that a seed of the scheme ends above a seed of "
+            f"{BASELINE} replay (ties count half), with its interval."
+        )
+    return note + " Agarwal et al. 2021, Deep RL at the Edge of the Statistical Precipice."
+
+
+def interval_ends(name: str) -> tuple[str, str]:
+    """The columns of the interval of `summary_table`'s estimate ``name``: its low and high
+    ends, ``'<name> low'`` and ``'<name> high'``."""
+    return f"{name} low", f"{name} high"
+
+
+def interval_column(name: str) -> str:
+    """The text column `shown_intervals` makes of estimate ``name`` and its interval:
+    ``'<name> [95% CI]'``."""
+    return f"{name} {_CI}"
+
+
+def _interval_cells(name: str, interval: Interval) -> dict[str, float]:
+    low, high = interval_ends(name)
+    return {name: interval.estimate, low: interval.low, high: interval.high}
+
+
 def summary_table(
     runs: Mapping[str, Sequence[Curve]], threshold: float | None, window: int = ROLLING_WINDOW
 ) -> pd.DataFrame:
-    """One row per scheme: seeds, final return (mean of the last `window` episodes), and the
-    mean episodes / env steps to the threshold over the seeds that reached it."""
+    """One row per scheme: seeds; the final return (mean of each seed's last `window`
+    episodes) over the seeds, its mean, min and IQM with the IQM's 95 % interval
+    (`rdqn.stats.iqm_interval`); where `BASELINE` and another scheme are compared, each
+    other scheme's probability that its seed's final return beats a `BASELINE` seed's
+    (`rdqn.stats.improvement_interval`, NaN in the baseline's row); and, with a threshold, how
+    many seeds reached it, the mean episodes and env steps to it over those that did, and their
+    steps' IQM with its interval. Each interval's ends are the columns `interval_ends` names."""
+    finals = {
+        scheme: [float(np.mean(c.returns[-window:])) for c in curves if c.returns.size]
+        for scheme, curves in runs.items()
+    }
+    compared = BASELINE in runs and len(runs) > 1
     rows = []
     for scheme, curves in runs.items():
-        finals = [float(np.mean(c.returns[-window:])) for c in curves if c.returns.size]
+        mine = finals[scheme]
         row: dict[str, Any] = {
             "scheme": scheme,
             "seeds": len(curves),
-            "final return (mean)": float(np.mean(finals)) if finals else np.nan,
-            "final return (min)": float(np.min(finals)) if finals else np.nan,
+            "final return (mean)": float(np.mean(mine)) if mine else np.nan,
+            "final return (min)": float(np.min(mine)) if mine else np.nan,
+            **_interval_cells(FINAL_IQM, iqm_interval(mine)),
         }
+        if compared:
+            versus = (
+                improvement_interval(mine, finals[BASELINE])
+                if scheme != BASELINE
+                else Interval(np.nan, np.nan, np.nan)
+            )
+            row |= _interval_cells(IMPROVEMENT, versus)
         if threshold is not None:
             reached = [episodes_to_threshold(c, threshold, window) for c in curves]
             hit = [r for r in reached if r[0] is not None]
             row["reached threshold"] = f"{len(hit)}/{len(curves)}"
             row["episodes to threshold"] = float(np.mean([h[0] for h in hit])) if hit else np.nan
             row["steps to threshold"] = float(np.mean([h[1] for h in hit])) if hit else np.nan
+            row |= _interval_cells(STEPS_IQM, iqm_interval([float(h[1]) for h in hit]))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def shown_intervals(table: pd.DataFrame) -> pd.DataFrame:
+    """`summary_table` for reading: each estimate and its interval's ends become one text
+    column, `interval_column` (``'<name> [95% CI]'``), ``'2.50 [1.00–4.00]'`` at the column's
+    decimals (`summary_decimals`), ``'-'`` where there is none; the other columns as they
+    were."""
+    decimals = summary_decimals(table)
+    shown = table.copy()
+    for name in (FINAL_IQM, IMPROVEMENT, STEPS_IQM):
+        if name not in shown.columns:
+            continue
+        low, high = interval_ends(name)
+        number = f"{{:,.{decimals[name]}f}}".format
+        text = [
+            Interval(*values).text(number)
+            for values in zip(shown[name], shown[low], shown[high], strict=True)
+        ]
+        at = shown.columns.get_loc(name)
+        shown = shown.drop(columns=[name, low, high])
+        shown.insert(at, interval_column(name), text)
+    return shown
 
 
 def _settings(source: RunConfig | Mapping[str, Any]) -> tuple[str, float, float, float, int]:
@@ -236,9 +333,16 @@ def return_decimals(values: Iterable[float]) -> int:
 
 def summary_decimals(table: pd.DataFrame) -> dict[str, int]:
     """Decimals per number column of `rdqn.compare.summary_table`, the same all down a column:
-    the return columns alike (`return_decimals` over both), episodes and env steps to the
-    threshold (means over seeds) as whole numbers."""
+    the return columns alike (`return_decimals` over them all, the IQM's and its interval's
+    too), episodes and env steps to the threshold (means and IQMs over seeds) as whole numbers,
+    probabilities with 2."""
     returns = [name for name in table.columns if str(name).startswith("final return")]
     decimals = return_decimals(table[returns].to_numpy(dtype=float).ravel()) if returns else 1
-    counts = ("seeds", "episodes to threshold", "steps to threshold")
-    return {name: decimals for name in returns} | {n: 0 for n in counts if n in table.columns}
+    counts = ("seeds", "episodes to threshold", "steps to threshold", STEPS_IQM)
+    counts += interval_ends(STEPS_IQM)
+    chances = (IMPROVEMENT, *interval_ends(IMPROVEMENT))
+    return (
+        {name: decimals for name in returns}
+        | {n: 0 for n in counts if n in table.columns}
+        | {n: 2 for n in chances if n in table.columns}
+    )

@@ -22,6 +22,7 @@ from rdqn.compare import (
     rolling_mean,
     run_label,
     scheme_label,
+    shown_intervals,
     summary_decimals,
     summary_table,
 )
@@ -155,10 +156,20 @@ SUMMARY_COLUMNS = [
     "seeds",
     "final return (mean)",
     "final return (min)",
+    "final return (IQM)",
+    "final return (IQM) low",
+    "final return (IQM) high",
+    "P(final return > uniform)",
+    "P(final return > uniform) low",
+    "P(final return > uniform) high",
     "reached threshold",
     "episodes to threshold",
     "steps to threshold",
+    "steps to threshold (IQM)",
+    "steps to threshold (IQM) low",
+    "steps to threshold (IQM) high",
 ]
+WITHOUT_THRESHOLD = SUMMARY_COLUMNS[:10]
 
 
 def summary_runs() -> dict[str, list[Curve]]:
@@ -168,7 +179,16 @@ def summary_runs() -> dict[str, list[Curve]]:
     return {"uniform": [u1, u2], "rank": [r1, u1], "proportional": [EMPTY]}
 
 
+def cells(row: dict, name: str) -> tuple[float, float, float]:
+    """An estimate of a summary row with its interval's ends."""
+    return row[name], row[f"{name} low"], row[f"{name} high"]
+
+
 def test_summary_table_by_hand() -> None:
+    """Two seeds: the IQM is their mean; a bootstrap resample of two is both, either twice,
+    so the mean's 95 % interval is [lower, higher]. P(rank > uniform), rank's 9, 4 against
+    uniform's 4, 2: (1 + 1 + 1/2 + 1) / 4; its resamples run from 1/2 (rank 4, 4 against
+    uniform 4, 4: 1/16 of them, more than the 2.5 % tail) to 1."""
     table = summary_table(summary_runs(), threshold=4.5, window=2)
     assert isinstance(table, pd.DataFrame)
     assert list(table.columns) == SUMMARY_COLUMNS
@@ -182,6 +202,9 @@ def test_summary_table_by_hand() -> None:
     assert u["reached threshold"] == "1/2"
     assert u["episodes to threshold"] == pytest.approx(3.0)
     assert u["steps to threshold"] == pytest.approx(30.0)
+    assert cells(u, "final return (IQM)") == pytest.approx((3.0, 2.0, 4.0))
+    assert all(math.isnan(v) for v in cells(u, "P(final return > uniform)"))  # the baseline
+    assert cells(u, "steps to threshold (IQM)") == pytest.approx((30.0, 30.0, 30.0))
 
     r = rows["rank"]
     assert r["seeds"] == 2
@@ -190,6 +213,9 @@ def test_summary_table_by_hand() -> None:
     assert r["reached threshold"] == "2/2"
     assert r["episodes to threshold"] == pytest.approx(2.5)
     assert r["steps to threshold"] == pytest.approx(65.0)
+    assert cells(r, "final return (IQM)") == pytest.approx((6.5, 4.0, 9.0))
+    assert cells(r, "P(final return > uniform)") == pytest.approx((0.875, 0.5, 1.0))
+    assert cells(r, "steps to threshold (IQM)") == pytest.approx((65.0, 30.0, 100.0))
 
     p = rows["proportional"]  # one seed without a single finished episode
     assert p["seeds"] == 1
@@ -198,6 +224,8 @@ def test_summary_table_by_hand() -> None:
     assert p["reached threshold"] == "0/1"
     assert math.isnan(p["episodes to threshold"])
     assert math.isnan(p["steps to threshold"])
+    for name in ("final return (IQM)", "P(final return > uniform)", "steps to threshold (IQM)"):
+        assert all(math.isnan(v) for v in cells(p, name))
 
 
 def test_summary_table_final_return_uses_the_window() -> None:
@@ -208,8 +236,45 @@ def test_summary_table_final_return_uses_the_window() -> None:
 
 def test_summary_table_without_threshold_has_no_threshold_columns() -> None:
     table = summary_table(summary_runs(), threshold=None, window=2)
-    assert list(table.columns) == SUMMARY_COLUMNS[:4]
+    assert list(table.columns) == WITHOUT_THRESHOLD
     assert len(table) == 3
+
+
+def test_summary_table_compares_with_uniform_only_when_it_is_there() -> None:
+    runs = summary_runs()
+    alone = summary_table({"uniform": runs["uniform"]}, threshold=None, window=2)
+    assert "P(final return > uniform)" not in alone.columns
+    without = summary_table({"rank": runs["rank"]}, threshold=None, window=2)
+    assert "P(final return > uniform)" not in without.columns
+
+
+def test_shown_intervals_put_each_interval_in_one_cell() -> None:
+    table = summary_table(summary_runs(), threshold=4.5, window=2)
+    shown = shown_intervals(table)
+    assert list(shown.columns) == [
+        "scheme",
+        "seeds",
+        "final return (mean)",
+        "final return (min)",
+        "final return (IQM) [95% CI]",
+        "P(final return > uniform) [95% CI]",
+        "reached threshold",
+        "episodes to threshold",
+        "steps to threshold",
+        "steps to threshold (IQM) [95% CI]",
+    ]
+    assert shown["final return (IQM) [95% CI]"].tolist() == [
+        "3.00 [2.00–4.00]",
+        "6.50 [4.00–9.00]",
+        "-",
+    ]
+    assert shown["P(final return > uniform) [95% CI]"].tolist() == ["-", "0.88 [0.50–1.00]", "-"]
+    assert shown["steps to threshold (IQM) [95% CI]"].tolist() == [
+        "30 [30–30]",
+        "65 [30–100]",
+        "-",
+    ]
+    assert shown["final return (mean)"].tolist()[:2] == [3.0, 6.5]  # numbers stay numbers
 
 
 # --------------------------------------------------------------------- comparison_configs
@@ -310,16 +375,23 @@ def test_return_decimals_follow_the_scale_of_the_returns() -> None:
 def test_summary_decimals_are_one_per_column() -> None:
     curves = {"uniform": [Curve(np.array([5, 9]), np.array([0.25, 1.0]))]}
     table = summary_table(curves, 0.5, window=2)
+    returns = ["final return (mean)", "final return (min)", "final return (IQM)"]
+    returns += ["final return (IQM) low", "final return (IQM) high"]
+    steps = ["steps to threshold", "steps to threshold (IQM)"]
+    steps += ["steps to threshold (IQM) low", "steps to threshold (IQM) high"]
     assert summary_decimals(table) == {
-        "final return (mean)": 2,
-        "final return (min)": 2,
+        **dict.fromkeys(returns, 2),
         "seeds": 0,
         "episodes to threshold": 0,
-        "steps to threshold": 0,
+        **dict.fromkeys(steps, 0),
     }
-    cartpole = summary_table({"rank": [Curve(np.array([500]), np.array([500.0]))]}, None)
+    cartpole = summary_table(
+        {"uniform": [Curve(np.array([500]), np.array([500.0]))], "rank": []}, None
+    )
+    chances = ["P(final return > uniform)", "P(final return > uniform) low"]
+    chances += ["P(final return > uniform) high"]
     assert summary_decimals(cartpole) == {
-        "final return (mean)": 1,
-        "final return (min)": 1,
+        **dict.fromkeys(returns, 1),
         "seeds": 0,
+        **dict.fromkeys(chances, 2),
     }

@@ -16,7 +16,13 @@ from rdqn.cli.interrupts import StopSignals
 from rdqn.cli.options import check_writable, config_from_args, write_output
 from rdqn.cli.progress import Progress
 from rdqn.cli.usage import UsageError
-from rdqn.compare import Curve, comparison_configs, comparison_threshold, summary_table
+from rdqn.compare import (
+    Curve,
+    comparison_configs,
+    comparison_threshold,
+    shown_intervals,
+    summary_table,
+)
 from rdqn.config import RunConfig
 from rdqn.limits import check_comparison_runs, check_threads
 from rdqn.runs.lifecycle import INTERRUPTED_BY_USER
@@ -104,7 +110,7 @@ def cmd_compare(args: argparse.Namespace, store: RunStore, plan: Comparison) -> 
             print(f"run {handle.id} {handle.status}: {handle.error}", file=sys.stderr)
         runs[config.replay.scheme].append(Curve.from_episodes(store.episodes(handle.id)))
     table = summary_table(runs, threshold, args.window)
-    print(table.to_string(index=False, float_format=lambda v: f"{v:,.1f}"))
+    print(shown_intervals(table).to_string(index=False, float_format=lambda v: f"{v:,.1f}"))
     heading = f"{base.env.id}: {', '.join(args.schemes)} ({base.preset}, seeds {args.seeds})"
     # The report is drawn by the figure layer, which needs plotly; the core does not.
     from rdqn.figures.report import comparison_report

@@ -15,7 +15,18 @@ import pandas as pd
 import streamlit as st
 from pandas.io.formats.style import Styler
 
-from rdqn.compare import ROLLING_WINDOW, return_decimals, summary_decimals, summary_table
+from rdqn.compare import (
+    FINAL_IQM,
+    IMPROVEMENT,
+    ROLLING_WINDOW,
+    STEPS_IQM,
+    interval_column,
+    return_decimals,
+    shown_intervals,
+    summary_decimals,
+    summary_note,
+    summary_table,
+)
 from rdqn.config import RunConfig
 from rdqn.dashboard.display import show_chart
 from rdqn.dashboard.history import (
@@ -116,6 +127,21 @@ SUMMARY_COLUMNS = {
     "steps to threshold": st.column_config.NumberColumn(
         "env steps to it", help="Env steps until the threshold, mean over the seeds that got there"
     ),
+    interval_column(FINAL_IQM): st.column_config.TextColumn(
+        "final (IQM [95% CI])",
+        help="Interquartile mean of the seeds' final returns (the mean of their middle half), "
+        "with its stratified bootstrap 95% interval",
+    ),
+    interval_column(IMPROVEMENT): st.column_config.TextColumn(
+        "P(final > uniform)",
+        help="The chance that a seed of this scheme ends above a seed of uniform replay (ties "
+        "count half), with its bootstrap 95% interval",
+    ),
+    interval_column(STEPS_IQM): st.column_config.TextColumn(
+        "env steps to it (IQM [95% CI])",
+        help="Interquartile mean of the env steps to the threshold over the seeds that got "
+        "there, with its stratified bootstrap 95% interval",
+    ),
 }
 """Short headers for the summary table (`rdqn.compare.summary_table`), full names as help, so
 it fits 1280 px beside the sidebar."""
@@ -173,15 +199,17 @@ def comparison_results(run_ids: list[str], threshold: float | None, live: bool) 
     )
     st.markdown(f"**Episodes to threshold** (rolling mean of {ROLLING_WINDOW} episodes)")
     table = summary_table(curves, threshold, ROLLING_WINDOW)
-    formats = {name: f"{{:,.{d}f}}" for name, d in summary_decimals(table).items()}
-    schemes = table["scheme"].tolist()
-    table["scheme"] = [labels.get(scheme, scheme) for scheme in schemes]
+    shown = shown_intervals(table)
+    formats = {name: f"{{:,.{d}f}}" for name, d in summary_decimals(table).items() if name in shown}
+    schemes = shown["scheme"].tolist()
+    shown["scheme"] = [labels.get(scheme, scheme) for scheme in schemes]
     st.dataframe(
-        scheme_styled(table, schemes, "scheme", formats),
+        scheme_styled(shown, schemes, "scheme", formats),
         hide_index=True,
         column_config=SUMMARY_COLUMNS,
         placeholder="—",
         key="compare.summary",
     )
+    st.caption(summary_note(table))
     if live and all(row.done for row in rows):
         st.rerun()

@@ -3,7 +3,9 @@
 Written by ``python -m rdqn compare --report FILE``. The figure is `comparison_figure`, the same
 one the Compare schemes page shows, with plotly.js inlined so the file needs no network. Schemes
 are named as on the page (scheme, α, β₀ from the runs' `configs`) and coloured as on every page
-(`SCHEME_COLORS`); the table's numbers have the page's decimals (`summary_decimals`).
+(`SCHEME_COLORS`); the table's numbers have the page's decimals (`summary_decimals`), each IQM
+and probability of improvement with its 95 % interval in one cell (`shown_intervals`), and a
+note under it says what they are (`summary_note`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,14 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from rdqn.compare import ROLLING_WINDOW, Curve, scheme_label, summary_decimals
+from rdqn.compare import (
+    ROLLING_WINDOW,
+    Curve,
+    scheme_label,
+    shown_intervals,
+    summary_decimals,
+    summary_note,
+)
 from rdqn.config import RunConfig
 from rdqn.figures._base import SCHEME_COLORS
 from rdqn.figures.curves import comparison_figure
@@ -23,7 +32,7 @@ __all__ = ["comparison_report"]
 _STYLE = (
     "body{font-family:system-ui,sans-serif;margin:2rem;max-width:1100px}"
     "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
-    "td span{white-space:nowrap}"
+    "td span{white-space:nowrap}p{max-width:60rem}"
 )
 
 
@@ -58,22 +67,25 @@ def comparison_report(
     title = html.escape(heading)
     return (
         f'<!doctype html>\n<html><head><meta charset="utf-8"><title>{title}</title>'
-        f"<style>{_STYLE}</style></head>\n<body><h1>{title}</h1>\n{chart}\n{rows}\n</body></html>\n"
+        f"<style>{_STYLE}</style></head>\n<body><h1>{title}</h1>\n{chart}\n{rows}\n"
+        f"<p>{html.escape(summary_note(table))}</p>\n</body></html>\n"
     )
 
 
 def _table_html(table: pd.DataFrame, labels: Mapping[str, str]) -> str:
-    """The summary table with the page's decimals per column, each scheme named by its label
-    in its colour, missing values as '-'."""
+    """The summary table with the page's decimals per column, each interval beside its
+    estimate, each scheme named by its label in its colour, missing values as '-'."""
+    shown = shown_intervals(table)
     formatters = {
-        name: (lambda v, d=decimals: "-" if pd.isna(v) else f"{v:,.{d}f}")
+        html.escape(name): (lambda v, d=decimals: "-" if pd.isna(v) else f"{v:,.{d}f}")
         for name, decimals in summary_decimals(table).items()
+        if name in shown.columns
     }
-    shown = table.copy()
     if "scheme" in shown.columns:
         shown["scheme"] = [
             f'<span style="color:{SCHEME_COLORS.get(s, "inherit")}">'
             f"{html.escape(labels.get(s, s))}</span>"
             for s in table["scheme"]
         ]
+    shown.columns = [html.escape(str(name)) for name in shown.columns]
     return shown.to_html(index=False, formatters=formatters, na_rep="-", escape=False)
