@@ -226,8 +226,10 @@ def _report(result: SweepResult) -> None:
 
 
 def _print_table(frame: pd.DataFrame, spec: SweepSpec) -> None:
-    """The summary's main columns: the grid fields, then AUC and steps to threshold."""
+    """The summary's main columns: the grid fields, then AUC (its IQM with its 95 % interval's
+    ends too) and steps to threshold."""
     keep = [*(list(spec.grid) or ["cell"]), "finished", "seeds", "auc_mean", "auc_median"]
+    keep += ["auc_iqm", "auc_iqm_low", "auc_iqm_high"]
     keep += ["reached", "steps_to_threshold_median", "final_return_mean"]
     print(frame[keep].to_string(index=False, float_format=lambda v: f"{v:,.3g}"))
 

@@ -206,6 +206,7 @@ def _heatmap(spec: SweepSpec, trials: pd.DataFrame) -> tuple[Heatmap, pd.DataFra
             measure=kind.label,
             lower_is_better=kind.lower_is_better,
             selected=chosen[1] if chosen is not None and chosen[0] == spec.id else None,
+            intervals=heat.iqm,
         ),
         height=170 + 80 * len(heat.y_labels),
         key=HEATMAP_KEY,
@@ -220,7 +221,10 @@ def _heatmap(spec: SweepSpec, trials: pd.DataFrame) -> tuple[Heatmap, pd.DataFra
             f"the mean ± standard deviation over the seeds whose mean of {ROLLING_WINDOW} "
             f"returns reached {threshold:g} (reached / finished)"
         )
-    st.caption(f"Each cell: {note}.")
+    st.caption(
+        f"Each cell: {note}. Hover: their interquartile mean (the mean of the middle half) "
+        "with its 95 % stratified bootstrap interval (Agarwal et al. 2021)."
+    )
     return heat, table
 
 

@@ -8,7 +8,8 @@ are tested without Streamlit; `sweep_summary` and `cell_seeds` read the store.
 
 A heatmap shows one measure of `rdqn.sweeps.summary` per grid cell, over two grid axes (the
 other axes held at chosen values): the mean over the cell's finished seeds, with the sample
-standard deviation and how many seeds it stands for:
+standard deviation and how many seeds it stands for, and in its hover the interquartile mean
+over those seeds with its 95 % stratified bootstrap interval (`rdqn.stats`):
 
     auc      the area under the reward curve, normalised by the budget (the return averaged
              over the whole budget: higher is better), over the finished seeds;
@@ -136,6 +137,8 @@ class Heatmap:
     y_labels: list[str]
     mean: np.ndarray
     sd: np.ndarray
+    iqm: np.ndarray
+    """Per cell, the IQM over its seeds and its 95 % interval's ends: (rows, columns, 3)."""
     notes: list[list[str]]
     """Per cell, how many seeds its value stands for: ``2/3 seeds``, ``1/2 reached``."""
     keys: list[list[str]]
@@ -172,6 +175,7 @@ def heatmap_slice(
     ys = list(spec.grid[y]) if y is not None else [None]
     mean = np.full((len(ys), len(xs)), np.nan)
     sd = np.full((len(ys), len(xs)), np.nan)
+    iqm = np.full((len(ys), len(xs), 3), np.nan)
     notes: list[list[str]] = []
     key_grid: list[list[str]] = []
     for i, y_value in enumerate(ys):
@@ -187,6 +191,7 @@ def heatmap_slice(
             row = rows[found]
             mean[i, j] = row[f"{chosen.column}_mean"]
             sd[i, j] = row[f"{chosen.column}_std"]
+            iqm[i, j] = [row[f"{chosen.column}_iqm{end}"] for end in ("", "_low", "_high")]
             if measure == "auc":
                 notes[i].append(f"{row['finished']}/{row['seeds']} seeds")
             elif row["finished"]:
@@ -199,6 +204,7 @@ def heatmap_slice(
         y_labels=[value_label(v) for v in ys] if y is not None else [""],
         mean=mean,
         sd=sd,
+        iqm=iqm,
         notes=notes,
         keys=key_grid,
     )

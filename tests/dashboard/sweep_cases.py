@@ -17,6 +17,9 @@ episodes. AUC = (1/T) * sum_k R_k (s_{k+1} - s_k), s_{K+1} = T.
 
     AUC mean +- sd (sample sd, ddof 1): alpha 0 prop. .86 +- .22/sqrt(2); alpha 0 rank
     .1 +- .2/sqrt(2); alpha 1 prop. .98 +- 0 (1 seed); alpha 1 rank: none.
+    AUC IQM [95% CI]: two seeds are their mean, and a resample of two is both or either twice
+    (1/4 each), so the interval runs from the lower to the higher: alpha 0 prop. .86 [.75, .97];
+    alpha 0 rank .1 [0, .2]; alpha 1 prop. .98 [.98, .98]; alpha 1 rank: none.
     Steps to threshold: alpha 0 prop. 60 (1 of 2 reached); alpha 1 prop. 40 (1 of 1).
 """
 
@@ -41,6 +44,12 @@ AUC_SD = {
     (0.0, "rank"): 0.2 / math.sqrt(2),
     (1.0, "proportional"): 0.0,
     (1.0, "rank"): math.nan,
+}
+AUC_IQM = {
+    (0.0, "proportional"): (0.86, 0.75, 0.97),
+    (0.0, "rank"): (0.1, 0.0, 0.2),
+    (1.0, "proportional"): (0.98, 0.98, 0.98),
+    (1.0, "rank"): (math.nan, math.nan, math.nan),
 }
 SEEDS_FINISHED = {
     (0.0, "proportional"): "2/2 seeds",

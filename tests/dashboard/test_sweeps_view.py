@@ -24,6 +24,7 @@ from rdqn.runs.store import RunStore
 from rdqn.sweeps import SweepSpec, summary, sweep_trials
 from rdqn.sweeps.records import save_spec
 from tests.dashboard.sweep_cases import (
+    AUC_IQM,
     AUC_MEAN,
     AUC_SD,
     REACHED,
@@ -78,6 +79,7 @@ def test_the_heatmap_holds_each_cells_mean_and_spread_worked_out_by_hand(
             cell = (alpha, scheme)
             np.testing.assert_allclose(heat.mean[i, j], AUC_MEAN[cell], equal_nan=True)
             np.testing.assert_allclose(heat.sd[i, j], AUC_SD[cell], equal_nan=True)
+            np.testing.assert_allclose(heat.iqm[i, j], AUC_IQM[cell], equal_nan=True)
             assert heat.notes[i][j] == SEEDS_FINISHED[cell]
             assert heat.keys[i][j] == f'replay.alpha={alpha} replay.scheme="{scheme}"'
 

@@ -104,6 +104,24 @@ def test_the_heatmap_writes_mean_and_spread_and_carries_each_cells_key() -> None
     assert (frame.x0, frame.x1, frame.y0, frame.y1) == (-0.5, 0.5, 0.5, 1.5)
 
 
+def test_the_heatmaps_hover_gives_the_iqm_and_its_interval() -> None:
+    fig = sweep_heatmap(
+        [[0.86, math.nan]], [[0.156, math.nan]], [["2/2 seeds", "0/2 seeds"]], [["a", "b"]],
+        x_labels=["0", "1"], y_labels=[""], x_title="replay.alpha", y_title="",
+        measure="area under the reward curve",
+        intervals=[[[0.86, 0.75, 0.97], [math.nan, math.nan, math.nan]]],
+    )  # fmt: skip
+    first, second = fig.data[1].hovertext
+    assert "area under the reward curve: 0.860 ± 0.156 (2/2 seeds)" in first
+    assert "<br>IQM [95% CI] 0.860 [0.750–0.970]<br>" in first
+    assert "IQM" not in second  # no seed finished: no IQM
+    plain = sweep_heatmap(
+        [[0.86]], [[0.156]], [["2/2 seeds"]], [["a"]],
+        x_labels=["0"], y_labels=[""], x_title="", y_title="", measure="m",
+    )  # fmt: skip
+    assert "IQM" not in plain.data[1].hovertext[0]
+
+
 def test_fewer_steps_are_better_so_their_scale_is_reversed() -> None:
     fig = sweep_heatmap(
         [[60.0]], [[0.0]], [["1/2 reached"]], [["k"]],

@@ -83,14 +83,23 @@ def test_the_summary_gives_each_cell_its_statistics_over_finished_seeds(store: R
     assert first["auc_median"] == pytest.approx(0.45)
     assert first["auc_min"] == pytest.approx(0.4) and first["auc_max"] == pytest.approx(0.5)
     assert first["auc_std"] == pytest.approx(np.std([0.4, 0.5], ddof=1))
+    # two seeds: the IQM is their mean; a resample is both, or either twice (1/4 each), so the
+    # 95 % interval runs from the lower to the higher
+    assert (first["auc_iqm"], first["auc_iqm_low"], first["auc_iqm_high"]) == pytest.approx(
+        (0.45, 0.4, 0.5)
+    )
     assert first["steps_to_threshold_mean"] == 55.0
     assert first["steps_to_threshold_median"] == 55.0
+    assert first["steps_to_threshold_iqm_low"] == 50.0
+    assert first["steps_to_threshold_iqm_high"] == 60.0
     assert (first["updates_to_threshold_min"], first["updates_to_threshold_max"]) == (20, 30)
     assert first["final_return_mean"] == pytest.approx(1.0)  # window 1: the last return
     assert first["run_ids"] == [a, b]
     assert (second["finished"], second["failed"], second["reached"]) == (1, 0, 0)
     assert second["auc_mean"] == 0.0 and second["auc_std"] == 0.0
+    assert (second["auc_iqm"], second["auc_iqm_low"], second["auc_iqm_high"]) == (0, 0, 0)
     assert np.isnan(second["steps_to_threshold_mean"])
+    assert np.isnan(second["steps_to_threshold_iqm"])
     assert second["run_ids"] == [c]
 
 
