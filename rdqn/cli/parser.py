@@ -61,7 +61,7 @@ def build_parser(prog: str = "rdqn") -> argparse.ArgumentParser:
         help="resume a stopped run under its id, from where it stopped, to its budget",
         description="Resume a stopped run (stopped by its owner, for idleness, by a server that "
         "shut down, or by Ctrl-C) under the same id: weights, optimizer, replay memory and "
-        "random streams as they were, continuing at the next episode boundary.",
+        "random streams and the episode under way as they were, going on exactly where it stopped.",
     )
     resume.add_argument("run_id")
     resume.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")

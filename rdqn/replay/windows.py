@@ -19,6 +19,7 @@ predecessor the positions p < T - 1 - k that the agent saw as real frames are ze
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numba
 import numpy as np
@@ -26,7 +27,7 @@ from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from rdqn.replay.kernels.compiled import kernel
 from rdqn.replay.sizes import check_nbytes
-from rdqn.validation import check_integer
+from rdqn.validation import check_integer, is_integer
 
 __all__ = ["WindowBuilder", "gather_windows"]
 
@@ -175,6 +176,36 @@ class WindowBuilder:
     def steps(self) -> int:
         """Observations seen in the current episode."""
         return self._count
+
+    def state_dict(self) -> dict[str, Any]:
+        """The episode's last frames (copied), the newest one's slot and the frames seen."""
+        return {"frames": self._frames.copy(), "last": self._last, "count": self._count}
+
+    def load_state_dict(self, state: Any) -> None:  # noqa: ANN401
+        """Go on with the episode `state_dict` saved; ``ValueError`` naming the entry unless
+        it is one a builder of this window and shape could have saved (nothing changes)."""
+        if not isinstance(state, dict) or sorted(state) != ["count", "frames", "last"]:
+            raise ValueError("window state must be a dict of frames, last and count")
+        frames, last, count = state["frames"], state["last"], state["count"]
+        if not (
+            isinstance(frames, np.ndarray)
+            and frames.shape == self._frames.shape
+            and frames.dtype == self.dtype
+            and bool(np.isfinite(frames).all())
+        ):
+            raise ValueError(
+                f"window frames must be finite, of shape {self._frames.shape} and dtype "
+                f"{self.dtype}"
+            )
+        if not (is_integer(count) and count >= 1 and is_integer(last)):
+            raise ValueError(f"window count must be an integer >= 1, got {count!r}")
+        if last != (count - 1) % self.length:
+            raise ValueError(
+                f"window last is {last!r}; {count:,} frames put it at slot "
+                f"{(count - 1) % self.length}"
+            )
+        self._frames[...] = frames
+        self._last, self._count = int(last), int(count)
 
     def window_and_mask(self) -> tuple[NDArray, NDArray[np.bool_]]:
         if self._count == 0:

@@ -2,8 +2,8 @@
 
 While it trains, a recorded run writes its rows and a resume checkpoint every
 `checkpoint_period` seconds (``$RDQN_CHECKPOINT_EVERY``, default 60 s), so a run whose
-process dies loses at most that stretch and resumes from there (`rdqn.runs.resume`; a checkpoint
-taken inside an episode resumes at the next episode, like a pause). A save costs one copy of the
+process dies loses at most that stretch and resumes from there exactly (`rdqn.runs.resume`, inside
+an episode too). A save costs one copy of the
 replay memory. Whatever a save costs, the next one waits at least that cost /
 `MAX_CHECKPOINT_SHARE`, so saving never takes more than 2 % of a run's time (a short period on a
 slow disk included).

@@ -33,10 +33,11 @@ line's own process), with torch:
    (`rdqn.runs.lifecycle.record_status`, only if the store still records it as checked):
    'stopped' -> running, with any rows written after the checkpoint dropped (a run that paused,
    ran on, then died), so the resumed run's rows follow the stored ones with nothing repeated
-   and nothing missing. Env steps, updates and episodes go on from the stored counts, and
-   training continues at the next episode boundary. Stopped between two episodes, the run goes
-   on exactly as if it had never stopped; stopped inside one, that episode's stored steps and
-   rows stay, its end is never seen (no episode row), and a new episode begins.
+   and nothing missing. Env steps, updates and episodes go on from the stored counts, and the
+   run goes on exactly as if it had never stopped, inside an episode too (the env's state, the
+   acting window and the return so far are in the checkpoint; the episode's row, written when it
+   ends, is whole). A checkpoint of an older rdqn saved inside an episode without them drops the
+   rest of that episode: its stored steps stay, and a new episode begins.
 
 A run that was queued but never started when its server stopped is 'stopped' without a
 checkpoint: resuming it starts it from the beginning, under the same id.

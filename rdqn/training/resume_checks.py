@@ -16,6 +16,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from rdqn.config import RunConfig
+from rdqn.envs.episode_state import check_episode_state
+from rdqn.replay import WindowBuilder
 from rdqn.replay.storage import EPISODE_STEP_MAX
 from rdqn.training.state import RESUME_KEY, ResumeStateError, env_rng, from_checkpoint
 from rdqn.training.timings import ACT, ENV, INIT, SAMPLE, UPDATE, Timings
@@ -40,12 +42,14 @@ _RESUME_KEYS = (
 
 class CheckedResume(NamedTuple):
     """What `Trainer.check_resume` accepted: the resume entry, the counters (env steps, updates,
-    episodes), and the replay and telemetry states as numpy arrays."""
+    episodes), the replay and telemetry states and the episode under way (None between two
+    episodes, or from an rdqn that kept none) as numpy arrays."""
 
     resume: Mapping[str, Any]
     counters: tuple[int, int, int]
     replay: Any
     telemetry: Any
+    episode: Any = None
 
 
 def _check_generator(name: str, value: Any, like: np.random.Generator) -> None:
@@ -161,7 +165,38 @@ def check_resume(trainer: Any, state: Mapping[str, Any]) -> CheckedResume:  # no
         )
     except ValueError as err:
         raise ResumeStateError(str(err)) from None
-    return CheckedResume(resume, counters, replay, telemetry)
+    episode = _check_episode(trainer, resume.get("episode"), int(episode_steps))
+    return CheckedResume(resume, counters, replay, telemetry, episode)
+
+
+def _check_episode(trainer: Any, saved: Any, episode_steps: int) -> Any:  # noqa: ANN401
+    """The episode under way as numpy arrays (None if none was saved), if a trainer of this
+    config could have saved it ``episode_steps`` steps into an episode."""
+    if saved is None or episode_steps == 0:  # restore reads none between two episodes
+        return None
+    episode = from_checkpoint(saved)
+    if not isinstance(episode, Mapping) or sorted(episode) != ["env", "obs", "return", "window"]:
+        raise ResumeStateError("episode must be a dict of obs, return, env and window")
+    obs, like = episode["obs"], np.asarray(trainer._obs)
+    if not (
+        isinstance(obs, np.ndarray)
+        and obs.shape == like.shape
+        and obs.dtype == like.dtype
+        and bool(np.isfinite(obs).all())
+    ):
+        raise ResumeStateError(
+            f"episode: obs must be finite, of shape {like.shape} and dtype {like.dtype}"
+        )
+    if not is_real(episode["return"]):
+        raise ResumeStateError(
+            f"episode: return must be a finite number, got {shown(episode['return'])}"
+        )
+    try:
+        check_episode_state(trainer.env, episode["env"])
+        WindowBuilder(trainer.windows.length, trainer.obs_shape).load_state_dict(episode["window"])
+    except ValueError as err:
+        raise ResumeStateError(f"episode: {err}") from None
+    return episode
 
 
 def _check_counters(trainer: Any, counters: Any) -> tuple[int, int, int]:  # noqa: ANN401

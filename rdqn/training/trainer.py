@@ -21,10 +21,11 @@ drive a trainer through `rdqn.runs.lifecycle.RecordedRun` (to the end with `run_
 by step with `rdqn.runs.control.drive`); the trainer's own status only describes its loop.
 
 Resuming: `checkpoint_state(resumable=True)` holds everything the loop depends on (weights, target,
-optimizer, replay memory with its priorities, every generator, counters, telemetry), and
-`restore` makes a fresh trainer of the same config continue from it at the next episode boundary:
-stopped between two episodes, it goes on exactly as if it had never stopped; stopped inside one,
-the rest of that episode is dropped (its steps stay counted and stored) and a new one begins.
+optimizer, replay memory with its priorities, every generator, counters, telemetry, and inside an
+episode the env's own state, the observation, the acting window and the return so far), and
+`restore` makes a fresh trainer of the same config go on from it exactly as if it had never
+stopped, at any step. (A checkpoint of an older rdqn, saved inside an episode without its state,
+drops the rest of that episode: its steps stay counted and stored, and a new one begins.)
 The schedules (epsilon over env steps, beta over updates) are functions of the counters.
 """
 
@@ -39,6 +40,7 @@ import numpy as np
 
 from rdqn.config import RETURN_WINDOW, RunConfig
 from rdqn.envs import make_env
+from rdqn.envs.episode_state import episode_state, load_episode_state
 from rdqn.learn.agent import DivergenceError, DQNAgent
 from rdqn.replay import LinearSchedule, ReplayBuffer, Sampler, SumTree, WindowBuilder
 from rdqn.replay.scheme_registry import scheme
@@ -396,15 +398,31 @@ class Trainer:
                 "action_space_rng": self.env.action_space.np_random.bit_generator.state,
                 "diagnostic_rng": self._diagnostic_rng.bit_generator.state,
                 "episode_steps": self._episode_length,
+                "episode": self._episode_under_way(),
                 "telemetry": to_checkpoint(self.recorder.state_dict()),
                 "timings": self.timings.state_dict(),
                 "wall_time": self._clock() - self._started,
             }
         return state
 
+    def _episode_under_way(self) -> dict[str, Any] | None:
+        """What the episode under way needs to go on exactly (None between two episodes): its
+        observation, return so far, the env's own state (`rdqn.envs.episode_state`) and the
+        acting window's frames."""
+        if self._episode_length == 0:
+            return None
+        return to_checkpoint(
+            {
+                "obs": np.asarray(self._obs),
+                "return": self._episode_return,
+                "env": episode_state(self.env),
+                "window": self.windows.state_dict(),
+            }
+        )
+
     def restore(self, state: Mapping[str, Any]) -> None:
         """Continue from ``state`` (`checkpoint_state(resumable=True)` of a trainer of this
-        config), at the next episode boundary; see the module docstring.
+        config) where it stopped; see the module docstring.
 
         Only a trainer that has not stepped yet restores (``RuntimeError``). The whole state is
         checked before anything changes (`check_resume`): a state without resume data, of another
@@ -430,6 +448,7 @@ class Trainer:
         self.timings.load_state_dict(resume["timings"])
         self._started = self._clock() - float(resume["wall_time"])
         rng = env_rng(self.env)
+        episode = checked.episode
         if resume["episode_steps"] == 0:
             # Stopped between two episodes: replay the reset that began the next one (the seeded
             # first reset, done when this trainer was built, needs no replay).
@@ -438,14 +457,26 @@ class Trainer:
                 rng.bit_generator.state = self._episode_start_rng
                 self._obs, _ = self.env.reset()
                 rng.bit_generator.state = resume["env_rng"]
+            self.windows.reset(self._obs)
+        elif episode is not None:
+            # Stopped inside an episode: the env, the acting window and the episode's return go
+            # on where they were (the env was reset when this trainer was built).
+            self._episode_start_rng = resume["episode_start_rng"]
+            load_episode_state(self.env, episode["env"], resume["episode_steps"])
+            rng.bit_generator.state = resume["env_rng"]
+            self._obs = episode["obs"]
+            self._episode_return = float(episode["return"])
+            self._episode_length = int(resume["episode_steps"])
+            self.windows.load_state_dict(episode["window"])
         else:
-            # Stopped inside an episode: its stored steps stay, its end is never seen; the next
-            # transition starts a new episode (no window reaches back into the cut one).
+            # Saved inside an episode by an rdqn that kept no episode state: its stored steps
+            # stay, its end is never seen; the next transition starts a new episode (no window
+            # reaches back into the cut one).
             rng.bit_generator.state = resume["env_rng"]
             self._episode_start_rng = resume["env_rng"]
             self.buffer.new_episode()
             self._obs, _ = self.env.reset()
-        self.windows.reset(self._obs)
+            self.windows.reset(self._obs)
         self.env.action_space.np_random.bit_generator.state = resume["action_space_rng"]
 
     def check_resume(self, state: Mapping[str, Any]) -> CheckedResume:

@@ -1,6 +1,7 @@
 """Tests for rdqn.runs.resume: a stopped run resumes under its id, after a restart too.
 
-The key check trains one config uninterrupted and once stopped between two episodes, resumed by
+The key check trains one config uninterrupted and once stopped (between two episodes, or inside
+one), resumed by
 a fresh store object and a fresh trainer (as after a server restart), and compares everything
 the store holds about the two runs: they must agree bit for bit but for wall times.
 """
@@ -47,8 +48,10 @@ def stopped_run(store: RunStore, config, steps: int, *, at_episode_end: bool = T
     trainer = run.open()
     if at_episode_end:
         step_to_an_episode_end(trainer, steps)
-    else:
+    else:  # inside an episode
         trainer.run(steps=steps)
+        while trainer.recorder.episode_end_steps[-1:] == [trainer.env_steps]:
+            trainer.step()
     run.record_progress()
     run.close("stopped", "stopped by its owner")
     assert run.id is not None
@@ -79,13 +82,16 @@ def assert_contiguous_rows(store: RunStore, run_id: str, log_every: int) -> None
     assert store.steps(run_id)["updates"].tolist() == expected
 
 
+@pytest.mark.parametrize("at_episode_end", [True, False], ids=["between", "inside"])
 def test_a_stopped_run_resumed_after_a_restart_matches_the_run_never_stopped(
-    tmp_path: Path,
+    tmp_path: Path, at_episode_end: bool
 ) -> None:
+    """Stopped between two episodes or inside one (its episode row, written when it ends after
+    the resume, is whole)."""
     config = tiny(400)
     with RunStore(tmp_path / "rdqn.db") as store:
         whole = run_to_end(RecordedRun(config, store)).id
-        run_id = stopped_run(store, config, 150)
+        run_id = stopped_run(store, config, 150, at_episode_end=at_episode_end)
         stopped = store.get_run(run_id)
         assert stopped.resume_env_steps == stopped.env_steps >= 150
     with RunStore(tmp_path / "rdqn.db") as store:  # a new server, same files

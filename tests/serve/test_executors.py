@@ -18,9 +18,11 @@ from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from rdqn.runs.checkpoints import load_checkpoint
+from rdqn.runs.lifecycle import RecordedRun, run_to_end
 from rdqn.runs.store import RunStore
 from rdqn.serve.executors import (
     Executor,
@@ -135,6 +137,12 @@ def test_a_stopped_run_resumes_in_a_new_worker_after_a_restart(
         updates = restarted.steps(handle.id)["updates"].tolist()
         assert updates == list(range(10, record.updates + 1, 10))  # log_every 10
         assert len(resumed.snapshot().episode_returns) == record.episodes
+        # Stopped wherever it was (inside an episode, mostly), it went on exactly: its rows are
+        # those of the same run never stopped, every episode whole.
+        whole = run_to_end(RecordedRun(tiny(600), restarted)).id
+        for rows in (restarted.episodes, restarted.steps):
+            expected, got = (rows(run).drop(columns="wall_time") for run in (whole, handle.id))
+            pd.testing.assert_frame_equal(expected, got)
 
 
 def test_a_run_that_cannot_start_is_recorded_as_failed(executor: Executor, store: RunStore) -> None:
