@@ -11,7 +11,11 @@ a test checks docs/experiments.md)::
     | n | ... |
     <!-- /table -->
 
-Numbers: medians with the range over the seeds in parentheses, "-" where there is none.
+Numbers: medians with the range over the seeds in parentheses, "-" where there is none; beside
+them, under "IQM [95% CI]", the interquartile mean over the same seeds (the mean of their middle
+half) with its 95 % stratified bootstrap interval, 2,000 resamples of the seeds (`rdqn.stats`;
+Agarwal et al. 2021). The Blind Cliffwalk's table, one cell per size and scheme, keeps medians
+alone.
 """
 
 from __future__ import annotations
@@ -23,7 +27,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rdqn.stats import iqm_interval
+
 __all__ = [
+    "IQM_NOTE",
     "RESULTS_FILES",
     "all_tables",
     "cartpole_sweep_table",
@@ -32,6 +39,7 @@ __all__ = [
     "cliffwalk_random_memory_table",
     "cliffwalk_table",
     "e14_lesson_table",
+    "iqm_cell",
     "memory_table",
     "per_notebook_table",
     "rewrite_blocks",
@@ -62,6 +70,20 @@ def _stats(values: Sequence[float | None]) -> tuple[float | None, float | None, 
     if not done:
         return None, None, None
     return statistics.median(done), min(done), max(done)
+
+
+def iqm_cell(values: Sequence[float | None], fmt: Callable[[float], str] = _count) -> str:
+    """The IQM of the ``values`` there are (None: a seed that did not get there) with its 95 %
+    interval, each by ``fmt``: ``'3 [2–4]'``; ``'-'`` for none."""
+    return iqm_interval([v for v in values if v is not None]).text(fmt)
+
+
+IQM_NOTE = (
+    "IQM [95% CI]: the interquartile mean over the seeds (the mean of their middle half) with "
+    "its 95 % stratified bootstrap interval, 2,000 resamples of the seeds (Agarwal et al. 2021, "
+    "Deep RL at the Edge of the Statistical Precipice)"
+)
+"""What the tables' "IQM [95% CI]" columns are, for their notes."""
 
 
 def _seeds(seeds: Sequence[int]) -> str:
@@ -114,31 +136,37 @@ def cliffwalk_table(report: Mapping[str, Any]) -> str:
 
 def per_notebook_table(report: Mapping[str, Any]) -> str:
     """Per scheme: seeds reaching the threshold, env steps to it, best and final 20-episode
-    means (median (range), then per seed), and sampled over buffer mean |TD error|."""
+    means (median (range), IQM [95% CI], then per seed), and sampled over buffer mean |TD
+    error|."""
     threshold = f"{report['threshold']:g}"
     lines = [
-        f"| scheme | reached {threshold} | env steps to {threshold}, median (range) | per seed "
-        "| best 20-episode mean | per seed | final 20-episode mean | per seed "
-        "| sampled / buffer mean abs TD error |",
-        "|---|---:|---|---|---|---|---|---|---|",
+        f"| scheme | reached {threshold} | env steps to {threshold}, median (range) "
+        "| IQM [95% CI] | per seed | best 20-episode mean | IQM [95% CI] | per seed "
+        "| final 20-episode mean | IQM [95% CI] | per seed | sampled / buffer mean abs TD error |",
+        "|---|---:|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in report["summary"]:
         label = row["scheme"]
         if label != "uniform":
             label += f" (α {row['alpha']:g}, β₀ {row['beta0']:g})"
-        spans = {key: _row_span(row, key) for key in ("steps", "best_mean20", "final_mean20")}
         ratio = _row_span(row, "sampled_over_buffer_td", fmt=lambda v: f"{v:.2f}")
+        cells = []
+        for key, seeds in (
+            ("steps", "steps_to_threshold"),
+            ("best_mean20", "best_mean20"),
+            ("final_mean20", "final_mean20"),
+        ):
+            values = row[seeds]
+            cells.append(f"{_row_span(row, key)} | {iqm_cell(values)} | {_per_seed(values)}")
         lines.append(
-            f"| {label} | {row['reached']}/{len(row['seeds'])} "
-            f"| {spans['steps']} | {_per_seed(row['steps_to_threshold'])} "
-            f"| {spans['best_mean20']} | {_per_seed(row['best_mean20'])} "
-            f"| {spans['final_mean20']} | {_per_seed(row['final_mean20'])} | {ratio} |"
+            f"| {label} | {row['reached']}/{len(row['seeds'])} | {' | '.join(cells)} | {ratio} |"
         )
     seeds = _seeds(report["summary"][0]["seeds"]) if report["summary"] else ""
     steps = report["config"]["train"]["total_steps"]
     return (
         "\n".join(lines)
-        + f"\n\n{steps:,} env steps per run, seeds {seeds}; '-': not reached within the budget.\n"
+        + f"\n\n{steps:,} env steps per run, seeds {seeds}; '-': not reached within the budget; "
+        f"{IQM_NOTE}, over the seeds that reached {threshold} for the env steps.\n"
     )
 
 
@@ -150,8 +178,8 @@ def cliffwalk_random_memory_table(results: Sequence[Mapping[str, Any]]) -> str:
     random-episode memory and the updates until max |Q - Q*| < 0.05 ("-": not within the cap)."""
     lines = [
         "| n | scheme | rewarded transitions in memory, per seed | updates, median (range) "
-        "| per seed |",
-        "|---:|---|---|---|---|",
+        "| IQM [95% CI] | per seed |",
+        "|---:|---|---|---|---|---|",
     ]
     for n in sorted({r["n"] for r in results}):
         for scheme in ("proportional", "uniform"):
@@ -163,27 +191,32 @@ def cliffwalk_random_memory_table(results: Sequence[Mapping[str, Any]]) -> str:
                 continue
             counts = [r["updates_to_solve"] for r in runs]
             reached = sum(c is not None for c in counts)
+            everyone = reached == len(counts)
             middle = (
-                _span(*_stats(counts))
-                if reached == len(counts)
-                else (f"{reached}/{len(counts)} within {runs[0]['max_updates']:,}")
+                f"{_span(*_stats(counts))} | {iqm_cell(counts)}"
+                if everyone
+                else f"{reached}/{len(counts)} within {runs[0]['max_updates']:,} | -"
             )
             lines.append(
                 f"| {n} | {scheme} | {_per_seed([r['rewarded'] for r in runs])} | {middle} "
                 f"| {_per_seed(counts)} |"
             )
     seeds = _seeds(sorted({r["seed"] for r in results}))
-    return "\n".join(lines) + f"\n\nSeeds {seeds}; the memory held fixed while it is replayed.\n"
+    return (
+        "\n".join(lines)
+        + f"\n\nSeeds {seeds}; the memory held fixed while it is replayed; {IQM_NOTE}.\n"
+    )
 
 
 def cartpole_sweep_table(results: Sequence[Mapping[str, Any]]) -> str:
-    """``bench_learning cartpole-sweep``: per variant, seeds reaching 475 and the best
-    20-episode mean, median (range) and per seed."""
+    """``bench_learning cartpole-sweep``: per variant, seeds reaching 475 and the env steps
+    to it, median (range) and IQM [95% CI], and the best 20-episode mean, median (range), IQM
+    [95% CI] and per seed."""
     variants = list(dict.fromkeys(r["variant"] for r in results))
     lines = [
-        "| variant | reached 475 | env steps to 475, median (range) | best 20-episode mean, "
-        "median (range) | per seed |",
-        "|---|---:|---|---|---|",
+        "| variant | reached 475 | env steps to 475, median (range) | IQM [95% CI] "
+        "| best 20-episode mean, median (range) | IQM [95% CI] | per seed |",
+        "|---|---:|---|---|---|---|---|",
     ]
     for variant in variants:
         runs = sorted((r for r in results if r["variant"] == variant), key=lambda r: r["seed"])
@@ -191,47 +224,54 @@ def cartpole_sweep_table(results: Sequence[Mapping[str, Any]]) -> str:
         best = [r["best_mean20"] for r in runs]
         reached = sum(s is not None for s in steps)
         lines.append(
-            f"| {variant} | {reached}/{len(runs)} | {_span(*_stats(steps))} "
-            f"| {_span(*_stats(best))} | {_per_seed(best)} |"
+            f"| {variant} | {reached}/{len(runs)} | {_span(*_stats(steps))} | {iqm_cell(steps)} "
+            f"| {_span(*_stats(best))} | {iqm_cell(best)} | {_per_seed(best)} |"
         )
     seeds = _seeds([r["seed"] for r in results if r["variant"] == variants[0]])
-    return "\n".join(lines) + f"\n\nProportional replay, seeds {seeds}.\n"
+    return (
+        "\n".join(lines)
+        + f"\n\nProportional replay, seeds {seeds}; {IQM_NOTE}, over the seeds that reached "
+        "475 for the env steps.\n"
+    )
 
 
 def memory_table(results: Sequence[Mapping[str, Any]]) -> str:
-    """``bench_learning memory``: per agent, best and final 20-episode means."""
+    """``bench_learning memory``: per agent, best and final 20-episode means, median (range),
+    IQM [95% CI] and per seed."""
     names = {
         "e14": "`e14`: two-LSTM recurrent net, windows of T = 8, PER, soft target",
         "per-notebook": "`per-notebook`'s MLP (sees one observation)",
     }
     lines = [
-        "| agent | best 20-episode mean, median (range) | per seed | final 20-episode mean, "
-        "median (range) | per seed |",
-        "|---|---|---|---|---|",
+        "| agent | best 20-episode mean, median (range) | IQM [95% CI] | per seed "
+        "| final 20-episode mean, median (range) | IQM [95% CI] | per seed |",
+        "|---|---|---|---|---|---|---|",
     ]
     for preset in dict.fromkeys(r["preset"] for r in results):
         runs = sorted((r for r in results if r["preset"] == preset), key=lambda r: r["seed"])
         best = [r["best_mean20"] for r in runs]
         final = [r["final_mean20"] for r in runs]
         lines.append(
-            f"| {names.get(preset, preset)} | {_span(*_stats(best))} | {_per_seed(best)} "
-            f"| {_span(*_stats(final))} | {_per_seed(final)} |"
+            f"| {names.get(preset, preset)} | {_span(*_stats(best))} | {iqm_cell(best)} "
+            f"| {_per_seed(best)} | {_span(*_stats(final))} | {iqm_cell(final)} "
+            f"| {_per_seed(final)} |"
         )
     seeds = _seeds(sorted({r["seed"] for r in results}))
-    return "\n".join(lines) + f"\n\nSeeds {seeds}.\n"
+    return "\n".join(lines) + f"\n\nSeeds {seeds}; {IQM_NOTE}.\n"
 
 
 def e14_lesson_table(report: Mapping[str, Any]) -> str:
     """``benchmarks/recurrent_lesson.py``: recurrent against feed-forward, final and best
-    20-episode means, median (range) and per seed, and CPU minutes per run."""
+    20-episode means, median (range), IQM [95% CI] and per seed, and CPU minutes per run."""
     names = {
         "recurrent": "`e14-lesson` (recurrent)",
         "feed-forward": "same budget, feed-forward",
     }
     lines = [
-        "| agent | final 20-episode mean, median (range) | per seed | best 20-episode mean, "
-        "median (range) | per seed | CPU minutes per run, median |",
-        "|---|---|---|---|---|---:|",
+        "| agent | final 20-episode mean, median (range) | IQM [95% CI] | per seed "
+        "| best 20-episode mean, median (range) | IQM [95% CI] | per seed "
+        "| CPU minutes per run, median |",
+        "|---|---|---|---|---|---|---|---:|",
     ]
     for label in ("recurrent", "feed-forward"):
         runs = sorted((r for r in report["runs"] if r["label"] == label), key=lambda r: r["seed"])
@@ -241,10 +281,10 @@ def e14_lesson_table(report: Mapping[str, Any]) -> str:
         best = [r["best_mean20"] for r in runs]
         cpu = statistics.median(r["cpu_seconds"] for r in runs) / 60
         lines.append(
-            f"| {names[label]} | {_span(*_stats(final))} | {_per_seed(final)} "
-            f"| {_span(*_stats(best))} | {_per_seed(best)} | {cpu:.1f} |"
+            f"| {names[label]} | {_span(*_stats(final))} | {iqm_cell(final)} | {_per_seed(final)} "
+            f"| {_span(*_stats(best))} | {iqm_cell(best)} | {_per_seed(best)} | {cpu:.1f} |"
         )
-    return "\n".join(lines) + f"\n\nSeeds {_seeds(report['seeds'])}.\n"
+    return "\n".join(lines) + f"\n\nSeeds {_seeds(report['seeds'])}; {IQM_NOTE}.\n"
 
 
 def chain_lesson_table(report: Mapping[str, Any]) -> str:

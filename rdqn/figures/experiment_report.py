@@ -2,7 +2,8 @@
 
 Written by ``python -m rdqn experiment per-notebook --report FILE`` from the study's results file:
 a summary table (seeds reaching the threshold, env steps to it, best and final 20-episode means,
-how much larger the sampled batches' |TD error| is than the buffer's) and the figures of
+each as a median with its range and as an IQM with its 95 % interval, `rdqn.experiments.tables`'
+`iqm_cell`; how much larger the sampled batches' |TD error| is than the buffer's) and the figures of
 `rdqn.figures.experiments` and `rdqn.figures.seed_histograms` (the PER notebook's sections
 9-10): smoothed reward curves with bands, the mean |TD error| in the buffer and in the sampled
 batches over time, histograms of the sampled |TD errors|, N * P(i) and IS weights at four stages
@@ -20,6 +21,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from rdqn.experiments.tables import IQM_NOTE, iqm_cell
 from rdqn.figures.experiments import buffer_td_figure, reward_bands_figure
 from rdqn.figures.seed_histograms import probe_heatmap, stage_histograms_figure
 
@@ -104,7 +106,9 @@ def per_notebook_report(report: Mapping[str, Any]) -> str:
     return (
         f'<!doctype html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
         f"<style>{_STYLE}</style></head>\n<body><h1>{html.escape(title)}</h1>\n<p>{intro}</p>\n"
-        f"{note}{_summary_table(report)}\n" + "\n".join(charts) + "\n</body></html>\n"
+        f"{note}{_summary_table(report)}\n<p>{html.escape(IQM_NOTE)}.</p>\n"
+        + "\n".join(charts)
+        + "\n</body></html>\n"
     )
 
 
@@ -112,7 +116,8 @@ def _summary_table(report: Mapping[str, Any]) -> str:
     t = f"{report.get('threshold', 475.0):g}"
     head = (
         f"<tr><th>scheme</th><th>seeds</th><th>reached {t}</th><th>env steps to {t}, median "
-        "(range)</th><th>best 20-episode mean</th><th>final 20-episode mean</th>"
+        "(range)</th><th>IQM [95% CI]</th><th>best 20-episode mean</th><th>IQM [95% CI]</th>"
+        "<th>final 20-episode mean</th><th>IQM [95% CI]</th>"
         "<th>sampled / buffer mean |TD error|</th></tr>"
     )
     rows = []
@@ -122,8 +127,11 @@ def _summary_table(report: Mapping[str, Any]) -> str:
             str(len(row["seeds"])),
             f"{row['reached']}/{len(row['seeds'])}",
             _span(row, "steps", "{:,.0f}"),
+            iqm_cell(row["steps_to_threshold"]),
             _span(row, "best_mean20", "{:.0f}"),
+            iqm_cell(row["best_mean20"]),
             _span(row, "final_mean20", "{:.0f}"),
+            iqm_cell(row["final_mean20"]),
             _span(row, "sampled_over_buffer_td", "{:.2f}"),
         ]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")

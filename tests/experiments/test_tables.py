@@ -49,12 +49,17 @@ def test_per_notebook_table() -> None:
     }  # fmt: skip
     report = {"threshold": 475.0, "summary": [row], "config": {"train": {"total_steps": 100000}}}
     lines = per_notebook_table(report).splitlines()
+    # IQM [95% CI]: one seed reached (its steps, no width); two seeds are their mean, and a
+    # resample of two is both or either twice (1/4 each), so the interval is [lower-higher]
     assert lines[2] == (
-        "| proportional (α 0.6, β₀ 0.4) | 1/2 | 61,000 | 61,000, - | 390 (300-480) | 480, 300 "
-        "| 150 (100-200) | 200, 100 | 2.50 (1.25-4.00) |"
+        "| proportional (α 0.6, β₀ 0.4) | 1/2 | 61,000 | 61,000 [61,000–61,000] | 61,000, - "
+        "| 390 (300-480) | 390 [300–480] | 480, 300 | 150 (100-200) | 150 [100–200] | 200, 100 "
+        "| 2.50 (1.25-4.00) |"
     )
     assert lines[3] == ""  # a blank line ends the table before its note
-    assert lines[4] == "100,000 env steps per run, seeds 0, 1; '-': not reached within the budget."
+    assert lines[4].startswith(
+        "100,000 env steps per run, seeds 0, 1; '-': not reached within the budget; IQM [95% CI]"
+    )
 
 
 def test_benchmark_tables() -> None:
@@ -62,14 +67,19 @@ def test_benchmark_tables() -> None:
         {"variant": "preset", "seed": s, "steps_to_threshold": t, "best_mean20": b}
         for s, t, b in ((0, 60000, 500.0), (1, None, 400.0), (2, 80000, 490.0))
     ]
+    # three seeds: the IQM is their mean, (500 + 400 + 490) / 3 = 463; a resample of three
+    # is all 400 (or all 500) once in 27 times, more than the 2.5 % tail: [400-500]
     assert cartpole_sweep_table(sweep).splitlines()[2] == (
-        "| preset | 2/3 | 70,000 (60,000-80,000) | 490 (400-500) | 500, 400, 490 |"
+        "| preset | 2/3 | 70,000 (60,000-80,000) | 70,000 [60,000–80,000] | 490 (400-500) "
+        "| 463 [400–500] | 500, 400, 490 |"
     )
     memory = [
         {"preset": "e14", "seed": 0, "best_mean20": 137.0, "final_mean20": 117.0},
         {"preset": "e14", "seed": 1, "best_mean20": 180.0, "final_mean20": 126.0},
     ]
-    assert "| 158 (137-180) | 137, 180 | 122 (117-126) | 117, 126 |" in memory_table(memory)
+    assert (
+        "| 158 (137-180) | 158 [137–180] | 137, 180 | 122 (117-126) | 122 [117–126] | 117, 126 |"
+    ) in memory_table(memory)
     lesson = {
         "seeds": [0, 1],
         "runs": [
@@ -80,7 +90,8 @@ def test_benchmark_tables() -> None:
         ],
     }  # fmt: skip
     assert e14_lesson_table(lesson).splitlines()[2] == (
-        "| `e14-lesson` (recurrent) | 70 (60-80) | 60, 80 | 140 (130-150) | 130, 150 | 2.5 |"
+        "| `e14-lesson` (recurrent) | 70 (60-80) | 70 [60–80] | 60, 80 | 140 (130-150) "
+        "| 140 [130–150] | 130, 150 | 2.5 |"
     )
     chain = {
         "summary": [
@@ -112,8 +123,10 @@ def test_cliffwalk_random_memory_table() -> None:
         for s, r, u in ((0, 5, 4400), (1, 1, 15550), (2, 5, None))
     ]  # fmt: skip
     lines = cliffwalk_random_memory_table(results).splitlines()
-    assert lines[2] == "| 8 | uniform | 5, 1, 5 | 2/3 within 30,000 | 4,400, 15,550, - |"
+    assert lines[2] == "| 8 | uniform | 5, 1, 5 | 2/3 within 30,000 | - | 4,400, 15,550, - |"
     results[2]["updates_to_solve"] = 4000
+    # IQM of three: their mean, 7,983; all 4,000 or all 15,550 once in 27 resamples
     assert cliffwalk_random_memory_table(results).splitlines()[2] == (
-        "| 8 | uniform | 5, 1, 5 | 4,400 (4,000-15,550) | 4,400, 15,550, 4,000 |"
+        "| 8 | uniform | 5, 1, 5 | 4,400 (4,000-15,550) | 7,983 [4,000–15,550] "
+        "| 4,400, 15,550, 4,000 |"
     )

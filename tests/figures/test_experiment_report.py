@@ -70,6 +70,10 @@ def test_report_is_one_offline_page_with_every_figure(report: dict) -> None:
     }
     heat = figures["per-notebook-priorities"]["data"][0]
     assert len(values(heat["x"])) == 3  # one column per probe
+    # one seed a scheme: each IQM is that seed's number, its interval without width
+    final = report["summary"][0]["final_mean20"][0]
+    assert f"<td>{final:,.0f} [{final:,.0f}–{final:,.0f}]</td>" in page
+    assert page.count("<th>IQM [95% CI]</th>") == 3 and "Agarwal et al. 2021" in page
 
 
 def test_report_distributions_show_median_and_spread_over_seeds(report: dict) -> None:
