@@ -71,6 +71,7 @@ class Run:
     status: int | None = None  # ForwardMsg.ScriptFinishedStatus
     messages: int = 0
     bytes: int = 0
+    deltas: int = 0  # of its messages, the deltas (elements drawn): none if all were taken back
 
 
 @dataclass
@@ -298,6 +299,8 @@ class StreamlitClient:
             self.query = message.page_info_changed.query_string  # the page changed its URL
         elif kind == "delta":
             self._delta(message)
+            if run is not None:
+                run.deltas += 1
         elif kind == "script_finished" and run is not None:
             run.finished, run.status = now, message.script_finished
             self._active = None
