@@ -17,7 +17,9 @@ and, with ``--variants``, what the tuning changed, one thing at a time (`VARIANT
 Measured per run: whether and when (env steps, wall seconds) the mean return of 20 consecutive
 episodes first reaches 475, the mean of the last 20 episodes when the run ends (its budget
 spent or its goal reached), env steps per second. Goals: 10 of 10 seeds reach 475,
-median time to it at most 15 s, the 20-episode mean at the end at least 400 in 9 of 10.
+median time to it at most 15 s, the pole still balanced when the run ends. A run that stops at
+475 ends with a 20-episode mean of at least 475 by the stop's rule, so the tables count a mean of
+at least 400 at the end (`END_GOAL`) only for variants that run their whole budget (`no stop`).
 
 Usage (the published figures ran at ``nice -n -10`` on the shared 2-core machine):
     nice -n -10 python -m benchmarks.bench_demo --out benchmarks/results/demo.json
@@ -64,7 +66,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 DEFAULT_VARIANTS = ("demo", "demo, uniform replay", "demo, no stop")
 END_GOAL = 400.0
-"""The 20-episode mean a run should still have when it ends."""
+"""The 20-episode mean a run that spends its whole budget should still have at its end (one that
+stops at 475 has at least 475 when it stops, by the stop's rule)."""
 
 
 def _config(seed: int, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -91,14 +94,34 @@ def summary_table(results: dict[str, Any]) -> str:
     return table(results, seed_by_seed=False)
 
 
+def _setting(results: dict[str, Any], variant: str, key: str) -> Any:
+    """``variant``'s train setting ``key``: the preset's, or the variant's override."""
+    overrides = results.get("variants", {}).get(variant, VARIANTS.get(variant, {}))
+    return overrides.get(f"train.{key}", results["demo"]["train"][key])
+
+
 def table(results: dict[str, Any], *, seed_by_seed: bool = True) -> str:
-    """The docs' tables (Markdown) from a results file: the summary, then seed by seed."""
+    """The docs' tables (Markdown) from a results file: the summary, then seed by seed.
+
+    The count of runs whose 20-episode mean is at least 400 at the end is shown only for the
+    variants that run their whole budget (no ``train.stop_at_return``), and its column only if
+    there is one: a run that stops at 475 ends at 475 or more by construction."""
+    rows_by_variant = summary(results["runs"])
+    stops = {v: _setting(results, v, "stop_at_return") is not None for v in rows_by_variant}
+    budgets = {_setting(results, v, "total_steps") for v, stop in stops.items() if not stop}
+    end_column = (
+        [f"≥ 400 at {budgets.pop():,} steps" if len(budgets) == 1 else "≥ 400 at the budget's end"]
+        if budgets
+        else []
+    )
     rows = [
         "| variant | reached 475 | env steps to 475 | CPU s to 475 | wall s to 475 | "
-        "20-episode mean at the end | ≥ 400 at the end | env steps per CPU s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        + " | ".join(["20-episode mean at the end", *end_column, "env steps per CPU s"])
+        + " |",
+        "|---|---:|---:|---:|---:|---:|" + "---:|" * len(end_column) + "---:|",
     ]
-    for variant, row in summary(results["runs"]).items():
+    for variant, row in rows_by_variant.items():
+        end = ["–" if stops[variant] else row["end_mean20_at_least_400"]] if end_column else []
         cells = [
             variant,
             row["reached_475"],
@@ -106,7 +129,7 @@ def table(results: dict[str, Any], *, seed_by_seed: bool = True) -> str:
             median_range(row["cpu_seconds_to_475"], ".1f"),
             median_range(row["seconds_to_475"], ".1f"),
             median_range(row["end_mean20"], ".0f"),
-            row["end_mean20_at_least_400"],
+            *end,
             median_range(row["env_steps_per_cpu_s"], ",.0f"),
         ]
         rows.append("| " + " | ".join(cells) + " |")
@@ -120,6 +143,12 @@ def table(results: dict[str, Any], *, seed_by_seed: bool = True) -> str:
         f"Median (min–max) over seeds {_seeds(seeds)}; {when}. Load average (1 minute) "
         f"at the start {load['start'][0]:.1f}, at the end {load.get('end', load['start'])[0]:.1f}.",
     ]
+    if end_column and any(stops.values()):
+        rows[-1] += (
+            f" {end_column[0]}: seeds whose 20-episode mean was still at least 400 when the "
+            "whole budget was spent, for the variants that run it; – for a variant that stops "
+            "at 475, whose runs that get there end at 475 or more by the stop's rule."
+        )
     if not seed_by_seed:
         return "\n".join(rows) + "\n"
     rows += [

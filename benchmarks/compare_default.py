@@ -7,23 +7,30 @@ Two measurements:
              preset, built exactly as the page builds them (`rdqn.compare.comparison_configs`),
              each trained to its whole budget in a worker process with one torch thread; also
              the same with the importance-sampling correction switched on (beta0 0.4 annealed
-             to 1), to show what it costs a tabular learner. Per run: env steps until the mean
-             return of the last 20 episodes first reaches the page's threshold (0.8: the goal in
-             four episodes out of five), the final 20-episode mean, wall and CPU seconds.
+             to 1), to show what it costs a tabular learner, once per IS-weight normalisation
+             (`replay.is_normalization`: "global", the paper's and the default, divides every
+             weight by the largest any stored item could get; "batch" by the batch's largest;
+             "none" leaves (N P(i))^-beta as it is). Per run: env steps until the mean return
+             of the last 20 episodes first reaches the page's threshold (0.8: the goal in four
+             episodes out of five), the final 20-episode mean, wall and CPU seconds.
   dashboard  the page's default comparison (three seeds per scheme, nine runs) through the run
              registry with the page's executor and run cap (worker processes; the cores but one,
              so one run at a time on two cores), timed from the click to every run finished, and
              to the end of the first lap (every scheme's seed 0).
 
 On a shared machine the wall clock counts time other processes held the cores, CPU seconds do
-not; both are recorded, with the load average at the start.
+not; both are recorded, with the load average at the start and at the end of the curves.
 
 The JSON holds every run's curve; a short Markdown summary is written beside it (same name,
 ``.md``).
 
-Usage (about 3 CPU minutes for the curves, 1-2 minutes of wall time for the dashboard timing;
-``--table`` prints the docs' table of a results file, `rdqn.experiments.tables`):
+Usage (about 5 CPU minutes for the 120 curves, 1-2 minutes of wall time for the dashboard timing;
+``--keep-dashboard`` measures the curves only and keeps the dashboard timing of the --out file
+as it is, with where it came from; ``--table`` prints the docs' table of a results file,
+`rdqn.experiments.tables`):
     python -m benchmarks.compare_default --out benchmarks/results/compare_default.json
+    python -m benchmarks.compare_default --keep-dashboard \
+        --out benchmarks/results/compare_default.json
     python -m benchmarks.compare_default --table --out benchmarks/results/compare_default.json
 """
 
@@ -48,9 +55,21 @@ PRESET = "chain-lesson"
 SEEDS = tuple(range(10))
 PAGE_SEEDS = (0, 1, 2)
 WINDOW = 20
+IS_CORRECTION = {"replay.beta0": 0.4, "replay.beta_end": 1.0}
 VARIANTS: dict[str, dict[str, Any]] = {
     "chain-lesson (no IS correction, beta 0)": {},
-    "with IS correction (beta0 0.4 -> 1)": {"replay.beta0": 0.4, "replay.beta_end": 1.0},
+    "with IS correction (beta0 0.4 -> 1), global normalisation": {
+        **IS_CORRECTION,
+        "replay.is_normalization": "global",
+    },
+    "with IS correction (beta0 0.4 -> 1), batch normalisation": {
+        **IS_CORRECTION,
+        "replay.is_normalization": "batch",
+    },
+    "with IS correction (beta0 0.4 -> 1), no normalisation": {
+        **IS_CORRECTION,
+        "replay.is_normalization": "none",
+    },
 }
 
 
@@ -77,6 +96,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         "alpha": config.replay.alpha,
         "beta0": config.replay.beta0,
         "beta_end": config.replay.beta_end,
+        "is_normalization": config.replay.is_normalization,
         "steps_to_threshold": steps,
         "episodes_to_threshold": episodes,
         "final_mean20": float(np.mean(returns[-WINDOW:])) if returns else float("nan"),
@@ -129,6 +149,7 @@ def summarize(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "scheme": scheme,
                     "alpha": runs[0]["alpha"],
                     "beta0": runs[0]["beta0"],
+                    "is_normalization": runs[0]["is_normalization"],
                     "seeds": [r["seed"] for r in runs],
                     "reached": f"{len(reached)}/{len(runs)}",
                     "median_steps_to_threshold": statistics.median(reached) if reached else None,
@@ -194,20 +215,28 @@ def write_report(path: Path, report: dict[str, Any]) -> None:
     path.write_text("{\n" + ",\n".join(parts) + "\n}\n")
 
 
+def _loads(values: list[float]) -> str:
+    return ", ".join(f"{v:.1f}" for v in values)
+
+
 def _steps(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
 def summary_markdown(report: dict[str, Any]) -> str:
     """The short results file: the table per variant and the dashboard timing."""
-    load = ", ".join(f"{v:.1f}" for v in report["machine"]["load_average_at_start"])
+    machine = report["machine"]
+    load = _loads(machine["load_average_at_start"])
+    if "load_average_at_end" in machine:
+        load += f", at the end {_loads(machine['load_average_at_end'])}"
+    commit = f"; commit {report['commit']}" if report.get("commit") else ""
     lines = [
         f"# `{report['preset']}`: the Compare page's default comparison",
         "",
-        f"Written by `python -m benchmarks.compare_default` on {report['machine']['cores']} cores "
-        f"(load average at the start {load}). Threshold: the mean return of 20 episodes reaches "
-        "0.8 (the goal in four episodes out of five); 'env steps' is where it first did, over "
-        "the seeds that got there within the budget.",
+        f"Written by `python -m benchmarks.compare_default` on {machine['cores']} cores "
+        f"(load average at the start {load}{commit}). Threshold: the mean return of 20 episodes "
+        "reaches 0.8 (the goal in four episodes out of five); 'env steps' is where it first did, "
+        "over the seeds that got there within the budget.",
     ]
     for variant in VARIANTS:
         rows = [row for row in report["summary"] if row["variant"] == variant]
@@ -241,14 +270,44 @@ def summary_markdown(report: dict[str, Any]) -> str:
             f"first seed finished after {timing['seconds_to_first_lap']:.0f} s, all runs after "
             f"{timing['seconds_to_all_finished']:.0f} s.",
         ]
+        kept = timing.get("kept_from")
+        if kept:
+            commit = f"commit {kept['commit']}" if kept.get("commit") else "commit not recorded"
+            lines[-1] += (
+                " (Not measured again with the curves above: kept from an earlier run, "
+                f"{commit}, load average at its start {_loads(kept['load_average_at_start'])}.)"
+            )
     return "\n".join(lines) + "\n"
+
+
+def kept_dashboard(path: Path) -> dict[str, Any]:
+    """The dashboard timing of the results file at ``path``, with the commit and load average
+    of the run that measured it (``kept_from``; kept as it was if it was itself kept)."""
+    earlier = json.loads(path.read_text(encoding="utf-8"))
+    if "dashboard" not in earlier:
+        raise SystemExit(f"--keep-dashboard: {path} has no dashboard timing to keep")
+    timing = dict(earlier["dashboard"])
+    timing.setdefault(
+        "kept_from",
+        {
+            "commit": earlier.get("commit"),
+            "load_average_at_start": earlier["machine"]["load_average_at_start"],
+        },
+    )
+    return timing
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", required=True)
-    parser.add_argument("--skip-dashboard", action="store_true")
+    dashboard = parser.add_mutually_exclusive_group()
+    dashboard.add_argument("--skip-dashboard", action="store_true", help="no dashboard timing")
+    dashboard.add_argument(
+        "--keep-dashboard",
+        action="store_true",
+        help="no dashboard timing: keep the one of the existing --out file (and its provenance)",
+    )
     parser.add_argument("--table", action="store_true", help="print the table of --out; no run")
     args = parser.parse_args()
     if args.table:
@@ -258,6 +317,7 @@ def main() -> None:
         return
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    kept = kept_dashboard(out) if args.keep_dashboard else None
     report: dict[str, Any] = {
         "preset": PRESET,
         "commit": git_commit(),
@@ -267,7 +327,9 @@ def main() -> None:
             "load_average_at_start": os.getloadavg(),
         },
     }
-    if not args.skip_dashboard:
+    if kept is not None:
+        report["dashboard"] = kept
+    elif not args.skip_dashboard:
         report["dashboard"] = dashboard_timing(PAGE_SEEDS)
         print(report["dashboard"], flush=True)
     results = []
@@ -277,6 +339,7 @@ def main() -> None:
             keys = ("variant", "scheme", "seed", "steps_to_threshold", "final_mean20")
             print({k: result[k] for k in keys}, flush=True)
     results.sort(key=lambda r: (list(VARIANTS).index(r["variant"]), r["scheme"], r["seed"]))
+    report["machine"]["load_average_at_end"] = os.getloadavg()
     report["summary"] = summarize(results)
     report["runs"] = results
     write_report(out, report)
