@@ -66,6 +66,7 @@ class SharedFigures:
         self._size = size
         self._entries: OrderedDict[tuple[Hashable, ...], _Entry] = OrderedDict()
         self._lock = threading.Lock()
+        self._building: dict[tuple[Hashable, ...], threading.Lock] = {}  # slot -> its build's
         self.builds = 0
         """How many figures were built (a figure drawn again from the store is not)."""
 
@@ -73,21 +74,36 @@ class SharedFigures:
         self, key: Hashable, pins: Sequence[object], build: Callable[[], go.Figure]
     ) -> FrozenFigure:
         """The frozen figure of ``key`` built from ``pins`` (``build()`` frozen, the first
-        time). Built under the store's lock: sessions that ask at once wait for one build."""
+        time). Sessions that ask for the same figure at once wait for one build; a figure
+        already built, or another one, never waits for it (a hundred watchers' pages once
+        queued behind one build under the store's lock)."""
         pinned = tuple(pins)
         slot = (key, *(id(pin) for pin in pinned))
         with self._lock:
-            entry = self._entries.get(slot)
-            if entry is not None and all(a is b for a, b in zip(entry.pins, pinned, strict=True)):
-                self._entries.move_to_end(slot)
-                return entry.figure
+            if (figure := self._built(slot, pinned)) is not None:
+                return figure
+            building = self._building.setdefault(slot, threading.Lock())
+        with building:
+            with self._lock:
+                if (figure := self._built(slot, pinned)) is not None:
+                    return figure
             figure = FrozenFigure(build())
-            self.builds += 1
-            self._entries[slot] = _Entry(pinned, figure)
-            self._entries.move_to_end(slot)
-            while len(self._entries) > self._size:
-                self._entries.popitem(last=False)
+            with self._lock:
+                self.builds += 1
+                self._entries[slot] = _Entry(pinned, figure)
+                self._entries.move_to_end(slot)
+                while len(self._entries) > self._size:
+                    self._entries.popitem(last=False)
+                self._building.pop(slot, None)
             return figure
+
+    def _built(self, slot: tuple[Hashable, ...], pinned: tuple[object, ...]) -> FrozenFigure | None:
+        """The figure stored for ``slot`` from these very ``pinned`` objects (under the lock)."""
+        entry = self._entries.get(slot)
+        if entry is None or not all(a is b for a, b in zip(entry.pins, pinned, strict=True)):
+            return None
+        self._entries.move_to_end(slot)
+        return entry.figure
 
     def __len__(self) -> int:
         with self._lock:

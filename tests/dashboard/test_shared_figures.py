@@ -90,6 +90,34 @@ def test_sessions_asking_at_once_wait_for_one_build() -> None:
     assert shared.builds == 1 and all(fig is got[0] for fig in got)
 
 
+def test_a_build_under_way_holds_up_no_other_figure() -> None:
+    """While one figure builds (slowly: a busy server), a figure already built and another
+    figure come back at once; before, every lookup waited for the build under the store's lock
+    (a hundred watchers' pages queued behind it)."""
+    shared = SharedFigures()
+    built_pins = (Snapshot(),)
+    built = shared.get("loss", built_pins, _figure)
+    snap = Snapshot()
+    building, release = threading.Event(), threading.Event()
+
+    def slow() -> go.Figure:
+        building.set()
+        assert release.wait(30)
+        return _figure()
+
+    slow_thread = threading.Thread(target=lambda: shared.get("reward", (snap,), slow))
+    slow_thread.start()
+    assert building.wait(30)
+    try:
+        assert shared.get("loss", built_pins, _figure) is built
+        other = shared.get("reward", (Snapshot(),), _figure)  # another snapshot's figure
+        assert isinstance(other, FrozenFigure) and shared.builds == 2
+    finally:
+        release.set()
+        slow_thread.join(30)
+    assert shared.builds == 3
+
+
 def _draw_both() -> None:
     import numpy as np
     import streamlit as st
