@@ -58,8 +58,10 @@ median (range) over the seeds that did:
 A run takes about 3 CPU seconds; the page's default nine runs (three seeds per scheme, one run
 at a time on two cores) all finished 35 s after the click on a quiet machine, every scheme's
 first seed after 15 s (124 s and 50 s at a load average of 9-15). With the IS correction on
-(beta .4 -> 1, global max-weight normalisation), tabular SGD loses the speed-up of proportional
-replay, which reached 0.8 in 0 of 10 seeds; rank-based still did in 10 of 10 (median 2,318).
+(beta .4 -> 1) and the paper's global max-weight normalisation, proportional replay reached 0.8
+in 0 of 10 seeds, fewer than uniform's 7: every weight is divided by (N·P_min)^-β, which shrinks
+every step of a tabular learner. With batch or no normalisation it reached 0.8 in 8 and 9 of 10;
+rank-based did in 10 of 10 under all three (docs/experiments.md).
 CartPole shows no difference at such budgets (`python -m rdqn experiment per-notebook`,
 docs/experiments.md: proportional reached 475 in 4 of 5 seeds after 60,892-89,779 steps,
 uniform in 4 of 5 after 90,662-95,676).
