@@ -37,7 +37,7 @@ from rdqn.learn.agent_config import AgentConfig, resolve_device
 from rdqn.learn.agent_state import check_agent_state, explore_rng_state
 from rdqn.learn.errors import DivergenceError
 from rdqn.learn.fused_mlp import FusedMLP, fused_update_supported
-from rdqn.learn.nets import build_q_network
+from rdqn.learn.nets import RecurrentQNet, build_q_network
 from rdqn.learn.targets import discounts, next_values, td_targets
 from rdqn.validation import check_integer
 
@@ -77,6 +77,8 @@ class _BatchArrays:
     rewards: NDArray[np.float32]
     discount: NDArray[np.float32]
     weights: NDArray[np.float32] | None
+    obs_mask: NDArray[np.bool_] | None = None
+    next_obs_mask: NDArray[np.bool_] | None = None
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,7 @@ class DQNAgent:
         target = copy.deepcopy(online).requires_grad_(False)
         self.online: nn.Module = online.to(self.device)
         self.target: nn.Module = target.to(self.device)
+        self._recurrent = isinstance(online, RecurrentQNet)  # the one network that reads masks
         self._online_params = list(self.online.parameters())
         self._target_params = list(self.target.parameters())
         self._fused: FusedMLP | None = None
@@ -194,16 +197,29 @@ class DQNAgent:
             )
         return window.reshape(window.shape[0], self.obs_dim)
 
-    def q_values(self, window: NDArray[np.floating]) -> NDArray[np.float32]:
-        """Online Q-values ``(A,)`` for one window ``(T, *obs_shape)``."""
+    def q_values(
+        self, window: NDArray[np.floating], mask: NDArray[np.bool_] | None = None
+    ) -> NDArray[np.float32]:
+        """Online Q-values ``(A,)`` for one window ``(T, *obs_shape)`` whose real frames
+        ``mask`` ``(T,)`` marks (a recurrent network reads only those)."""
         window = self._window_array(window)
         if self._fused is not None:
             return self._fused.q_values(np.ascontiguousarray(window[-1:]))[0]
+        masks = None if mask is None or not self._recurrent else np.asarray(mask, np.bool_)[None]
         with torch.no_grad():
-            return self.online(_as_tensor(window[None], np.float32, self.device))[0].cpu().numpy()
+            q = self._q(self.online, _as_tensor(window[None], np.float32, self.device), masks)
+            return q[0].cpu().numpy()
 
-    def act(self, window: NDArray[np.floating], epsilon: float) -> int:
-        """Epsilon-greedy action for one window ``(T, *obs_shape)``.
+    def _q(self, net: nn.Module, obs: torch.Tensor, mask: NDArray[np.bool_] | None) -> torch.Tensor:
+        """``net``'s Q-values for ``obs``, over the real frames ``mask`` marks when given."""
+        if mask is None:
+            return net(obs)
+        return net(obs, torch.from_numpy(mask).to(obs.device))
+
+    def act(
+        self, window: NDArray[np.floating], epsilon: float, mask: NDArray[np.bool_] | None = None
+    ) -> int:
+        """Epsilon-greedy action for one window ``(T, *obs_shape)`` (real frames: ``mask``).
 
         With probability ``epsilon`` a uniform random action, otherwise argmax_a Q(W, a) (first
         maximum on ties). One uniform draw is consumed per call whatever ``epsilon`` is, so the
@@ -213,7 +229,7 @@ class DQNAgent:
             raise ValueError(f"epsilon must be in [0, 1], got {epsilon!r}")
         if self._rng.random() < epsilon:
             return int(self._rng.integers(self.n_actions))
-        return int(np.argmax(self.q_values(window)))
+        return int(np.argmax(self.q_values(window, mask)))
 
     def td_terms(self, batch: BatchLike) -> TDTerms:
         """Q(W_i, a_i), Q_target(W'_i, a*_i), the target y_i and the TD error delta_i = y_i -
@@ -225,9 +241,14 @@ class DQNAgent:
             obs = _as_tensor(arrays.obs, np.float32, dev)
             next_obs = _as_tensor(arrays.next_obs, np.float32, dev)
             actions = _as_tensor(arrays.actions, np.int64, dev).unsqueeze(1)
-            q_taken = self.online(obs).gather(1, actions).squeeze(1).double()
-            next_q = self.target(next_obs).double()
-            next_online = self.online(next_obs).double() if self.config.double_dqn else None
+            q_taken = self._q(self.online, obs, arrays.obs_mask).gather(1, actions)
+            q_taken = q_taken.squeeze(1).double()
+            next_q = self._q(self.target, next_obs, arrays.next_obs_mask).double()
+            next_online = (
+                self._q(self.online, next_obs, arrays.next_obs_mask).double()
+                if self.config.double_dqn
+                else None
+            )
             rewards = _as_tensor(arrays.rewards, np.float32, dev).double()
             discount = _as_tensor(arrays.discount, np.float32, dev).double()
             target = td_targets(rewards, discount, next_q, next_online)
@@ -295,7 +316,22 @@ class DQNAgent:
             # gamma * (1 - terminated_i), computed on the host: one array instead of three ops.
             discount=discounts(self.config.gamma, terminated).astype(np.float32),
             weights=None if batch.weights is None else np.asarray(batch.weights, np.float32),
+            obs_mask=self._mask_of(batch, "obs_mask", (batch_size, steps)),
+            next_obs_mask=self._mask_of(batch, "next_obs_mask", (batch_size, steps)),
         )
+
+    def _mask_of(
+        self, batch: BatchLike, name: str, shape: tuple[int, int]
+    ) -> NDArray[np.bool_] | None:
+        """The batch's padding mask ``name`` for a recurrent network (None for the others,
+        which read a window's last frame only, and for a batch without one)."""
+        mask = getattr(batch, name, None)
+        if mask is None or not self._recurrent:
+            return None
+        mask = np.asarray(mask, dtype=np.bool_)
+        if mask.shape != shape:
+            raise ValueError(f"{name} must have shape {shape}, got {mask.shape}")
+        return mask
 
     @staticmethod
     def _fused_update(fused: FusedMLP, arrays: _BatchArrays) -> NDArray[np.float64]:
@@ -329,10 +365,12 @@ class DQNAgent:
         discount = _as_tensor(arrays.discount, np.float32, dev)
         weights = None if arrays.weights is None else _as_tensor(arrays.weights, np.float32, dev)
 
-        q_taken = self.online(obs).gather(1, actions).squeeze(1)
+        q_taken = self._q(self.online, obs, arrays.obs_mask).gather(1, actions).squeeze(1)
         with torch.no_grad():
-            next_q = self.target(next_obs)
-            next_online = self.online(next_obs) if cfg.double_dqn else None
+            next_q = self._q(self.target, next_obs, arrays.next_obs_mask)
+            next_online = (
+                self._q(self.online, next_obs, arrays.next_obs_mask) if cfg.double_dqn else None
+            )
             td_target = td_targets(rewards, discount, next_q, next_online)
         if cfg.loss == "huber":
             per_sample = F.smooth_l1_loss(q_taken, td_target, reduction="none")

@@ -27,7 +27,7 @@ __all__ = ["play_greedy"]
 
 
 def play_greedy(
-    q_values: Callable[[NDArray[np.float32]], NDArray[np.float32]],
+    q_values: Callable[[NDArray[np.float32], NDArray[np.bool_]], NDArray[np.float32]],
     env_id: str,
     env_kwargs: dict[str, Any],
     window: int,
@@ -35,8 +35,9 @@ def play_greedy(
     seed: int,
     env_steps: int = 0,
 ) -> PlayedEpisode:
-    """Play one episode with a = argmax_a q_values(W_t) (first maximum on ties) on a new env
-    reset with ``seed``; the env's own time limit ends it (CartPole: 500 steps)."""
+    """Play one episode with a = argmax_a q_values(W_t, its mask of real frames) (first maximum
+    on ties) on a new env reset with ``seed``; the env's own time limit ends it (CartPole: 500
+    steps)."""
     env = make_env(env_id, **env_kwargs)
     try:
         obs, info = env.reset(seed=seed)
@@ -45,7 +46,7 @@ def play_greedy(
         observations, actions, rewards, prices = [obs], [], [], [info.get("price")]
         terminated = truncated = False
         while not (terminated or truncated):
-            action = int(np.argmax(q_values(builder.window())))
+            action = int(np.argmax(q_values(*builder.window_and_mask())))
             obs, reward, terminated, truncated, info = env.step(action)
             builder.append(obs)
             observations.append(obs)

@@ -189,7 +189,8 @@ class Trainer:
         self.status = "running"
         timings = self.timings
         with timings.measure(ACT):
-            action = self.agent.act(self.windows.window(), self.epsilon)
+            window, mask = self.windows.window_and_mask()
+            action = self.agent.act(window, self.epsilon, mask)
         with timings.measure(ENV):
             next_obs, reward, terminated, truncated, _ = self.env.step(action)
         self.buffer.add(self._obs, action, float(reward), next_obs, terminated, truncated)

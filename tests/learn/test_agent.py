@@ -508,3 +508,37 @@ def test_td_terms_are_the_update_s_own_td_errors_without_the_update() -> None:
         np.testing.assert_allclose(terms.td_error, terms.target - terms.q_taken, rtol=1e-12)
         result = agent.learn(batch)
         np.testing.assert_allclose(result.td_errors, terms.td_error, rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------ padding masks
+def _padded(batch: SimpleNamespace, real: list[int], fill: float) -> SimpleNamespace:
+    """``batch`` with the masks of windows whose last ``real[b]`` frames are real, and ``fill``
+    in every padded frame (replay pads with zeros)."""
+    mask = np.arange(T) >= (T - np.asarray(real))[:, None]
+    padded = SimpleNamespace(**vars(batch))
+    padded.obs = np.where(mask[:, :, None], batch.obs, fill).astype(np.float32)
+    padded.next_obs = np.where(mask[:, :, None], batch.next_obs, fill).astype(np.float32)
+    padded.obs_mask = mask
+    padded.next_obs_mask = mask
+    return padded
+
+
+def test_the_recurrent_learner_reads_no_padding() -> None:
+    """The batch's padding masks reach the recurrent network: td terms, the update, and the
+    acting window's Q-values are the same whatever the padding holds (before, the masks were
+    dropped and the LSTMs ran over the zero padding)."""
+    batch = make_batch([0, 1, 1], [1.0, 0.0, 0.5], [False, False, True], seed=3)
+    zeros, other = _padded(batch, [1, 2, 4], 0.0), _padded(batch, [1, 2, 4], 0.7)
+    first, second = (DQNAgent(OBS_DIM, 2, AgentConfig(network="recurrent"), seed=12) for _ in "ab")
+    for field in ("q_taken", "target", "td_error"):
+        np.testing.assert_array_equal(
+            getattr(first.td_terms(zeros), field), getattr(first.td_terms(other), field)
+        )
+    np.testing.assert_array_equal(first.learn(zeros).td_errors, second.learn(other).td_errors)
+    assert_params_equal(first.online, snapshot(second.online))
+    np.testing.assert_array_equal(
+        first.q_values(zeros.obs[0], zeros.obs_mask[0]),
+        first.q_values(other.obs[0], other.obs_mask[0]),
+    )
+    unmasked = SimpleNamespace(**{**vars(other), "obs_mask": None, "next_obs_mask": None})
+    assert not np.array_equal(first.td_terms(unmasked).q_taken, first.td_terms(other).q_taken)

@@ -82,6 +82,50 @@ def test_recurrent_uses_the_whole_window() -> None:
         assert not torch.allclose(net(window), net(changed))
 
 
+def suffix_mask(lengths: list[int], steps: int) -> torch.Tensor:
+    """(B, T) masks whose last ``lengths[b]`` frames are real (a left-padded window)."""
+    return torch.arange(steps) >= (steps - torch.tensor(lengths)).unsqueeze(1)
+
+
+def test_a_windows_padding_does_not_change_its_q_values() -> None:
+    """Left padding (zeros early in an episode, or a predecessor replay no longer holds) is not
+    read: whatever the padded frames hold, the Q-values are those of the real frames alone, run
+    from a zero state at the first one. Before, the LSTMs ran over the padding, so a start state
+    near (0, 0) looked like padding and padding looked like a state."""
+    net = RecurrentQNet(2, 3, generator=seeded(7))
+    gen = seeded(8)
+    lengths = [1, 2, 4, 3, 6]
+    windows = torch.randn(len(lengths), 6, 2, generator=gen)
+    mask = suffix_mask(lengths, 6)
+    other_padding = torch.where(mask.unsqueeze(2), windows, torch.randn(5, 6, 2, generator=gen))
+    with torch.no_grad():
+        q = net(windows, mask)
+        torch.testing.assert_close(net(other_padding, mask), q, rtol=0, atol=0)
+        for b, length in enumerate(lengths):  # the real frames alone, as a window of their own
+            torch.testing.assert_close(net(windows[b : b + 1, 6 - length :]), q[b : b + 1])
+        assert not torch.allclose(net(other_padding), net(windows))  # unmasked, it reads them
+
+
+def test_a_mask_of_real_frames_only_is_the_unmasked_network() -> None:
+    net = RecurrentQNet(3, 2, generator=seeded(9))
+    windows = torch.randn(4, 5, 3, generator=seeded(10))
+    with torch.no_grad():
+        full = torch.ones(4, 5, dtype=torch.bool)
+        torch.testing.assert_close(net(windows, full), net(windows), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    ("mask", "said"),
+    [
+        ([[True, False, True]], "suffix"),
+        ([[False, False, False]], "at least one real frame"),
+    ],
+)
+def test_a_mask_that_is_not_a_suffix_of_real_frames_is_refused(mask: list, said: str) -> None:
+    with pytest.raises(ValueError, match=said):
+        RecurrentQNet(2, 2)(torch.zeros(1, 3, 2), torch.tensor(mask))
+
+
 def test_recurrent_rejects_non_window_input() -> None:
     with pytest.raises(ValueError, match=r"\(B, T, d\)"):
         RecurrentQNet(2, 2)(torch.zeros(3, 2))

@@ -17,7 +17,7 @@ from rdqn.training.watcher import watch_seed
 def always(action: int, actions: int = 2):
     q = np.zeros(actions, dtype=np.float32)
     q[action] = 1.0
-    return lambda window: q
+    return lambda window, mask: q
 
 
 def test_cartpole_episode_holds_every_observations_pose() -> None:
@@ -41,15 +41,19 @@ def test_cartpole_episode_holds_every_observations_pose() -> None:
 
 
 def test_window_reaches_the_policy() -> None:
-    """A recurrent policy sees windows of T observations of the episode, the last one newest."""
-    seen = []
+    """A recurrent policy sees windows of T observations of the episode, the last one newest,
+    with the mask of its real frames."""
+    seen, masks = [], []
 
-    def q(window: np.ndarray) -> np.ndarray:
+    def q(window: np.ndarray, mask: np.ndarray) -> np.ndarray:
         seen.append(window.copy())
+        masks.append(mask.copy())
         return np.float32([0.0, 1.0])
 
     episode = play_greedy(q, "rdqn/MaskedCartPole-v0", {}, 4, seed=0)
     assert seen[0].shape == (4, 2) and not seen[0][:3].any()  # zero padding before o_0
+    assert masks[0].tolist() == [False, False, False, True]
+    assert masks[2].tolist() == [False, True, True, True]
     np.testing.assert_array_equal(seen[2][-1], episode.poses[2])
     np.testing.assert_array_equal(seen[2][-3:-1], episode.poses[:2])
 
