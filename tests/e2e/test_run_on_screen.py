@@ -17,6 +17,7 @@ from rdqn.dashboard.lesson_file import load_lesson
 from rdqn.runs.store import RunStore
 from tests.e2e.browser import (
     ARTIFACTS,
+    act_until,
     another_browser,
     assert_no_exception,
     never_within,
@@ -303,9 +304,15 @@ def test_a_follower_sees_the_teachers_previous_run_dashed(page: Page, served: st
     teacher.screenshot(path=str(ARTIFACTS / "class-code-full-screen.png"))
     dialog.get_by_role("button", name="Close").click()
     dialog.wait_for(state="detached")
-    teacher.locator('[data-testid="stSlider"]', has_text="prioritization").get_by_role(
-        "slider"
-    ).press("ArrowRight")
+    alpha = teacher.locator('[data-testid="stSlider"]', has_text="prioritization")
+    act_until(  # the dialog's close reruns the page: a key press can land on the old slider
+        teacher,
+        lambda: alpha.get_by_role("slider").press("ArrowRight"),
+        f"""() => [...document.querySelectorAll('[data-testid="stProgress"]')]
+                  .some(p => /run [0-9a-f]{{12}}/.test(p.innerText)
+                             && !p.innerText.includes('{first}'))""",
+        what="moving α restarts the run",
+    )
     second = wait_for_run(teacher, lambda shown: shown != first)
 
     student = another_browser(page, timeout_s=120)
