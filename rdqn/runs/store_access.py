@@ -225,9 +225,9 @@ def checkpoint_error(error: OSError, path: Path, run_id: str) -> StoreError:
 
 class _ThreadConnection:
     """One thread's connection, kept in that thread's locals: closed when the thread ends (its
-    locals go, and with them the last reference) or when the store closes. Script threads come
-    and go with every page run; their connections once stayed open until another thread
-    connected (a reload storm left a dozen)."""
+    locals go, and with them the last reference; the store's first connection excepted) or when
+    the store closes. Script threads come and go with every page run; their connections once
+    stayed open until another thread connected (a reload storm left a dozen)."""
 
     __slots__ = ("__weakref__", "conn", "generation")
 
@@ -269,6 +269,10 @@ class Database:
         self._connections: weakref.WeakValueDictionary[int, _ThreadConnection] = (
             weakref.WeakValueDictionary()
         )
+        self._keeper: _ThreadConnection | None = None
+        """The first connection, kept open until the store closes: while one is open, SQLite
+        keeps its log and shared-memory files (the last close folds the log into the database
+        and deletes them, and a store that had filled its disk could then write again)."""
         self._closed = False
         self._pid = os.getpid()
 
@@ -282,6 +286,7 @@ class Database:
             self._local = threading.local()
             self._lock = threading.Lock()
             self._connections = weakref.WeakValueDictionary()
+            self._keeper = None
             self._pid = os.getpid()
         held: _ThreadConnection | None = getattr(self._local, "held", None)
         if held is not None and held.generation == self._generation:
@@ -303,6 +308,8 @@ class Database:
         held = _ThreadConnection(conn, self._generation)
         with self._lock:
             self._connections[id(held)] = held
+            if self._keeper is None or self._keeper.generation != self._generation:
+                self._keeper = held
         self._local.held = held
         return conn
 
@@ -382,5 +389,6 @@ class Database:
             self._closed = True
             connections = list(self._connections.values())
             self._connections = weakref.WeakValueDictionary()
+            self._keeper = None
         for held in connections:
             held.close()

@@ -597,22 +597,13 @@ TOKEN = "Tok3n_of-a-browser_0123A"  # what the rdqn_owner cookie holds: 24 URL-s
 
 
 class GraceTimers:
-    """Stands in for the release timer: the test says when the grace period ends."""
+    """Stands in for the server's timer thread: the test says when the grace period ends."""
 
     def __init__(self) -> None:
-        self.pending: list[tuple[Any, tuple[Any, ...], dict[str, Any]]] = []
+        self.pending: list[Any] = []
 
-    def __call__(self, _seconds: float, fn: Any, args: Any = (), kwargs: Any = None) -> Any:
-        pending = self.pending
-        entry = (fn, tuple(args), dict(kwargs or {}))
-
-        class Timer:
-            daemon = True
-
-            def start(self) -> None:
-                pending.append(entry)
-
-        return Timer()
+    def __call__(self, _seconds: float, fn: Any) -> None:
+        self.pending.append(fn)
 
     def end_grace(self) -> None:
         """Every timer, and those they set (the away window after the grace)."""
@@ -621,8 +612,7 @@ class GraceTimers:
 
     def fire_one(self) -> None:
         """The first timer only (the grace: the browser is away now)."""
-        fn, args, kwargs = self.pending.pop(0)
-        fn(*args, **kwargs)
+        self.pending.pop(0)()
 
 
 def close_session() -> None:
@@ -638,7 +628,7 @@ def browser(monkeypatch: pytest.MonkeyPatch, token: str | None) -> None:
 @pytest.fixture
 def timers(monkeypatch: pytest.MonkeyPatch) -> GraceTimers:
     fake = GraceTimers()
-    monkeypatch.setattr(browser_sessions.threading, "Timer", fake)
+    monkeypatch.setattr(browser_sessions, "LATER", fake)
     return fake
 
 

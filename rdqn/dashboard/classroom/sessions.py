@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from rdqn.dashboard.classroom.live_pages import LivePages
 
-__all__ = ["BrowserSessions", "Later"]
+__all__ = ["LATER", "BrowserSessions", "Later"]
 
 _log = logging.getLogger(__name__)
 
@@ -67,7 +67,12 @@ class Later:
                 _log.exception("a browser session's timer failed")
 
 
-_timer = Later()
+LATER = Later()
+"""The server's one timer thread for every browser's grace and away window."""
+
+
+def _later(seconds: float, then: Callable[[], object]) -> None:
+    LATER(seconds, then)  # looked up at each call: a test puts its own clock in its place
 
 
 class BrowserSessions:
@@ -97,7 +102,7 @@ class BrowserSessions:
         *,
         grace: float = 10.0,
         quiet_for: Callable[[str], float] = lambda owner: math.inf,
-        later: Callable[[float, Callable[[], object]], None] = _timer,
+        later: Callable[[float, Callable[[], object]], None] = _later,
         pause_owner: Callable[[str], list[str]] = lambda owner: [],
         resume_runs: Callable[[str, list[str]], object] = lambda owner, ids: None,
         away: float = 0.0,
