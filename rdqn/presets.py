@@ -26,13 +26,13 @@ two-LSTM net) kept:
 Its comparison partner is the same config with ``agent.network="mlp"`` and ``replay.window=1``
 (`FEED_FORWARD_LESSON`: same budget, no memory), which cannot tell which way the pole moves.
 Measured by `benchmarks/recurrent_lesson.py` (`benchmarks/results/recurrent_lesson.json`; seeds
-0-4, one torch thread each, two cores): a run takes about 1.7 CPU minutes (101 s median; e14's
-budget, about 27 minutes), 6.2 times e14's env steps per CPU second once learning starts. Mean
-return of the last 20 episodes, median (per seed): recurrent 92 (52, 97, 74, 92, 121),
-feed-forward 43 (45, 43, 42, 47, 36); best 20-episode mean: recurrent 140 (130, 148, 102, 162,
-140), feed-forward 48 (49, 52, 48, 48, 46). The gap opens at 8,000 steps, and every recurrent
-seed stays above every feed-forward seed from there to 18,000; returns sag at times, as DQN's do
-(seed 0 fell to 16 after 18,000 steps and ended at 52).
+0-4, one torch thread each, two cores): a run takes about 1.6 CPU minutes (96 s median; e14's
+budget, about 25 minutes), 6.0 times e14's env steps per CPU second once learning starts. Mean
+return of the last 20 episodes, median (per seed): recurrent 137 (103, 154, 137, 160, 19),
+feed-forward 43 (45, 43, 42, 47, 36); best 20-episode mean: recurrent 174 (143, 174, 156, 264,
+191), feed-forward 48 (49, 52, 48, 48, 46). The gap opens at 8,000 steps, and every recurrent
+seed stays above every feed-forward seed from there to 19,000; returns sag at times, as DQN's do
+(seed 4 fell from about 80 at 19,000 steps to 15 and ended at 19).
 
 The `paper` preset is tabular Q-learning as in the paper's Blind Cliffwalk: a bias-free linear
 net on one-hot states, plain SGD, and the target copied after every update (no target network).
