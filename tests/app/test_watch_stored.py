@@ -24,7 +24,9 @@ def test_a_saved_run_is_watched_from_its_store() -> None:
         config=config.to_dict(), env_id="CartPole-v1", scheme="proportional", seed=0
     )
     push_right = np.float32([0.0, 1.0])
-    episode = play_greedy(lambda window: push_right, "CartPole-v1", {}, 1, seed=4, env_steps=900)
+    episode = play_greedy(
+        lambda window, mask: push_right, "CartPole-v1", {}, 1, seed=4, env_steps=900
+    )
     run_store.write_metrics(
         run_id,
         episodes=[{"episode": 1, "env_steps": 20, "return": 20.0}],
