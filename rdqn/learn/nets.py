@@ -137,27 +137,42 @@ class RecurrentQNet(nn.Module):
         ``mask`` ``(B, T)`` marks each window's real frames: a suffix (a window is zero-padded on
         the left early in an episode, or where replay no longer holds a predecessor). The LSTMs
         then run over the real frames only, from a zero state at the first one, so a window's
-        Q-values do not depend on what its padding holds; without a mask every frame counts."""
+        Q-values do not depend on what its padding holds; without a mask every frame counts.
+        Windows that all hold as many real frames (one acting window) are cut to them; others
+        are packed."""
         if windows.dim() != 3:
             raise ValueError(
                 f"RecurrentQNet expects windows of shape (B, T, d), got {tuple(windows.shape)}"
             )
         if mask is not None and not bool(mask.all()):
-            return self.head(self._last_real_state(windows, mask))
+            lengths = mask.sum(dim=1)
+            if bool((lengths == lengths[0]).all()) and self._is_suffix(mask, lengths):
+                windows = windows[:, windows.shape[1] - int(lengths[0]) :]  # one window acting
+            else:
+                return self.head(self._last_real_state(windows, mask, lengths))
         sequence, _ = self.lstm1(windows)
         sequence, _ = self.lstm2(sequence)
         return self.head(sequence[:, -1, :])
 
-    def _last_real_state(self, windows: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """The second LSTM's state ``(B, H)`` after each window's last real frame, its real
-        frames moved to the front and packed (`torch.nn.utils.rnn.pack_padded_sequence`)."""
-        steps = windows.shape[1]
-        lengths = mask.sum(dim=1)
-        positions = torch.arange(steps, device=windows.device)
+    @staticmethod
+    def _is_suffix(mask: torch.Tensor, lengths: torch.Tensor) -> bool:
+        """``ValueError`` unless every row of ``mask`` marks a non-empty suffix as real."""
+        steps = mask.shape[1]
+        positions = torch.arange(steps, device=mask.device)
         if not torch.equal(mask, positions >= (steps - lengths).unsqueeze(1)):
             raise ValueError("a window's mask must mark a suffix of its frames as real")
         if bool((lengths == 0).any()):
             raise ValueError("a window must hold at least one real frame")
+        return True
+
+    def _last_real_state(
+        self, windows: torch.Tensor, mask: torch.Tensor, lengths: torch.Tensor
+    ) -> torch.Tensor:
+        """The second LSTM's state ``(B, H)`` after each window's last real frame, its real
+        frames moved to the front and packed (`torch.nn.utils.rnn.pack_padded_sequence`)."""
+        self._is_suffix(mask, lengths)
+        steps = windows.shape[1]
+        positions = torch.arange(steps, device=windows.device)
         front = (positions + (steps - lengths).unsqueeze(1)) % steps  # real frames first
         moved = windows.gather(1, front.unsqueeze(2).expand_as(windows))
         packed = nn.utils.rnn.pack_padded_sequence(
