@@ -127,9 +127,9 @@ def _acted_and_replayed(**overrides: object) -> tuple[Trainer, dict[int, np.ndar
     acted: dict[int, np.ndarray] = {}
     act = trainer.agent.act
 
-    def recording_act(window: np.ndarray, epsilon: float) -> int:
+    def recording_act(window: np.ndarray, epsilon: float, mask: np.ndarray) -> int:
         acted[trainer.buffer.storage.writes] = window.copy()
-        return act(window, epsilon)
+        return act(window, epsilon, mask)
 
     trainer.agent.act = recording_act  # type: ignore[method-assign]
     trainer.run()
