@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -627,15 +626,11 @@ def browser(monkeypatch: pytest.MonkeyPatch, token: str | None) -> None:
 
 
 @pytest.fixture
-def timers(monkeypatch: pytest.MonkeyPatch) -> Iterator[GraceTimers]:
-    """The grace timers, and the server's record of browsers fresh: every AppTest has the same
-    session id, so a session another test left attached kept this browser "open" (its tab's
-    close then paused nothing: this test failed after some others in the same process)."""
+def timers(monkeypatch: pytest.MonkeyPatch) -> GraceTimers:
+    """The grace timers this test sets, fired when it says."""
     fake = GraceTimers()
     monkeypatch.setattr(browser_sessions, "LATER", fake)
-    state.browser_sessions.clear()
-    yield fake
-    state.browser_sessions.clear()
+    return fake
 
 
 def start_on_live_page() -> tuple[AppTest, str]:
