@@ -69,6 +69,7 @@ BLOCKS: dict[str, Block] = {
     "server-start": Block(PERFORMANCE, "bench_server_start", "table", ("server_start.json",)),
     "server-load": Block(PERFORMANCE, "bench_server_load", "docs_table", ("server_load.json",)),
     "server-exit": Block(PERFORMANCE, "bench_server_exit", "table", ("server_exit.json",)),
+    "checkpoint": Block(PERFORMANCE, "bench_checkpoint", "table", ("checkpoint.json",)),
     "watch": Block(PERFORMANCE, "bench_watch", "table", ("watch.json",)),
     "demo-quiet": Block(DEMO, "bench_demo", "summary_table", ("demo_quiet.json",)),
     "demo": Block(DEMO, "bench_demo", "table", ("demo.json",)),

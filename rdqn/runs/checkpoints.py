@@ -28,9 +28,14 @@ properties matter:
   missing line of a file saved before digests existed, and loading such files unchecked let one
   flipped bit in the line and one in the replay memory resume silently.
 
+* **Chunks.** The replay memory's tensors larger than a chunk (`CHUNKED`) live in chunk files
+  beside the checkpoint, each written once and named by its SHA-256 (`rdqn.runs.checkpoint_chunks`):
+  a periodic save writes only what changed since the last one. The archive references them, and
+  its digest covers the references, so the whole checkpoint is checked.
+
 Versions: 1 held a run's agent (weights, optimizer), config and counters; 2 may add a ``"resume"``
-entry with everything else a stopped run needs to continue (`rdqn.runs.resume`). Both load when
-they carry a digest, and the agent's weights sit where they always did
+entry with everything else a stopped run needs to continue (`rdqn.runs.resume`); 3 may reference
+chunks. All load when they carry a digest, and the agent's weights sit where they always did
 (``state["agent"]["online"]``).
 
 Importing this module does not import torch (the dashboard's server cleans up checkpoint files
@@ -50,15 +55,28 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rdqn.runs.checkpoint_chunks import (
+    ChunkError,
+    Chunks,
+    chunk_folder,
+    join,
+    keep_only,
+    reader,
+    split,
+    verify_folder,
+    write_chunks,
+)
 from rdqn.runs.processes import process_alive
 
 __all__ = [
     "CHECKPOINT_FORMAT",
+    "CHUNKED",
     "CHECKPOINT_VERSION",
     "READABLE_VERSIONS",
     "CheckpointError",
     "checkpoint_bytes",
     "checkpoint_digest",
+    "checkpoint_parts",
     "load_checkpoint",
     "load_checkpoint_bytes",
     "remove_orphan_temporaries",
@@ -68,8 +86,8 @@ __all__ = [
 ]
 
 CHECKPOINT_FORMAT = "rdqn-checkpoint"
-CHECKPOINT_VERSION = 2
-READABLE_VERSIONS: tuple[int, ...] = (1, 2)
+CHECKPOINT_VERSION = 3
+READABLE_VERSIONS: tuple[int, ...] = (1, 2, 3)
 _MARKER_KEYS = ("format", "version")
 _ZIP_MAGIC = b"PK\x03\x04"
 _DIGEST_PREFIX = b"\nrdqn-sha256:"
@@ -136,6 +154,23 @@ def checkpoint_bytes(state: Mapping[str, Any]) -> bytes:
     return archive + _DIGEST_PREFIX + checkpoint_digest(archive).encode("ascii") + b"\n"
 
 
+CHUNKED = ("resume", "replay")
+"""Where in a checkpoint's state the tensors larger than a chunk go to chunk files: the replay
+memory of a resume state (the weights stay where a plain ``torch.load`` finds them)."""
+
+
+def checkpoint_parts(state: Mapping[str, Any]) -> tuple[bytes, dict[str, memoryview]]:
+    """``state`` as the bytes of a checkpoint file whose tensors under `CHUNKED` larger than a
+    chunk are references, and the chunks they reference (`rdqn.runs.checkpoint_chunks.split`):
+    what `write_checkpoint` writes."""
+    outer, inner = CHUNKED
+    part = state.get(outer)
+    if not (isinstance(part, Mapping) and inner in part):
+        return checkpoint_bytes(state), {}
+    references, chunks = split(part[inner])
+    return checkpoint_bytes({**state, outer: {**part, inner: references}}), chunks
+
+
 def checkpoint_digest(archive: bytes) -> str:
     """The SHA-256 (hex) a checkpoint file carries of its archive's bytes."""
     return hashlib.sha256(archive).hexdigest()
@@ -162,14 +197,37 @@ def _verified_archive(data: bytes, source: str) -> bytes | None:
     return archive
 
 
-def write_checkpoint(data: bytes, path: str | os.PathLike[str]) -> Path:
-    """Write checkpoint bytes (`checkpoint_bytes`) to ``path`` atomically; return the path.
+def write_checkpoint(
+    data: bytes, path: str | os.PathLike[str], chunks: Chunks | None = None
+) -> Path:
+    """Write checkpoint bytes (`checkpoint_bytes`, or the first of `checkpoint_parts`) to
+    ``path`` atomically, with ``chunks``, every chunk they reference (`Chunks`), into its chunk
+    folder first and the chunks no longer referenced deleted after; return the path.
 
-    Parent directories are created. On any failure the previous file at ``path``, if any, is
-    untouched and no temporary file is left behind.
+    Parent directories are created. On any failure the previous checkpoint at ``path``, if any,
+    is whole and no temporary file is left behind; a chunk given as already there that is not
+    (`CheckpointError`) fails the save before anything is written.
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    folder = chunk_folder(target)
+    if chunks:
+        folder.mkdir(exist_ok=True)
+        try:
+            write_chunks(folder, chunks, _write_file)
+        except ChunkError as err:
+            raise CheckpointError(f"checkpoint {target} not saved: {err}") from None
+        _fsync_directory(folder)
+    _write_file(data, target)
+    _fsync_directory(target.parent)
+    if chunks is not None:
+        keep_only(folder, chunks)
+    return target
+
+
+def _write_file(data: bytes | memoryview, target: Path) -> None:
+    """Write ``data`` to ``target`` atomically: a temporary file beside it, flushed, fsynced,
+    then renamed over it (the directory is fsynced by the caller)."""
     fd, tmp_name = tempfile.mkstemp(
         dir=target.parent, prefix=f".{target.name}.{os.getpid()}.", suffix=_TMP_SUFFIX
     )
@@ -183,8 +241,6 @@ def write_checkpoint(data: bytes, path: str | os.PathLike[str]) -> Path:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
-    _fsync_directory(target.parent)
-    return target
 
 
 def _writer_pid(name: str) -> int | None:
@@ -197,14 +253,17 @@ def _writer_pid(name: str) -> int | None:
 def remove_orphan_temporaries(
     directory: str | os.PathLike[str], *, stale_after: float = STALE_TEMPORARY_S
 ) -> list[Path]:
-    """Delete the temporary files `write_checkpoint` left in ``directory`` when its process died
-    mid-write: those whose writer (the pid in the name) is gone, and any older than
-    ``stale_after`` seconds. Files being written by a live process, checkpoints and other files
-    are left alone. Returns the files deleted; files that cannot be deleted are skipped.
+    """Delete the temporary files `write_checkpoint` left in ``directory`` (and its chunk
+    folders) when its process died mid-write: those whose writer (the pid in the name) is gone,
+    and any older than ``stale_after`` seconds. Files being written by a live process,
+    checkpoints and other files are left alone. Returns the files deleted; files that cannot be
+    deleted are skipped.
     """
     removed = []
     now = time.time()
-    for path in Path(directory).glob(f".*{_TMP_SUFFIX}"):
+    folder = Path(directory)
+    temporaries = [*folder.glob(f".*{_TMP_SUFFIX}"), *folder.glob(f"*.chunks/.*{_TMP_SUFFIX}")]
+    for path in temporaries:
         pid = _writer_pid(path.name)
         try:
             stale = now - path.stat().st_mtime > stale_after
@@ -218,8 +277,9 @@ def remove_orphan_temporaries(
 
 def save_checkpoint(state: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
     """Write ``state`` plus the rdqn marker to ``path`` atomically; return the path
-    (`checkpoint_bytes`, then `write_checkpoint`)."""
-    return write_checkpoint(checkpoint_bytes(state), path)
+    (`checkpoint_parts`, then `write_checkpoint`)."""
+    data, chunks = checkpoint_parts(state)
+    return write_checkpoint(data, path, chunks)
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -253,14 +313,19 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     checkpoint (plain pickle, text, a torch file without the marker or holding arbitrary
     objects), and a checkpoint version this code does not read.
     """
-    return load_checkpoint_bytes(_read(path), source=str(Path(path)))
+    return load_checkpoint_bytes(_read(path), source=str(Path(path)), chunks=chunk_folder(path))
 
 
 def verify_checkpoint(path: str | os.PathLike[str]) -> None:
     """Check what can be checked of a checkpoint file without unpickling it (and without torch):
-    it can be read, it is an archive and its digest line parses and matches its bytes. Raises
-    :class:`CheckpointError` as `load_checkpoint` would."""
+    it can be read, it is an archive, its digest line parses and matches its bytes, and each of
+    its chunk files matches its name. Raises :class:`CheckpointError` as `load_checkpoint`
+    would (a missing chunk is found there)."""
     _archive(_read(path), str(Path(path)))
+    try:
+        verify_folder(chunk_folder(path))
+    except ChunkError as err:
+        raise CheckpointError(f"checkpoint {Path(path)} is damaged: {err}") from None
 
 
 def _archive(data: bytes, source: str) -> bytes:
@@ -278,9 +343,15 @@ def _archive(data: bytes, source: str) -> bytes:
     return archive
 
 
-def load_checkpoint_bytes(data: bytes, *, source: str = "checkpoint bytes") -> dict[str, Any]:
+def load_checkpoint_bytes(
+    data: bytes,
+    *,
+    source: str = "checkpoint bytes",
+    chunks: Path | Mapping[str, bytes] | None = None,
+) -> dict[str, Any]:
     """:func:`load_checkpoint` for the bytes of a checkpoint file (`checkpoint_bytes`, or a file
-    read elsewhere); ``source`` names them in errors."""
+    read elsewhere) with its ``chunks``: their folder, or the chunks themselves
+    (`rdqn.runs.checkpoint_chunks.read_chunks`); ``source`` names them in errors."""
     data = _archive(data, source)
     import torch
 
@@ -306,4 +377,8 @@ def load_checkpoint_bytes(data: bytes, *, source: str = "checkpoint bytes") -> d
             f"checkpoint {source} has version {version!r}; this rdqn reads versions "
             f"{READABLE_VERSIONS[0]} to {READABLE_VERSIONS[-1]}"
         )
-    return {key: value for key, value in loaded.items() if key not in _MARKER_KEYS}
+    state = {key: value for key, value in loaded.items() if key not in _MARKER_KEYS}
+    try:
+        return join(state, reader({} if chunks is None else chunks))
+    except ChunkError as err:
+        raise CheckpointError(f"checkpoint {source} is damaged: {err}") from None

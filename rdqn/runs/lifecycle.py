@@ -56,7 +56,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from rdqn.learn.errors import DivergenceError
-from rdqn.runs.checkpoints import checkpoint_bytes
+from rdqn.runs.checkpoints import checkpoint_parts
 from rdqn.runs.periodic import (
     CHECKPOINT_EVERY_S,
     MAX_CHECKPOINT_SHARE,
@@ -171,7 +171,9 @@ class RecordedRun:
         self._taken = resume is None  # a resumed run's record is its own once `open` took it
         self._writer: RunWriter | None = None
         self._saved_at: int | None = None  # env steps of the last resume checkpoint saved
+        self._chunks_saved: frozenset[str] = frozenset()  # the chunks its checkpoint references
         self._checkpoint_due = math.inf  # monotonic time of the next periodic checkpoint
+        self._save_cost = 0.0  # seconds the last periodic checkpoint took (none yet: 0)
 
     def create(self) -> str:
         """File the run (status 'created') if it is not filed yet; returns its id."""
@@ -305,7 +307,11 @@ class RecordedRun:
             started = time.monotonic()
             self.save_resume_point()
             done = time.monotonic()
-            self._checkpoint_due = done + next_checkpoint_gap(self.checkpoint_every, done - started)
+            # The cheaper of the last two saves spaces the next: a save slowed once (the first,
+            # which also loads what saving needs; a moment of load) must not push the next one
+            # minutes away, where a process that dies would lose them.
+            cost, self._save_cost = min(done - started, self._save_cost), done - started
+            self._checkpoint_due = done + next_checkpoint_gap(self.checkpoint_every, cost)
 
     def save_resume_point(self) -> bool:
         """Write the rows so far and a resume checkpoint now, so that the run can be resumed from
@@ -324,12 +330,15 @@ class RecordedRun:
 
     def _save_checkpoint(self, trainer: Trainer, *, resumable: bool) -> None:
         assert self.store is not None and self.id is not None
-        state = trainer.checkpoint_state(resumable=resumable)
+        data, chunks = checkpoint_parts(trainer.checkpoint_state(resumable=resumable))
+        saved = self._chunks_saved  # the store holds them: only the new ones travel
         self.store.save_checkpoint(
             self.id,
-            checkpoint_bytes(state),
+            data,
+            chunks={d: None if d in saved else chunk for d, chunk in chunks.items()},
             resume_env_steps=trainer.env_steps if resumable else None,
         )
+        self._chunks_saved = frozenset(chunks)
         if resumable:
             self._saved_at = trainer.env_steps
 

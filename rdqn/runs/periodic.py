@@ -3,10 +3,11 @@
 While it trains, a recorded run writes its rows and a resume checkpoint every
 `checkpoint_period` seconds (``$RDQN_CHECKPOINT_EVERY``, default 60 s), so a run whose
 process dies loses at most that stretch and resumes from there exactly (`rdqn.runs.resume`, inside
-an episode too). A save costs one copy of the
-replay memory. Whatever a save costs, the next one waits at least that cost /
-`MAX_CHECKPOINT_SHARE`, so saving never takes more than 2 % of a run's time (a short period on a
-slow disk included).
+an episode too). A save hashes the replay memory and writes what changed since the last one (the
+rows written since, and the priorities: `rdqn.runs.checkpoint_chunks`). Whatever saves cost, the
+next one waits at least the cheaper of the last two / `MAX_CHECKPOINT_SHARE`, so saving takes
+no more than about 2 % of a run's time (a short period on a slow disk included), and one slow
+save (the first loads what saving needs) does not push the next one away.
 `rdqn.runs.lifecycle.RecordedRun.record_progress` saves them.
 """
 

@@ -57,11 +57,14 @@ far the run got. Per slot: two float32 observations (obs and next obs) plus 26 b
 reward, flags and bookkeeping; proportional replay adds its sum and min trees (about 32 bytes a
 slot), rank-based its priorities and order (16). Measured: per-notebook (10,000 slots, CartPole)
 1.2 MB, paper 1.4 MB, e14 (50,000 slots, recurrent net) 5.9 MB, e15 6.6 MB; the telemetry adds at
-most about 1 MB over a long run (20,000 logged updates).
+most about 1 MB over a long run (20,000 logged updates). The replay memory's arrays larger than a
+chunk (256 KiB) are kept in chunk files beside the checkpoint, and a save writes only those that
+changed (`rdqn.runs.checkpoint_chunks`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -190,6 +193,8 @@ class ResumePoint:
     data: bytes | None = None
     """The checkpoint's bytes, for a worker that cannot read the file (named by ``checkpoint``
     in what it says)."""
+    chunks: Mapping[str, bytes] | None = None
+    """With ``data``: the chunks of its chunk folder (`rdqn.runs.checkpoint_chunks`)."""
     greedy: GreedyReturns | None = None
     """The greedy episodes the run played for its watchers, as stored: the resumed run's
     watcher goes on from those up to where it resumes."""
@@ -248,7 +253,7 @@ def restore(point: ResumePoint, trainer: Trainer) -> tuple[int, int, int]:
         if point.data is None:
             state = load_checkpoint(path)
         else:
-            state = load_checkpoint_bytes(point.data, source=str(path))
+            state = load_checkpoint_bytes(point.data, source=str(path), chunks=point.chunks)
     except CheckpointError as err:
         raise ResumeError(f"cannot resume run {run_id}: {err}; {KEPT}") from err
     from rdqn.config import RunConfig

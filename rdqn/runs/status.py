@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from rdqn.runs.checkpoint_chunks import Chunks
 
 __all__ = ["Counters", "RunRecords", "record_status"]
 
@@ -43,7 +46,12 @@ class RunRecords(Protocol):
     def set_manifest(self, run_id: str, manifest: Mapping[str, Any]) -> None: ...
 
     def save_checkpoint(
-        self, run_id: str, data: bytes, *, resume_env_steps: int | None = None
+        self,
+        run_id: str,
+        data: bytes,
+        *,
+        chunks: Chunks | None = None,
+        resume_env_steps: int | None = None,
     ) -> Path | None: ...
 
 

@@ -53,6 +53,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from rdqn.runs.checkpoint_chunks import Chunks, remove_folder
 from rdqn.runs.checkpoint_paths import CheckpointPaths
 from rdqn.runs.checkpoints import remove_orphan_temporaries, write_checkpoint
 from rdqn.runs.metric_tables import MetricTables
@@ -321,16 +322,22 @@ class RunStore:
             )
 
     def save_checkpoint(
-        self, run_id: str, data: bytes, *, resume_env_steps: int | None = None
+        self,
+        run_id: str,
+        data: bytes,
+        *,
+        chunks: Chunks | None = None,
+        resume_env_steps: int | None = None,
     ) -> Path:
-        """Write a run's checkpoint bytes (`rdqn.runs.checkpoints.checkpoint_bytes`) atomically to
-        `checkpoint_path_for` and record the file (with ``resume_env_steps`` when it holds a
-        resume state, `rdqn.runs.resume`); returns its path."""
+        """Write a run's checkpoint (`rdqn.runs.checkpoints.checkpoint_parts`: its bytes and
+        chunks) atomically to `checkpoint_path_for` and record the file (with
+        ``resume_env_steps`` when it holds a resume state, `rdqn.runs.resume`); returns its
+        path."""
         self.get_run(run_id)
         self._db.check_writable()
         target = self.checkpoint_path_for(run_id)
         try:
-            path = write_checkpoint(data, target)
+            path = write_checkpoint(data, target, chunks)
         except OSError as err:
             raise checkpoint_error(err, target, run_id) from err
         self.set_checkpoint(run_id, path, resume_env_steps=resume_env_steps)
@@ -411,7 +418,8 @@ class RunStore:
         return found
 
     def delete_run(self, run_id: str) -> None:
-        """Delete the run, its episode and step rows (cascade), and its checkpoint file if that
+        """Delete the run, its episode and step rows (cascade), and its checkpoint file (with its
+        chunks) if that
         file lies under :attr:`checkpoint_dir` (files elsewhere are the caller's)."""
         with self._db.write() as conn:
             row = conn.execute(
@@ -424,6 +432,7 @@ class RunStore:
         checkpoint = self._checkpoints.read(row[0])
         if checkpoint is not None and self._checkpoints.is_own(checkpoint):
             Path(checkpoint).resolve().unlink(missing_ok=True)
+            remove_folder(Path(checkpoint).resolve())
 
     def mark_interrupted(self) -> int:
         """Mark runs a dead process left behind as ``'stopped'``, with the reason: runs it left

@@ -33,6 +33,7 @@ from dataclasses import replace
 from typing import Any
 
 from rdqn.config import RunConfig
+from rdqn.runs.checkpoint_chunks import chunk_folder, read_chunks
 from rdqn.runs.control import check_speed
 from rdqn.runs.lifecycle import RecordedRun, ending, record_status
 from rdqn.runs.resume import ResumePoint, resume_point
@@ -178,7 +179,11 @@ class RunHandle:
             return point
         if shared:
             return replace(point, checkpoint=point.checkpoint.resolve())
-        return replace(point, data=point.checkpoint.read_bytes())
+        return replace(
+            point,
+            data=point.checkpoint.read_bytes(),
+            chunks=read_chunks(chunk_folder(point.checkpoint)),
+        )
 
     def _fail_to_start(self, error: BaseException) -> None:
         """A worker that could not be launched: the run is recorded as failed, not left hanging

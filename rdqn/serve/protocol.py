@@ -26,6 +26,7 @@ from rdqn.validation import check_choice
 
 if TYPE_CHECKING:  # the server starts the zygote (it imports this module) before it loads these
     from rdqn.config import RunConfig
+    from rdqn.runs.checkpoint_chunks import Chunks
     from rdqn.runs.resume import ResumePoint
     from rdqn.runs.store import RunStore
 
@@ -130,10 +131,27 @@ class RecordRelay:
         self._send(("record", "set_manifest", (run_id, dict(manifest)), {}))
 
     def save_checkpoint(
-        self, run_id: str, data: bytes, *, resume_env_steps: int | None = None
+        self,
+        run_id: str,
+        data: bytes,
+        *,
+        chunks: Chunks | None = None,
+        resume_env_steps: int | None = None,
     ) -> None:
+        """Relayed with the chunks' bytes (those the server does not hold yet: the run sends
+        None for the rest, `RecordedRun`)."""
+        sent = (
+            None
+            if chunks is None
+            else {d: None if c is None else bytes(c) for d, c in chunks.items()}
+        )
         self._send(
-            ("record", "save_checkpoint", (run_id, data), {"resume_env_steps": resume_env_steps})
+            (
+                "record",
+                "save_checkpoint",
+                (run_id, data),
+                {"chunks": sent, "resume_env_steps": resume_env_steps},
+            )
         )
 
 

@@ -80,7 +80,7 @@ def test_file_carries_the_marker(tmp_path: Path) -> None:
     path = save_checkpoint({"x": torch.ones(2)}, tmp_path / "a.pt")
     raw = torch.load(path, weights_only=True)
     assert raw["format"] == CHECKPOINT_FORMAT == "rdqn-checkpoint"
-    assert raw["version"] == CHECKPOINT_VERSION == 2
+    assert raw["version"] == CHECKPOINT_VERSION == 3
 
 
 def save_with_digest(payload: object, path: Path) -> None:
@@ -355,8 +355,8 @@ def test_torch_file_without_marker_is_foreign(tmp_path: Path, content: object) -
 
 def test_newer_version_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "future.pt"
-    save_with_digest({"format": CHECKPOINT_FORMAT, "version": 3}, path)
-    with pytest.raises(CheckpointError, match="has version 3; this rdqn reads versions 1 to 2"):
+    save_with_digest({"format": CHECKPOINT_FORMAT, "version": 4}, path)
+    with pytest.raises(CheckpointError, match="has version 4; this rdqn reads versions 1 to 3"):
         load_checkpoint(path)
 
 

@@ -8,6 +8,7 @@ the store holds about the two runs.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -292,15 +293,42 @@ def test_saving_takes_at_most_a_small_share_of_the_run() -> None:
     assert lifecycle.MAX_CHECKPOINT_SHARE <= 0.02
 
 
+def test_the_cheaper_of_the_last_two_saves_spaces_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first save slowed by what it loads (or a moment of load) does not push the next one
+    away; a disk slow save after save does."""
+    now = [0.0]
+    monkeypatch.setattr(lifecycle.time, "monotonic", lambda: now[0])
+    costs: list[float] = []
+    monkeypatch.setattr(
+        lifecycle, "next_checkpoint_gap", lambda period, cost: (costs.append(cost), period)[1]
+    )
+    with RunStore(tmp_path / "rdqn.db") as store:
+        run = RecordedRun(tiny(1000), store, checkpoint_every=1.0)
+        trainer = run.open()
+        for took in (5.0, 0.1, 0.2, 3.0, 4.0):
+            trainer.step()
+            now[0] += 1.5  # the period has passed
+            monkeypatch.setattr(
+                run, "save_resume_point", lambda t=took: now.__setitem__(0, now[0] + t)
+            )
+            run.record_progress()
+        run.close("stopped")
+    assert costs == pytest.approx([0.0, 0.1, 0.1, 0.2, 3.0])
+
+
 def saved_checkpoints(store: RunStore, monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, ...]]:
     """Spy on the store's checkpoint saves: (resume env step or -1, env steps in the store)."""
     saves: list[tuple[int, ...]] = []
     real = store.save_checkpoint
 
-    def spy(run_id: str, data: bytes, *, resume_env_steps: int | None = None) -> Path:
+    def spy(
+        run_id: str, data: bytes, *, resume_env_steps: int | None = None, **chunks: Any
+    ) -> Path:
         record = store.get_run(run_id)
         saves.append((-1 if resume_env_steps is None else resume_env_steps, record.env_steps))
-        return real(run_id, data, resume_env_steps=resume_env_steps)
+        return real(run_id, data, resume_env_steps=resume_env_steps, **chunks)
 
     monkeypatch.setattr(store, "save_checkpoint", spy)
     return saves

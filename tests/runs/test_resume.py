@@ -129,7 +129,7 @@ def test_a_resume_checkpoint_loads_weights_only(tmp_path: Path) -> None:
         run_id = stopped_run(store, config, 100)
         path = store.get_run(run_id).checkpoint_path
     raw = torch.load(path, weights_only=True)
-    assert raw["version"] == 2 and "resume" in raw
+    assert raw["version"] == 3 and "resume" in raw
     trainer = Trainer(config)  # the old weights-only path: load the agent, nothing else
     trainer.agent.load_state_dict(raw["agent"])
     for name, tensor in trainer.agent.online.state_dict().items():
