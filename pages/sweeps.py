@@ -1,8 +1,9 @@
 """Sweeps: start a small grid of runs, or watch one, and read its results as a heatmap.
 
 The sweeps listed are those of the run store (``python -m rdqn sweep`` records them too); the
-one on show travels in the URL (``?sweep=ID``). While its trials train, the progress and the
-heatmap refresh every 2 s. A click on a heatmap cell draws that cell's reward curves below.
+one on show travels in the URL (``?sweep=ID``). While its trials wait or train (or the sweep
+this server started is still filing them), the progress and the heatmap refresh every 2 s. A
+click on a heatmap cell draws that cell's reward curves below.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The Sweeps page's panels: the start form's button, the sweep on show (``?sweep=ID``), and its
 watch panel (progress, heatmap, the picked cell's curves), a fragment that reruns every 2 s
-while trials train. The data comes from `rdqn.dashboard.sweeps_view`; starting and stopping from
+while trials wait or train, or while this server's job for the sweep lives (`_in_progress`). The
+data comes from `rdqn.dashboard.sweeps_view`; starting and stopping from
 `rdqn.dashboard.sweep_jobs`.
 
 The picked cell is kept in session state (``sweeps.cell``: sweep id, cell key), not in the
@@ -98,8 +99,20 @@ def show_sweep(sweep_id: str) -> None:
         f"{plain(spec.preset)} preset, {budget} per trial, seeds "
         f"{', '.join(map(str, spec.seeds))}; grid: {plain(grid) or '(none: seeds only)'}"
     )
-    live = is_live(sweep_trials(store(), spec))
+    live = _in_progress(spec, sweep_trials(store(), spec))
     fragment(run_every=REFRESH_S if live else None)(_watch)(spec, live)
+
+
+def _in_progress(spec: SweepSpec, trials: pd.DataFrame) -> bool:
+    """Whether the panel must keep refreshing: a trial waits or trains, or this server's job
+    for the sweep lives. A job files its trials from its own thread while the start button's
+    run goes on, so on a loaded machine that run can read no trial yet (all "not run"): the
+    trials alone then stopped the panel's refresh on the sweep's first draw, for good ("not
+    run 8/8" on the page for minutes while the store held all eight finished)."""
+    if is_live(trials):
+        return True
+    job = sweep_jobs().get(spec.id)
+    return job is not None and job.live
 
 
 def _watch(spec: SweepSpec, live: bool) -> None:
@@ -111,8 +124,8 @@ def _watch(spec: SweepSpec, live: bool) -> None:
         _curves(spec, trials, table, chosen[1])
     else:
         st.caption("Click a cell of the heatmap to see the reward curves of its trials.")
-    if live and not is_live(trials):
-        st.rerun()  # every trial has ended: the page stops refreshing
+    if live and not _in_progress(spec, trials):
+        st.rerun()  # every trial has ended, and the job with them: the page stops refreshing
 
 
 def _progress(spec: SweepSpec, trials: pd.DataFrame) -> None:
