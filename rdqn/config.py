@@ -188,6 +188,20 @@ class TrainConfig:
         _COUNT,
         label="Histogram period",
     )
+    eval_every: int = setting(
+        0,
+        "Env steps between two greedy evaluations of the policy on held-out env seeds, recorded "
+        "with the run (0: none).",
+        Integer(minimum=0),
+        label="Evaluate every",
+        step=1000,
+    )
+    eval_episodes: int = setting(
+        5,
+        "Greedy episodes per evaluation, one per held-out env seed (10,000, 10,001, ...).",
+        Integer(minimum=1, maximum=100),
+        label="Episodes per evaluation",
+    )
     stop_at_return: float | None = setting(
         None,
         f"End the run, finished, once the mean return of the last {RETURN_WINDOW} episodes "

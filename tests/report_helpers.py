@@ -8,12 +8,14 @@ the decoded figure, never the page's bytes.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 
 def figure_in_page(page: str, div_id: str) -> dict[str, Any]:
     """The ``{"data": [...], "layout": {...}}`` that ``Plotly.newPlot("div_id", ...)`` draws."""
-    start = page.index(f'"{div_id}"', page.index("Plotly.newPlot("))
+    calls = [m.end() for m in re.finditer(r"Plotly\.newPlot\(\s*", page)]
+    (start,) = [at for at in calls if page.startswith(f'"{div_id}"', at)]
     decoder = json.JSONDecoder()
     position = start + len(div_id) + 2
     parts: list[Any] = []

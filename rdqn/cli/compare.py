@@ -26,10 +26,12 @@ from rdqn.compare import (
 from rdqn.config import RunConfig
 from rdqn.limits import check_comparison_runs, check_threads
 from rdqn.runs.lifecycle import INTERRUPTED_BY_USER
+from rdqn.runs.resume import stored_evaluations
 from rdqn.runs.store import RunStore
 from rdqn.serve.executors import Executor, executor_from_env, usable_cores
 from rdqn.serve.handle import RunHandle
 from rdqn.serve.registry import RunRegistry
+from rdqn.training.evaluation import Evaluations
 from rdqn.validation import shown
 
 
@@ -105,10 +107,12 @@ def cmd_compare(args: argparse.Namespace, store: RunStore, plan: Comparison) -> 
         )
         return signals.exit_status
     runs: dict[str, list[Curve]] = {scheme: [] for scheme in args.schemes}
+    evaluations: dict[str, list[Evaluations]] = {scheme: [] for scheme in args.schemes}
     for handle, config in zip(handles, configs, strict=True):
         if handle.status != "finished":
             print(f"run {handle.id} {handle.status}: {handle.error}", file=sys.stderr)
         runs[config.replay.scheme].append(Curve.from_episodes(store.episodes(handle.id)))
+        evaluations[config.replay.scheme].append(stored_evaluations(store, handle.id))
     table = summary_table(runs, threshold, args.window)
     print(shown_intervals(table).to_string(index=False, float_format=lambda v: f"{v:,.1f}"))
     heading = f"{base.env.id}: {', '.join(args.schemes)} ({base.preset}, seeds {args.seeds})"
@@ -123,6 +127,7 @@ def cmd_compare(args: argparse.Namespace, store: RunStore, plan: Comparison) -> 
         threshold=threshold,
         window=args.window,
         configs=configs,
+        evaluations=evaluations,
     )
     write_output(report_path, report, "--report", note=f" (the runs are stored, group {group_id})")
     print(f"report written to {report_path} (group {group_id})")

@@ -18,6 +18,7 @@ from rdqn.compare import ROLLING_WINDOW
 from rdqn.config import SCHEMES
 from rdqn.envs import ENV_IDS
 from rdqn.presets import PRESETS
+from rdqn.runs.metric_tables import CSV_KINDS
 
 
 def _add_run_parser(sub: Any, name: str, help_text: str) -> argparse.ArgumentParser:
@@ -101,7 +102,7 @@ def build_parser(prog: str = "rdqn") -> argparse.ArgumentParser:
     show.add_argument("run_id")
     export = runs_sub.add_parser("export", help="metrics of one run as CSV")
     export.add_argument("run_id")
-    export.add_argument("--kind", choices=["episodes", "steps"], default="episodes")
+    export.add_argument("--kind", choices=CSV_KINDS, default="episodes")
     export.add_argument("--out", help="file to write (default: standard output)")
     delete = runs_sub.add_parser("delete", help="delete a run and its checkpoint")
     delete.add_argument("run_id")

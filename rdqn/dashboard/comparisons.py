@@ -37,9 +37,11 @@ from rdqn.dashboard.history import (
 )
 from rdqn.dashboard.ownership import may_control, stop_reason
 from rdqn.dashboard.state import for_this_viewer, registry, session, store
-from rdqn.figures import SCHEME_COLORS, comparison_figure
+from rdqn.figures import SCHEME_COLORS, comparison_figure, evaluation_figure
 from rdqn.limits import check_comparison_runs, check_limits
+from rdqn.runs.resume import stored_evaluations
 from rdqn.runs.schema import FINAL_STATUSES
+from rdqn.training.evaluation import Evaluations
 
 __all__ = [
     "comparison_results",
@@ -211,5 +213,15 @@ def comparison_results(run_ids: list[str], threshold: float | None, live: bool) 
         key="compare.summary",
     )
     st.caption(summary_note(table))
+    evaluated = {row.run_id: stored_evaluations(store(), row.run_id) for row in rows}
+    if any(evaluated.values()):
+        by_scheme: dict[str, list[Evaluations]] = {}
+        for row in rows:
+            by_scheme.setdefault(row.scheme, []).append(evaluated[row.run_id])
+        show_chart(
+            st,
+            evaluation_figure(by_scheme, labels=labels, threshold=threshold),
+            key="compare.evaluations",
+        )
     if live and all(row.done for row in rows):
         st.rerun()

@@ -44,6 +44,7 @@ FORM_FIELDS: tuple[str, ...] = (
     "agent.target_update",
     "train.learning_starts",
     "train.total_steps",
+    "train.eval_every",
     "seed",
 )
 

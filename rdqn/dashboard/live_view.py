@@ -26,7 +26,7 @@ from rdqn.dashboard.settings_apply import prices_note
 from rdqn.dashboard.share import LOOPBACK, follow_link, qr_png, run_link, server_address
 from rdqn.dashboard.state import for_this_viewer, live_pages, registry, session, store
 from rdqn.dashboard.text import plain, why_stopped
-from rdqn.runs.resume import resume_blocker
+from rdqn.runs.resume import resume_blocker, stored_evaluations
 from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.serve.handle import RunHandle
 from rdqn.training.telemetry import Telemetry
@@ -181,7 +181,7 @@ def _reward_figure(
     """The run's returns and its greedy episodes' returns, and the smoothed returns of the run
     it replaced (``old``)."""
     has_old = old is not None and old.episode_returns.size > 0
-    greedy = snap.greedy
+    greedy, evaluations = snap.greedy, snap.evaluations
     return figures.reward_curve(
         snap.episode_end_steps,
         snap.episode_returns,
@@ -190,6 +190,7 @@ def _reward_figure(
         overlay_label=overlay_label or "previous run",
         scheme=snap.scheme,
         greedy=(greedy.env_steps, greedy.returns) if greedy is not None else None,
+        evaluation=(evaluations.env_steps, evaluations.means) if evaluations else None,
     )
 
 
@@ -444,6 +445,7 @@ def stored_run_view(run_id: str) -> bool:
         record = store().get_run(run_id)
         episodes = store().episodes(run_id)
         greedy = store().greedy_returns(run_id)
+        evaluations = stored_evaluations(store(), run_id)
     except KeyError:
         st.warning(f"No run with id {run_id!r} on this server.")
         return False
@@ -455,6 +457,7 @@ def stored_run_view(run_id: str) -> bool:
             episodes["return"].to_numpy(),
             scheme=record.scheme,
             greedy=(greedy.env_steps, greedy.returns) if len(greedy) else None,
+            evaluation=(evaluations.env_steps, evaluations.means) if evaluations else None,
         ),
         width="stretch",
     )

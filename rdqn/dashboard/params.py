@@ -43,6 +43,7 @@ URL_ALIASES: dict[str, str] = {
     "lr": "agent.lr",
     "gamma": "agent.gamma",
     "target": "agent.target_update",
+    "eval": "train.eval_every",
 }
 """URL name -> dotted config field. ``preset`` names the preset itself. An uploaded prices CSV
 (``env.kwargs``) stays on the server that received it and does not travel in the URL."""

@@ -27,6 +27,13 @@ from rdqn.runs.schema import ACTIVE_STATUSES
 from rdqn.runs.store import RunRecord
 from rdqn.serve.registry import NotOwner
 
+CSV_LABELS = {
+    "episodes": "Episodes (CSV)",
+    "steps": "Updates (CSV)",
+    "evaluations": "Evaluations (CSV)",
+}
+"""The run's tables a card offers as CSV (`rdqn.runs.metric_tables.CSV_KINDS`)."""
+
 __all__ = ["run_card"]
 
 
@@ -101,25 +108,16 @@ def run_card(record: RunRecord) -> None:
             show_chart(st, timing_figure(seconds), key="runs.timing")
         else:
             st.caption("Written when the run ends.")
-    csv_episodes, csv_steps = st.columns(2)
-    csv_episodes.download_button(
-        "Episodes (CSV)",
-        data=partial(store().export_csv, record.id, "episodes"),
-        file_name=f"{record.id}-episodes.csv",
-        mime="text/csv",
-        on_click="ignore",
-        icon=":material/download:",
-        key="runs.download_episodes",
-    )
-    csv_steps.download_button(
-        "Updates (CSV)",
-        data=partial(store().export_csv, record.id, "steps"),
-        file_name=f"{record.id}-steps.csv",
-        mime="text/csv",
-        on_click="ignore",
-        icon=":material/download:",
-        key="runs.download_steps",
-    )
+    for column, (kind, label) in zip(st.columns(len(CSV_LABELS)), CSV_LABELS.items(), strict=True):
+        column.download_button(
+            label,
+            data=partial(store().export_csv, record.id, kind),
+            file_name=f"{record.id}-{kind}.csv",
+            mime="text/csv",
+            on_click="ignore",
+            icon=":material/download:",
+            key=f"runs.download_{kind}",
+        )
     elsewhere = record.status in ACTIVE_STATUSES and registry().get(record.id) is None
     allowed = may_control(record.id)
     with st.expander("Delete this run"):

@@ -27,6 +27,7 @@ from rdqn.dashboard.sweep_jobs import SweepJob, page_spec, start_sweep, sweep_jo
 from rdqn.dashboard.sweeps_view import (
     MEASURES,
     Heatmap,
+    cell_evaluations,
     cell_label,
     cell_seeds,
     heatmap_slice,
@@ -37,7 +38,7 @@ from rdqn.dashboard.sweeps_view import (
     value_label,
 )
 from rdqn.dashboard.text import plain
-from rdqn.figures import SCHEME_COLORS, cell_curves_figure, sweep_heatmap
+from rdqn.figures import SCHEME_COLORS, cell_curves_figure, evaluation_figure, sweep_heatmap
 from rdqn.sweeps import SweepSpec, load_spec, sweep_trials
 
 __all__ = ["REFRESH_S", "HEATMAP_KEY", "chosen_sweep", "show_sweep", "start_from_form"]
@@ -269,3 +270,16 @@ def _curves(spec: SweepSpec, trials: pd.DataFrame, table: pd.DataFrame, key: str
         height=420,
         key="sweeps.curves",
     )
+    evaluations = cell_evaluations(store(), spec, trials, key)
+    if any(evaluations):
+        show_chart(
+            st,
+            evaluation_figure(
+                {scheme: evaluations},
+                labels={scheme: f"{scheme} replay"},
+                threshold=None if pd.isna(threshold) else float(threshold),
+                title=f"Greedy evaluation of the cell on held-out seeds: {scheme} replay",
+            ),
+            height=360,
+            key="sweeps.evaluations",
+        )

@@ -30,8 +30,10 @@ import streamlit as st
 
 from rdqn.compare import Curve
 from rdqn.figures.sweeps import SeedCurve
+from rdqn.runs.resume import stored_evaluations
 from rdqn.runs.store import RunStore
 from rdqn.sweeps import SweepSpec, summary
+from rdqn.training.evaluation import Evaluations
 
 __all__ = [
     "LIVE_STATUSES",
@@ -255,3 +257,15 @@ def cell_seeds(store: RunStore, spec: SweepSpec, trials: pd.DataFrame, key: str)
         note = "" if status == "finished" else f" ({_SEED_STATES.get(status, status)})"
         out.append(SeedCurve(f"seed {trial.seed}{note}", curve, status == "finished"))
     return out
+
+
+def cell_evaluations(
+    store: RunStore, spec: SweepSpec, trials: pd.DataFrame, key: str
+) -> list[Evaluations]:
+    """The greedy evaluations of cell ``key``'s trials that have a run (`stored_evaluations`)."""
+    runs = trials.set_index("key")
+    return [
+        stored_evaluations(store, runs.loc[trial.key]["run_id"])
+        for trial in spec.trials()
+        if trial.cell == key and runs.loc[trial.key]["run_id"] is not None
+    ]

@@ -38,6 +38,7 @@ from rdqn.figures.distributions import (
     td_stages_figure,
     weights_scatter,
 )
+from rdqn.figures.evaluations import evaluation_figure
 from rdqn.figures.segments import draw_histogram_figure, segments_figure
 from rdqn.figures.sweeps import cell_curves_figure, sweep_heatmap
 from rdqn.figures.tree import sum_tree_figure, tree_levels_figure
@@ -54,6 +55,7 @@ __all__ = [
     "draw_histogram_figure",
     "ema",
     "empty_figure",
+    "evaluation_figure",
     "fit_figure",
     "heatmap_over_time",
     "histogram_figure",

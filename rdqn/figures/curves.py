@@ -46,6 +46,7 @@ def reward_curve(
     threshold: float | None = None,
     scheme: str | None = None,
     greedy: tuple[ArrayLike, ArrayLike] | None = None,
+    evaluation: tuple[ArrayLike, ArrayLike] | None = None,
     title: str = "Episode return",
 ) -> go.Figure:
     """Episode returns against environment steps: the training's returns (which explore), raw
@@ -55,7 +56,9 @@ def reward_curve(
     so that the effect of changing alpha or beta stays visible after the restart. `threshold`
     adds a dotted horizontal line (e.g. 475 for CartPole-v1). `scheme` picks the line color.
     `greedy` = (env steps, returns) of the greedy episodes the run played for its watchers (no
-    exploration: what the policy does), drawn as dark diamonds joined by a line.
+    exploration: what the policy does), drawn as dark diamonds joined by a line. `evaluation` =
+    (env steps, mean return) of the run's greedy evaluations on held-out seeds
+    (`rdqn.training.evaluation`), drawn as dark squares joined by a dotted line.
     """
     none = (np.zeros(0), np.zeros(0))
     steps, values = _same_length(end_steps=end_steps, returns=returns)
@@ -66,6 +69,11 @@ def reward_curve(
     )
     greedy_steps, greedy_values = (
         _same_length(greedy_steps=greedy[0], greedy_returns=greedy[1]) if greedy else none
+    )
+    eval_steps, eval_values = (
+        _same_length(evaluation_steps=evaluation[0], evaluation_means=evaluation[1])
+        if evaluation
+        else none
     )
     if values.size == 0 and overlay_values.size == 0:
         return empty_figure(title)
@@ -117,6 +125,20 @@ def reward_curve(
                 "line": {"color": GREEDY_COLOR, "width": 1.5},
                 "marker": {"color": GREEDY_COLOR, "size": 8, "symbol": "diamond"},
                 "hovertemplate": "policy at step %{x:,}<br>greedy return %{y:.1f}<extra></extra>",
+            }
+        )
+    if eval_values.size:
+        traces.append(
+            {
+                "type": "scatter",
+                "x": eval_steps,
+                "y": eval_values,
+                "mode": "lines+markers",
+                "name": "greedy evaluation (held-out seeds)",
+                "line": {"color": GREEDY_COLOR, "width": 2, "dash": "dot"},
+                "marker": {"color": GREEDY_COLOR, "size": 9, "symbol": "square"},
+                "hovertemplate": "policy at step %{x:,}<br>mean greedy return %{y:.1f} on the "
+                "held-out seeds<extra></extra>",
             }
         )
     layout = _style(

@@ -26,6 +26,8 @@ from rdqn.compare import (
 from rdqn.config import RunConfig
 from rdqn.figures._base import SCHEME_COLORS
 from rdqn.figures.curves import comparison_figure
+from rdqn.figures.evaluations import evaluation_figure
+from rdqn.training.evaluation import Evaluations
 
 __all__ = ["comparison_report"]
 
@@ -45,8 +47,10 @@ def comparison_report(
     threshold: float | None = None,
     window: int = ROLLING_WINDOW,
     configs: Sequence[RunConfig] = (),
+    evaluations: Mapping[str, Sequence[Evaluations]] | None = None,
 ) -> str:
-    """The report page: heading, learning curves per scheme, and the summary table.
+    """The report page: heading, learning curves per scheme, the summary table, and the greedy
+    evaluations per scheme (`evaluation_figure`) when the runs made any.
 
     `runs` and `table` (`rdqn.compare.summary_table`) are keyed by scheme; the comparison's
     `configs` name each scheme with its α and β₀ (`rdqn.compare.scheme_label`) in the
@@ -63,6 +67,11 @@ def comparison_report(
         warm_up=warm_up,
     ).update_layout(height=520)
     chart = figure.to_html(full_html=False, include_plotlyjs=True, div_id="curves")
+    if evaluations and any(len(run) for group in evaluations.values() for run in group):
+        drawn = evaluation_figure(evaluations, labels=labels, threshold=threshold)
+        chart += drawn.update_layout(height=420).to_html(
+            full_html=False, include_plotlyjs=False, div_id="evaluations"
+        )
     rows = _table_html(table, labels)
     title = html.escape(heading)
     return (

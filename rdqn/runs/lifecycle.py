@@ -266,6 +266,8 @@ class RecordedRun:
                 trainer.close()
                 raise
             if taken is not False:
+                if point.evaluations is not None:  # the curve goes on where the policy does
+                    trainer.evaluations = point.evaluations.until(trainer.env_steps)
                 self._taken = True
                 self._saved_at = trainer.env_steps if point.checkpoint is not None else None
                 return trainer

@@ -25,9 +25,12 @@ import numpy as np
 from rdqn.runs.schema import (
     EPISODE_COLUMNS,
     EPISODE_KEYS,
+    EVALUATION_COLUMNS,
+    EVALUATION_KEYS,
     GREEDY_COLUMNS,
     GREEDY_KEYS,
     INSERT_EPISODES,
+    INSERT_EVALUATIONS,
     INSERT_GREEDY,
     INSERT_STEPS,
     INSERT_WATCHED,
@@ -44,7 +47,10 @@ from rdqn.training.episodes import GreedyReturns, PlayedEpisode
 if TYPE_CHECKING:  # pandas loads with the first table read (see rdqn.runs.store)
     import pandas as pd
 
-__all__ = ["MetricTables", "read_metric_frame"]
+__all__ = ["CSV_KINDS", "MetricTables", "read_metric_frame"]
+
+CSV_KINDS = ("episodes", "steps", "evaluations")
+"""The tables a run's CSV export offers."""
 
 
 class MetricTables:
@@ -67,12 +73,13 @@ class MetricTables:
         episodes: Sequence[Mapping[str, Any]] = (),
         steps: Sequence[Mapping[str, Any]] = (),
         greedy: Sequence[Mapping[str, Any]] = (),
+        evaluations: Sequence[Mapping[str, Any]] = (),
         watched: PlayedEpisode | None = None,
         progress: Mapping[str, int] | None = None,
     ) -> None:
-        """Write episode, step and greedy rows, the latest watched episode (``watched``, kept as
-        `PlayedEpisode.to_bytes`, replacing the one kept) and (optionally) progress counters in
-        one transaction.
+        """Write episode, step, greedy and evaluation rows, the latest watched episode
+        (``watched``, kept as `PlayedEpisode.to_bytes`, replacing the one kept) and (optionally)
+        progress counters in one transaction.
 
         Row keys are the columns of :data:`EPISODE_COLUMNS` / :data:`STEP_COLUMNS` /
         :data:`GREEDY_COLUMNS` (missing ones are stored as NULL; ``episode`` / ``updates`` /
@@ -82,6 +89,9 @@ class MetricTables:
         episode_params = row_params(run_id, episodes, EPISODE_COLUMNS, EPISODE_KEYS, "episode")
         step_params = row_params(run_id, steps, STEP_COLUMNS, STEP_KEYS, "step")
         greedy_params = row_params(run_id, greedy, GREEDY_COLUMNS, GREEDY_KEYS, "greedy")
+        evaluation_params = row_params(
+            run_id, evaluations, EVALUATION_COLUMNS, EVALUATION_KEYS, "evaluation"
+        )
         watched_params = None
         if watched is not None:
             watched_params = (run_id, watched.env_steps, watched.to_bytes())
@@ -93,6 +103,8 @@ class MetricTables:
                 conn.executemany(INSERT_STEPS, step_params)
             if greedy_params:
                 conn.executemany(INSERT_GREEDY, greedy_params)
+            if evaluation_params:
+                conn.executemany(INSERT_EVALUATIONS, evaluation_params)
             if watched_params is not None:
                 conn.execute(INSERT_WATCHED, watched_params)
             if progress is not None:
@@ -125,6 +137,13 @@ class MetricTables:
             lengths=frame["length"].to_numpy(np.int64, na_value=0),
         )
 
+    def evaluations(self, run_id: str) -> pd.DataFrame:
+        """The run's greedy evaluation episodes ordered by env step, then episode."""
+        with self._db.read() as conn:
+            self._check_exists(conn, run_id)
+            frame = read_metric_frame(conn, run_id, "evaluations", EVALUATION_COLUMNS)
+        return frame.sort_values(["env_steps", "episode"], kind="stable", ignore_index=True)
+
     def watched_episode(self, run_id: str) -> PlayedEpisode | None:
         """The latest greedy episode the run played (None: none yet, or one the store cannot
         read back, as written by another version)."""
@@ -138,24 +157,22 @@ class MetricTables:
         except ValueError:
             return None
 
-    def export_csv(self, run_id: str, kind: Literal["episodes", "steps"]) -> str:
-        """The run's ``episodes`` or ``steps`` as CSV text with a header row (floats round-trip)."""
-        if kind == "episodes":
-            frame = self.episodes(run_id)
-        elif kind == "steps":
-            frame = self.steps(run_id)
-        else:
-            raise ValueError(f"kind must be 'episodes' or 'steps', got {kind!r}")
-        return str(frame.to_csv(index=False))
+    def export_csv(self, run_id: str, kind: Literal["episodes", "steps", "evaluations"]) -> str:
+        """The run's ``episodes``, ``steps`` or ``evaluations`` as CSV text with a header row
+        (floats round-trip)."""
+        if kind not in CSV_KINDS:
+            raise ValueError(f"kind must be one of {', '.join(map(repr, CSV_KINDS))}, got {kind!r}")
+        return str(getattr(self, kind)(run_id).to_csv(index=False))
 
     def rewind(self, conn: sqlite3.Connection, run_id: str, counters: tuple[int, int, int]) -> None:
         """Drop the run's rows past ``counters`` (env steps, updates, episodes), inside the
         caller's write (a resume taking the run: `RunStore.set_status`); the greedy episodes
-        played after the env step the run resumes from go too (that policy is gone)."""
+        played and evaluated after the env step the run resumes from go too (that policy is
+        gone)."""
         env_steps, updates, episodes = counters
         conn.execute("DELETE FROM episodes WHERE run_id = ? AND episode > ?", (run_id, episodes))
         conn.execute("DELETE FROM steps WHERE run_id = ? AND updates > ?", (run_id, updates))
-        for table in ("greedy", "watched"):
+        for table in ("greedy", "watched", "evaluations"):
             conn.execute(
                 f"DELETE FROM {table} WHERE run_id = ? AND env_steps > ?", (run_id, env_steps)
             )

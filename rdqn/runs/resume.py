@@ -82,6 +82,7 @@ if TYPE_CHECKING:  # the config's gymnasium and the trainer's torch: only where 
     from rdqn.config import RunConfig
     from rdqn.runs.store import RunStore
     from rdqn.training.episodes import GreedyReturns
+    from rdqn.training.evaluation import Evaluations
     from rdqn.training.trainer import Trainer
 
 __all__ = [
@@ -94,6 +95,7 @@ __all__ = [
     "resume_blocker",
     "resume_blocker_of",
     "resume_point",
+    "stored_evaluations",
 ]
 
 KEPT = "the run stays listed with its rows"
@@ -196,8 +198,25 @@ class ResumePoint:
     chunks: Mapping[str, bytes] | None = None
     """With ``data``: the chunks of its chunk folder (`rdqn.runs.checkpoint_chunks`)."""
     greedy: GreedyReturns | None = None
+    evaluations: Evaluations | None = None
+    """The run's greedy evaluations, as stored: the resumed trainer's go on from those up to
+    where it resumes."""
     """The greedy episodes the run played for its watchers, as stored: the resumed run's
     watcher goes on from those up to where it resumes."""
+
+
+def stored_evaluations(store: RunStore, run_id: str, episodes: int | None = None) -> Evaluations:
+    """The run's greedy evaluations of ``episodes`` episodes each (None: as many as its rows
+    have), as the store keeps them."""
+    from rdqn.training.evaluation import Evaluations
+
+    frame = store.evaluations(run_id)
+    if episodes is None:
+        episodes = int(frame["episode"].max()) + 1 if len(frame) else 1
+    return Evaluations.from_rows(
+        *(frame[name].to_numpy() for name in ("env_steps", "episode", "return", "length")),
+        episodes=episodes,
+    )
 
 
 def resume_point(store: RunStore | None, run_id: str) -> ResumePoint:
@@ -236,7 +255,12 @@ def resume_point(store: RunStore | None, run_id: str) -> ResumePoint:
         except CheckpointError as err:
             raise ResumeError(f"cannot resume run {run_id}: {err}; {KEPT}") from err
     return ResumePoint(
-        run_id, config, path, Recorded.of(record), greedy=store.greedy_returns(run_id)
+        run_id,
+        config,
+        path,
+        Recorded.of(record),
+        greedy=store.greedy_returns(run_id),
+        evaluations=stored_evaluations(store, run_id, config.train.eval_episodes),
     )
 
 

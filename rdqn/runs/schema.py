@@ -17,9 +17,12 @@ __all__ = [
     "FINAL_STATUSES",
     "EPISODE_COLUMNS",
     "EPISODE_KEYS",
+    "EVALUATION_COLUMNS",
+    "EVALUATION_KEYS",
     "GREEDY_COLUMNS",
     "GREEDY_KEYS",
     "INSERT_EPISODES",
+    "INSERT_EVALUATIONS",
     "INSERT_GREEDY",
     "INSERT_STEPS",
     "INSERT_WATCHED",
@@ -68,7 +71,15 @@ GREEDY_COLUMNS: tuple[tuple[str, Converter], ...] = (
     ("return", float),
     ("length", int),
 )
+EVALUATION_COLUMNS: tuple[tuple[str, Converter], ...] = (
+    ("env_steps", int),
+    ("episode", int),
+    ("seed", int),
+    ("return", float),
+    ("length", int),
+)
 EPISODE_KEYS = frozenset(name for name, _ in EPISODE_COLUMNS)
+EVALUATION_KEYS = frozenset(name for name, _ in EVALUATION_COLUMNS)
 STEP_KEYS = frozenset(name for name, _ in STEP_COLUMNS)
 GREEDY_KEYS = frozenset(name for name, _ in GREEDY_COLUMNS)
 
@@ -151,6 +162,19 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             episode BLOB NOT NULL
         )""",
     ),
+    # 6: the run's greedy evaluations on held-out env seeds (`rdqn.training.evaluation`): one
+    # row per episode of each evaluation.
+    (
+        """CREATE TABLE IF NOT EXISTS evaluations (
+            run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+            env_steps INTEGER NOT NULL,
+            episode INTEGER NOT NULL,
+            seed INTEGER,
+            "return" REAL,
+            length INTEGER,
+            PRIMARY KEY (run_id, env_steps, episode)
+        ) WITHOUT ROWID""",
+    ),
 )
 SCHEMA_VERSION: int = len(MIGRATIONS)
 
@@ -224,6 +248,10 @@ INSERT_STEPS = (
 INSERT_GREEDY = (
     f"INSERT OR REPLACE INTO greedy (run_id, {quoted_columns(GREEDY_COLUMNS)}) "
     f"VALUES ({', '.join('?' * (len(GREEDY_COLUMNS) + 1))})"
+)
+INSERT_EVALUATIONS = (
+    f"INSERT OR REPLACE INTO evaluations (run_id, {quoted_columns(EVALUATION_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * (len(EVALUATION_COLUMNS) + 1))})"
 )
 INSERT_WATCHED = "INSERT OR REPLACE INTO watched (run_id, env_steps, episode) VALUES (?, ?, ?)"
 PROGRESS_SET = "env_steps = ?, updates = ?, episodes = ?"

@@ -491,10 +491,15 @@ class RunStore:
         """`MetricTables.greedy_returns`: the greedy episodes the run played, in order."""
         return self._metrics.greedy_returns(run_id)
 
+    def evaluations(self, run_id: str) -> pd.DataFrame:
+        """`MetricTables.evaluations`: the run's greedy evaluation episodes."""
+        return self._metrics.evaluations(run_id)
+
     def watched_episode(self, run_id: str) -> PlayedEpisode | None:
         """`MetricTables.watched_episode`: the latest greedy episode the run played."""
         return self._metrics.watched_episode(run_id)
 
-    def export_csv(self, run_id: str, kind: Literal["episodes", "steps"]) -> str:
-        """`MetricTables.export_csv`: the run's ``episodes`` or ``steps`` as CSV text."""
+    def export_csv(self, run_id: str, kind: Literal["episodes", "steps", "evaluations"]) -> str:
+        """`MetricTables.export_csv`: the run's ``episodes``, ``steps`` or ``evaluations`` as
+        CSV text."""
         return self._metrics.export_csv(run_id, kind)

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from rdqn.runs.schema import EPISODE_KEYS, STEP_KEYS
+from rdqn.runs.schema import EPISODE_KEYS, EVALUATION_KEYS, STEP_KEYS
 from rdqn.validation import check_integer, check_real
 
 if TYPE_CHECKING:  # the lifecycle writes through this writer
@@ -55,6 +55,7 @@ class RunWriter:
         self._episodes: list[dict[str, Any]] = []
         self._steps: list[dict[str, Any]] = []
         self._greedy: list[dict[str, Any]] = []
+        self._evaluations: list[dict[str, Any]] = []
         self._watched: PlayedEpisode | None = None
         self._progress = progress
         self._flush_at = max_pending
@@ -64,7 +65,7 @@ class RunWriter:
     @property
     def pending(self) -> int:
         """Rows waiting to be written."""
-        return len(self._episodes) + len(self._steps) + len(self._greedy)
+        return len(self._episodes) + len(self._steps) + len(self._greedy) + len(self._evaluations)
 
     def add_episode(self, row: Mapping[str, Any] | None = None, /, **values: Any) -> None:
         """Queue one episode row, as a mapping or keywords (``return_=`` stands for ``return``)."""
@@ -86,6 +87,16 @@ class RunWriter:
                 f"step rows need 'updates' and only keys {sorted(STEP_KEYS)}, got {sorted(row)}"
             )
         self._add(self._steps, row)
+
+    def add_evaluation(self, **row: Any) -> None:
+        """Queue one episode of a greedy evaluation (keys of ``EVALUATION_COLUMNS``;
+        ``env_steps`` and ``episode`` are required)."""
+        if not row.keys() <= EVALUATION_KEYS or not {"env_steps", "episode"} <= row.keys():
+            raise ValueError(
+                "evaluation rows need 'env_steps', 'episode' and only keys "
+                f"{sorted(EVALUATION_KEYS)}, got {sorted(row)}"
+            )
+        self._add(self._evaluations, row)
 
     def add_played(self, played: int, episode: PlayedEpisode) -> None:
         """Write the run's ``played``-th greedy episode now: its return and length, and the
@@ -122,6 +133,7 @@ class RunWriter:
                 episodes=self._episodes,
                 steps=self._steps,
                 greedy=self._greedy,
+                evaluations=self._evaluations,
                 watched=self._watched,
                 progress=None if self._progress is None else self._progress(),
             )
@@ -129,6 +141,7 @@ class RunWriter:
             self._flush_at = self.pending + self.max_pending
             raise
         self._episodes, self._steps, self._greedy, self._watched = [], [], [], None
+        self._evaluations = []
         self._flush_at = self.max_pending
 
     def flush(self) -> None:

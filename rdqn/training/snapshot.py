@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rdqn.training.episodes import GreedyReturns, PlayedEpisode
+from rdqn.training.evaluation import Evaluations
 from rdqn.training.memory_view import Memories
 from rdqn.training.sampler_check import GoodnessOfFit
 
@@ -140,6 +141,8 @@ class Telemetry:
     played: PlayedEpisode | None = None
     greedy: GreedyReturns | None = None
     memories: Memories | None = None
+    evaluations: Evaluations | None = None
+    """The run's greedy evaluations on held-out seeds (`rdqn.training.evaluation`)."""
 
     @property
     def progress(self) -> float:

@@ -46,6 +46,7 @@ from rdqn.replay import LinearSchedule, ReplayBuffer, Sampler, SumTree, WindowBu
 from rdqn.replay.scheme_registry import scheme
 from rdqn.replay.state_checks import ReplayStateError
 from rdqn.training.episodes import PlayedEpisode
+from rdqn.training.evaluation import Evaluations, evaluation_seeds
 from rdqn.training.greedy import play_greedy
 from rdqn.training.resume_checks import CheckedResume, check_resume
 from rdqn.training.sampler_check import GoodnessOfFit, check_sampler
@@ -82,6 +83,8 @@ class MetricsSink(Protocol):
     def add_episode(self, **row: Any) -> None: ...
 
     def add_step(self, **row: Any) -> None: ...
+
+    def add_evaluation(self, **row: Any) -> None: ...
 
 
 def build_sampler(config: RunConfig) -> Sampler:
@@ -136,6 +139,7 @@ class Trainer:
                 config.replay.beta0, config.replay.beta_end, max(0, train.planned_updates - 1)
             )
             self.recorder = TelemetryRecorder(planned_updates=train.planned_updates)
+            self.evaluations = Evaluations.none(train.eval_episodes)
             self._obs, _ = self.env.reset(seed=config.seed)
             self.env.action_space.seed(int(seeds[3]))
             self.windows.reset(self._obs)
@@ -205,6 +209,8 @@ class Trainer:
         train = self.config.train
         if self.env_steps > train.learning_starts and self.env_steps % train.train_every == 0:
             self._learn()
+        if train.eval_every and self.env_steps % train.eval_every == 0:
+            self.evaluate()
         if self.done and self.status == "running":
             self.status = "finished"
 
@@ -343,11 +349,26 @@ class Trainer:
             fit=fit,
             tree_levels=self._tree_levels() if with_internals else [],
             timings=self.timings.totals(),
+            evaluations=self.evaluations,
         )
 
-    def evaluate(self, episodes: int = 5, seed: int = 10_000) -> np.ndarray:
-        """Greedy returns over `episodes` fresh episodes of a separate env (training untouched)."""
-        return np.array([self.greedy_episode(seed + k).episode_return for k in range(episodes)])
+    def evaluate(self) -> Evaluations:
+        """Evaluate the policy now (`rdqn.training.evaluation`: ``train.eval_episodes`` greedy
+        episodes on the held-out seeds), keep it in `evaluations` and stream its rows; training
+        is untouched. Returns the evaluations so far."""
+        seeds = evaluation_seeds(self.config.train.eval_episodes)
+        played = [self.greedy_episode(seed) for seed in seeds]
+        self.evaluations = self.evaluations.add(self.env_steps, played)
+        if self.sink is not None:
+            for k, (seed, episode) in enumerate(zip(seeds, played, strict=True)):
+                self.sink.add_evaluation(
+                    env_steps=self.env_steps,
+                    episode=k,
+                    seed=seed,
+                    **{"return": episode.episode_return},
+                    length=episode.length,
+                )
+        return self.evaluations
 
     def greedy_episode(self, seed: int) -> PlayedEpisode:
         """One episode of the current policy, a = argmax_a Q(W_t, a), on an env of its own reset

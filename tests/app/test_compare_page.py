@@ -3,6 +3,7 @@ the end, queued runs that say why they wait, a reload from the store."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -127,6 +128,13 @@ def test_reload_shows_a_finished_group_from_the_store(home: Path) -> None:
     store = RunStore(home / "rdqn.db")
     wait_for(lambda: set(store.list_runs(group_id=group_id)["status"]) == {"finished"}, 60)
 
+    (run_id,) = store.list_runs(group_id=group_id)["id"]
+    rows = [
+        {"env_steps": 200, "episode": k, "seed": 10_000 + k, "return": r, "length": 9}
+        for k, r in enumerate([3.0, 5.0])
+    ]
+    store.write_metrics(run_id, evaluations=rows)  # as if it had evaluated its policy
+
     st.cache_resource.clear()  # a server restart: the registry forgets the run
     fresh = AppTest.from_file(str(APP), default_timeout=60)
     fresh.query_params["group"] = group_id
@@ -136,3 +144,6 @@ def test_reload_shows_a_finished_group_from_the_store(home: Path) -> None:
     assert fresh.session_state["compare.group_id"] == group_id
     summary = next(f.value for f in fresh.dataframe if "reached threshold" in f.value.columns)
     assert summary["scheme"].tolist() == ["rank · α 0.7 · β 0"]
+    specs = [json.loads(chart.proto.spec) for chart in fresh.get("plotly_chart")]
+    (evaluation,) = [s for s in specs if s["layout"]["title"]["text"].startswith("Greedy")]
+    assert evaluation["data"][-1]["name"] == "rank · α 0.7 · β 0 (1 seed)"

@@ -81,6 +81,7 @@ def test_table_card_downloads_and_delete(home: Path, monkeypatch: pytest.MonkeyP
     assert {button.label for button in at.download_button} == {
         "Episodes (CSV)",
         "Updates (CSV)",
+        "Evaluations (CSV)",
     }
     delete = at.button(key="runs.delete")
     assert delete.disabled

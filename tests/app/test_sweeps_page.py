@@ -208,6 +208,35 @@ def test_a_picked_cell_shows_every_seeds_curve_and_their_mean(
     assert np.sum(y[:-1] * np.diff(x)) / 300 == pytest.approx(wanted)  # its area: the cell's AUC
 
 
+def test_a_picked_cell_draws_its_seeds_greedy_evaluations(
+    home: Path, recorded: tuple[Path, SweepSpec]
+) -> None:
+    """Seed 0 evaluated R̄ 2 (returns 1 and 3) at step 100, seed 1 R̄ 7 (5 and 9): the cell's
+    mean is 4.5, its band 2 to 7; a cell with no evaluations draws no such chart."""
+    spec = with_recorded(home, recorded)
+    key = 'env.kwargs={"n":8} train.epsilon_end=1.0'
+    with RunStore(home / "rdqn.db") as store:
+        trials = sweep_trials(store, spec).set_index("key")
+        run_ids = [trials.loc[t.key, "run_id"] for t in spec.trials() if t.cell == key]
+        for run_id, returns in zip(run_ids, ([1.0, 3.0], [5.0, 9.0]), strict=True):
+            rows = [
+                {"env_steps": 100, "episode": k, "seed": 10_000 + k, "return": r, "length": 1}
+                for k, r in enumerate(returns)
+            ]
+            store.write_metrics(run_id, evaluations=rows)
+    at = open_page()
+    at.session_state["sweeps.cell"] = (spec.id, key)
+    at.run()
+    assert not at.exception
+    _, _, evaluation = charts(at)
+    high, low, line = evaluation["data"]
+    assert array(line["y"]).tolist() == [4.5] and line["name"].endswith("(2 seeds)")
+    assert (array(low["y"]).tolist(), array(high["y"]).tolist()) == ([2.0], [7.0])
+    at.session_state["sweeps.cell"] = (spec.id, 'env.kwargs={"n":8} train.epsilon_end=0.05')
+    at.run()
+    assert len(charts(at)) == 2
+
+
 def test_a_sweep_filed_by_hand_shows_its_numbers_and_its_failures(home: Path) -> None:
     with RunStore(home / "rdqn.db") as store:
         spec = hand_sweep(store)

@@ -1,5 +1,6 @@
 """AppTest: a run this server no longer trains (a saved run, after a restart) can still be
-watched: ``?run=`` shows its latest greedy episode and its greedy-return curve, from the store."""
+watched: ``?run=`` shows its latest greedy episode, its greedy-return curve and its greedy
+evaluations, from the store."""
 
 from __future__ import annotations
 
@@ -35,6 +36,10 @@ def test_a_saved_run_is_watched_from_its_store() -> None:
             {"played": 1, "env_steps": 900, "return": episode.episode_return, "length": 9},
         ],
         watched=episode,
+        evaluations=[
+            {"env_steps": 500, "episode": k, "seed": 10_000 + k, "return": r, "length": 9}
+            for k, r in enumerate([10.0, 30.0])
+        ],
     )
     run_store.set_status(run_id, "finished")
     at = AppTest.from_file(APP, default_timeout=60)
@@ -50,6 +55,9 @@ def test_a_saved_run_is_watched_from_its_store() -> None:
     (greedy,) = [trace for trace in reward if trace["name"] == "greedy return (watched)"]
     assert plotly_values(greedy["x"]).tolist() == [0, 900]
     assert plotly_values(greedy["y"]).tolist() == [9.0, episode.episode_return]
+    (evaluation,) = [t for t in reward if t["name"] == "greedy evaluation (held-out seeds)"]
+    assert plotly_values(evaluation["x"]).tolist() == [500]
+    assert plotly_values(evaluation["y"]).tolist() == [20.0]  # (10 + 30) / 2
 
 
 def plotly_values(encoded: dict | list) -> np.ndarray:

@@ -299,7 +299,7 @@ PRESETS = ", ".join(f'"{name}"' for name in PRESET_NAMES)
             "sed = 1,",
             f'{STEP1}, field "settings.sed": no such setting (did you mean "seed"?); use a URL '
             "name (env, scheme, alpha, beta, seed, steps, warmup, capacity, batch, window, lr, "
-            "gamma, target) or a config field such as replay.alpha",
+            "gamma, target, eval) or a config field such as replay.alpha",
             id="unknown-setting",
         ),
         pytest.param(

@@ -152,3 +152,30 @@ def test_a_memory_s_numbers_are_the_samplers_and_a_click_works_it_by_hand(
     assert math.isfinite(weight)
     trainer.close()
     page.context.close()
+
+
+_EVALUATIONS = """() => {
+    const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
+    const reward = charts.find(c => (c.querySelector('.gtitle')?.textContent || '')
+                                      .includes('Episode return'));
+    const plot = reward?.querySelector('.js-plotly-plot');
+    const trace = (plot?._fullData || []).find(
+        t => t.name === 'greedy evaluation (held-out seeds)');
+    return trace && trace.x.length >= 2 ? Array.from(trace.x) : null;
+}"""
+
+
+def test_the_reward_chart_draws_the_runs_greedy_evaluations(server: str, page: Page) -> None:
+    """?eval=500: every 500 env steps the run plays its greedy policy on the held-out seeds, and
+    the reward chart draws each evaluation's mean return, at 500, 1,000, ... env steps."""
+    page = another_browser(page, 1400, 1000)  # a browser of its own: a run of its own
+    page.goto(f"{server}/live?preset=per-notebook&steps=1000000&eval=500")
+    page.get_by_role("button", name="Start", exact=True).click()
+    with saying_what_the_page_shows(page):
+        steps = page.wait_for_function(_EVALUATIONS).json_value()
+    assert steps[:2] == [500, 1000], steps
+    page.get_by_role("button", name="Pause").click()
+    page.locator('[data-testid="stProgress"]', has_text="paused").first.wait_for()
+    assert_no_exception(page)
+    page.screenshot(path=str(ARTIFACTS / "greedy-evaluation.png"))
+    page.context.close()

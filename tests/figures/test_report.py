@@ -13,6 +13,7 @@ from rdqn.figures import SCHEME_COLORS
 from rdqn.figures.report import comparison_report
 from rdqn.presets import preset
 from rdqn.stats import BOOTSTRAP_SEED, RESAMPLES
+from rdqn.training.evaluation import Evaluations
 from tests.report_helpers import annotation_texts, figure_in_page, trace_names
 
 A = Curve(np.array([10, 25, 40]), np.array([1.0, 3.0, 5.0]))
@@ -55,6 +56,22 @@ def test_report_names_schemes_by_alpha_and_beta_in_their_colours() -> None:
     assert "learning starts" in annotation_texts(figure)
     rank = SCHEME_COLORS["rank"]
     assert f'<td><span style="color:{rank}">rank · α 0.7 · β₀ 0.5</span></td>' in page
+
+
+def test_report_draws_the_runs_greedy_evaluations_when_they_made_any() -> None:
+    """uniform's two seeds evaluated R̄ 2 and 6 at step 20: the report's line is at 4."""
+    runs = {"uniform": [A, B]}
+    table = summary_table(runs, 3.0, window=2)
+    one = Evaluations(np.array([20]), np.array([[1.0, 3.0]]), np.ones((1, 2), np.int64))
+    other = Evaluations(np.array([20]), np.array([[6.0, 6.0]]), np.ones((1, 2), np.int64))
+    page = comparison_report(
+        runs, table, heading="h", total_steps=40, window=2, evaluations={"uniform": [one, other]}
+    )
+    figure = figure_in_page(page, "evaluations")
+    assert "uniform (2 seeds)" in trace_names(figure)
+    none = {"uniform": [Evaluations.none(2)]}
+    page = comparison_report(runs, table, heading="h", total_steps=40, window=2, evaluations=none)
+    assert 'id="evaluations"' not in page
 
 
 def test_report_table_rounds_each_column_alike() -> None:

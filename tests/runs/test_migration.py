@@ -93,7 +93,28 @@ def test_a_version_4_store_gains_the_greedy_episodes(tmp_path: Path) -> None:
         s.write_metrics("old", greedy=[{"played": 0, "env_steps": 0, "return": 9.0, "length": 9}])
         assert s.greedy_returns("old").returns.tolist() == [9.0]
     raw = sqlite3.connect(path)
-    assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    raw.close()
+
+
+def test_a_version_5_store_gains_the_evaluations(tmp_path: Path) -> None:
+    """Its runs have none (as far as the store knows), can record some now, and export them."""
+    path = tmp_path / "rdqn.db"
+    an_old_store(
+        path,
+        5,
+        "INSERT INTO runs (id, created_at, updated_at, status, env_id, scheme, seed, config_json) "
+        "VALUES ('old', 0, 0, 'finished', 'CartPole-v1', 'uniform', 0, '{}')",
+    )
+    with RunStore(path) as s:
+        assert s.evaluations("old").empty
+        row = {"env_steps": 100, "episode": 0, "seed": 10_000, "return": 9.0, "length": 9}
+        s.write_metrics("old", evaluations=[row])
+        assert s.export_csv("old", "evaluations") == (
+            "env_steps,episode,seed,return,length\n100,0,10000,9.0,9\n"
+        )
+    raw = sqlite3.connect(path)
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
     raw.close()
 
 

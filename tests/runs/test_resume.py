@@ -87,8 +87,8 @@ def test_a_stopped_run_resumed_after_a_restart_matches_the_run_never_stopped(
     tmp_path: Path, at_episode_end: bool
 ) -> None:
     """Stopped between two episodes or inside one (its episode row, written when it ends after
-    the resume, is whole)."""
-    config = tiny(400)
+    the resume, is whole); its greedy evaluations go on as they would have."""
+    config = tiny(400, **{"train.eval_every": 100, "train.eval_episodes": 2})
     with RunStore(tmp_path / "rdqn.db") as store:
         whole = run_to_end(RecordedRun(config, store)).id
         run_id = stopped_run(store, config, 150, at_episode_end=at_episode_end)
@@ -111,6 +111,12 @@ def test_a_stopped_run_resumed_after_a_restart_matches_the_run_never_stopped(
             assert getattr(resumed, field) == getattr(ran_through, field), field
         for expected, got in zip(metrics(store, whole), metrics(store, run_id), strict=True):
             pd.testing.assert_frame_equal(expected, got)
+        evaluations = store.evaluations(whole)
+        assert evaluations["env_steps"].tolist() == [100, 100, 200, 200, 300, 300, 400, 400]
+        pd.testing.assert_frame_equal(evaluations, store.evaluations(run_id))
+        curve = run.trainer.evaluations
+        assert curve.env_steps.tolist() == [100, 200, 300, 400]  # those before the stop too
+        assert curve.returns.ravel().tolist() == evaluations["return"].tolist()
         first, second = (
             load_checkpoint(ran_through.checkpoint_path),
             load_checkpoint(resumed.checkpoint_path),

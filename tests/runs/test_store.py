@@ -291,7 +291,9 @@ def test_export_csv_parses_back_to_the_same_values(store: RunStore, kind: str) -
 
 
 def test_export_csv_bad_kind(store: RunStore) -> None:
-    with pytest.raises(ValueError, match="kind must be 'episodes' or 'steps', got 'losses'"):
+    with pytest.raises(
+        ValueError, match="kind must be one of 'episodes', 'steps', 'evaluations', got 'losses'"
+    ):
         store.export_csv(new_run(store), "losses")  # type: ignore[arg-type]
 
 

@@ -236,9 +236,9 @@ def test_uniform_scheme_has_no_tree_and_flat_probabilities() -> None:
 
 
 def test_evaluate_and_checkpoint_state() -> None:
-    trainer = Trainer(tiny()).run()
-    returns = trainer.evaluate(episodes=2)
-    assert returns.shape == (2,) and np.all(returns >= 1)
+    trainer = Trainer(tiny(**{"train.eval_episodes": 2})).run()
+    evaluations = trainer.evaluate()
+    assert evaluations.returns.shape == (1, 2) and np.all(evaluations.returns >= 1)
     buffer = io.BytesIO()
     torch.save(trainer.checkpoint_state(), buffer)
     buffer.seek(0)
