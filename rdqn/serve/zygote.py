@@ -53,6 +53,8 @@ LATER_PARTS_AFTER_S = 30.0
 """How long a warm zygote waits for its first launch before it loads the warm-up's later parts
 anyway (`main`)."""
 _NEVER_STARTED = "the worker zygote ended before it started the run"
+EXIT_REPORT_WAIT_S = 30.0
+"""The longest a worker's exit reason waits for the zygote's report of its exit."""
 
 
 class Job(Protocol):
@@ -100,7 +102,10 @@ class ZygoteWorker:
         return not self._ended
 
     def exit_reason(self) -> str:
-        code = self._zygote.exit_code(self.run_id, wait=2.0)
+        # The zygote reports every child it reaps, and its end marks its children lost, so this
+        # waits for an answer that comes; on a loaded machine it came after the 2 s once waited
+        # ("the worker process ended", where it was killed by signal 9).
+        code = self._zygote.exit_code(self.run_id, wait=EXIT_REPORT_WAIT_S)
         if code is None:
             return self._zygote.lost_reason(self.run_id) or "the worker process ended"
         if code < 0:

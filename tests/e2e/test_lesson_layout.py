@@ -124,11 +124,14 @@ def assert_first_screen_holds_the_step(tab: Page, key: str, number: int) -> None
         tab.wait_for_function(OUTLINED_DRAWN)
         # Read once the page has settled on the step: its area outlined and drawn where the
         # step puts it (a redraw raises a chart's new slot before Plotly has drawn it, and the
-        # last step's counters stay drawn below the charts until the page run replaces them).
+        # last step's counters stay drawn below the charts until the page run replaces them),
+        # and no element left stale by the run (a loaded CI once read the counters outlined but
+        # still below the charts, at 676 px, while the run that moves them above was drawing).
         boxes = tab.wait_for_function(
             f"""() => {{ const b = ({BOXES})();
                         const settled = b.outlined.join() === {lesson(key).step(number).highlight!r}
-                                        && b.area && b.area[1] < {HEIGHT};
+                                        && b.area && b.area[1] < {HEIGHT}
+                                        && !document.querySelector('[data-stale="true"]');
                         return settled && (!b.chart || b.legend) ? b : null; }}"""
         ).json_value()
     shown = f"{key} step {number} at {WIDTH}×{HEIGHT}: {boxes}"
