@@ -56,6 +56,7 @@ PRESET_NAMES: tuple[str, ...] = (
     "paper",
     "chain-lesson",
     "demo",
+    "minatar",
 )
 """The presets of `rdqn.presets`, in the order the CLI and the dashboard list them."""
 RETURN_WINDOW = 20

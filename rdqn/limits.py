@@ -217,6 +217,9 @@ def memory_estimate(config: RunConfig) -> int:
     elif network == "mlp":
         parameters = (obs + 1) * 64 + 65 * 64 + 65 * _ACTIONS
         activations = 0
+    elif network == "conv":
+        parameters = 144 * (obs // 100) + 16 + 131_200 + 129 * _ACTIONS
+        activations = 0
     else:
         parameters = obs * _ACTIONS
         activations = 0

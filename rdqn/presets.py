@@ -9,6 +9,7 @@
 | paper | linear (tabular), SGD | proportional alpha .6 (rank-based alpha .7), beta .5 | none |
 | chain-lesson | as paper, lr .1, on an 8-cell sparse chain, 4,000 steps | as paper, beta 0 | none |
 | demo | MLP 64-64, Double DQN, lr 5e-4, stop at 475 | as per-notebook, IS / batch max | soft .01 |
+| minatar | MinAtar's conv net, Adam 2.5e-4, 1 update / 4 steps | prop. alpha .5, beta .5 | hard |
 
 `e14-lesson` exists because `e14` runs at tens of env steps per second on one CPU core (its
 50,000-step budget takes about half an hour of CPU time, longer on a busy machine). It is `e14`
@@ -65,6 +66,19 @@ rank-based did in 10 of 10 under all three (docs/experiments.md).
 CartPole shows no difference at such budgets (`python -m rdqn experiment per-notebook`,
 docs/experiments.md: proportional reached 475 in 4 of 5 seeds after 60,892-89,779 steps,
 uniform in 4 of 5 after 90,662-95,676).
+
+`minatar` is DQN on a MinAtar game (`rdqn/MinAtar-Breakout-v0`; `--set env.id=...` picks
+another) with Revisiting Rainbow's settings (Obando-Ceron & Castro 2021, its DQN gin files for
+MinAtar: Dopamine's DQN): the MinAtar paper's network (one 3x3 conv of 16 channels, 128 hidden),
+Adam lr 2.5e-4, Huber loss, gamma .99, batch 32, a memory of 100,000, learning from 1,000 steps
+on, one update every 4 env steps, the target copied every 1,000 env steps (250 updates), no
+gradient clipping; a greedy evaluation of 5 episodes every 25,000 steps. Where it differs: Adam's
+epsilon is PyTorch's 1e-8 (theirs 3.125e-4); epsilon falls from 1 to .01 over the first 100,000
+steps (the MinAtar paper's span; Dopamine's is 250,000), so that a budget of a few hundred
+thousand steps is not mostly exploration; the budget is 500,000 steps, not 10 million (an
+experiment's budget, docs/experiments.md); prioritized replay samples |delta|^.5 with weights
+(N P)^-.5 divided by the batch's largest, where Dopamine's priority is the square root of the
+Huber loss (|delta| / sqrt 2 below 1: alpha 1 there, .5 above) with the same weights.
 
 `demo` is Home's Start demo: CartPole-v1 solved in seconds by every seed, where `per-notebook`
 (the notebook's setup) needs 60,000-90,000 steps when it gets there and then falls apart. It is
@@ -222,6 +236,40 @@ def _demo() -> RunConfig:
     )
 
 
+def _minatar() -> RunConfig:
+    # DQN on MinAtar as Revisiting Rainbow runs it; the module docstring says where it differs.
+    return RunConfig(
+        preset="minatar",
+        env=EnvConfig(id="rdqn/MinAtar-Breakout-v0"),
+        replay=ReplayConfig(
+            scheme="proportional",
+            capacity=100_000,
+            batch_size=32,
+            window=1,
+            alpha=0.5,
+            beta0=0.5,
+            beta_end=0.5,
+            is_normalization="batch",
+        ),
+        agent=AgentConfig(
+            network="conv",
+            lr=2.5e-4,
+            target_update="hard",
+            target_sync_every=250,
+            grad_clip_norm=None,
+        ),
+        train=TrainConfig(
+            total_steps=500_000,
+            learning_starts=1_000,
+            train_every=4,
+            epsilon_end=0.01,
+            epsilon_fraction=0.2,
+            eval_every=25_000,
+            eval_episodes=5,
+        ),
+    )
+
+
 PRESETS: dict[str, Callable[[], RunConfig]] = {
     "e14": _e14,
     "e14-lesson": _e14_lesson,
@@ -230,6 +278,7 @@ PRESETS: dict[str, Callable[[], RunConfig]] = {
     "paper": _paper,
     "chain-lesson": _chain_lesson,
     "demo": _demo,
+    "minatar": _minatar,
 }
 """Preset name -> factory of its `RunConfig` (in the order of `rdqn.config.PRESET_NAMES`)."""
 

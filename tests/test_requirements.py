@@ -18,8 +18,8 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 REPO = Path(__file__).resolve().parents[1]
-RUNTIME = ("requirements.txt", "requirements-ray.txt")  # Ray: the optional `ray` extra
-ALL = ("requirements.txt", "requirements-ray.txt", "requirements-dev.txt")
+RUNTIME = ("requirements.txt", "requirements-ray.txt", "requirements-minatar.txt")  # + extras
+ALL = (*RUNTIME, "requirements-dev.txt")
 LOCAL = {"rdqn", "pages", "tests", "benchmarks", "app"}
 
 

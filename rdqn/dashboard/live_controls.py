@@ -39,6 +39,9 @@ LONG_PRESETS: dict[str, str] = {
     "**e14-lesson** preset shows the same effect in about 2 minutes.",
     "e15": "The e15 preset trains a recurrent network at tens of env steps per second: its "
     "50,000 steps take about 30-45 minutes on a two-core machine.",
+    "minatar": "The minatar preset trains a conv net on a MinAtar game at about 1,500 env steps "
+    "per second: its 500,000 steps take 5-10 minutes; the games need the optional minatar "
+    "package (pip install -r requirements-minatar.txt).",
 }
 """A warning shown before Start for presets whose budget takes far longer than a lesson."""
 

@@ -10,6 +10,8 @@ is the checked entry point: it accepts only the ids in ``ENV_IDS`` and the optio
 * ``rdqn/BlindCliffwalk-v0``: Schaul et al. 2015, figure 1; ends at the cliff or goal (<= n steps).
 * ``rdqn/SparseChain-v0``: reward 1 at the chain's right end; goal, or truncated at max_steps.
 * ``rdqn/SyntheticMarket-v0``: flat/long/short on a seeded price path; truncated at episode_length.
+* ``rdqn/MinAtar-<Game>-v0``: the five MinAtar games (`rdqn.envs.minatar`; the optional ``minatar``
+  package); end when the game does.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import gymnasium as gym
 
 from rdqn.envs.blind_cliffwalk import BlindCliffwalkEnv
 from rdqn.envs.masked_cartpole import MaskedCartPoleEnv
+from rdqn.envs.minatar import MINATAR_ENVS
 from rdqn.envs.options import check_env_kwargs, env_options, observation_size
 from rdqn.envs.prices_csv import CsvLimits, PriceSeries, load_prices_csv, read_prices_csv
 from rdqn.envs.sparse_chain import SparseChainEnv
@@ -52,6 +55,10 @@ _REGISTRATIONS: dict[str, dict[str, Any]] = {
     "rdqn/BlindCliffwalk-v0": {"entry_point": "rdqn.envs.blind_cliffwalk:BlindCliffwalkEnv"},
     "rdqn/SparseChain-v0": {"entry_point": "rdqn.envs.sparse_chain:SparseChainEnv"},
     "rdqn/SyntheticMarket-v0": {"entry_point": "rdqn.envs.synthetic_market:SyntheticMarketEnv"},
+    **{
+        env_id: {"entry_point": f"rdqn.envs.minatar:{cls.__name__}"}
+        for env_id, cls in MINATAR_ENVS.items()
+    },
 }
 """The rdqn envs. Only CartPole gets a registry time limit: the others end episodes themselves."""
 

@@ -3,7 +3,9 @@
 An env's generator (``np_random``) is saved with the run; what else an episode under way needs
 is the env's own dynamic state, listed here per env class: CartPole's physics (its
 ``steps_beyond_terminated`` is None until the episode ends, so not saved), the cliffwalk's cell,
-the chain's position and step, the market's price path, regimes, clock and position. The time
+the chain's position and step, the market's price path, regimes, clock and position; a MinAtar env
+lists its game's own (`rdqn.envs.minatar.MinAtarEnv.episode_paths`: numbers, flags, frames and
+lists of objects, each a list of numbers, or None where a slot is empty). The time
 limit's count is the episode's steps so far (the trainer's count), set back on restore.
 
 `episode_state` reads it; `check_episode_state` compares a saved one with the same env fresh
@@ -23,6 +25,7 @@ from gymnasium.wrappers import TimeLimit
 
 from rdqn.envs.blind_cliffwalk import BlindCliffwalkEnv
 from rdqn.envs.masked_cartpole import MaskedCartPoleEnv
+from rdqn.envs.minatar import MinAtarEnv
 from rdqn.envs.sparse_chain import SparseChainEnv
 from rdqn.envs.synthetic_market import SyntheticMarketEnv
 
@@ -40,6 +43,8 @@ EPISODE_STATE: dict[type, tuple[str, ...]] = {
 
 def _paths(env: gym.Env[Any, Any]) -> tuple[str, ...]:
     kind = type(env.unwrapped)
+    if isinstance(env.unwrapped, MinAtarEnv):
+        return env.unwrapped.episode_paths
     if kind not in EPISODE_STATE:
         raise TypeError(f"{kind.__name__} does not say what its episodes change (EPISODE_STATE)")
     return EPISODE_STATE[kind]
@@ -83,6 +88,8 @@ def check_episode_state(env: gym.Env[Any, Any], state: Any) -> None:  # noqa: AN
                 and value.dtype == like.dtype
                 and (value.dtype.kind not in "fc" or bool(np.isfinite(value).all()))
             )
+        elif isinstance(like, list):
+            same = isinstance(value, list) and all(_plain(item) for item in value)
         elif isinstance(like, bool | np.bool_):
             same = isinstance(value, bool | np.bool_)
         elif isinstance(like, int | np.integer):
@@ -107,8 +114,23 @@ def load_episode_state(env: gym.Env[Any, Any], state: dict[str, Any], steps: int
         wrapper = wrapper.env
 
 
+def _plain(value: Any) -> bool:  # noqa: ANN401
+    """Whether ``value`` is None, a flag, an integer, a finite float or a list of them (nested)."""
+    if value is None or isinstance(value, bool | int):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, list) and all(_plain(item) for item in value)
+
+
 def _copied(value: Any) -> Any:  # noqa: ANN401
-    return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
+    """A copy of ``value`` with numpy scalars as Python's (a MinAtar game's lists hold the
+    ``np.int64`` its generator draws, which a checkpoint cannot store)."""
+    if isinstance(value, np.ndarray):
+        return np.array(value, copy=True)
+    if isinstance(value, list):
+        return [_copied(item) for item in value]
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _described(value: Any) -> str:  # noqa: ANN401

@@ -13,12 +13,14 @@ server, or fail for want of pygame), and so is every name the env does not know,
 the ones it does. Values are checked by the env itself when it is built.
 
 `observation_size` is the length of an observation for given kwargs (CartPole 4, masked CartPole
-2, Blind Cliffwalk and the sparse chain ``n``, the market ``n_returns + 1``): what the server's
+2, Blind Cliffwalk and the sparse chain ``n``, the market ``n_returns + 1``, a MinAtar frame
+10 x 10 x its channels): what the server's
 memory estimate needs before anything is allocated (`rdqn.limits`).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -27,6 +29,7 @@ from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
 from rdqn.envs.blind_cliffwalk import BlindCliffwalkEnv
 from rdqn.envs.masked_cartpole import MaskedCartPoleEnv
+from rdqn.envs.minatar import MINATAR_CHANNELS, MINATAR_ENVS, MISSING_EXTRA
 from rdqn.envs.sparse_chain import SparseChainEnv
 from rdqn.envs.synthetic_market import SyntheticMarketEnv
 from rdqn.validation import check_integer, shown
@@ -39,6 +42,7 @@ ENV_CLASSES: dict[str, type] = {
     "rdqn/BlindCliffwalk-v0": BlindCliffwalkEnv,
     "rdqn/SparseChain-v0": SparseChainEnv,
     "rdqn/SyntheticMarket-v0": SyntheticMarketEnv,
+    **MINATAR_ENVS,
 }
 """The class behind each env id (in `rdqn.envs.ENV_IDS` order)."""
 
@@ -72,8 +76,11 @@ def env_options(env_id: str) -> tuple[str, ...]:
 def check_env_kwargs(env_id: str, kwargs: Mapping[str, Any]) -> None:
     """``ValueError`` naming the option for a name ``env_id`` does not take (or that rdqn
     refuses), a ``max_episode_steps`` that is not an integer >= 1, a ``prices_csv`` that is not
-    a path, or ``prices`` and ``prices_csv`` together."""
+    a path, or ``prices`` and ``prices_csv`` together; a MinAtar id without the optional
+    ``minatar`` package is refused naming the extra."""
     allowed = env_options(env_id)
+    if env_id in MINATAR_ENVS and importlib.util.find_spec("minatar") is None:
+        raise ValueError(MISSING_EXTRA)
     for name in kwargs:
         if name in REFUSED:
             raise ValueError(
@@ -113,6 +120,10 @@ _OBSERVATION_SIZES: dict[str, Callable[[Mapping[str, Any]], int]] = {
     "rdqn/BlindCliffwalk-v0": _size("rdqn/BlindCliffwalk-v0", "n"),
     "rdqn/SparseChain-v0": _size("rdqn/SparseChain-v0", "n"),
     "rdqn/SyntheticMarket-v0": _size("rdqn/SyntheticMarket-v0", "n_returns", offset=1),
+    **{
+        env_id: (lambda kwargs, n=MINATAR_CHANNELS[cls.game]: 100 * n)
+        for env_id, cls in MINATAR_ENVS.items()
+    },
 }
 
 

@@ -27,7 +27,7 @@ __all__ = [
     "resolve_device",
 ]
 
-NETWORK_KINDS: tuple[str, ...] = ("recurrent", "mlp", "linear")
+NETWORK_KINDS: tuple[str, ...] = ("recurrent", "mlp", "conv", "linear")
 """Values accepted by ``AgentConfig.network`` (and `rdqn.learn.nets.build_q_network`)."""
 LOSSES: tuple[str, ...] = ("huber", "mse")
 OPTIMIZERS: tuple[str, ...] = ("adam", "sgd")
@@ -41,7 +41,7 @@ class AgentConfig:
 
     network: str = setting(
         "recurrent",
-        "Q-network: two-LSTM recurrent net or the 64-64 MLP.",
+        "Q-network: two-LSTM recurrent net, the 64-64 MLP, MinAtar's conv net or a linear table.",
         Choice(NETWORK_KINDS),
         label="Q-network",
     )

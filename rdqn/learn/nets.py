@@ -20,6 +20,11 @@ MLP Q-network (the PER notebook's "Q-Network (Small MLP)"): Linear d->64, ReLU, 
 64->A. It reads only the last step of a window, so replay batches with window length T = 1, shape
 ``(B, 1, d)``, and plain ``(B, d)`` batches both work.
 
+Convolutional Q-network (MinAtar's, Young & Tian 2019): a 10x10 frame of n channels, flattened
+channel-last into d = 100 n values, -> Conv2d n->16, 3x3, stride 1, no padding -> ReLU -> flatten
+(16 x 8 x 8 = 1,024) -> Linear 1024->128 -> ReLU -> Linear 128->A. It reads the last step of a
+window. Parameters: 144 n + 16 + 131,200 + 129 A.
+
 Optional dueling head (Wang et al. 2016, arXiv:1511.06581), off by default: the last linear layer
 becomes an advantage stream ``A(h, a)`` plus a value stream ``V(h)`` (one extra ``Linear(64, 1)``,
 65 parameters), combined as ``Q = V + A - mean_a A``.
@@ -43,6 +48,7 @@ from rdqn.validation import check_integer
 
 __all__ = [
     "NETWORK_KINDS",
+    "ConvQNet",
     "LinearQNet",
     "MLPQNet",
     "QHead",
@@ -55,21 +61,27 @@ __all__ = [
 
 LSTM_HIDDEN = 128
 HEAD_HIDDEN = 64
+FRAME = 10
+"""Side of the square frames `ConvQNet` reads (MinAtar's)."""
+CONV_CHANNELS = 16
+CONV_HIDDEN = 128
 
 
 def init_default_(module: nn.Module, generator: torch.Generator | None = None) -> None:
-    """Re-initialise every ``nn.Linear`` / ``nn.LSTM`` in ``module`` with PyTorch's default scheme.
+    """Re-initialise every ``nn.Linear`` / ``nn.Conv2d`` / ``nn.LSTM`` in ``module`` with
+    PyTorch's default scheme.
 
-    Linear: weight ``kaiming_uniform_(a=sqrt(5))``, i.e. U(-1/sqrt(fan_in), 1/sqrt(fan_in)), and
-    bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)). LSTM: every weight and bias U(-1/sqrt(H), 1/sqrt(H)).
+    Linear and Conv2d: weight ``kaiming_uniform_(a=sqrt(5))``, i.e. U(-1/sqrt(fan_in),
+    1/sqrt(fan_in)) (a convolution's fan_in: input channels x kernel area), and bias
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)). LSTM: every weight and bias U(-1/sqrt(H), 1/sqrt(H)).
     Draws come from ``generator`` (the global default generator when ``None``), in module order.
     """
     with torch.no_grad():
         for sub in module.modules():
-            if isinstance(sub, nn.Linear):
+            if isinstance(sub, nn.Linear | nn.Conv2d):
                 nn.init.kaiming_uniform_(sub.weight, a=math.sqrt(5), generator=generator)
                 if sub.bias is not None:
-                    bound = 1.0 / math.sqrt(sub.in_features)
+                    bound = 1.0 / math.sqrt(sub.weight[0].numel())  # fan_in
                     nn.init.uniform_(sub.bias, -bound, bound, generator=generator)
             elif isinstance(sub, nn.LSTM):
                 bound = 1.0 / math.sqrt(sub.hidden_size)
@@ -234,6 +246,55 @@ class MLPQNet(nn.Module):
         return self.head(self.body(inputs))
 
 
+class ConvQNet(nn.Module):
+    """MinAtar's network: conv 3x3 (16) -> ReLU -> Linear 1024->128 -> ReLU -> Linear 128->A.
+
+    Reads ``(B, d)`` frames or the last step of ``(B, T, d)`` windows, each a flattened
+    channel-last ``(10, 10, n)`` frame (d = 100 n), as `rdqn.envs.minatar` observes them.
+    """
+
+    def __init__(
+        self,
+        obs_dim: int,
+        n_actions: int,
+        *,
+        dueling: bool = False,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        check_integer("obs_dim", obs_dim, minimum=1)
+        check_integer("n_actions", n_actions, minimum=1)
+        if obs_dim % (FRAME * FRAME):
+            raise ValueError(
+                f"the conv network reads {FRAME}x{FRAME} frames (MinAtar's): an observation of "
+                f"{FRAME * FRAME} x channels values, got {obs_dim}"
+            )
+        super().__init__()
+        self.obs_dim = obs_dim
+        self.n_actions = n_actions
+        self.channels = obs_dim // (FRAME * FRAME)
+        side = FRAME - 2
+        with torch.device("meta"):
+            self.conv = nn.Conv2d(self.channels, CONV_CHANNELS, kernel_size=3, stride=1)
+            self.head = QHead(CONV_CHANNELS * side * side, CONV_HIDDEN, n_actions, dueling=dueling)
+        self.to_empty(device="cpu")
+        self.reset_parameters(generator)
+
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Initialise all weights with PyTorch's default distributions drawn from ``generator``."""
+        init_default_(self, generator)
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        """Q-values ``(B, A)`` for ``(B, d)`` frames or the last step of ``(B, T, d)``."""
+        if inputs.dim() == 3:
+            inputs = inputs[:, -1, :]
+        elif inputs.dim() != 2:
+            raise ValueError(
+                f"ConvQNet expects inputs of shape (B, d) or (B, T, d), got {tuple(inputs.shape)}"
+            )
+        frames = inputs.reshape(-1, FRAME, FRAME, self.channels).permute(0, 3, 1, 2)
+        return self.head(torch.relu(self.conv(frames)).flatten(1))
+
+
 class LinearQNet(nn.Module):
     """Q(s, a) = W_a . s, without a bias: with one-hot observations this is exactly a Q-table
     (the PER paper's Blind Cliffwalk learner); a shared bias would couple every state. Reads the
@@ -269,8 +330,9 @@ def build_q_network(
     dueling: bool = False,
     generator: torch.Generator | None = None,
     hidden: Sequence[int] = (64, 64),
-) -> RecurrentQNet | MLPQNet | LinearQNet:
-    """Build a Q-network by name: ``"recurrent"``, ``"mlp"`` or ``"linear"`` (tabular).
+) -> RecurrentQNet | MLPQNet | ConvQNet | LinearQNet:
+    """Build a Q-network by name: ``"recurrent"``, ``"mlp"``, ``"conv"`` (MinAtar frames) or
+    ``"linear"`` (tabular).
 
     ``hidden`` applies to the MLP only; the recurrent widths are fixed by the source notebooks.
     """
@@ -278,6 +340,8 @@ def build_q_network(
         return RecurrentQNet(obs_dim, n_actions, dueling=dueling, generator=generator)
     if kind == "mlp":
         return MLPQNet(obs_dim, n_actions, hidden, dueling=dueling, generator=generator)
+    if kind == "conv":
+        return ConvQNet(obs_dim, n_actions, dueling=dueling, generator=generator)
     if kind == "linear":
         if dueling:
             raise ValueError("dueling must be False for the linear network")

@@ -193,7 +193,10 @@ def _check_episode(trainer: Any, saved: Any, episode_steps: int) -> Any:  # noqa
         )
     try:
         check_episode_state(trainer.env, episode["env"])
-        WindowBuilder(trainer.windows.length, trainer.obs_shape).load_state_dict(episode["window"])
+        windows = trainer.windows
+        WindowBuilder(windows.length, trainer.obs_shape, windows.dtype).load_state_dict(
+            episode["window"]
+        )
     except ValueError as err:
         raise ResumeStateError(f"episode: {err}") from None
     return episode

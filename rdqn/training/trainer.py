@@ -119,15 +119,18 @@ class Trainer:
             self.n_actions = int(self.env.action_space.n)
             obs_dim = int(np.prod(self.obs_shape))
             self.agent = DQNAgent(obs_dim, self.n_actions, config.agent, seed=int(seeds[0]))
+            # Frames of flags or bytes (MinAtar's) are stored as they come: 4-32x smaller.
+            obs_dtype = space.dtype if space.dtype.kind in "bu" else np.float32
             self.buffer = ReplayBuffer(
                 config.replay.capacity,
                 self.obs_shape,
                 window=config.replay.window,
                 sampler=build_sampler(config),
                 seed=int(seeds[1]),
+                obs_dtype=obs_dtype,
             )
             self._diagnostic_rng = np.random.default_rng(int(seeds[2]))
-            self.windows = WindowBuilder(config.replay.window, self.obs_shape)
+            self.windows = WindowBuilder(config.replay.window, self.obs_shape, obs_dtype)
             train = config.train
             self.epsilon_schedule = LinearSchedule(
                 train.epsilon_start,

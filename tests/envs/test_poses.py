@@ -45,5 +45,5 @@ def test_pose_names_match_the_poses() -> None:
 def test_bad_input_is_refused() -> None:
     with pytest.raises(ValueError, match="no picture for env 'Pong'"):
         pose_kind("Pong")
-    with pytest.raises(ValueError, match="must be 2-D"):
+    with pytest.raises(ValueError, match=r"must be a batch \(n, \*obs shape\)"):
         poses("CartPole-v1", [0.0, 0.1, 0.2, 0.3])

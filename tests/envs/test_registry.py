@@ -14,6 +14,11 @@ RDQN_IDS = [
     "rdqn/BlindCliffwalk-v0",
     "rdqn/SparseChain-v0",
     "rdqn/SyntheticMarket-v0",
+    "rdqn/MinAtar-Asterix-v0",
+    "rdqn/MinAtar-Breakout-v0",
+    "rdqn/MinAtar-Freeway-v0",
+    "rdqn/MinAtar-Seaquest-v0",
+    "rdqn/MinAtar-SpaceInvaders-v0",
 ]
 
 
@@ -53,7 +58,7 @@ def test_make_env_with_seed_is_reproducible() -> None:
     def rollout(seed: int) -> list[tuple[object, ...]]:
         env = make_env("rdqn/MaskedCartPole-v0", seed=seed)
         obs, _ = env.reset()
-        steps: list[tuple[object, ...]] = [tuple(obs)]
+        steps: list[tuple[object, ...]] = [tuple(np.ravel(obs))]
         for _ in range(10):
             action = env.action_space.sample()
             obs, reward, *_ = env.step(action)
@@ -66,7 +71,8 @@ def test_make_env_with_seed_is_reproducible() -> None:
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_contract(env_id: str) -> None:
-    """Float32 observations inside the declared space, Discrete actions, bool flags, same seed ->
+    """Observations of the declared dtype (float32; a MinAtar frame's flags) inside the declared
+    space, Discrete actions, bool flags, same seed ->
     same trajectory for the same actions (episodes restarted with reset() as they end)."""
     actions = np.random.default_rng(0).integers(0, 2, size=60)
 
@@ -74,12 +80,13 @@ def test_contract(env_id: str) -> None:
         env = make_env(env_id)
         assert isinstance(env.action_space, gym.spaces.Discrete)
         obs, _ = env.reset(seed=21)
-        steps: list[tuple[object, ...]] = [tuple(obs)]
+        steps: list[tuple[object, ...]] = [tuple(np.ravel(obs))]
         for action in actions:
             obs, reward, terminated, truncated, _ = env.step(int(action))
-            assert obs.dtype == np.float32 and obs in env.observation_space
+            expected = np.bool_ if env_id.startswith("rdqn/MinAtar") else np.float32
+            assert obs.dtype == expected and obs in env.observation_space
             assert isinstance(terminated, bool) and isinstance(truncated, bool)
-            steps.append((tuple(obs), float(reward), terminated, truncated))
+            steps.append((tuple(np.ravel(obs)), float(reward), terminated, truncated))
             if terminated or truncated:
                 obs, _ = env.reset()
         return steps

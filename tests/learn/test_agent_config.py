@@ -23,7 +23,7 @@ from rdqn.learn.agent_config import AgentConfig, resolve_device
         ({"target_sync_every": 2.0}, "target_sync_every"),
         ({"grad_clip_norm": 0.0}, "grad_clip_norm"),
         ({"grad_clip_norm": -1.0}, "grad_clip_norm"),
-        ({"network": "gru"}, r"network must be one of \('recurrent', 'mlp', 'linear'\), got 'gru'"),
+        ({"network": "gru"}, r"network must be one of \('recurrent', 'mlp', 'conv', 'linear'\)"),
         ({"loss": "l1"}, "loss"),
         ({"target_update": "polyak"}, "target_update"),
         ({"device": "tpu"}, "device"),

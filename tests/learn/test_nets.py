@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from rdqn.learn.nets import (
+    ConvQNet,
     LinearQNet,
     MLPQNet,
     RecurrentQNet,
@@ -184,11 +185,12 @@ def test_dueling_head_combines_value_and_centered_advantage(kind: str) -> None:
     assert count_parameters(net) == count_parameters(plain) + 65
 
 
-@pytest.mark.parametrize("cls", [RecurrentQNet, MLPQNet])
+@pytest.mark.parametrize("cls", [RecurrentQNet, MLPQNet, ConvQNet])
 def test_same_generator_seed_gives_identical_weights(cls: type[nn.Module]) -> None:
     global_state = torch.random.get_rng_state()
-    first, second = cls(4, 3, generator=seeded(11)), cls(4, 3, generator=seeded(11))
-    other = cls(4, 3, generator=seeded(12))
+    d = 200 if cls is ConvQNet else 4
+    first, second = cls(d, 3, generator=seeded(11)), cls(d, 3, generator=seeded(11))
+    other = cls(d, 3, generator=seeded(12))
     assert torch.equal(global_state, torch.random.get_rng_state())
     for p, q, r in zip(first.parameters(), second.parameters(), other.parameters(), strict=True):
         assert torch.equal(p, q)
@@ -207,7 +209,8 @@ def test_init_follows_pytorch_default_bounds() -> None:
 def test_build_q_network_dispatch_and_unknown_kind() -> None:
     assert isinstance(build_q_network("recurrent", 2, 2), RecurrentQNet)
     assert isinstance(build_q_network("mlp", 2, 2), MLPQNet)
-    with pytest.raises(ValueError, match=r"one of \('recurrent', 'mlp', 'linear'\), got 'gru'"):
+    assert isinstance(build_q_network("conv", 400, 3), ConvQNet)
+    with pytest.raises(ValueError, match=r"\('recurrent', 'mlp', 'conv', 'linear'\), got 'gru'"):
         build_q_network("gru", 2, 2)
 
 
@@ -239,3 +242,36 @@ def test_linear_net_is_a_zero_initialised_q_table_on_one_hot_inputs() -> None:
         net.out.weight.copy_(torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
     # Q(s, a) = W[a, s]: the weight matrix is the transposed Q-table.
     assert torch.equal(net(one_hot), net.out.weight.T)
+
+
+def test_conv_net_is_minatar_s_with_its_parameter_count_by_hand() -> None:
+    """Breakout (4 channels, 3 actions): conv 4*16*9 + 16 = 592, linear 1024*128 + 128 =
+    131,200, out 128*3 + 3 = 387: 132,179 = 144*4 + 16 + 131,200 + 129*3."""
+    net = ConvQNet(400, 3, generator=seeded(0))
+    assert (net.conv.in_channels, net.conv.out_channels, net.conv.kernel_size) == (4, 16, (3, 3))
+    assert (net.conv.stride, net.conv.padding) == ((1, 1), (0, 0))
+    assert (net.head.fc.in_features, net.head.fc.out_features) == (1024, 128)
+    assert count_parameters(net) == 592 + 131_200 + 387 == 144 * 4 + 16 + 131_200 + 129 * 3
+    assert net.conv.weight.abs().max() <= 1 / 36**0.5  # PyTorch's default bound, fan_in 4*9
+    assert net.conv.bias.abs().max() <= 1 / 36**0.5
+
+
+def test_conv_net_reads_channel_last_frames_and_the_last_window_step() -> None:
+    """A flattened (10, 10, n) frame is read as its channels: the net on a frame equals a plain
+    conv on the frame moved channel-first; of a window only the last step counts."""
+    net = ConvQNet(600, 4, generator=seeded(1))
+    frames = (torch.rand(5, 10, 10, 6, generator=seeded(2)) > 0.8).float()
+    flat = frames.reshape(5, 600)
+    hidden = torch.relu(net.conv(frames.permute(0, 3, 1, 2))).flatten(1)
+    expected = net.head.out(torch.relu(net.head.fc(hidden)))
+    torch.testing.assert_close(net(flat), expected)
+    window = torch.stack([torch.zeros_like(flat), flat], dim=1)
+    torch.testing.assert_close(net(window), expected)
+    assert net(flat).shape == (5, 4)
+
+
+def test_conv_net_refuses_what_is_not_a_ten_by_ten_frame() -> None:
+    with pytest.raises(ValueError, match=r"10x10 frames .* got 4"):
+        ConvQNet(4, 2)
+    with pytest.raises(ValueError, match=r"expects inputs of shape \(B, d\)"):
+        ConvQNet(100, 2)(torch.zeros(1, 1, 1, 100))

@@ -383,9 +383,14 @@ INSIDE_AN_EPISODE = {
             "replay.window": 2,
         },
     ),
+    "minatar-breakout": tiny("minatar", **{"train.total_steps": 200}),
+    "minatar-seaquest": tiny(
+        "minatar", **{"env.id": "rdqn/MinAtar-Seaquest-v0", "train.total_steps": 200}
+    ),
 }
 """Every env (CartPole; masked CartPole in "recurrent", with windows of two frames; Blind
-Cliffwalk, the chain, the market) and every scheme."""
+Cliffwalk, the chain, the market; MinAtar's Breakout and Seaquest, whose games keep lists of
+objects) and every scheme."""
 
 
 @pytest.mark.parametrize("name", list(INSIDE_AN_EPISODE))
