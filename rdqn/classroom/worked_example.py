@@ -262,6 +262,9 @@ FORMULAS: dict[str, str] = {
     "TD error": r"\delta_i = y_i - Q(s_i, a_i)",
     "sampling probability": r"P(i) = \frac{p_i^\alpha}{\sum_k p_k^\alpha}",
     "IS weight": r"w_i = \frac{(N\,P(i))^{-\beta}}{\max_j (N\,P(j))^{-\beta}}",
+    "IS weight (batch)": r"w_i = \frac{(N\,P(i))^{-\beta}}{\max_{j \in \text{batch}}"
+    r" (N\,P(j))^{-\beta}}",
+    "IS weight (none)": r"w_i = (N\,P(i))^{-\beta}",
     "new priority": r"p'_i = |\delta_i| + \epsilon",
 }
 """The update's formulas as LaTeX, by step: this page's and the memory explorer's."""

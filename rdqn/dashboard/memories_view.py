@@ -17,7 +17,7 @@ import pandas as pd
 
 from rdqn.classroom.worked_example import FORMULAS, Step, tex_p
 from rdqn.classroom.worked_example import tex as tex_number
-from rdqn.dashboard.watch import ACTION_LABELS
+from rdqn.dashboard.watch import ACTION_LABELS, FRAME_COLORS
 from rdqn.envs.poses import pose_kind
 from rdqn.replay.priorities import priority
 from rdqn.training.memory_view import Memories
@@ -48,7 +48,8 @@ def pose_svg(
     kind: str, pose: np.ndarray, action: int, terminated: bool, row_size: int | None = None
 ) -> str:
     """A small picture of one stored observation: CartPole's cart and pole at its angle with the
-    push taken, a row's state with the step taken, the market's position; a red bar marks a
+    push taken, a row's state with the step taken, the market's position, a MinAtar frame; a red
+    bar marks a
     terminal transition. An SVG data URI (96 x 48)."""
     parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="96" height="48" viewBox="0 0 96 48">']
     if kind == "cartpole":
@@ -82,6 +83,15 @@ def pose_svg(
                 ' fill="#1f3b73"/>'
             )
         parts.append(f'<text x="4" y="44" font-size="9" fill="#333">a={action}</text>')
+    elif kind == "frame":  # a MinAtar frame, 10 x 10 cells coloured as the player colours them
+        for i, code in enumerate(np.asarray(pose, dtype=np.int64)):
+            if code:
+                parts.append(
+                    f'<rect x="{23 + (i % 10) * 5}" y="{(i // 10) * 4.5 + 2:.1f}" width="5" '
+                    f'height="4.5" fill="{FRAME_COLORS[code]}"/>'
+                )
+        parts.append('<rect x="23" y="2" width="50" height="45" fill="none" stroke="#999"/>')
+        parts.append(f'<text x="76" y="44" font-size="9" fill="#333">a={action}</text>')
     else:  # the market: the position held before, the one taken
         colors = {1: "#2ca02c", -1: "#d62728", 0: "#999"}
         held = int(pose[0])
@@ -144,6 +154,7 @@ class ChosenMemory:
     alpha: float | None
     eps: float
     double_dqn: bool
+    is_normalization: str
     new_priority: float
     picture: str
 
@@ -174,6 +185,7 @@ def chosen_memory(memories: Memories, run_id: str, list_name: str, row: int) -> 
         alpha=memories.alpha,
         eps=memories.eps,
         double_dqn=memories.double_dqn,
+        is_normalization=memories.is_normalization,
         new_priority=float(priority(abs(td_error), memories.eps)),
         picture=pose_svg(
             pose_kind(memories.env_id),
@@ -183,6 +195,14 @@ def chosen_memory(memories: Memories, run_id: str, list_name: str, row: int) -> 
             memories.row_size,
         ),
     )
+
+
+IS_WEIGHT_FORMULAS = {
+    "global": "IS weight",
+    "batch": "IS weight (batch)",
+    "none": "IS weight (none)",
+}
+"""The formula of each IS-weight normalisation (`rdqn.replay.weights`), by its name."""
 
 
 def tex(x: float) -> str:
@@ -223,7 +243,7 @@ def memory_steps(chosen: ChosenMemory) -> list[Step]:
         Step("sampling probability", *probability),
         Step(
             "IS weight",
-            FORMULAS["IS weight"],
+            FORMULAS[IS_WEIGHT_FORMULAS[chosen.is_normalization]],
             rf"N\,P(i) = {chosen.size:,} \times {tex(chosen.probability)} = {tex(nxp)},"
             rf"\ \beta = {tex(chosen.beta)}\ \Rightarrow\ w_i = {tex(chosen.weight)}",
         ),

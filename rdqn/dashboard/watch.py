@@ -15,6 +15,7 @@ from functools import cache
 from typing import Any
 
 from rdqn.dashboard.assets import APP_ROOT
+from rdqn.envs.minatar import MINATAR_ACTIONS, MINATAR_ENVS, MINATAR_MOVES, channel_names
 from rdqn.envs.poses import pose_kind
 from rdqn.training.episodes import PlayedEpisode
 
@@ -33,10 +34,19 @@ ACTION_LABELS: dict[str, tuple[str, ...]] = {
     "rdqn/BlindCliffwalk-v0": ("action 0", "action 1"),
     "rdqn/SparseChain-v0": ("← left", "right →"),
     "rdqn/SyntheticMarket-v0": ("go flat", "go long", "go short"),
+    **{
+        env_id: tuple(MINATAR_MOVES[move] for move in MINATAR_ACTIONS[cls.game])
+        for env_id, cls in MINATAR_ENVS.items()
+    },
 }
 """What each env's actions are called on screen."""
-PACE: dict[str, float] = {"cartpole": 50.0, "row": 3.0, "market": 20.0}
+PACE: dict[str, float] = {"cartpole": 50.0, "row": 3.0, "market": 20.0, "frame": 10.0}
 """Frames a second the player shows at 1x, by kind: CartPole in real time (its step is 0.02 s)."""
+FRAME_COLORS: tuple[str, ...] = (
+    "#f0f2f6", "#1f3b73", "#ef553b", "#d4a017", "#2ca02c", "#9467bd",
+    "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+)  # fmt: skip
+"""A MinAtar frame's cell colours: empty, then one per channel (`rdqn.envs.poses`' codes)."""
 HOLD_S = 1.5
 """Seconds the player holds an episode's last frame before it plays it again."""
 PLAYER_HEIGHT = 270
@@ -66,8 +76,14 @@ def episode_payload(episode: PlayedEpisode, *, projector: bool = False) -> dict[
         "action_labels": list(ACTION_LABELS[episode.env_id]),
         "projector": projector,
         "pace": PACE[kind],
+        "colors": list(FRAME_COLORS),
+        "legend": list(_legend(episode.env_id)) if kind == "frame" else [],
         "hold_ms": HOLD_S * 1000,
     }
+
+
+def _legend(env_id: str) -> tuple[str, ...]:
+    return channel_names(MINATAR_ENVS[env_id].game)
 
 
 def player_html(episode: PlayedEpisode, *, projector: bool = False) -> str:

@@ -125,6 +125,8 @@ def watch_panel(shown_run: Callable[[], str | None]) -> None:
         ending = "it reached the end" if episode.terminated else "it ran out of steps"
     elif episode.kind == "market":
         ending = "the price path ended"
+    elif episode.kind == "frame":
+        ending = "the game ended" if episode.terminated else "it reached the time limit"
     notes.metric(
         "Greedy return",
         f"{episode.episode_return:,.1f}",

@@ -25,6 +25,8 @@ from rdqn.training.memory_view import Memories
 __all__ = ["replays_by_age_figure", "surprise_figure", "surprise_measure"]
 
 _COLOR_SCALE = "Viridis"
+FRAME_CELLS = 100
+"""A MinAtar frame's pose: its 100 cells (`rdqn.envs.poses`)."""
 
 
 def surprise_measure(memories: Memories) -> tuple[np.ndarray, str]:
@@ -40,14 +42,17 @@ def surprise_figure(
     memories: Memories | None, *, title: str = "Where the surprise is"
 ) -> go.Figure:
     """Stored priority against the env's meaningful coordinates, one panel per coordinate
-    (CartPole: pole angle and cart position; a row env: the state index), coloured by times
-    replayed; the last batch ringed."""
+    (CartPole: pole angle and cart position; a row env: the state index; a MinAtar frame: how
+    many of its cells show an object), coloured by times replayed; the last batch ringed."""
     if memories is None or len(memories.drawn) == 0:
         return empty_figure(title)
     drawn = memories.drawn
     values, label = surprise_measure(memories)
     names = list(memories.pose_names)
     order = [names.index("pole angle"), names.index("cart position")] if len(names) == 2 else [0]
+    coordinates = drawn.poses
+    if len(names) == FRAME_CELLS:  # a frame's cells one by one mean little: count the busy ones
+        names, coordinates = ["cells showing an object"], (drawn.poses > 0).sum(axis=1)[:, None]
     batch = memories.lists.get("last batch")
     in_batch = np.isin(drawn.slots, batch.slots) if batch else np.zeros(len(drawn), bool)
     customdata = np.column_stack([drawn.slots, drawn.replayed, drawn.ages, drawn.probabilities])
@@ -59,7 +64,7 @@ def surprise_figure(
         traces.append(
             {
                 "type": "scattergl",
-                "x": drawn.poses[:, column],
+                "x": coordinates[:, column],
                 "y": values,
                 "xaxis": f"x{suffix}",
                 "yaxis": f"y{suffix}",

@@ -136,6 +136,7 @@ def memories(
         alpha=getattr(buffer.sampler, "alpha", None),
         eps=float(config.replay.eps),
         double_dqn=bool(config.agent.double_dqn),
+        is_normalization=config.replay.is_normalization,
         pose_names=POSE_NAMES[pose_kind(config.env.id)],
         row_size=int(np.prod(trainer.obs_shape)) if pose_kind(config.env.id) == "row" else None,
         drawn=_rows(trainer, np.flatnonzero(keep).astype(np.int64), context),

@@ -48,6 +48,8 @@ class Memories:
     """The sampler's α (None under uniform replay)."""
     eps: float
     double_dqn: bool
+    is_normalization: str
+    """How the IS weights are normalised: global, batch or none (`rdqn.replay.weights`)."""
     pose_names: tuple[str, ...]
     row_size: int | None
     """The number of states of a row env (its observation's size), else None."""

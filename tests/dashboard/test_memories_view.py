@@ -4,13 +4,14 @@ hand hold the memory's own numbers."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import math
 import re
 
 import numpy as np
 import pytest
 
-from rdqn.dashboard.memories_view import chosen_memory, memory_table, pose_svg
+from rdqn.dashboard.memories_view import chosen_memory, memory_steps, memory_table, pose_svg
 from rdqn.training.memories import memories
 from rdqn.training.trainer import Trainer
 from tests.run_helpers import tiny
@@ -70,3 +71,34 @@ def test_the_chosen_memory_carries_its_numbers(view) -> None:  # noqa: ANN001
         chosen.reward + chosen.gamma * (not chosen.terminated) * chosen.next_value
     )
     assert chosen.new_priority == pytest.approx(abs(chosen.td_error) + view.eps)
+
+
+def test_a_minatar_frame_picture_colours_each_busy_cell() -> None:
+    """Cells 0 (code 1) and 55 (code 4) filled, the rest empty: two coloured squares, at
+    (23, 2) and (23 + 5*5, 5*4.5 + 2), in the player's colours."""
+    pose = np.zeros(100, np.float32)
+    pose[0], pose[55] = 1, 4
+    drawn = svg(pose_svg("frame", pose, 2, False))
+    assert drawn.count("<rect") == 3  # two cells and the frame's border
+    assert '<rect x="23" y="2.0" width="5" height="4.5" fill="#1f3b73"/>' in drawn
+    assert '<rect x="48" y="24.5" width="5" height="4.5" fill="#2ca02c"/>' in drawn
+    assert "a=2" in drawn
+
+
+@pytest.mark.parametrize(
+    ("normalization", "denominator"),
+    [("global", r"\max_j"), ("batch", r"\max_{j \in \text{batch}}"), ("none", None)],
+)
+def test_the_is_weight_step_states_the_run_s_normalisation(
+    view,
+    normalization: str,
+    denominator: str | None,  # noqa: ANN001
+) -> None:
+    chosen = dataclasses.replace(
+        chosen_memory(view, "run-1", "top priority", 0), is_normalization=normalization
+    )
+    (step,) = [s for s in memory_steps(chosen) if s.name == "IS weight"]
+    if denominator is None:
+        assert step.formula == r"w_i = (N\,P(i))^{-\beta}"
+    else:
+        assert denominator in step.formula

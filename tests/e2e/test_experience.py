@@ -179,3 +179,57 @@ def test_the_reward_chart_draws_the_runs_greedy_evaluations(server: str, page: P
     assert_no_exception(page)
     page.screenshot(path=str(ARTIFACTS / "greedy-evaluation.png"))
     page.context.close()
+
+
+# The player's frame on show, read at once: is every cell coloured by the code the run sent?
+_FRAME = """() => {
+    const svg = document.getElementById('stage');
+    const t = Number(svg.dataset.frame);
+    const cells = [...svg.querySelectorAll('rect')].slice(0, 100);
+    return {frame: t, env_steps: E.env_steps, filled: E.poses[t].filter(c => c > 0).length,
+            as_sent: cells.length === 100 && cells.every(
+                (cell, i) => cell.getAttribute('fill') === E.colors[E.poses[t][i]]),
+            legend: E.legend, actions: E.action_labels};
+}"""
+
+
+def test_a_minatar_game_plays_as_frames_and_its_memories_are_frames(
+    server: str, page: Page
+) -> None:
+    """The minatar preset on Breakout: Watch it play draws the 10x10 frame the run sent, each
+    cell in its object's colour, with the game's legend and moves; the memory explorer draws
+    each stored frame."""
+    page = another_browser(page, 1400, 1000)  # a browser of its own: a run of its own
+    page.goto(f"{server}/live?preset=minatar&steps=1000000")
+    page.get_by_role("button", name="Start", exact=True).click()
+    wait_until_shown(page, page.get_by_role("heading", name="Watch it play"))
+    player(page).locator('svg[data-cells="100"]').wait_for()
+    reading = wait_for(lambda: read_player(page, _FRAME), 60, what="the player shows nothing")
+    assert reading["as_sent"] and reading["filled"] > 0, reading
+    assert reading["legend"] == ["paddle", "ball", "trail", "brick"]
+    assert reading["actions"] == ["no-op", "← left", "→ right"]
+    watch = page.locator(".st-key-live_area_watch")
+    watch.scroll_into_view_if_needed()
+    wait_until_shown(page, page.get_by_text(re.compile(r"until the game ended|time limit")))
+    page.screenshot(path=str(ARTIFACTS / "minatar-watch.png"))
+    page.get_by_role("button", name="Pause").click()
+    page.locator('[data-testid="stProgress"]', has_text="paused").first.wait_for()
+    page.get_by_role("link", name="Replay internals").click()
+    wait_until_shown(page, page.get_by_text("memories stored"))
+    page.locator('[data-testid="stDataFrame"]').first.wait_for(state="visible")
+    surprise = (
+        page.locator('[data-testid="stPlotlyChart"]').filter(has_text="Where the surprise").first
+    )
+    wait_until_shown(page, surprise.get_by_text("cells showing an object").first)
+    assert_no_exception(page)
+    surprise.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "minatar-memories.png"))
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    grid.scroll_into_view_if_needed()
+    box = grid.bounding_box()
+    assert box is not None
+    page.mouse.click(box["x"] + 12, box["y"] + 35 + 26)  # the first row's selection box
+    wait_until_shown(page, page.get_by_text("A memory from run"))
+    assert_no_exception(page)
+    page.screenshot(path=str(ARTIFACTS / "minatar-by-hand.png"), full_page=True)
+    page.context.close()
