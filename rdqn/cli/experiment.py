@@ -3,20 +3,21 @@
     python -m rdqn experiment cliffwalk --out benchmarks/results/cliffwalk.json
     python -m rdqn experiment cliffwalk --out benchmarks/results/cliffwalk.json --resume
     python -m rdqn experiment per-notebook --out benchmarks/results/per_notebook.json
+    python -m rdqn experiment minatar --out benchmarks/results/minatar.json
     python -m rdqn experiment cliffwalk --from benchmarks/results/cliffwalk.json --table
     python -m rdqn experiment tables --write docs/experiments.md
 
-Trials go through `rdqn.sweeps.map_tasks` (``--workers``, ``--ray``), with a progress bar; a
-trial that fails is reported and recorded with its error, and the others go on. The results file
+Trials go through `rdqn.sweeps.map_tasks` (``--workers``, ``--ray``), with a progress bar; a trial
+that fails is reported and recorded with its error, and the others go on. The results file
 (``--out``) is rewritten after every finished trial, so an interrupted experiment keeps what it
 finished, and ``--resume`` goes on with it: the trials the file holds as finished are kept and not
 run again, the others (failed ones included) are run. The file's settings (every option but
-``--sizes``, ``--schemes`` and ``--seeds``) and each kept trial's config must be the command's,
-and the command must plan every trial the file holds (the same grid or a larger one); otherwise
-``--resume`` refuses in one line before anything runs. Without the file it starts afresh.
-``--from FILE`` reads a results file instead of running anything, to redraw its figure
-(``--plot``, ``--report``) or print its table (``--table``). ``tables`` prints every table of the
-docs from the results files, or rewrites the generated blocks of a Markdown file (``--write``).
+``--sizes``, ``--games``, ``--schemes`` and ``--seeds``) and each kept trial's config must be the
+command's, and the command must plan every trial the file holds (the same grid or a larger one);
+otherwise ``--resume`` refuses in one line before anything runs. Without the file it starts afresh.
+``--from FILE`` reads a results file instead of running anything, to redraw its figure (``--plot``,
+``--report``) or print its table (``--table``). ``tables`` prints every table of the docs from the
+results files, or rewrites the generated blocks of a Markdown file (``--write``).
 """
 
 from __future__ import annotations
@@ -42,18 +43,22 @@ RESULTS = Path("benchmarks/results")
 
 
 def add_experiment_parser(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
-    """The ``experiment`` command and its three subcommands."""
+    """The ``experiment`` command and its four subcommands."""
+    from rdqn.config import SCHEMES
+    from rdqn.envs.minatar import MINATAR_ENVS
     from rdqn.experiments.cliffwalk import (
         CLIFFWALK_SCHEMES,
         DEFAULT_MAX_UPDATES,
         DEFAULT_THRESHOLD,
     )
+    from rdqn.experiments.minatar import MINATAR_DEFAULT_GAMES, MINATAR_DEFAULT_SCHEMES
     from rdqn.experiments.oracle import ORACLE_LOSSES
     from rdqn.experiments.per_notebook import DEFAULT_PROBES, PER_NOTEBOOK_SCHEMES
 
     experiment = sub.add_parser(
         "experiment",
-        help="the PER paper's Blind Cliffwalk figure, the PER notebook's CartPole study, tables",
+        help="the PER paper's Blind Cliffwalk figure, the PER notebook's CartPole study, DQN "
+        "on MinAtar, tables",
     )
     kinds = experiment.add_subparsers(dest="experiment", required=True, parser_class=parser_class)
 
@@ -109,6 +114,29 @@ def add_experiment_parser(sub: Any, parser_class: type[argparse.ArgumentParser])
     notebook.add_argument("--set", action="append", metavar="KEY=VALUE", help="config override")
     _common(notebook, "per_notebook.json", plot=False)
     notebook.add_argument("--report", help="HTML report (default: --out with .html)")
+
+    minatar = kinds.add_parser(
+        "minatar",
+        help="uniform vs prioritized replay for DQN on MinAtar games, greedy evaluations",
+        description="DQN (the minatar preset: MinAtar's conv net, Revisiting Rainbow's "
+        "settings) on MinAtar games, uniform against prioritized replay, evaluated greedily on "
+        "held-out env seeds; needs the optional minatar package (pip install -r "
+        "requirements-minatar.txt).",
+    )
+    minatar.add_argument(
+        "--games",
+        nargs="+",
+        choices=list(MINATAR_ENVS),
+        default=list(MINATAR_DEFAULT_GAMES),
+        metavar="ENV_ID",
+        help=f"MinAtar env ids (default {' '.join(MINATAR_DEFAULT_GAMES)})",
+    )
+    minatar.add_argument(
+        "--schemes", nargs="+", choices=SCHEMES, default=list(MINATAR_DEFAULT_SCHEMES)
+    )
+    minatar.add_argument("--steps", type=int, help="env steps per run (default: the preset's)")
+    minatar.add_argument("--set", action="append", metavar="KEY=VALUE", help="config override")
+    _common(minatar, "minatar.json", plot=True)
 
     tables = kinds.add_parser(
         "tables",
@@ -175,6 +203,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         raise UsageError("--resume goes on with the --out file; --from only reads a file")
     if args.experiment == "cliffwalk":
         return _cmd_cliffwalk(args)
+    if args.experiment == "minatar":
+        return _cmd_minatar(args)
     return _cmd_per_notebook(args)
 
 
@@ -260,6 +290,28 @@ def _cmd_per_notebook(args: argparse.Namespace) -> int:
     return _experiment(
         args, plan, run_per_notebook_trial, per_notebook_summary, per_notebook_table, output
     )
+
+
+def _cmd_minatar(args: argparse.Namespace) -> int:
+    from rdqn.experiments.minatar import minatar_summary, minatar_trials, run_minatar_trial
+    from rdqn.experiments.tables import minatar_table
+    from rdqn.figures.experiments import minatar_page
+
+    def plan(overrides: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+        trials = minatar_trials(
+            args.games, args.schemes, args.seeds, steps=args.steps, overrides=overrides
+        )
+        config = trials[0].config
+        return trials, {
+            "what": "DQN on MinAtar (the minatar preset), uniform against prioritized replay, "
+            "with greedy evaluations on held-out env seeds",
+            "overrides": overrides,
+            "settings": {"steps": config["train"]["total_steps"], "overrides": overrides},
+            "config": config,
+        }
+
+    output = ("--plot", "figure", minatar_page)
+    return _experiment(args, plan, run_minatar_trial, minatar_summary, minatar_table, output)
 
 
 def _experiment(
@@ -363,7 +415,10 @@ def _report(
     summarize: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
     seconds: float,
 ) -> dict[str, Any]:
-    ordered = sorted(results, key=lambda r: (str(r.get("scheme")), r.get("n", 0), r["seed"]))
+    ordered = sorted(
+        results,
+        key=lambda r: (str(r.get("game")), str(r.get("scheme")), r.get("n", 0), r["seed"]),
+    )
     return {
         **head,
         "wall_seconds": seconds,

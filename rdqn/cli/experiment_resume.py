@@ -32,7 +32,7 @@ def config_digest(trial: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-_AXES = ("n", "scheme", "seed")
+_AXES = ("n", "game", "scheme", "seed")
 """The fields of a trial that tell it from the others of its experiment (the rest are settings)."""
 
 
@@ -87,7 +87,8 @@ def resumed_trials(
             "or another --out to start afresh"
         )
 
-    options = [{"n": "--sizes", "scheme": "--schemes", "seed": "--seeds"}[n] for n in names]
+    option = {"n": "--sizes", "game": "--games", "scheme": "--schemes", "seed": "--seeds"}
+    options = [option[n] for n in names]
     axes = f"{', '.join(options[:-1])} and {options[-1]}"
     planned = {
         json.dumps({k: trial_fields(t)[k] for k in names}, sort_keys=True): t for t in trials

@@ -41,6 +41,7 @@ __all__ = [
     "e14_lesson_table",
     "iqm_cell",
     "memory_table",
+    "minatar_table",
     "per_notebook_table",
     "rewrite_blocks",
 ]
@@ -306,6 +307,57 @@ def chain_lesson_table(report: Mapping[str, Any]) -> str:
     return "\n".join(lines) + f"\n\nSeeds {seeds}; the range is over the seeds that got there.\n"
 
 
+def _one_decimal(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.1f}"
+
+
+def minatar_table(report: Mapping[str, Any]) -> str:
+    """Per game and scheme: the final greedy return and the greedy curve's mean (median
+    (range), IQM [95% CI], per seed), P(this scheme's run beats a uniform one's) on each with
+    its interval, and env steps per second."""
+    from rdqn.stats import improvement_interval
+
+    lines = [
+        "| game | scheme | final greedy return | IQM [95% CI] | per seed | greedy curve mean "
+        "| IQM [95% CI] | P(> uniform), final | P(> uniform), curve | env steps/s |",
+        "|---|---|---|---|---|---|---|---|---|---:|",
+    ]
+    rows = report["summary"]
+    for row in rows:
+        scheme = row["scheme"]
+        if scheme != "uniform":
+            scheme += f", α {row['alpha']:g}, β {row['beta0']:g}"
+        uniform = next(
+            (r for r in rows if r["game"] == row["game"] and r["scheme"] == "uniform"), None
+        )
+        against = []
+        for key in ("final_eval", "eval_auc"):
+            if uniform is None or row["scheme"] == "uniform":
+                against.append("-")
+                continue
+            ours = [v for v in row[key] if v is not None]
+            theirs = [v for v in uniform[key] if v is not None]
+            against.append(improvement_interval(ours, theirs).text(lambda v: f"{v:.2f}"))
+        cells = [
+            f"{_row_span(row, key, _one_decimal)} | {iqm_cell(row[key], _one_decimal)} "
+            f"| {_per_seed(row[key], _one_decimal)}"
+            for key in ("final_eval", "eval_auc")
+        ]
+        game = row["game"].removeprefix("rdqn/MinAtar-").removesuffix("-v0")
+        lines.append(
+            f"| {game} | {scheme} | {' | '.join(cells)} | {' | '.join(against)} "
+            f"| {row['steps_per_second_median']:,.0f} |"
+        )
+    seeds = _seeds(rows[0]["seeds"]) if rows else ""
+    steps = rows[0]["env_steps"] if rows else 0
+    return (
+        "\n".join(lines)
+        + f"\n\nSeeds {seeds}, {steps:,} env steps each; greedy returns are means over the "
+        "held-out env seeds' episodes; P(> uniform): the probability that a run of the row's "
+        f"scheme scores above a uniform one, with its 95 % interval; {IQM_NOTE}.\n"
+    )
+
+
 RESULTS_FILES: dict[str, tuple[str, Callable[[Any], str]]] = {
     "cliffwalk": ("cliffwalk.json", cliffwalk_table),
     "cliffwalk-oracle-td": ("cliffwalk_oracle_td.json", cliffwalk_table),
@@ -315,6 +367,7 @@ RESULTS_FILES: dict[str, tuple[str, Callable[[Any], str]]] = {
     "memory": ("memory.json", memory_table),
     "e14-lesson": ("recurrent_lesson.json", e14_lesson_table),
     "chain-lesson": ("compare_default.json", chain_lesson_table),
+    "minatar": ("minatar.json", minatar_table),
 }
 """Table name -> (results file in the results folder, its table function)."""
 

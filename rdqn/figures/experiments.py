@@ -1,5 +1,6 @@
 """Figures of the experiments (`rdqn.experiments`): the PER paper's Blind Cliffwalk figure and the
-PER notebook study's curves (its histograms over seeds are `rdqn.figures.seed_histograms`). Pure
+PER notebook study's curves (its histograms over seeds are `rdqn.figures.seed_histograms`), and the
+MinAtar study's greedy evaluations, one figure per game (`rdqn.figures.evaluations`). Pure
 builders: a results file's parsed rows in, a `go.Figure` out (the notebook's figures are
 described where they are built, below).
 
@@ -27,12 +28,16 @@ from rdqn.figures._base import (
     _threshold_line,
     empty_figure,
 )
+from rdqn.figures.evaluations import evaluation_figure
+from rdqn.training.evaluation import Evaluations
 
 __all__ = [
     "EXPERIMENT_COLORS",
     "SCHEME_NAMES",
     "buffer_td_figure",
     "cliffwalk_figure",
+    "minatar_figures",
+    "minatar_page",
     "reward_bands_figure",
 ]
 
@@ -265,3 +270,33 @@ def buffer_td_figure(
         yaxis=_log_axis(np.array(values)),
     )
     return go.Figure(data=traces, layout=layout)
+
+
+def minatar_figures(report: Mapping[str, Any]) -> dict[str, go.Figure]:
+    """``minatar_<game>`` -> that game's `evaluation_figure` over the results file's trials,
+    one curve per scheme (`rdqn.experiments.minatar`)."""
+    figures: dict[str, go.Figure] = {}
+    trials = report["trials"]
+    for game in dict.fromkeys(t["game"] for t in trials):
+        runs: dict[str, list[Evaluations]] = {}
+        for trial in (t for t in trials if t["game"] == game):
+            done = trial["evaluations"]
+            returns = np.asarray(done["returns"], np.float64).reshape(len(done["env_steps"]), -1)
+            steps = np.asarray(done["env_steps"], np.int64)
+            lengths = np.zeros_like(returns, np.int64)  # not drawn
+            runs.setdefault(trial["scheme"], []).append(Evaluations(steps, returns, lengths))
+        name = game.removeprefix("rdqn/MinAtar-").removesuffix("-v0")
+        figures[f"minatar_{name.lower()}"] = evaluation_figure(
+            runs, title=f"MinAtar {name}: greedy return on held-out seeds (mean, min-max)"
+        )
+    return figures
+
+
+def minatar_page(report: Mapping[str, Any]) -> str:
+    """An HTML page of `minatar_figures`, one after the other."""
+    parts = [
+        figure.to_html(include_plotlyjs=i == 0, full_html=False)
+        for i, figure in enumerate(minatar_figures(report).values())
+    ]
+    head = "<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>"
+    return head + "".join(parts) + "</body></html>"
