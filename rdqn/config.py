@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from rdqn.envs import ENV_IDS
+from rdqn.envs.minatar import MINATAR_ENVS
 from rdqn.learn.agent_config import AgentConfig
 from rdqn.schemes import SCHEMES
 from rdqn.validation import (
@@ -288,6 +289,11 @@ class RunConfig:
             raise ValueError(
                 f"replay.window must be at most replay.capacity ({self.replay.capacity:,}), "
                 f"got {shown(self.replay.window)}"
+            )
+        if self.agent.network == "conv" and self.env.id not in MINATAR_ENVS:
+            raise ValueError(
+                f"agent.network=conv reads MinAtar's 10x10 frames, which {self.env.id} does not "
+                f"give: choose a MinAtar env ({', '.join(MINATAR_ENVS)}) or another network"
             )
         if self.agent.network != "recurrent" and self.replay.window != 1:
             raise ValueError(

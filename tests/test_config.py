@@ -15,7 +15,7 @@ from rdqn.config import (
     config_field,
     field_docs,
 )
-from rdqn.presets import preset
+from rdqn.presets import configure, preset
 from rdqn.validation import Integer, Real
 
 
@@ -263,3 +263,10 @@ def test_a_finished_run_says_whether_it_reached_its_goal_or_spent_its_budget() -
     plain = preset("per-notebook").train  # no goal
     assert not plain.reached_goal(10)
     assert plain.finished_how(10) == "its budget of steps is spent"
+
+
+def test_the_conv_network_needs_a_minatar_env() -> None:
+    with pytest.raises(ValueError, match=r"agent.network=conv reads MinAtar's 10x10 frames, which "
+                                         r"CartPole-v1 does not give"):  # fmt: skip
+        configure("minatar", {"env.id": "CartPole-v1"})
+    assert configure("minatar", {"env.id": "rdqn/MinAtar-Freeway-v0"}).agent.network == "conv"
