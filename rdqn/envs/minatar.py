@@ -87,10 +87,11 @@ def _game_module(game: str) -> ModuleType:
 
 
 def channel_names(game: str) -> tuple[str, ...]:
-    """What each channel of ``game``'s frame shows ("paddle", "ball", ...), in channel order."""
+    """What each channel of ``game``'s frame shows ("paddle", "ball", ...), in channel order
+    (the package's names, spelled out: Seaquest's "oxygen_guage" is "oxygen gauge")."""
     channels = _game_module(game).Env().channels
     ordered = sorted(channels.items(), key=lambda channel: channel[1])
-    return tuple(name.replace("_", " ") for name, _ in ordered)
+    return tuple(name.replace("_", " ").replace("guage", "gauge") for name, _ in ordered)
 
 
 class MinAtarEnv(gym.Env[np.ndarray, int]):
