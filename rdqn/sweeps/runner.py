@@ -29,7 +29,10 @@ starts or later, can run nothing more: each run it held is recorded failed in on
 (`rdqn.serve.ray_executor.RAY_LOST`), not retried, and the sweep stops as above with the reason
 "stopped: Ray lost its raylet (killed by SIGKILL)". One lost as Ray started still files every
 trial's run, failed or stopped with that line. Ray's own text (pids, its session) goes to
-``<home>/sweeps/<sweep id>.log`` while the sweep runs its own Ray, not to the terminal.
+``<home>/sweeps/<sweep id>.log`` while the sweep runs its own Ray, not to the terminal. Its
+raylet lost while ``ray.init`` connects this process to it, Ray's C++ may end this process
+instead (exit 1 with its own line, or SIGABRT in gRPC), out of Python's reach: the spec is
+filed before Ray starts, so `--resume` still finishes the sweep.
 """
 
 from __future__ import annotations
@@ -203,6 +206,9 @@ def run_sweep(
             executor; ``workers`` and ``ray`` are then ignored), as ``owner``'s runs.
     """
     plan = _plan(spec, store)
+    # Filed before Ray starts: Ray's own C++ can end this process as it starts (its raylet lost
+    # while `ray.init` connects: exit 1, or SIGABRT in gRPC), and `--resume` needs the spec.
+    spec_file = save_spec(store, spec)
     own = registry is None
     with _ray_log(store, spec, ray if own else None):
         if registry is None:
@@ -219,11 +225,12 @@ def run_sweep(
                 idle_timeout=None,
                 keep_finished=1_000_000,  # the sweep keeps its handles; so may the registry
             )
-        return _run(spec, store, registry, own, owner, plan, progress, stop)
+        return _run(spec, spec_file, store, registry, own, owner, plan, progress, stop)
 
 
 def _run(
     spec: SweepSpec,
+    spec_file: Path,
     store: RunStore,
     registry: RunRegistry,
     own: bool,
@@ -232,7 +239,6 @@ def _run(
     progress: bool | Callable[[SweepProgress], None],
     stop: Callable[[], str | None] | None,
 ) -> SweepResult:
-    spec_file = save_spec(store, spec)
     sweep = _Sweep(spec, registry, owner, plan, _reporter(progress))
     reason: str | None = None
     try:
