@@ -2,7 +2,8 @@
 time (Ray itself retries for many minutes, a warning every few seconds), and a lost worker's
 error is one line (Ray's text, with addresses and pids, goes to the log); a local Ray's lost
 raylet or control store is named with how it ended, and one lost as Ray started gives workers
-lost in one line (tests/reliability/test_ray_start.py kills them in a real sweep)."""
+lost in one line (tests/reliability/test_ray_start.py kills them in a real sweep); a start given
+up on while ``ray.init`` still runs is known (`start_given_up`: the CLI then ends by os._exit)."""
 
 from __future__ import annotations
 
@@ -120,3 +121,24 @@ def test_a_ray_lost_as_it_started_gives_workers_lost_in_one_line() -> None:
     worker.kill()
     worker.join(0.0)
     executor.close()
+
+
+def test_a_start_given_up_is_known_while_its_thread_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its raylet lost, `RayLost` comes at once though ``ray.init`` goes on in its thread (it
+    may be in Ray's C++, which the process's end must not run beside: SIGSEGV, 2 of 34)."""
+    monkeypatch.setattr(ray_executor, "_GIVEN_UP", [])
+    connecting, release = threading.Event(), threading.Event()
+    ray = SimpleNamespace(init=lambda **_: connecting.wait())
+    core = SimpleNamespace(
+        find=lambda: None, ended=lambda: "its raylet (killed by SIGKILL)", describe=lambda: "-"
+    )
+    assert not ray_executor.start_given_up()
+    with pytest.raises(ray_executor.RayLost, match="its raylet .* as it started here"):
+        ray_executor._start_local(ray, None, {}, core, release)  # type: ignore[arg-type]
+    assert ray_executor.start_given_up()
+    connecting.set()  # ray.init returns: the thread waits for a close that never comes
+    time.sleep(0.1)
+    assert ray_executor.start_given_up()
+    release.set()
+    ray_executor._GIVEN_UP[0].join(5.0)
+    assert not ray_executor.start_given_up()
