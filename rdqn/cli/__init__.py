@@ -25,6 +25,7 @@ bars, and a module per command (`train`, `compare`, `runs`, `sweep`, `presets`, 
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import sys
@@ -47,6 +48,7 @@ from rdqn.cli.warm_up import cmd_warm_up
 from rdqn.limits import check_threads
 from rdqn.runs.store import RunStore, StoreError, StoreMissing, default_home
 from rdqn.serve.executors import ExecutorUnavailable
+from rdqn.serve.ray_executor import start_given_up
 
 __all__ = ["NAME_MAX", "Comparison", "Progress", "UsageError", "build_parser", "main", "run"]
 
@@ -57,13 +59,18 @@ def run(prog: str = "rdqn") -> NoReturn:
     """The ``rdqn`` process: `main`, then exit with its status. A command that a signal stopped
     (130, 143) ignores Ctrl-C while the process ends (a stop is often quicker than a hand that
     presses Ctrl-C three times, and Python gives SIGINT back to the system late in its exit):
-    another one there killed the process by the signal instead (status -2)."""
+    another one there killed the process by the signal instead (status -2). A local Ray's start
+    given up on still running in a thread ends the process at once (`start_given_up`)."""
     try:
         code: object = main(prog=prog)
     except SystemExit as done:  # argparse, and an experiment stopped by Ctrl-C
         code = done.code
     if code in (130, 143) and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # kept to the end: Python resets handlers
+    if start_given_up() and (code is None or isinstance(code, int)):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code or 0)
     sys.exit(code)
 
 

@@ -23,12 +23,24 @@ reason, as the CLI's Ctrl-C handler does) ends the sweep between two polls: ever
 or queued is stopped and recorded 'stopped' with the reason (training ones with a resume
 checkpoint), so a rerun goes on where it stopped. A KeyboardInterrupt does the same, then
 propagates. A sweep whose trials a live process is training already is refused (`SweepBusy`).
+
+A local Ray that loses a process of its own (its raylet or control store: `ray_gone`), as it
+starts or later, can run nothing more: each run it held is recorded failed in one line saying so
+(`rdqn.serve.ray_executor.RAY_LOST`), not retried, and the sweep stops as above with the reason
+"stopped: Ray lost its raylet (killed by SIGKILL)". One lost as Ray started still files every
+trial's run, failed or stopped with that line. Ray's own text (pids, its session) goes to
+``<home>/sweeps/<sweep id>.log`` while the sweep runs its own Ray, not to the terminal. Its
+raylet lost while ``ray.init`` connects this process to it, Ray's C++ may end this process
+instead (exit 1 with its own line, or SIGABRT in gRPC), out of Python's reach: the spec is
+filed before Ray starts, so `--resume` still finishes the sweep.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,8 +54,9 @@ from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import RunStore
 from rdqn.serve.executors import Executor, ProcessExecutor, usable_cores
 from rdqn.serve.handle import RunHandle
+from rdqn.serve.ray_executor import RAY_LOST, LostRayExecutor, RayLost
 from rdqn.serve.registry import RunRegistry
-from rdqn.sweeps.records import TrialRun, save_spec, trial_runs
+from rdqn.sweeps.records import TrialRun, save_spec, spec_path, trial_runs
 from rdqn.sweeps.spec import SweepSpec, Trial
 from rdqn.sweeps.tasks import ray_module
 from rdqn.validation import check_integer
@@ -56,6 +69,7 @@ __all__ = [
     "TrialOutcome",
     "lost_worker",
     "make_executor",
+    "ray_gone",
     "run_sweep",
 ]
 
@@ -79,6 +93,17 @@ _POLL_S = 0.2
 def lost_worker(error: str | None) -> bool:
     """Whether a failed run's error says its worker died (not that its training raised)."""
     return error is not None and error.startswith(LOST_WORKER)
+
+
+def ray_gone(error: str | None) -> bool:
+    """Whether a run's error says Ray itself lost a process of its own under it (no retry on
+    that Ray can help); also as a stopped run's ("stopped; ...") or a resume's ("not resumed:
+    ...")."""
+    if error is None:
+        return False
+    for prefix in ("not resumed: ", "stopped; "):
+        error = error.removeprefix(prefix)
+    return error.startswith(RAY_LOST)
 
 
 class SweepBusy(RuntimeError):
@@ -181,18 +206,39 @@ def run_sweep(
             executor; ``workers`` and ``ray`` are then ignored), as ``owner``'s runs.
     """
     plan = _plan(spec, store)
-    own = registry is None
-    if registry is None:
-        executor = make_executor(workers, ray)
-        executor.prepare()
-        registry = RunRegistry(
-            store,
-            executor=executor,
-            max_active=workers or executor.capacity,
-            idle_timeout=None,
-            keep_finished=1_000_000,  # the sweep keeps its handles; so may the registry
-        )
+    # Filed before Ray starts: Ray's own C++ can end this process as it starts (its raylet lost
+    # while `ray.init` connects: exit 1, or SIGABRT in gRPC), and `--resume` needs the spec.
     spec_file = save_spec(store, spec)
+    own = registry is None
+    with _ray_log(store, spec, ray if own else None):
+        if registry is None:
+            executor: Executor
+            try:
+                executor = make_executor(workers, ray)
+            except RayLost as lost:  # every trial is filed, failed or stopped, saying so
+                executor = LostRayExecutor(lost, capacity=workers or 1)
+            executor.prepare()
+            registry = RunRegistry(
+                store,
+                executor=executor,
+                max_active=workers or executor.capacity,
+                idle_timeout=None,
+                keep_finished=1_000_000,  # the sweep keeps its handles; so may the registry
+            )
+        return _run(spec, spec_file, store, registry, own, owner, plan, progress, stop)
+
+
+def _run(
+    spec: SweepSpec,
+    spec_file: Path,
+    store: RunStore,
+    registry: RunRegistry,
+    own: bool,
+    owner: str | None,
+    plan: list[_Slot],
+    progress: bool | Callable[[SweepProgress], None],
+    stop: Callable[[], str | None] | None,
+) -> SweepResult:
     sweep = _Sweep(spec, registry, owner, plan, _reporter(progress))
     reason: str | None = None
     try:
@@ -212,6 +258,31 @@ def run_sweep(
         if own:
             registry.shutdown()
     return SweepResult(spec.id, store.path, spec_file, sweep.outcomes(), reason)
+
+
+@contextlib.contextmanager
+def _ray_log(store: RunStore, spec: SweepSpec, ray: str | None) -> Iterator[None]:
+    """While a sweep runs on a Ray of its own, Ray's text (addresses, pids, about 1 kB a lost
+    worker) goes to ``<home>/sweeps/<sweep id>.log``, not to the terminal: runs record one line.
+    Nothing where the folder cannot be made (a read-only home: the sweep fails on its spec)."""
+    if ray is None:
+        yield
+        return
+    path = spec_path(store, spec.id).with_suffix(".log")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        yield
+        return
+    handler = logging.FileHandler(path, encoding="utf-8", delay=True)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger = logging.getLogger("rdqn.serve.ray_executor")
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
 
 
 @dataclass
@@ -266,6 +337,8 @@ class _Sweep:
         self.report = report
         self.started = time.monotonic()
         self.finished_here = 0
+        self.gone: str | None = None
+        """Why Ray can run nothing more here (a trial's run said Ray lost a process)."""
 
     def submit(self) -> None:
         for slot in self.slots:
@@ -295,7 +368,8 @@ class _Sweep:
         slot.runs += 1
 
     def watch(self, stop: Callable[[], str | None] | None) -> str | None:
-        """Poll until every trial has ended (None) or ``stop`` gives a reason (returned)."""
+        """Poll until every trial has ended (None) or ``stop`` gives a reason, or Ray lost a
+        process of its own (the reason, returned)."""
         while True:
             reason = stop() if stop is not None else None
             if reason is not None:
@@ -306,6 +380,8 @@ class _Sweep:
                     pending = self._poll(slot) or pending
             if self.report is not None:
                 self.report(self.progress())
+            if self.gone is not None:
+                return self.gone
             if not pending:
                 return None
             time.sleep(_POLL_S)
@@ -317,14 +393,22 @@ class _Sweep:
         if handle.status not in FINAL_STATUSES:
             handle.snapshot()  # watched: a server's registry stops runs nobody polls
             return True
+        if ray_gone(handle.error):  # Ray lost a process of its own: nothing more runs on it
+            self.gone = self.gone or self._gone_reason(handle.error)
         # A worker that died, or could not be launched (a zygote that died, say): run it again.
         lost = not handle.started or lost_worker(handle.error)
-        if handle.status == "failed" and lost and slot.runs < MAX_ATTEMPTS:
+        if handle.status == "failed" and lost and slot.runs < MAX_ATTEMPTS and not self.gone:
             self._new_run(slot)
             return True
         slot.ended = (handle.status, handle.error)
         self.finished_here += handle.status == "finished"
         return False
+
+    def _gone_reason(self, error: str | None) -> str:
+        """The sweep's stop reason once Ray lost a process: which one, as the executor says."""
+        lost = getattr(self.registry.executor, "lost", None)
+        what = lost() if callable(lost) else None
+        return f"stopped: Ray lost {what}" if what else f"stopped: {error}"
 
     def progress(self) -> SweepProgress:
         counts = {"finished": 0, "failed": 0, "stopped": 0, "running": 0, "queued": 0}

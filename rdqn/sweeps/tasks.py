@@ -18,8 +18,9 @@ nested function is refused at once with a `ValueError`. An exception raised by `
 item's outcome (yielded, never raised), with the worker's traceback in its notes; an outcome
 that cannot be pickled becomes a `TaskError` saying so. A worker that dies under a call (killed,
 out of memory, its node lost) is retried ``retries`` times (default once), then its outcome is
-a `WorkerLost` naming why. Closing the generator early (``break``) or Ctrl-C ends the calls in
-flight: their workers are killed.
+a `WorkerLost` naming why; so is every call left when a local Ray loses a process of its own
+(its raylet or control store), in one line. Closing the generator early (``break``) or Ctrl-C
+ends the calls in flight: their workers are killed.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ RAY_NEEDED = (
     "(or pip install 'rdqn[ray]')"
 )
 _POLL_S = 0.01
+_RAY_WAIT_S = 1.0
+"""How long one wait for a Ray task's answer lasts before Ray's own health is looked at."""
 
 
 class TaskError(RuntimeError):
@@ -240,7 +243,7 @@ def _ray_map(
     retries: int,
     ray: Any,
 ) -> Iterator[tuple[T, Any]]:
-    from rdqn.serve.ray_executor import RayExecutor
+    from rdqn.serve.ray_executor import RayExecutor, lost_line
 
     # Joins (or starts) Ray as the run executor does: the options, rdqn on the workers' path.
     executor = RayExecutor(address, num_cpus=workers if address == "local" else None)
@@ -250,17 +253,26 @@ def _ray_map(
         remote = ray.remote(num_cpus=1, max_retries=retries, retry_exceptions=False)(_call)
         limit = workers or executor.capacity
         while todo or flying:
+            gone = executor.lost()
+            if gone is not None:  # Ray lost a process of its own: nothing more runs on it
+                lost = lost_line(gone)
+                for index in [*flying.values(), *todo]:
+                    yield items[index], WorkerLost(lost)
+                flying.clear()
+                todo.clear()
+                break
             while todo and len(flying) < 2 * limit:  # a few queued on the cluster, not all
                 index = todo.popleft()
                 flying[remote.remote(func, items[index])] = index
-            ready, _ = ray.wait(list(flying), num_returns=1)
+            ready, _ = ray.wait(list(flying), num_returns=1, timeout=_RAY_WAIT_S)
             for ref in ready:
                 index = flying.pop(ref)
                 yield items[index], _ray_outcome(ray, ref)
     finally:
-        for ref in flying:
-            with contextlib.suppress(Exception):
-                ray.cancel(ref, force=True)
+        if executor.lost() is None:  # else a cancel would wait for the lost process
+            for ref in flying:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref, force=True)
         executor.close()
 
 

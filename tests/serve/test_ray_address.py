@@ -1,12 +1,19 @@
 """rdqn.serve.ray_executor: joining a cluster that is not there fails in one line, in bounded
 time (Ray itself retries for many minutes, a warning every few seconds), and a lost worker's
-error is one line (Ray's text, with addresses and pids, goes to the log)."""
+error is one line (Ray's text, with addresses and pids, goes to the log); a local Ray's lost
+raylet or control store is named with how it ended, and one lost as Ray started gives workers
+lost in one line (tests/reliability/test_ray_start.py kills them in a real sweep); a start given
+up on while ``ray.init`` still runs is known (`start_given_up`: the CLI then ends by os._exit)."""
 
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import socket
+import subprocess
 import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -78,3 +85,60 @@ def test_a_lost_worker_is_one_line_and_the_log_has_rays_text(
         line = ray_lost("the Ray worker", ActorDiedError(rays_text))
     assert line == "the Ray worker was lost (ActorDiedError; the server's log has Ray's details)"
     assert "10.1.2.3" in caplog.text and "4242" in caplog.text
+
+
+def test_a_core_process_that_ended_is_named_with_how_it_ended() -> None:
+    """How a local Ray's raylet or control store is seen lost: without reaping it (Ray's own
+    objects do), and by its signal."""
+    core = ray_executor._CoreProcesses()
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        core.pids = {child.pid: "raylet"}
+        assert core.ended() is None
+        os.kill(child.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while core.ended() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert core.ended() == "its raylet (killed by SIGKILL)"
+        assert child.poll() == -signal.SIGKILL  # still there to be reaped by its owner
+        assert core.ended() == "its raylet (ended)"
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+def test_a_ray_lost_as_it_started_gives_workers_lost_in_one_line() -> None:
+    what = "its raylet (killed by SIGKILL) as it started here"
+    executor = ray_executor.LostRayExecutor(ray_executor.RayLost("-", what), capacity=3)
+    assert executor.capacity == 3 and executor.lost() == what
+    worker = executor.launch(None)  # type: ignore[arg-type]  # nothing of it is used
+    assert not worker.alive() and worker.events(0.0) == []
+    assert worker.exit_reason() == (
+        "Ray lost its raylet (killed by SIGKILL) as it started here; Ray's details are in the log"
+    )
+    worker.send(("stop", None))  # no Ray to call: nothing happens, nothing waits
+    worker.kill()
+    worker.join(0.0)
+    executor.close()
+
+
+def test_a_start_given_up_is_known_while_its_thread_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its raylet lost, `RayLost` comes at once though ``ray.init`` goes on in its thread (it
+    may be in Ray's C++, which the process's end must not run beside: SIGSEGV, 2 of 34)."""
+    monkeypatch.setattr(ray_executor, "_GIVEN_UP", [])
+    connecting, release = threading.Event(), threading.Event()
+    ray = SimpleNamespace(init=lambda **_: connecting.wait())
+    core = SimpleNamespace(
+        find=lambda: None, ended=lambda: "its raylet (killed by SIGKILL)", describe=lambda: "-"
+    )
+    assert not ray_executor.start_given_up()
+    with pytest.raises(ray_executor.RayLost, match="its raylet .* as it started here"):
+        ray_executor._start_local(ray, None, {}, core, release)  # type: ignore[arg-type]
+    assert ray_executor.start_given_up()
+    connecting.set()  # ray.init returns: the thread waits for a close that never comes
+    time.sleep(0.1)
+    assert ray_executor.start_given_up()
+    release.set()
+    ray_executor._GIVEN_UP[0].join(5.0)
+    assert not ray_executor.start_given_up()

@@ -20,7 +20,7 @@ from rdqn.runs.store import RunStore
 from rdqn.serve.executors import ProcessExecutor
 from rdqn.serve.registry import RunRegistry
 from rdqn.sweeps import SweepBusy, SweepProgress, SweepSpec, run_sweep, sweep_trials
-from rdqn.sweeps.runner import lost_worker
+from rdqn.sweeps.runner import lost_worker, ray_gone
 
 PRESET = "chain-lesson"
 
@@ -252,3 +252,14 @@ def test_on_a_local_ray_an_actor_killed_mid_trial_is_run_again_once(store: RunSt
             assert record.env_steps == 2000 and record.manifest is not None
     table = sweep_trials(store, spec)
     assert list(table["status"]) == ["finished", "finished"] and sorted(table["runs"]) == [1, 2]
+
+
+def test_an_error_saying_ray_itself_lost_a_process_is_told_apart() -> None:
+    line = "Ray lost its raylet (killed by SIGKILL) before the run started; Ray's details are in "
+    line += "the log"
+    assert ray_gone(line) and ray_gone(f"not resumed: {line}") and ray_gone(f"stopped; {line}")
+    assert ray_gone("Ray did not start here within 60 s (...); Ray's details are in the log")
+    assert not ray_gone(
+        "the Ray actor was lost (ActorDiedError; the server's log has Ray's details)"
+    )
+    assert not ray_gone(None) and not lost_worker(line)  # not retried: no retry helps
