@@ -8,7 +8,8 @@ dashboard's Experiments page and the HTML report show (`rdqn.figures.experiments
 
 Usage:
     python -m benchmarks.experiment_figures --out docs/figures
-    python -m benchmarks.experiment_figures --cliffwalk FILE --per-notebook FILE --out DIR
+    python -m benchmarks.experiment_figures --cliffwalk FILE --per-notebook FILE --minatar FILE \
+        --out DIR
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from tests.harness.chromium import CHROMIUM, CHROMIUM_ARGS
 WIDTH, HEIGHT = 1000, 480
 
 
-def figures(cliffwalk: Path | None, per_notebook: Path | None) -> dict[str, go.Figure]:
+def figures(
+    cliffwalk: Path | None, per_notebook: Path | None, minatar: Path | None = None
+) -> dict[str, go.Figure]:
     """Name -> figure for every results file given that exists."""
     from rdqn.figures.experiment_report import per_notebook_figures
-    from rdqn.figures.experiments import cliffwalk_figure
+    from rdqn.figures.experiments import cliffwalk_figure, minatar_figures
 
     out: dict[str, go.Figure] = {}
     if cliffwalk is not None and cliffwalk.exists():
@@ -37,6 +40,8 @@ def figures(cliffwalk: Path | None, per_notebook: Path | None) -> dict[str, go.F
     if per_notebook is not None and per_notebook.exists():
         report = json.loads(per_notebook.read_text(encoding="utf-8"))
         out.update(per_notebook_figures(report))
+    if minatar is not None and minatar.exists():
+        out.update(minatar_figures(json.loads(minatar.read_text(encoding="utf-8"))))
     return out
 
 
@@ -72,9 +77,10 @@ def main() -> None:
     results = Path("benchmarks/results")
     parser.add_argument("--cliffwalk", type=Path, default=results / "cliffwalk.json")
     parser.add_argument("--per-notebook", type=Path, default=results / "per_notebook.json")
+    parser.add_argument("--minatar", type=Path, default=results / "minatar.json")
     parser.add_argument("--out", type=Path, default=Path("docs/figures"))
     args = parser.parse_args()
-    for path in save_pngs(figures(args.cliffwalk, args.per_notebook), args.out):
+    for path in save_pngs(figures(args.cliffwalk, args.per_notebook, args.minatar), args.out):
         print(f"wrote {path}")
 
 
