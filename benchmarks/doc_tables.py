@@ -17,7 +17,9 @@ benchmarks/results (`BLOCKS`: block name -> doc, module, function, files), never
     python -m benchmarks.doc_tables           # print every block
 
 A results file that is missing, a block a doc lacks, or a block the docs have that no benchmark
-makes is an error (exit 1) for ``--check`` and ``--write``.
+makes is an error (exit 1) for ``--check`` and ``--write``. The learning tables of
+docs/experiments.md are checked and rewritten with them (`rdqn.experiments.tables`, the same as
+``python -m rdqn experiment tables --check|--write docs/experiments.md``).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from rdqn.experiments.tables import rewrite_blocks
+from rdqn.experiments.tables import all_tables, check_blocks, rewrite_blocks
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -59,6 +61,7 @@ BLOCKS: dict[str, Block] = {
     "rank": Block(PERFORMANCE, "bench_rank", "table", ("rank.json",)),
     "buffer": Block(PERFORMANCE, "bench_buffer", "table", ("buffer.json",)),
     "learner": Block(PERFORMANCE, "bench_learner", "table", ("learner.json",)),
+    "minatar-loop": Block(PERFORMANCE, "bench_minatar_loop", "table", ("minatar_loop.json",)),
     "executors": Block(PERFORMANCE, "bench_executors", "table", ("executors.json",)),
     "dashboard": Block(PERFORMANCE, "bench_dashboard", "table", ("dashboard.json",)),
     "page-load": Block(PERFORMANCE, "bench_page_load", "table", ("page_load.json",)),
@@ -85,6 +88,8 @@ BLOCKS: dict[str, Block] = {
     ),
 }
 DOCS = (PERFORMANCE, DEMO, SWEEPS, RELIABILITY)
+EXPERIMENTS = "docs/experiments.md"
+"""The learning tables' doc, whose blocks `rdqn.experiments.tables` makes."""
 
 _NAME = re.compile(r"<!-- table: ([\w-]+) -->\n")
 
@@ -128,6 +133,23 @@ def regenerate(doc: str, text: str, bodies: Mapping[str, str]) -> tuple[str, lis
     return rewrite_blocks(text, mine), errors
 
 
+def learning_tables(results: Path, *, write: bool) -> tuple[bool, list[str]]:
+    """docs/experiments.md's learning tables from the results files: whether a block is stale
+    (rewritten with ``write``), and the errors (a block with no results file)."""
+    path = ROOT / EXPERIMENTS
+    text = path.read_text(encoding="utf-8")
+    bodies = all_tables(results)
+    stale = check_blocks(text, bodies)
+    errors = [f"{EXPERIMENTS}: block {name!r} has no results file" for name in stale
+              if name not in bodies]  # fmt: skip
+    if stale and write:
+        path.write_text(rewrite_blocks(text, bodies), encoding="utf-8")
+        print(f"rewrote the tables of {EXPERIMENTS}")
+    elif stale and not errors:
+        print(f"{EXPERIMENTS}: stale learning tables: {', '.join(stale)}")
+    return bool(stale), errors
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     action = parser.add_mutually_exclusive_group()
@@ -163,6 +185,10 @@ def main(argv: list[str] | None = None) -> int:
                     f"{doc} (from the results files)",
                 )
             )
+    learning_stale, learning_errors = learning_tables(args.results, write=args.write)
+    errors += learning_errors
+    if learning_stale:
+        stale.append(EXPERIMENTS)
     for error in errors:
         print(f"doc_tables: {error}", file=sys.stderr)
     if args.check and stale:
