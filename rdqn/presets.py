@@ -78,7 +78,11 @@ steps (the MinAtar paper's span; Dopamine's is 250,000), so that a budget of a f
 thousand steps is not mostly exploration; the budget is 500,000 steps, not 10 million (an
 experiment's budget, docs/experiments.md); prioritized replay samples |delta|^.5 with weights
 (N P)^-.5 divided by the batch's largest, where Dopamine's priority is the square root of the
-Huber loss (|delta| / sqrt 2 below 1: alpha 1 there, .5 above) with the same weights.
+Huber loss (|delta| / sqrt 2 below 1: alpha 1 there, .5 above) with the same weights. Against
+the MinAtar paper's own DQN (Young & Tian 2019: RMSprop 2.5e-4, one update per env step from step
+5,000, epsilon 1 -> .1 over 100,000 steps, 5 million frames), the network, batch, memory, target
+period and exploration span are the same; the optimizer, the update rate, the warm-up and the
+final epsilon are Revisiting Rainbow's.
 
 `demo` is Home's Start demo: CartPole-v1 solved in seconds by every seed, where `per-notebook`
 (the notebook's setup) needs 60,000-90,000 steps when it gets there and then falls apart. It is
