@@ -42,7 +42,14 @@ from rdqn.replay.sequences import SequenceIndex
 from rdqn.replay.sizes import check_nbytes, format_bytes, storage_nbytes
 from rdqn.replay.state_checks import ReplayStateError, entry, integer_field, mapping, refuse
 from rdqn.replay.storage import EPISODE_STEP_MAX, RingStorage
-from rdqn.validation import check_integer, check_probability, check_real, is_integer, shown
+from rdqn.validation import (
+    check_integer,
+    check_probability,
+    check_real,
+    is_integer,
+    is_real,
+    shown,
+)
 
 __all__ = ["SequenceBatch", "SequenceReplay"]
 
@@ -489,7 +496,7 @@ class SequenceReplay:
         ):
             refuse(f"state_dict has obs_shape={shown(theirs)}, this replay has {self.obs_shape}")
         eta = entry(state, "priority_eta")
-        if eta != self.priority_eta:
+        if not (is_real(eta) and eta == self.priority_eta):
             refuse(f"state_dict has priority_eta={shown(eta)}, this replay has {self.priority_eta}")
         storage = entry(state, "storage")
         try:
