@@ -39,7 +39,7 @@ from rdqn.replay.samplers import Sampler, UniformSampler
 from rdqn.replay.sampling_kernels import check_normalization, importance_weights_kernel
 from rdqn.replay.scheme_registry import scheme_of
 from rdqn.replay.sequences import SequenceIndex
-from rdqn.replay.sizes import check_nbytes, format_bytes, storage_nbytes
+from rdqn.replay.sizes import check_nbytes, format_bytes, sequence_slots, storage_nbytes
 from rdqn.replay.state_checks import ReplayStateError, entry, integer_field, mapping, refuse
 from rdqn.replay.storage import EPISODE_STEP_MAX, RingStorage
 from rdqn.validation import (
@@ -169,8 +169,8 @@ class SequenceReplay:
         sequence_length: m, the steps of a sequence (an episode's last may be shorter).
         overlap: o, the steps adjacent sequences share (0 <= o < m); they start every m - o.
         sequence_capacity: S, the sequences kept (the oldest leaves when a new one needs its
-            slot); default ``capacity``, which no sequence can outgrow (each live sequence
-            starts at a distinct stored step).
+            slot); default `rdqn.replay.sizes.sequence_slots` (enough for every sequence of
+            episodes of at least m - o steps; ``capacity`` would be enough for any).
         state_size: values of the recurrent state recorded at each sequence's first step
             (0: none).
         sampler: `UniformSampler()` (default), `ProportionalSampler(...)` or
@@ -204,8 +204,13 @@ class SequenceReplay:
         self.sampler: Sampler = UniformSampler() if sampler is None else sampler
         if not isinstance(self.sampler, Sampler):
             raise ValueError(f"sampler must implement the Sampler protocol, got {sampler!r}")
-        sequences = capacity if sequence_capacity is None else sequence_capacity
-        self.index = SequenceIndex(capacity, sequence_length, overlap, sequences, state_size)
+        if sequence_capacity is None:
+            sequence_length = check_integer("sequence_length", sequence_length, minimum=1)
+            overlap = check_integer("overlap", overlap, minimum=0, maximum=sequence_length - 1)
+            sequence_capacity = sequence_slots(capacity, sequence_length, overlap)
+        self.index = SequenceIndex(
+            capacity, sequence_length, overlap, sequence_capacity, state_size
+        )
         self._check_size(capacity, dtype)
         self.storage = RingStorage(capacity, self.obs_shape, dtype)
         self.sampler.attach(self.index.capacity)
@@ -264,6 +269,13 @@ class SequenceReplay:
     def sample_counts(self) -> NDArray[np.int64]:
         """How often each stored step was replayed in a sampled sequence (copy)."""
         return self.storage.sample_counts[: self.storage.size].copy()
+
+    def ages(self, indices: ArrayLike) -> NDArray[np.int64]:
+        """Writes since the last step of the sequences in slots ``indices`` (0: its last step
+        is the newest stored)."""
+        slots = check_slots("indices", indices, self.index.used)
+        ends = self.index.start[slots] + self.index.lengths[slots]
+        return self.storage.writes - ends
 
     def probabilities(self) -> NDArray[np.float64]:
         """P(i) of every sequence slot ever used (0 where it holds no live sequence)."""
