@@ -436,13 +436,18 @@ class RunConfig:
     ) -> RunConfig:
         """A copy with another env-step budget (and ``overrides``, applied with it: the config
         is checked once, with the new budget). The warm-up is capped at a tenth of the budget
-        (but holds at least one batch), so a short budget still learns."""
+        (but holds at least one batch, and in sequences mode one sequence), so a short budget
+        still learns."""
         rule = config_field("train.total_steps").metadata["rule"]
         total_steps = rule.check("train.total_steps", total_steps)
         data = self._overridden(overrides or {})
-        batch_size, warm_up = data["replay"]["batch_size"], data["train"]["learning_starts"]
+        replay = data["replay"]
+        batch_size, warm_up = replay["batch_size"], data["train"]["learning_starts"]
         if is_integer(batch_size) and is_integer(warm_up):  # else from_dict names the field
-            data["train"]["learning_starts"] = max(batch_size, min(warm_up, total_steps // 10))
+            least = batch_size
+            if replay.get("mode") == "sequences" and is_integer(replay.get("sequence_length")):
+                least = max(least, replay["sequence_length"])
+            data["train"]["learning_starts"] = max(least, min(warm_up, total_steps // 10))
         data["train"]["total_steps"] = total_steps
         return RunConfig.from_dict(data)
 

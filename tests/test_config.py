@@ -304,3 +304,13 @@ def test_sequence_settings_are_read_only_in_sequence_mode() -> None:
     assert RunConfig.from_dict(stored) == preset("e14")
     sequences = preset("e14").with_overrides({**SEQUENCE_MODE, "replay.burn_in": 0})
     assert (sequences.replay.sequence_length, sequences.replay.sequence_overlap) == (40, 20)
+
+
+def test_with_budget_keeps_a_warm_up_of_one_sequence_in_sequence_mode() -> None:
+    """A tenth of 200 steps is 20: more than a batch of 8, but less than the sequence of 40
+    steps the first update needs, so the warm-up is 40; a tenth of 5,000 is 500."""
+    config = preset("e14").with_overrides(
+        {**SEQUENCE_MODE, "replay.batch_size": 8, "train.learning_starts": 1000}
+    )
+    assert config.with_budget(200).train.learning_starts == 40
+    assert config.with_budget(5000).train.learning_starts == 500
