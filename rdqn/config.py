@@ -25,6 +25,7 @@ from rdqn.learn.agent_config import AgentConfig
 from rdqn.schemes import SCHEMES
 from rdqn.validation import (
     Choice,
+    Flag,
     Integer,
     Mapping,
     Real,
@@ -36,6 +37,7 @@ from rdqn.validation import (
 
 __all__ = [
     "PRESET_NAMES",
+    "REPLAY_MODES",
     "RETIRED_FIELDS",
     "RETURN_WINDOW",
     "SCHEMES",
@@ -49,6 +51,10 @@ __all__ = [
 ]
 
 IS_NORMALIZATIONS: tuple[str, ...] = ("global", "batch", "none")
+REPLAY_MODES: tuple[str, ...] = ("windows", "sequences")
+"""What replay hands the learner: windows of T observations, each read from a zero state (E14),
+or R2D2's sequences of steps read from the state recorded while acting (Kapturowski et al.
+2019; `rdqn.replay.SequenceReplay`)."""
 PRESET_NAMES: tuple[str, ...] = (
     "e14",
     "e14-lesson",
@@ -142,12 +148,77 @@ class ReplayConfig:
         Real(minimum=0.0, open_minimum=True, optional=True),
         label="IS weight clip",
     )
+    mode: str = setting(
+        "windows",
+        "What is replayed: windows of T observations, each read from a zero state (E14), or "
+        "R2D2's sequences of steps, read from the LSTM state recorded while acting (recurrent "
+        "network only; its batch is then of sequences, and β = 0 turns IS weights off as R2D2).",
+        Choice(REPLAY_MODES),
+        label="Replay mode",
+    )
+    sequence_length: int = setting(
+        40,
+        "Steps m of a replayed sequence (sequences mode; an episode's last may be shorter).",
+        _COUNT,
+        label="Sequence length",
+    )
+    sequence_overlap: int = setting(
+        20,
+        "Steps two adjacent sequences of an episode share (sequences mode): a sequence starts "
+        "every m - overlap steps.",
+        Integer(minimum=0),
+        label="Sequence overlap",
+    )
+    burn_in: int = setting(
+        20,
+        "First steps of a replayed sequence that only bring its LSTM state up to date, without "
+        "loss (sequences mode; none where the sequence begins its episode); at most the overlap, "
+        "so every step is learned from.",
+        Integer(minimum=0),
+        label="Burn-in",
+    )
+    priority_eta: float = setting(
+        0.9,
+        "A sequence's |TD error|: η max + (1 - η) mean over its learned steps (sequences mode; "
+        "R2D2: 0.9).",
+        _UNIT,
+        label="η (sequence priority)",
+        step=0.05,
+    )
+    stored_state: bool = setting(
+        True,
+        "Start a replayed sequence from the LSTM state recorded while acting (R2D2's stored "
+        "state); off: from zeros (sequences mode).",
+        Flag(),
+        label="Stored state",
+    )
 
     def __post_init__(self) -> None:
         check_fields(self)
         if self.batch_size > self.capacity:
             raise ValueError(
                 f"batch_size must be <= capacity ({self.capacity}), got {self.batch_size}"
+            )
+        if self.mode == "sequences":
+            self._check_sequences()
+
+    def _check_sequences(self) -> None:
+        m = self.sequence_length
+        if self.sequence_overlap >= m:
+            raise ValueError(
+                f"sequence_overlap must be below sequence_length ({m}), got "
+                f"{self.sequence_overlap}: sequences start every sequence_length - overlap steps"
+            )
+        if self.burn_in > self.sequence_overlap:
+            raise ValueError(
+                f"burn_in must be at most sequence_overlap ({self.sequence_overlap}), got "
+                f"{self.burn_in}: a step burnt in is learned from only in the sequence before, "
+                "inside its overlap"
+            )
+        if 2 * m > self.capacity:
+            raise ValueError(
+                f"capacity must hold two sequences, 2 x sequence_length = {2 * m:,} steps, got "
+                f"{self.capacity:,}: a complete sequence is then always stored"
             )
 
 
@@ -300,6 +371,22 @@ class RunConfig:
                 f"replay.window must be 1 for the {self.agent.network} network "
                 f"(only the recurrent network reads windows), got {self.replay.window}"
             )
+        if self.replay.mode == "sequences":
+            self._check_sequences()
+
+    def _check_sequences(self) -> None:
+        replay = self.replay
+        if self.agent.network != "recurrent":
+            raise ValueError(
+                f"replay.mode 'sequences' needs agent.network 'recurrent' (only the recurrent "
+                f"network reads sequences), got {self.agent.network!r}"
+            )
+        if self.train.learning_starts < replay.sequence_length:
+            raise ValueError(
+                f"train.learning_starts must be >= replay.sequence_length "
+                f"({replay.sequence_length}) in sequences mode, got {self.train.learning_starts}: "
+                "the first update needs a complete sequence"
+            )
 
     # ------------------------------------------------------------ (de)serialisation
     def to_dict(self) -> dict[str, Any]:
@@ -349,13 +436,18 @@ class RunConfig:
     ) -> RunConfig:
         """A copy with another env-step budget (and ``overrides``, applied with it: the config
         is checked once, with the new budget). The warm-up is capped at a tenth of the budget
-        (but holds at least one batch), so a short budget still learns."""
+        (but holds at least one batch, and in sequences mode one sequence), so a short budget
+        still learns."""
         rule = config_field("train.total_steps").metadata["rule"]
         total_steps = rule.check("train.total_steps", total_steps)
         data = self._overridden(overrides or {})
-        batch_size, warm_up = data["replay"]["batch_size"], data["train"]["learning_starts"]
+        replay = data["replay"]
+        batch_size, warm_up = replay["batch_size"], data["train"]["learning_starts"]
         if is_integer(batch_size) and is_integer(warm_up):  # else from_dict names the field
-            data["train"]["learning_starts"] = max(batch_size, min(warm_up, total_steps // 10))
+            least = batch_size
+            if replay.get("mode") == "sequences" and is_integer(replay.get("sequence_length")):
+                least = max(least, replay["sequence_length"])
+            data["train"]["learning_starts"] = max(least, min(warm_up, total_steps // 10))
         data["train"]["total_steps"] = total_steps
         return RunConfig.from_dict(data)
 

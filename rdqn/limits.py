@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from rdqn.envs.options import observation_size
 from rdqn.envs.prices_csv import CsvLimits
-from rdqn.replay.sizes import replay_nbytes
+from rdqn.replay.sizes import replay_nbytes, sequence_replay_nbytes, sequence_slots
 from rdqn.validation import is_integer, parse_count
 
 if TYPE_CHECKING:
@@ -177,13 +177,16 @@ def check_limits(config: RunConfig, limits: Limits | None = None) -> None:
         _refuse("the length of env.kwargs.prices", len(kwargs["prices"]), limits, "csv_rows")
     needed = memory_estimate(config)
     if needed > limits.memory_bytes:
+        length = "window"
+        if replay.mode == "sequences":
+            length = "sequence_length"
         raise LimitError(
             f"this run needs about {_size(needed)} of memory (replay.capacity "
             f"{replay.capacity:,} x observations of "
             f"{observation_size(config.env.id, kwargs):,} values, batch {replay.batch_size:,} x "
-            f"window {replay.window}), above this server's limit of "
+            f"{length} {getattr(replay, length)}), above this server's limit of "
             f"{_size(limits.memory_bytes)}; lower replay.capacity, replay.batch_size or "
-            f"replay.window, or whoever runs the server can raise {variable('memory_bytes')}"
+            f"replay.{length}, or whoever runs the server can raise {variable('memory_bytes')}"
         )
 
 
@@ -195,21 +198,33 @@ _ACTIONS = 3  # the most any rdqn env has (the market: flat, long, short)
 _LSTM_BYTES_PER_STEP = 16 * 1024
 """Per sampled row and window step, the two-LSTM net keeps gates and states for backprop in the
 online pass and runs the target pass: about 4,000 float32s."""
+STATE_VALUES = 4 * 128
+"""The recurrent net's state, which sequence replay stores per sequence (`rdqn.learn.nets.
+STATE_SIZE`; named here so that a server sizes a run without importing torch)."""
 
 
 def memory_estimate(config: RunConfig) -> int:
     """Bytes a run of ``config`` allocates at least, estimated without allocating anything.
 
-    The replay memory, full (`rdqn.replay.sizes.replay_nbytes`, float32 observations); a sampled
-    batch (windows W_t and W_{t+1}, as NumPy arrays and as tensors); the network's parameters
-    with the target copy and Adam's two moments; and, for the recurrent net, its activations
-    over the batch's windows. Torch and Python themselves (a few hundred MiB) are not counted.
+    The replay memory, full (`rdqn.replay.sizes.replay_nbytes`, float32 observations; with
+    sequence replay `sequence_replay_nbytes`, its sequences' states included); a sampled batch
+    (windows W_t and W_{t+1}, or sequences of m + 1 observations, as NumPy arrays and as
+    tensors); the network's parameters with the target copy and Adam's two moments; and, for
+    the recurrent net, its activations over the batch's steps. Torch and Python themselves (a
+    few hundred MiB) are not counted.
     Loads no kernel: a server checks a run's settings with it before any worker starts.
     """
     obs = observation_size(config.env.id, config.env.kwargs)
     replay = config.replay
     rows = replay.batch_size * replay.window
     batch = 2 * 2 * rows * obs * 4
+    memory = replay_nbytes(replay.capacity, obs, replay.scheme)
+    if replay.mode == "sequences":  # one array of m + 1 observations a row, its state too
+        rows = replay.batch_size * (replay.sequence_length + 1)
+        state = STATE_VALUES if replay.stored_state else 0
+        batch = 2 * (rows * obs + replay.batch_size * state) * 4
+        slots = sequence_slots(replay.capacity, replay.sequence_length, replay.sequence_overlap)
+        memory = sequence_replay_nbytes(replay.capacity, obs, replay.scheme, slots, state)
     network = config.agent.network
     if network == "recurrent":
         parameters = 512 * (obs + 130) + 512 * 258 + 8256 + 65 * _ACTIONS
@@ -223,12 +238,7 @@ def memory_estimate(config: RunConfig) -> int:
     else:
         parameters = obs * _ACTIONS
         activations = 0
-    return (
-        replay_nbytes(replay.capacity, obs, replay.scheme)
-        + batch
-        + 4 * 4 * parameters
-        + activations
-    )
+    return memory + batch + 4 * 4 * parameters + activations
 
 
 def describe(limits: Limits) -> dict[str, Any]:

@@ -270,3 +270,47 @@ def test_the_conv_network_needs_a_minatar_env() -> None:
                                          r"CartPole-v1 does not give"):  # fmt: skip
         configure("minatar", {"env.id": "CartPole-v1"})
     assert configure("minatar", {"env.id": "rdqn/MinAtar-Freeway-v0"}).agent.network == "conv"
+
+
+SEQUENCE_MODE = {"replay.mode": "sequences"}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "match"),
+    [
+        ({"replay.sequence_overlap": 40}, r"sequence_overlap must be below sequence_length \(40\)"),
+        ({"replay.burn_in": 21}, r"burn_in must be at most sequence_overlap \(20\), got 21"),
+        ({"replay.capacity": 79, "replay.batch_size": 8}, "capacity must hold two sequences, 2 x"),
+        ({"agent.network": "mlp", "replay.window": 1}, "needs agent.network 'recurrent'"),
+        ({"train.learning_starts": 39, "replay.sequence_length": 40}, "learning_starts must be >="),
+    ],
+)
+def test_sequence_mode_settings_are_checked_with_their_reason(
+    overrides: dict[str, object], match: str
+) -> None:
+    with pytest.raises(ValueError, match=match):
+        preset("e14").with_overrides({**SEQUENCE_MODE, **overrides, "replay.batch_size": 8})
+
+
+def test_sequence_settings_are_read_only_in_sequence_mode() -> None:
+    """Windows mode ignores them (a windows run is unchanged by them); the default mode is
+    windows, so every stored config without the fields loads as before."""
+    config = preset("e14").with_overrides({"replay.sequence_overlap": 99, "replay.burn_in": 500})
+    assert config.replay.mode == "windows"
+    stored = preset("e14").to_dict()
+    for name in ("mode", "sequence_length", "sequence_overlap", "burn_in", "priority_eta"):
+        del stored["replay"][name]
+    del stored["replay"]["stored_state"]
+    assert RunConfig.from_dict(stored) == preset("e14")
+    sequences = preset("e14").with_overrides({**SEQUENCE_MODE, "replay.burn_in": 0})
+    assert (sequences.replay.sequence_length, sequences.replay.sequence_overlap) == (40, 20)
+
+
+def test_with_budget_keeps_a_warm_up_of_one_sequence_in_sequence_mode() -> None:
+    """A tenth of 200 steps is 20: more than a batch of 8, but less than the sequence of 40
+    steps the first update needs, so the warm-up is 40; a tenth of 5,000 is 500."""
+    config = preset("e14").with_overrides(
+        {**SEQUENCE_MODE, "replay.batch_size": 8, "train.learning_starts": 1000}
+    )
+    assert config.with_budget(200).train.learning_starts == 40
+    assert config.with_budget(5000).train.learning_starts == 500

@@ -10,6 +10,7 @@ import pytest
 
 from rdqn.envs import CsvLimits
 from rdqn.limits import (
+    STATE_VALUES,
     LimitError,
     Limits,
     check_comparison_runs,
@@ -255,6 +256,42 @@ def test_memory_estimate_covers_the_replay_memory_a_trainer_builds(
         assert estimate <= buffer.nbytes + (8 << 20)  # plus a batch and a small net
     finally:
         trainer.close()
+
+
+@pytest.mark.parametrize("stored_state", [True, False])
+@pytest.mark.parametrize("scheme", list(SAMPLERS))
+def test_memory_estimate_covers_a_full_sequence_replay(scheme: str, stored_state: bool) -> None:
+    """Sequence replay: the steps, every sequence slot with its state, the sampler over them
+    and its removed-slot flags (episodes of 1 and 2 steps fill every slot, and the ring wraps)."""
+    config = configure(
+        "e14",
+        {
+            **TINY,
+            "replay.scheme": scheme,
+            "replay.mode": "sequences",
+            "replay.sequence_length": 4,
+            "replay.sequence_overlap": 2,
+            "replay.burn_in": 2,
+            "replay.stored_state": stored_state,
+        },
+    )
+    trainer = Trainer(config)
+    try:
+        buffer = trainer.buffer
+        shape, state = trainer.obs_shape, np.zeros(STATE_VALUES, np.float32)
+        for k in range(2 * config.replay.capacity):
+            buffer.add(np.zeros(shape), 0, 0.0, np.zeros(shape), k % 4 != 0, False, state=state)
+        assert buffer.index.used == buffer.index.capacity and buffer.index.head > 0
+        estimate = memory_estimate(config)
+        assert buffer.nbytes <= estimate <= buffer.nbytes + (8 << 20)
+    finally:
+        trainer.close()
+
+
+def test_the_state_a_server_counts_is_the_recurrent_nets() -> None:
+    from rdqn.learn.nets import STATE_SIZE
+
+    assert STATE_VALUES == STATE_SIZE
 
 
 def test_memory_estimate_grows_with_the_observation() -> None:

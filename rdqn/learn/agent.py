@@ -37,7 +37,8 @@ from rdqn.learn.agent_config import AgentConfig, resolve_device
 from rdqn.learn.agent_state import check_agent_state, explore_rng_state
 from rdqn.learn.errors import DivergenceError
 from rdqn.learn.fused_mlp import FusedMLP, fused_update_supported
-from rdqn.learn.nets import RecurrentQNet, build_q_network
+from rdqn.learn.nets import STATE_SIZE, RecurrentQNet, build_q_network
+from rdqn.learn.sequence_update import SequenceLearnResult, sequence_arrays, sequence_update
 from rdqn.learn.targets import discounts, next_values, td_targets
 from rdqn.validation import check_integer
 
@@ -46,6 +47,7 @@ __all__ = [
     "DQNAgent",
     "DivergenceError",
     "LearnResult",
+    "SequenceLearnResult",
     "TDTerms",
 ]
 
@@ -231,6 +233,39 @@ class DQNAgent:
             return int(self._rng.integers(self.n_actions))
         return int(np.argmax(self.q_values(window, mask)))
 
+    def act_carrying(
+        self, obs: NDArray[np.floating], state: NDArray[np.float32], epsilon: float
+    ) -> tuple[int, NDArray[np.float32]]:
+        """Epsilon-greedy action for observation o_t read by the recurrent net from ``state``
+        (its state before o_t, `STATE_SIZE` values), and its state after o_t: acting for
+        sequence replay, which carries the state through an episode from zeros at its start.
+        One uniform draw per call, as `act`; the net runs even when it explores, since the
+        state goes on."""
+        if not 0.0 <= epsilon <= 1.0:
+            raise ValueError(f"epsilon must be in [0, 1], got {epsilon!r}")
+        explore = self._rng.random() < epsilon
+        q, after = self.q_values_carrying(obs, state)
+        action = int(self._rng.integers(self.n_actions)) if explore else int(np.argmax(q))
+        return action, after
+
+    def q_values_carrying(
+        self, obs: NDArray[np.floating], state: NDArray[np.float32]
+    ) -> tuple[NDArray[np.float32], NDArray[np.float32]]:
+        """Online Q-values ``(A,)`` of observation o_t read from ``state``, and the state
+        after it (`RecurrentQNet.unroll` over one step)."""
+        if not self._recurrent:
+            raise ValueError(
+                f"only the recurrent network carries a state, not {self.config.network}"
+            )
+        steps = np.asarray(obs, dtype=np.float32).reshape(1, 1, self.obs_dim)
+        before = np.asarray(state, dtype=np.float32).reshape(1, STATE_SIZE)
+        with torch.no_grad():
+            q, after = self.online.unroll(
+                _as_tensor(steps, np.float32, self.device),
+                _as_tensor(before, np.float32, self.device),
+            )
+        return q[0, 0].cpu().numpy(), after[0].cpu().numpy()
+
     def td_terms(self, batch: BatchLike) -> TDTerms:
         """Q(W_i, a_i), Q_target(W'_i, a*_i), the target y_i and the TD error delta_i = y_i -
         Q(W_i, a_i) of each transition of ``batch`` by the current networks, with no update (the
@@ -288,6 +323,37 @@ class DQNAgent:
             q_mean=float(q_mean),
             grad_norm=float(norm_value),
         )
+
+    def learn_sequences(
+        self,
+        batch: Any,
+        *,
+        burn_in: int,
+        stored_state: bool,  # noqa: ANN401 (SequenceBatch)
+    ) -> SequenceLearnResult:
+        """One IS-weighted update on replayed sequences (`rdqn.learn.sequence_update`: unrolls
+        from the stored state, or zeros without ``stored_state``, after a burn-in of
+        ``burn_in`` steps); the recurrent network only. :class:`DivergenceError`, nothing
+        changed, as for `learn`."""
+        if not self._recurrent:
+            raise ValueError(
+                f"only the recurrent network learns from sequences, not the {self.config.network}"
+            )
+        arrays = sequence_arrays(
+            batch,
+            obs_dim=self.obs_dim,
+            n_actions=self.n_actions,
+            gamma=self.config.gamma,
+            burn_in=burn_in,
+            stored_state=stored_state,
+            device=self.device,
+        )
+        result = sequence_update(
+            self.online, self.target, self.optimizer, arrays, self.config, self.updates + 1
+        )
+        self.updates += 1
+        self._update_target()
+        return result
 
     def _batch_arrays(self, batch: BatchLike) -> _BatchArrays:
         """Validated float32/int64 host arrays; observations as (B, T, d)."""

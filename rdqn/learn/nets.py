@@ -10,8 +10,10 @@ Recurrent Q-network (the high-frequency notebooks E14 and E15, layer for layer):
 
 The two LSTMs are *separate* single-layer ``nn.LSTM(batch_first=True)`` modules (not one module with
 ``num_layers=2``), and every call starts both from a zero hidden state: no state is carried across
-windows or samples, so a window's Q-values depend on that window alone. With PyTorch's two bias
-vectors per LSTM the parameter count is::
+windows or samples, so a window's Q-values depend on that window alone. (R2D2's sequence replay
+carries the state instead: `RecurrentQNet.unroll` reads a sequence step by step from a given
+state, and returns the state after it.) With PyTorch's two bias vectors per LSTM the parameter
+count is::
 
     512 (d + 130)  +  512 * 258  +  8256  +  65 A
     (LSTM d->128)    (LSTM 128->128) (Linear 128->64) (Linear 64->A)
@@ -53,6 +55,7 @@ __all__ = [
     "MLPQNet",
     "QHead",
     "RecurrentQNet",
+    "STATE_SIZE",
     "build_q_network",
     "count_parameters",
     "init_default_",
@@ -60,6 +63,8 @@ __all__ = [
 ]
 
 LSTM_HIDDEN = 128
+STATE_SIZE = 4 * LSTM_HIDDEN
+"""Values in the recurrent network's state, flat: (h1, c1, h2, c2), each of ``LSTM_HIDDEN``."""
 HEAD_HIDDEN = 64
 FRAME = 10
 """Side of the square frames `ConvQNet` reads (MinAtar's)."""
@@ -165,6 +170,30 @@ class RecurrentQNet(nn.Module):
         sequence, _ = self.lstm1(windows)
         sequence, _ = self.lstm2(sequence)
         return self.head(sequence[:, -1, :])
+
+    def unroll(
+        self, steps: torch.Tensor, state: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Q-values ``(B, L, A)`` at every step of sequences ``(B, L, d)`` and the state after
+        the last, both LSTMs carrying their state from step to step from ``state`` ``(B,
+        STATE_SIZE)`` (flat (h1, c1, h2, c2); zeros when None). A sequence shorter than L,
+        padded on the right, gets the same Q-values at its steps whatever the padding holds
+        (the LSTMs read forward only); the state returned has then read the padding too."""
+        if steps.dim() != 3:
+            raise ValueError(
+                f"RecurrentQNet.unroll expects steps of shape (B, L, d), got {tuple(steps.shape)}"
+            )
+        batch = steps.shape[0]
+        if state is None:
+            state = steps.new_zeros(batch, STATE_SIZE)
+        if state.shape != (batch, STATE_SIZE):
+            raise ValueError(
+                f"state must have shape ({batch}, {STATE_SIZE}), got {tuple(state.shape)}"
+            )
+        h1, c1, h2, c2 = (part.unsqueeze(0).contiguous() for part in state.chunk(4, dim=1))
+        sequence, (h1, c1) = self.lstm1(steps, (h1, c1))
+        sequence, (h2, c2) = self.lstm2(sequence, (h2, c2))
+        return self.head(sequence), torch.cat([h1[0], c1[0], h2[0], c2[0]], dim=1)
 
     @staticmethod
     def _is_suffix(mask: torch.Tensor, lengths: torch.Tensor) -> bool:

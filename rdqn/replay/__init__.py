@@ -1,4 +1,5 @@
-"""The replay engine: ring storage + pluggable samplers, sum tree, windows and schedules.
+"""The replay engine: ring storage + pluggable samplers, sum tree, windows and schedules; and
+R2D2's sequence replay beside the windows (`SequenceReplay`).
 
 >>> from rdqn.replay import ReplayBuffer, ProportionalSampler
 >>> buf = ReplayBuffer(50_000, (4,), window=8, sampler=ProportionalSampler(alpha=0.6), seed=0)
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
     from rdqn.replay.rank.sampler import RankBasedSampler
     from rdqn.replay.samplers import Draw, ProportionalSampler, Sampler, UniformSampler
     from rdqn.replay.schedules import LinearSchedule
+    from rdqn.replay.sequence_replay import SequenceBatch, SequenceReplay
+    from rdqn.replay.sequences import SequenceIndex
     from rdqn.replay.sizes import ReplaySizeError, replay_nbytes
     from rdqn.replay.state_checks import ReplayStateError
     from rdqn.replay.storage import RingStorage
@@ -35,6 +38,9 @@ _HOMES = {
     "ReplayStateError": "state_checks",
     "RingStorage": "storage",
     "Sampler": "samplers",
+    "SequenceBatch": "sequence_replay",
+    "SequenceIndex": "sequences",
+    "SequenceReplay": "sequence_replay",
     "SumTree": "sumtree",
     "UniformSampler": "samplers",
     "WindowBuilder": "windows",
@@ -54,6 +60,9 @@ __all__ = [
     "ReplayStateError",
     "RingStorage",
     "Sampler",
+    "SequenceBatch",
+    "SequenceIndex",
+    "SequenceReplay",
     "SumTree",
     "UniformSampler",
     "WindowBuilder",

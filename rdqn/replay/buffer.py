@@ -22,7 +22,15 @@ from rdqn.replay.state_checks import ReplayStateError, entry, integer_field, map
 from rdqn.replay.storage import ACTION_MAX, RingStorage, count_stale
 from rdqn.validation import check_integer, check_probability, is_integer, shown
 
-__all__ = ["Batch", "ReplayBuffer", "replay_nbytes"]
+__all__ = [
+    "Batch",
+    "ReplayBuffer",
+    "check_obs",
+    "check_obs_dtype",
+    "check_obs_shape",
+    "check_step",
+    "replay_nbytes",
+]
 
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -44,6 +52,67 @@ def _check_reward(reward: Any) -> None:
     with np.errstate(over="ignore"):
         if not np.isfinite(np.float32(reward)):
             raise ValueError(f"reward must be finite as float32, got {reward}")
+
+
+def check_step(action: Any, reward: Any, terminated: Any, truncated: Any) -> None:  # noqa: ANN401
+    """``ValueError`` naming the argument unless a transition's action is an integer in [0,
+    `ACTION_MAX`], its reward a real number finite as float32 and its flags bools."""
+    # Plain Python values (what an environment step gives) pass with a few comparisons; the
+    # checks below decide, and name the problem, for anything else.
+    if not (type(action) is int and 0 <= action <= ACTION_MAX):
+        _check_action(action)
+    if not (type(reward) is float and -_FLOAT32_MAX <= reward <= _FLOAT32_MAX):
+        _check_reward(reward)
+    if not (type(terminated) is bool and type(truncated) is bool):
+        for name, flag in (("terminated", terminated), ("truncated", truncated)):
+            if not isinstance(flag, (bool, np.bool_)):
+                raise ValueError(f"{name} must be a bool, got {flag!r}")
+
+
+def check_obs(name: str, obs: ArrayLike, shape: tuple[int, ...], target: np.dtype) -> NDArray:
+    """``obs`` as stored: a flat array of dtype ``target``; ``ValueError`` naming ``name``
+    unless it has ``shape``, a dtype that casts to ``target`` and (floats) finite values."""
+    if (
+        type(obs) is np.ndarray
+        and obs.dtype is target
+        and obs.shape == shape
+        and obs.flags.c_contiguous
+    ):
+        # Fast path (an environment's own array): nothing to convert, one compiled check.
+        stored = obs if obs.ndim == 1 else obs.reshape(-1)
+        if target.kind != "f" or all_finite(stored):
+            return stored
+    arr = np.asarray(obs)
+    if arr.dtype.kind not in "fiub" or not np.can_cast(arr.dtype, target, "same_kind"):
+        raise ValueError(f"{name} has dtype {arr.dtype}, which cannot be stored as {target}")
+    if arr.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        stored = arr.astype(target, copy=False).reshape(-1)
+    if target.kind == "f" and not np.isfinite(stored).all():
+        raise ValueError(
+            f"{name} must be finite when stored as {target}, got {arr.reshape(-1)[:8]}"
+        )
+    return stored
+
+
+def check_obs_shape(obs_shape: tuple[int, ...] | int) -> tuple[int, ...]:
+    """An observation shape as a non-empty tuple of positive ints."""
+    shape = (obs_shape,) if isinstance(obs_shape, (int, np.integer)) else tuple(obs_shape)
+    if not shape:
+        raise ValueError("obs_shape must be a non-empty tuple of positive ints, got ()")
+    return tuple(check_integer("obs_shape entries", s, minimum=1) for s in shape)
+
+
+def check_obs_dtype(obs_dtype: DTypeLike) -> np.dtype:
+    """A storage dtype of observations the compiled kernels read: native-order integers,
+    bools, float32 and float64."""
+    dtype = np.dtype(obs_dtype)
+    if dtype.kind not in "fiub" or (dtype.kind == "f" and dtype.itemsize not in (4, 8)):
+        raise ValueError(f"obs_dtype must be float32, float64, an integer or bool, got {dtype}")
+    if not dtype.isnative:
+        raise ValueError(f"obs_dtype must be in native byte order, got {dtype.str}")
+    return dtype
 
 
 @dataclass(frozen=True)
@@ -114,16 +183,8 @@ class ReplayBuffer:
     ) -> None:
         capacity = check_integer("capacity", capacity, minimum=1)
         self.window = check_integer("window", window, minimum=1)
-        shape = (obs_shape,) if isinstance(obs_shape, (int, np.integer)) else tuple(obs_shape)
-        if not shape:
-            raise ValueError("obs_shape must be a non-empty tuple of positive ints, got ()")
-        self.obs_shape = tuple(check_integer("obs_shape entries", s, minimum=1) for s in shape)
-        dtype = np.dtype(obs_dtype)
-        # What the compiled kernels read: native-order integers, bools, float32 and float64.
-        if dtype.kind not in "fiub" or (dtype.kind == "f" and dtype.itemsize not in (4, 8)):
-            raise ValueError(f"obs_dtype must be float32, float64, an integer or bool, got {dtype}")
-        if not dtype.isnative:
-            raise ValueError(f"obs_dtype must be in native byte order, got {dtype.str}")
+        self.obs_shape = check_obs_shape(obs_shape)
+        dtype = check_obs_dtype(obs_dtype)
         self.sampler: Sampler = UniformSampler() if sampler is None else sampler
         if not isinstance(self.sampler, Sampler):
             raise ValueError(f"sampler must implement the Sampler protocol, got {sampler!r}")
@@ -214,31 +275,6 @@ class ReplayBuffer:
         return out
 
     # ------------------------------------------------------------------ writing
-    def _check_obs(self, name: str, obs: ArrayLike) -> NDArray:
-        target = self.storage.obs_dtype
-        if (
-            type(obs) is np.ndarray
-            and obs.dtype is target
-            and obs.shape == self.obs_shape
-            and obs.flags.c_contiguous
-        ):
-            # Fast path (an environment's own array): nothing to convert, one compiled check.
-            stored = obs if obs.ndim == 1 else obs.reshape(-1)
-            if target.kind != "f" or all_finite(stored):
-                return stored
-        arr = np.asarray(obs)
-        if arr.dtype.kind not in "fiub" or not np.can_cast(arr.dtype, target, "same_kind"):
-            raise ValueError(f"{name} has dtype {arr.dtype}, which cannot be stored as {target}")
-        if arr.shape != self.obs_shape:
-            raise ValueError(f"{name} must have shape {self.obs_shape}, got {arr.shape}")
-        with np.errstate(over="ignore", invalid="ignore"):
-            stored = arr.astype(target, copy=False).reshape(-1)
-        if target.kind == "f" and not np.isfinite(stored).all():
-            raise ValueError(
-                f"{name} must be finite when stored as {target}, got {arr.reshape(-1)[:8]}"
-            )
-        return stored
-
     def add(
         self,
         obs: ArrayLike,
@@ -252,18 +288,10 @@ class ReplayBuffer:
 
         The new transition gets the sampler's maximum priority so it is replayed at least once soon.
         """
-        o = self._check_obs("obs", obs)
-        o_next = self._check_obs("next_obs", next_obs)
-        # Plain Python values (what an environment step gives) pass with a few comparisons; the
-        # checks below decide, and name the problem, for anything else.
-        if not (type(action) is int and 0 <= action <= ACTION_MAX):
-            _check_action(action)
-        if not (type(reward) is float and -_FLOAT32_MAX <= reward <= _FLOAT32_MAX):
-            _check_reward(reward)
-        if not (type(terminated) is bool and type(truncated) is bool):
-            for name, flag in (("terminated", terminated), ("truncated", truncated)):
-                if not isinstance(flag, (bool, np.bool_)):
-                    raise ValueError(f"{name} must be a bool, got {flag!r}")
+        shape, dtype = self.obs_shape, self.storage.obs_dtype
+        o = check_obs("obs", obs, shape, dtype)
+        o_next = check_obs("next_obs", next_obs, shape, dtype)
+        check_step(action, reward, terminated, truncated)
         slot = self.storage.write(o, int(action), float(reward), o_next, terminated, truncated)
         self.sampler.on_add(slot)
         return slot

@@ -38,6 +38,7 @@ from rdqn.replay.checks import (
     check_update,
     well_typed,
 )
+from rdqn.replay.holes import Holes
 from rdqn.replay.sampling_kernels import (
     BAD_MAGNITUDE,
     BAD_SLOT,
@@ -92,8 +93,15 @@ class Sampler(Protocol):
         """A new transition was written to `slot`. A ring buffer fills its slots in order, so
         the slots below the highest one added hold transitions: they are the stored slots."""
 
+    def on_remove(self, slot: int) -> None:
+        """The item in `slot` (a stored slot that holds one) is gone: it is never drawn, its
+        P(i) is 0 and an update of its priority is refused, until `on_add` writes the slot
+        again (`rdqn.replay.holes`). A memory of transitions never removes; a memory of
+        sequences removes those whose steps the ring overwrote."""
+
     def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
-        """Draw `batch_size` slots among the first `size`."""
+        """Draw `batch_size` slots among the first `size` (all ``stored`` of them once any slot
+        was removed: `Holes.whole`)."""
 
     def update_priorities(
         self, indices: NDArray[np.int64], magnitudes: NDArray[np.float64]
@@ -144,7 +152,8 @@ def stored_field(state: Mapping[str, Any], capacity: int) -> int | None:
 
 
 class UniformSampler:
-    """Uniform replay: P(i) = 1/N with replacement, all IS weights 1.
+    """Uniform replay: P(i) = 1/N with replacement, all IS weights 1 (N: the items held; with
+    removed slots, the others).
 
     `update_priorities` is a documented no-op, so an agent can report TD errors without knowing
     which scheme the buffer uses.
@@ -156,49 +165,78 @@ class UniformSampler:
         self._capacity: int | None = None
         self.stored = 0
         """Slots that hold transitions: one past the highest slot added (`Sampler.on_add`)."""
+        self._holes = Holes(0)
 
     def attach(self, capacity: int) -> None:
         self._capacity = check_integer("capacity", capacity, minimum=1)
         self.stored = 0
+        self._holes = Holes(self._capacity)
 
     def on_add(self, slot: int) -> None:
         slot = check_slot(slot, check_attached(self._capacity, "UniformSampler"))
         if slot >= self.stored:
             self.stored = slot + 1
+        self._holes.fill(slot)
+
+    def on_remove(self, slot: int) -> None:
+        check_attached(self._capacity, "UniformSampler")
+        self._holes.remove(slot, self.stored)
 
     def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
         check_attached(self._capacity, "UniformSampler")
         check_draw(size, batch_size, self.stored)
+        if self._holes.count:
+            return self._sample_held(size, batch_size, rng)
         indices = rng.integers(0, size, batch_size, dtype=np.int64)
         return Draw(indices, np.full(batch_size, 1.0 / size), np.ones(batch_size))
+
+    def _sample_held(self, size: int, batch_size: int, rng: np.random.Generator) -> Draw:
+        """A draw among the n slots that hold items, P = 1/n each (O(size), only once a slot
+        was removed)."""
+        held = self._holes.whole(size, self.stored)
+        if held == 0:
+            raise ValueError("cannot sample: every stored item was removed")
+        indices = self._holes.live(size)[rng.integers(0, held, batch_size, dtype=np.int64)]
+        return Draw(indices, np.full(batch_size, 1.0 / held), np.ones(batch_size))
 
     def update_priorities(
         self, indices: NDArray[np.int64], magnitudes: NDArray[np.float64]
     ) -> None:
-        """No-op: uniform replay ignores priorities (bad input is still a ``ValueError``)."""
+        """No-op: uniform replay ignores priorities (bad input is still a ``ValueError``, a
+        removed slot too)."""
         check_attached(self._capacity, "UniformSampler")
-        check_update(indices, magnitudes, self.stored)
+        indices, _ = check_update(indices, magnitudes, self.stored)
+        self._holes.check_update(indices)
 
     def probabilities(self, size: int) -> NDArray[np.float64]:
-        return np.full(size, 1.0 / size) if size else np.empty(0)
+        if not size:
+            return np.empty(0)
+        if not self._holes.count:
+            return np.full(size, 1.0 / size)
+        out = np.zeros(size)
+        held = self._holes.live(size)
+        out[held] = 1.0 / held.shape[0] if held.shape[0] else 0.0
+        return out
 
     @property
     def nbytes(self) -> int:
-        return 0
+        return self._holes.nbytes
 
     def state_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "stored": self.stored}
+        return {"name": self.name, "stored": self.stored, **self._holes.state()}
 
-    def check_state(self, state: Mapping[str, Any]) -> int:
+    def check_state(self, state: Mapping[str, Any]) -> tuple[int, NDArray[np.int64]]:
         """The stored slots of a `state_dict` this sampler can load (a state saved before they
-        were kept: all of them); `ReplayStateError` otherwise."""
+        were kept: all of them) and its removed slots; `ReplayStateError` otherwise."""
         capacity = check_attached(self._capacity, "UniformSampler")
         check_sampler_name(state, self.name)
         stored = stored_field(state, capacity)
-        return capacity if stored is None else stored
+        stored = capacity if stored is None else stored
+        return stored, self._holes.check_state(state, stored)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.stored = self.check_state(state)
+        self.stored, removed = self.check_state(state)
+        self._holes.load(removed)
 
 
 class ProportionalSampler:
@@ -206,7 +244,8 @@ class ProportionalSampler:
 
     New transitions get the largest priority seen so far (1.0 at start), kept in the raw domain
     and raised to alpha once when written: storing max *mass* and raising it again was the
-    "double alpha" bug of several public implementations.
+    "double alpha" bug of several public implementations. A removed slot (`on_remove`) gets mass
+    0, which is never drawn, and N in the IS weights counts the items left.
 
     Args:
         alpha: prioritization exponent (0 = uniform, 1 = fully proportional).
@@ -233,6 +272,7 @@ class ProportionalSampler:
         self.stored = 0
         """Slots that hold transitions: one past the highest slot added (`Sampler.on_add`)."""
         self.tree: SumTree | None = None
+        self._holes = Holes(0)
         self._slot = np.zeros(1, np.int64)
         self._mass = np.zeros(1, np.float64)
         self._scratch = np.empty(2 * 128, np.float64)  # `priority_update_kernel`'s, grown
@@ -240,6 +280,7 @@ class ProportionalSampler:
     def attach(self, capacity: int) -> None:
         self.tree = SumTree(capacity, track_min=True)
         self.stored = 0
+        self._holes = Holes(capacity)
 
     def _tree(self) -> SumTree:
         if self.tree is None:
@@ -254,17 +295,25 @@ class ProportionalSampler:
         update_tree_kernel(tree.nodes, tree.offset, self._slot, self._mass)
         if slot >= self.stored:
             self.stored = slot + 1
+        self._holes.fill(slot)
+
+    def on_remove(self, slot: int) -> None:
+        tree = self._tree()
+        self._slot[0] = self._holes.remove(slot, self.stored)
+        self._mass[0] = 0.0
+        update_tree_kernel(tree.nodes, tree.offset, self._slot, self._mass)
 
     def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
         tree = self.tree if self.tree is not None else self._tree()
         check_draw(size, batch_size, self.stored)
+        held = self._holes.whole(size, self.stored) if self._holes.count else size
         indices = np.empty(batch_size, np.int64)
         probabilities = rng.random(out=np.empty(batch_size, np.float64))  # the u_k
         weights = np.empty(batch_size, np.float64)
         total = stratified_sample_kernel(
             tree.nodes,
             tree.offset,
-            size,
+            held,
             beta,
             self._mode,
             self._max_weight,
@@ -285,7 +334,8 @@ class ProportionalSampler:
         ``ValueError`` (the tree unchanged) for indices that are not stored slots (a slot past
         them would get a mass, and be drawn), magnitudes that are not finite and >= 0,
         a mass or total that overflows, or an update that would leave no positive mass (eps = 0
-        and every stored |delta| = 0): sampling would then be impossible.
+        and every stored |delta| = 0): sampling would then be impossible; also for a removed
+        slot (`on_remove`), which a mass would make drawable again.
         """
         tree = self.tree if self.tree is not None else self._tree()
         # Fast path: well-typed arrays go straight to the kernel, which checks their values.
@@ -293,6 +343,9 @@ class ProportionalSampler:
             indices, magnitudes = check_update(indices, magnitudes, self.stored)
         if indices.shape[0] == 0:
             return
+        if self._holes.count:
+            check_update(indices, magnitudes, self.stored)
+            self._holes.check_update(indices)
         if 2 * indices.shape[0] > self._scratch.shape[0]:
             self._scratch = np.empty(2 * indices.shape[0], np.float64)
         largest = priority_update_kernel(
@@ -337,7 +390,7 @@ class ProportionalSampler:
 
     @property
     def nbytes(self) -> int:
-        return 0 if self.tree is None else self.tree.nbytes
+        return 0 if self.tree is None else self.tree.nbytes + self._holes.nbytes
 
     def state_dict(self) -> dict[str, Any]:
         tree = self._tree()
@@ -349,14 +402,16 @@ class ProportionalSampler:
             "stored": self.stored,
             "sum_nodes": tree.sum_nodes.copy(),
             "min_nodes": tree.min_nodes.copy(),
+            **self._holes.state(),
         }
 
-    def check_state(self, state: Mapping[str, Any]) -> int:
-        """The stored slots of a `state_dict` this sampler can load; `ReplayStateError`
-        otherwise, naming the field: the sampler and its alpha and eps; a largest priority
-        >= 1 (where it starts) whose mass is finite; a tree `SumTree.check_nodes` accepts; no
-        mass past the stored slots, and a positive total if any is stored. A state saved before
-        the stored slots were kept: one past the last positive leaf."""
+    def check_state(self, state: Mapping[str, Any]) -> tuple[int, NDArray[np.int64]]:
+        """The stored slots and the removed ones of a `state_dict` this sampler can load;
+        `ReplayStateError` otherwise, naming the field: the sampler and its alpha and eps; a
+        largest priority >= 1 (where it starts) whose mass is finite; a tree
+        `SumTree.check_nodes` accepts; no mass past the stored slots nor at a removed one, and a
+        positive total if an item is held. A state saved before the stored slots were kept: one
+        past the last positive leaf."""
         tree = self._tree()
         check_sampler_name(state, self.name)
         check_same(state, "alpha", self.alpha)
@@ -381,14 +436,19 @@ class ProportionalSampler:
                 f"sum_nodes gives slot {k} the mass {leaves[k]}, but only slots below "
                 f"stored={stored} hold transitions"
             )
-        if stored and not sum_nodes[1] > 0.0:
+        removed = self._holes.check_state(state, stored)
+        if (leaves[removed] != 0.0).any():
+            k = int(removed[int(np.argmax(leaves[removed] != 0.0))])
+            refuse(f"sum_nodes gives slot {k} the mass {leaves[k]}, but slot {k} was removed")
+        if stored > removed.size and not sum_nodes[1] > 0.0:
             refuse(f"no stored slot has a positive mass (total {sum_nodes[1]}): none can be drawn")
-        return stored
+        return stored, removed
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        stored = self.check_state(state)
+        stored, removed = self.check_state(state)
         tree = self._tree()
         tree.nodes[1:, 0] = state["sum_nodes"][1:]
         tree.nodes[1:, 1] = state["min_nodes"][1:]
         self.max_priority = float(state["max_priority"])
         self.stored = stored
+        self._holes.load(removed)

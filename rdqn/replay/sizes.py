@@ -33,7 +33,10 @@ __all__ = [
     "format_bytes",
     "leaf_offset",
     "physical_memory",
+    "SEQUENCE_SLOT_BYTES",
     "replay_nbytes",
+    "sequence_replay_nbytes",
+    "sequence_slots",
     "storage_nbytes",
     "sum_tree_nbytes",
 ]
@@ -109,3 +112,36 @@ def replay_nbytes(capacity: int, obs_size: int, scheme: str, obs_itemsize: int =
     """
     sampler = scheme_registry.scheme(scheme).nbytes(capacity)
     return storage_nbytes(capacity, obs_size, obs_itemsize) + sampler
+
+
+SEQUENCE_SLOT_BYTES = 8 + 4 + 8
+"""Per sequence slot, besides its recorded state: first write int64, length int32, number
+int64 (`rdqn.replay.sequences.SequenceIndex`)."""
+
+
+def sequence_slots(capacity: int, length: int, overlap: int) -> int:
+    """S, the sequence slots `SequenceReplay` keeps by default over ``capacity`` steps:
+    min(capacity, 2 ceil(capacity / s)), s = length - overlap. An episode of L steps holds at
+    most ceil(L / s) sequences, so episodes of s steps or more give at most 2 capacity / s live
+    sequences and none leaves before its steps are overwritten; shorter episodes, one sequence
+    each, may outnumber S, and then the oldest leave first. ``capacity`` slots hold every live
+    sequence whatever the episodes (each starts at a distinct stored step)."""
+    stride = length - overlap
+    return min(capacity, 2 * -(-capacity // stride))
+
+
+def sequence_replay_nbytes(
+    capacity: int,
+    obs_size: int,
+    scheme: str,
+    sequences: int,
+    state_size: int,
+    obs_itemsize: int = 4,
+) -> int:
+    """The `nbytes` of a full `SequenceReplay`: the steps' storage (as `storage_nbytes`), the
+    index of ``sequences`` slots with ``state_size`` float32 state values each, and the
+    ``scheme``'s sampler over the sequence slots (its removed-slot flags, one byte a slot,
+    included)."""
+    index = sequences * (SEQUENCE_SLOT_BYTES + 4 * state_size)
+    sampler = scheme_registry.scheme(scheme).nbytes(sequences) + sequences
+    return storage_nbytes(capacity, obs_size, obs_itemsize) + index + sampler

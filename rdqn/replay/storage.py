@@ -211,6 +211,16 @@ class RingStorage:
     def nbytes(self) -> int:
         return int(sum(getattr(self, name).nbytes for name in _ARRAYS))
 
+    @property
+    def next_episode_step(self) -> int:
+        """The episode step the next `write` gets (0: it begins an episode)."""
+        return self._next_episode_step
+
+    def stacks(self) -> tuple[NDArray, NDArray[np.int32], NDArray[np.bool_], NDArray[np.float32]]:
+        """The columns as the kernels read them: frames (obs, next_obs), the int32 stack
+        (actions, episode_step, sample_counts), the flags (terminated, truncated), rewards."""
+        return self._frames, self._small, self._flags, self.rewards
+
     def new_episode(self) -> None:
         """Mark an episode boundary that `terminated`/`truncated` did not signal (e.g. a reset)."""
         self._next_episode_step = 0

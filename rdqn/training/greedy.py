@@ -23,7 +23,26 @@ from rdqn.envs.poses import pose_kind, poses
 from rdqn.replay.windows import WindowBuilder
 from rdqn.training.episodes import PlayedEpisode
 
-__all__ = ["play_greedy"]
+__all__ = ["carrying_q_values", "play_greedy"]
+
+
+def carrying_q_values(
+    q_values_carrying: Callable[
+        [NDArray[np.float32], NDArray[np.float32]], tuple[NDArray[np.float32], NDArray[np.float32]]
+    ],
+    state_size: int,
+) -> Callable[[NDArray[np.float32], NDArray[np.bool_]], NDArray[np.float32]]:
+    """For `play_greedy` with windows of one observation: the Q-values of each o_t read from the
+    recurrent state carried from the episode's first step (zeros then), as sequence replay's
+    agent acts (`DQNAgent.q_values_carrying`). One per episode: the state starts at zeros."""
+    state = np.zeros(state_size, np.float32)
+
+    def q_values(window: NDArray[np.float32], mask: NDArray[np.bool_]) -> NDArray[np.float32]:
+        nonlocal state
+        q, state = q_values_carrying(window[-1], state)
+        return q
+
+    return q_values
 
 
 def play_greedy(

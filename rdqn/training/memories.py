@@ -90,10 +90,11 @@ def _terms(trainer: Trainer, slots: NDArray[np.int64]) -> dict[str, NDArray[np.f
 def memories(
     trainer: Trainer, *, points: int = MEMORY_POINTS, listed: int = LISTED
 ) -> Memories | None:
-    """The explorer's view of ``trainer``'s replay memory now; None while it is empty."""
+    """The explorer's view of ``trainer``'s replay memory now; None while it is empty, and for
+    sequence replay, whose memories (sequences, P over them) the explorer does not draw yet."""
     buffer = trainer.buffer
     size = len(buffer)
-    if size == 0:
+    if size == 0 or trainer.sequences:
         return None
     config = trainer.config
     rng = np.random.default_rng([trainer.env_steps, 0x3E3])  # its own: training's are untouched

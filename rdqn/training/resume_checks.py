@@ -175,8 +175,21 @@ def _check_episode(trainer: Any, saved: Any, episode_steps: int) -> Any:  # noqa
     if saved is None or episode_steps == 0:  # restore reads none between two episodes
         return None
     episode = from_checkpoint(saved)
-    if not isinstance(episode, Mapping) or sorted(episode) != ["env", "obs", "return", "window"]:
-        raise ResumeStateError("episode must be a dict of obs, return, env and window")
+    keys = ["env", "obs", "return", "window"] + (["state"] if trainer.sequences else [])
+    if not isinstance(episode, Mapping) or sorted(episode) != sorted(keys):
+        raise ResumeStateError(f"episode must be a dict of {', '.join(keys)}")
+    if trainer.sequences:
+        carried, like = episode["state"], trainer._carried
+        if not (
+            isinstance(carried, np.ndarray)
+            and carried.shape == like.shape
+            and carried.dtype == like.dtype
+            and bool(np.isfinite(carried).all())
+        ):
+            raise ResumeStateError(
+                f"episode: state (the LSTM state acting carries) must be finite, of shape "
+                f"{like.shape} and dtype {like.dtype}"
+            )
     obs, like = episode["obs"], np.asarray(trainer._obs)
     if not (
         isinstance(obs, np.ndarray)

@@ -11,6 +11,12 @@
         delta = agent.learn(batch)           IS weights inside the per-sample loss
         replay.update_priorities(batch, |delta|)
 
+With ``replay.mode = "sequences"`` (R2D2, `rdqn.replay.SequenceReplay`) the recurrent network
+instead reads o_t from the LSTM state h_t it carries through the episode (zeros at its start),
+a_t = epsilon-greedy(Q(o_t; h_t)), and h_t is stored with o_t where a sequence begins; a batch
+is of sequences, learned after a burn-in from their stored (or zero) states
+(`DQNAgent.learn_sequences`), each given the eta-mixed priority of its steps' |delta_t|.
+
 Environment steps, learner updates and episodes are counted separately. A diverging update (NaN
 or inf) raises `DivergenceError` with everything recorded so far kept (status "failed"; the
 trainer steps no further and is not `done`: only a spent budget or a reached goal is). With
@@ -42,12 +48,12 @@ from rdqn.config import RETURN_WINDOW, RunConfig
 from rdqn.envs import make_env
 from rdqn.envs.episode_state import episode_state, load_episode_state
 from rdqn.learn.agent import DivergenceError, DQNAgent
-from rdqn.replay import LinearSchedule, ReplayBuffer, Sampler, SumTree, WindowBuilder
-from rdqn.replay.scheme_registry import scheme
+from rdqn.learn.nets import STATE_SIZE
+from rdqn.replay import LinearSchedule, SequenceReplay, SumTree, WindowBuilder
 from rdqn.replay.state_checks import ReplayStateError
 from rdqn.training.episodes import PlayedEpisode
 from rdqn.training.evaluation import Evaluations, evaluation_seeds
-from rdqn.training.greedy import play_greedy
+from rdqn.training.greedy import carrying_q_values, play_greedy
 from rdqn.training.resume_checks import CheckedResume, check_resume
 from rdqn.training.sampler_check import GoodnessOfFit, check_sampler
 from rdqn.training.state import (
@@ -61,7 +67,8 @@ from rdqn.training.telemetry import (
     TelemetryRecorder,
     relative_probability_histogram,
 )
-from rdqn.training.timings import ACT, ENV, EVALUATION, INIT, SAMPLE, UPDATE, Timings
+from rdqn.training.timings import ACT, ENV, EVALUATION, INIT, Timings
+from rdqn.training.updates import build_replay, build_sampler, update
 
 __all__ = [
     "RESUME_KEY",
@@ -85,11 +92,6 @@ class MetricsSink(Protocol):
     def add_step(self, **row: Any) -> None: ...
 
     def add_evaluation(self, **row: Any) -> None: ...
-
-
-def build_sampler(config: RunConfig) -> Sampler:
-    """The sampler a config asks for (`rdqn.replay.scheme_registry`)."""
-    return scheme(config.replay.scheme).build(config.replay)
 
 
 def _make_env(config: RunConfig) -> Any:
@@ -121,14 +123,10 @@ class Trainer:
             self.agent = DQNAgent(obs_dim, self.n_actions, config.agent, seed=int(seeds[0]))
             # Frames of flags or bytes (MinAtar's) are stored as they come: 4-32x smaller.
             obs_dtype = space.dtype if space.dtype.kind in "bu" else np.float32
-            self.buffer = ReplayBuffer(
-                config.replay.capacity,
-                self.obs_shape,
-                window=config.replay.window,
-                sampler=build_sampler(config),
-                seed=int(seeds[1]),
-                obs_dtype=obs_dtype,
-            )
+            self.sequences = config.replay.mode == "sequences"
+            self.buffer = build_replay(config, self.obs_shape, obs_dtype, int(seeds[1]))
+            self._carried = np.zeros(STATE_SIZE, np.float32)
+            """The LSTM state acting carries through the episode (sequences mode)."""
             self._diagnostic_rng = np.random.default_rng(int(seeds[2]))
             self.windows = WindowBuilder(config.replay.window, self.obs_shape, obs_dtype)
             train = config.train
@@ -196,11 +194,21 @@ class Trainer:
         self.status = "running"
         timings = self.timings
         with timings.measure(ACT):
-            window, mask = self.windows.window_and_mask()
-            action = self.agent.act(window, self.epsilon, mask)
+            if self.sequences:
+                before = self._carried
+                action, self._carried = self.agent.act_carrying(self._obs, before, self.epsilon)
+            else:
+                window, mask = self.windows.window_and_mask()
+                action = self.agent.act(window, self.epsilon, mask)
         with timings.measure(ENV):
             next_obs, reward, terminated, truncated, _ = self.env.step(action)
-        self.buffer.add(self._obs, action, float(reward), next_obs, terminated, truncated)
+        if self.sequences:
+            # h_t, read only where o_t begins a sequence (and without a stored state, never).
+            self.buffer.add(
+                self._obs, action, float(reward), next_obs, terminated, truncated, state=before
+            )
+        else:
+            self.buffer.add(self._obs, action, float(reward), next_obs, terminated, truncated)
         self.env_steps += 1
         self._episode_return += float(reward)
         self._episode_length += 1
@@ -256,22 +264,17 @@ class Trainer:
             self._episode_start_rng = env_rng(self.env).bit_generator.state
             self._obs, _ = self.env.reset()
         self.windows.reset(self._obs)
+        self._carried = np.zeros(STATE_SIZE, np.float32)
 
     def _learn(self) -> None:
         beta = self.beta
-        timings = self.timings
-        with timings.measure(SAMPLE):
-            batch = self.buffer.sample(self.config.replay.batch_size, beta=beta)
         try:
-            with timings.measure(UPDATE):
-                result = self.agent.learn(batch)
+            done = update(self.buffer, self.agent, self.config, beta, self.timings)
         except DivergenceError as err:
             self.status = "failed"
             self.error = str(err)
             raise
-        td_abs = np.abs(result.td_errors)
-        with timings.measure(SAMPLE):
-            self.buffer.update_priorities(batch, td_abs)
+        batch, result, td_abs = done.batch, done.result, done.td_abs
         self.updates += 1
         train = self.config.train
         log = self.updates % train.log_every == 0
@@ -282,7 +285,7 @@ class Trainer:
             weights=batch.weights,
             td_abs=td_abs,
             ages=self.buffer.ages(batch.indices),
-            buffer_size=len(self.buffer),
+            buffer_size=self.buffer.storage.size,  # ages count writes: of steps, for sequences
             loss=result.loss,
             q_mean=result.q_mean,
             log=log,
@@ -292,7 +295,7 @@ class Trainer:
                 updates=self.updates,
                 env_steps=self.env_steps,
                 loss=result.loss,
-                td_abs_mean=float(td_abs.mean()),
+                td_abs_mean=done.td_abs_mean,
                 q_mean=result.q_mean,
                 beta=beta,
                 epsilon=self.epsilon,
@@ -300,7 +303,13 @@ class Trainer:
                 wall_time=self._clock() - self._started,
             )
         if self.updates % train.histogram_every == 0:
-            self.recorder.on_histograms(self.updates, self.buffer.probabilities())
+            self.recorder.on_histograms(self.updates, self._probabilities())
+
+    def _probabilities(self) -> np.ndarray:
+        """P(i) of every item the sampler holds: stored transitions, or live sequences."""
+        if isinstance(self.buffer, SequenceReplay):
+            return self.buffer.probabilities()[self.buffer.index.live_slots()]
+        return self.buffer.probabilities()
 
     # ------------------------------------------------------------- reporting
     def goodness_of_fit(self, batches: int = FIT_BATCHES, bins: int = FIT_BINS) -> GoodnessOfFit:
@@ -311,10 +320,12 @@ class Trainer:
         changes what training draws next.
         """
         size = len(self.buffer)
+        if isinstance(self.buffer, SequenceReplay):  # every sequence slot in use, live or not
+            size = self.buffer.index.used
         return check_sampler(
             self.buffer.sampler,
             size,
-            min(self.config.replay.batch_size, size),
+            min(self.config.replay.batch_size, len(self.buffer)),
             batches=batches,
             bins=bins,
             rng=self._diagnostic_rng,
@@ -331,7 +342,7 @@ class Trainer:
         size = len(self.buffer)
         priorities = fit = None
         if with_internals and size:
-            priorities = relative_probability_histogram(self.buffer.probabilities(), size)
+            priorities = relative_probability_histogram(self._probabilities(), size)
             if self.updates:
                 fit = self.goodness_of_fit()
         return self.recorder.snapshot(
@@ -345,7 +356,7 @@ class Trainer:
             epsilon=self.epsilon,
             steps_per_second=self._steps_per_second,
             scheme=self.buffer.sampler.name,
-            buffer_size=size,
+            buffer_size=self.buffer.storage.size,
             capacity=self.buffer.capacity,
             stale_updates=self.buffer.stale_updates,
             priorities=priorities,
@@ -377,12 +388,15 @@ class Trainer:
         """One episode of the current policy, a = argmax_a Q(W_t, a), on an env of its own reset
         with ``seed`` (`rdqn.training.greedy`); timed as evaluation, and nothing else touched."""
         config = self.config
+        q_values, window = self.agent.q_values, config.replay.window
+        if self.sequences:  # the LSTM state carried through the episode, from zeros
+            q_values, window = carrying_q_values(self.agent.q_values_carrying, STATE_SIZE), 1
         with self.timings.measure(EVALUATION):
             return play_greedy(
-                self.agent.q_values,
+                q_values,
                 config.env.id,
                 dict(config.env.kwargs),
-                config.replay.window,
+                window,
                 seed=seed,
                 env_steps=self.env_steps,
             )
@@ -436,14 +450,15 @@ class Trainer:
         acting window's frames."""
         if self._episode_length == 0:
             return None
-        return to_checkpoint(
-            {
-                "obs": np.asarray(self._obs),
-                "return": self._episode_return,
-                "env": episode_state(self.env),
-                "window": self.windows.state_dict(),
-            }
-        )
+        episode = {
+            "obs": np.asarray(self._obs),
+            "return": self._episode_return,
+            "env": episode_state(self.env),
+            "window": self.windows.state_dict(),
+        }
+        if self.sequences:
+            episode["state"] = self._carried.copy()
+        return to_checkpoint(episode)
 
     def restore(self, state: Mapping[str, Any]) -> None:
         """Continue from ``state`` (`checkpoint_state(resumable=True)` of a trainer of this
@@ -493,6 +508,8 @@ class Trainer:
             self._episode_return = float(episode["return"])
             self._episode_length = int(resume["episode_steps"])
             self.windows.load_state_dict(episode["window"])
+            if self.sequences:
+                self._carried = np.array(episode["state"], np.float32)
         else:
             # Saved inside an episode by an rdqn that kept no episode state: its stored steps
             # stay, its end is never seen; the next transition starts a new episode (no window

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from rdqn.learn.nets import (
+    STATE_SIZE,
     ConvQNet,
     LinearQNet,
     MLPQNet,
@@ -125,6 +126,28 @@ def test_a_mask_of_real_frames_only_is_the_unmasked_network() -> None:
 def test_a_mask_that_is_not_a_suffix_of_real_frames_is_refused(mask: list, said: str) -> None:
     with pytest.raises(ValueError, match=said):
         RecurrentQNet(2, 2)(torch.zeros(1, 3, 2), torch.tensor(mask))
+
+
+def test_an_unroll_from_zeros_ends_where_a_window_does_and_carries_its_state() -> None:
+    """`unroll` from a zero state reads a window as `forward` does (its last Q-values); split
+    in two, the second half read from the first half's state gives the same Q-values; a
+    sequence padded on the right keeps its steps' Q-values."""
+    net = RecurrentQNet(3, 2, generator=torch.Generator().manual_seed(0))
+    steps = torch.randn(4, 6, 3, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        q, state = net.unroll(steps)
+        assert q.shape == (4, 6, 2) and state.shape == (4, STATE_SIZE)
+        torch.testing.assert_close(q[:, -1], net(steps))
+        first, middle = net.unroll(steps[:, :2])
+        second, end = net.unroll(steps[:, 2:], middle)
+        torch.testing.assert_close(torch.cat([first, second], dim=1), q)
+        torch.testing.assert_close(end, state)
+        padded = torch.cat([steps[:, :4], torch.full((4, 2, 3), 99.0)], dim=1)
+        torch.testing.assert_close(net.unroll(padded)[0][:, :4], q[:, :4])
+    with pytest.raises(ValueError, match=r"state must have shape \(4, 512\)"):
+        net.unroll(steps, torch.zeros(4, 3))
+    with pytest.raises(ValueError, match=r"steps of shape \(B, L, d\)"):
+        net.unroll(steps[0])
 
 
 def test_recurrent_rejects_non_window_input() -> None:

@@ -13,7 +13,7 @@ from rdqn.classroom.tree_demo import masses
 from rdqn.replay import ProportionalSampler, RankBasedSampler, priorities
 from rdqn.replay.kernels import compiled
 from rdqn.replay.kernels.compiled import POWER_ULPS
-from rdqn.replay.priorities import mass, priority, rank_priority
+from rdqn.replay.priorities import mass, priority, rank_priority, sequence_priority
 from rdqn.replay.rank.sampler import rank_cdf_kernel
 
 
@@ -35,6 +35,20 @@ def test_the_formulas_by_hand() -> None:
     assert rank_priority(4.0) == 0.25
     np.testing.assert_array_equal(priority(np.array([-1.0, 0.0, 2.0]), 0.25), [1.25, 0.25, 2.25])
     np.testing.assert_array_equal(mass(np.array([1.0, 4.0, 9.0]), 0.5), [1.0, 2.0, 3.0])
+
+
+def test_the_sequence_priority_by_hand() -> None:
+    """R2D2's eta-mixed priority over the marked steps only. Row 0: |delta| 1, 3, 2 marked
+    (the 99 is padding): max 3, mean 2, eta .9: .9 * 3 + .1 * 2 = 2.9. Row 1: signs dropped,
+    the burn-in step (-8) unmarked: |delta| 4, 1: max 4, mean 2.5: 3.6 + .25 = 3.85. Row 2,
+    one step: 0.5. eta 1 is the max, eta 0 the mean."""
+    td = np.array([[1.0, 3.0, 2.0, 99.0], [-8.0, -4.0, 1.0, 0.0], [0.5, 0.0, 0.0, 0.0]])
+    mask = np.array(
+        [[True, True, True, False], [False, True, True, False], [True, False, False, False]]
+    )
+    np.testing.assert_allclose(sequence_priority(td, mask, 0.9), [2.9, 3.85, 0.5], rtol=1e-15)
+    np.testing.assert_allclose(sequence_priority(td, mask, 1.0), [3.0, 4.0, 0.5])
+    np.testing.assert_allclose(sequence_priority(td, mask, 0.0), [2.0, 2.5, 0.5])
 
 
 def test_the_kernels_compile_the_same_functions() -> None:

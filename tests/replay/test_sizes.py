@@ -23,6 +23,7 @@ from rdqn.replay import (
     ReplaySizeError,
     RingStorage,
     Sampler,
+    SequenceReplay,
     SumTree,
     UniformSampler,
     WindowBuilder,
@@ -31,7 +32,7 @@ from rdqn.replay import (
     sizes,
 )
 from rdqn.replay.rank.shape import rank_sampler_nbytes
-from rdqn.replay.sizes import sum_tree_nbytes
+from rdqn.replay.sizes import sequence_replay_nbytes, sequence_slots, sum_tree_nbytes
 
 SAMPLERS: dict[str, Callable[[], Sampler]] = {
     "uniform": UniformSampler,
@@ -198,3 +199,26 @@ def test_physical_memory_is_known_and_plausible() -> None:
 )
 def test_byte_counts_are_shown_in_binary_units(nbytes: int, text: str) -> None:
     assert sizes.format_bytes(nbytes) == text
+
+
+def test_sequence_slots_by_hand() -> None:
+    """S = min(C, 2 ceil(C / s)): C = 1,000, m = 40, o = 20 (s = 20): 100; s = 3: 2 x 334 =
+    668; s = 1 (every step begins a sequence): C itself."""
+    assert sequence_slots(1000, 40, 20) == 100
+    assert sequence_slots(1000, 4, 1) == 668
+    assert sequence_slots(1000, 5, 4) == 1000
+
+
+@pytest.mark.parametrize("name", list(SAMPLERS))
+def test_a_full_sequence_replay_holds_what_its_estimate_says(name: str) -> None:
+    """Steps, sequence slots with 7 state values each, the sampler over them with its removed
+    flags: `sequence_replay_nbytes` once a slot was removed (the flags allocated)."""
+    replay = SequenceReplay(
+        40, (3,), sequence_length=4, overlap=2, state_size=7, sampler=SAMPLERS[name]()
+    )
+    obs, state = np.zeros(3), np.zeros(7)
+    for k in range(100):
+        replay.add(obs, 0, 0.0, obs, k % 5 == 4, False, state=state)
+    assert replay.sampler.nbytes > 0 or name == "uniform"
+    slots = replay.index.capacity
+    assert replay.nbytes == sequence_replay_nbytes(40, 3, name, slots, 7)

@@ -29,6 +29,7 @@ KERNEL_MODULES: tuple[str, ...] = (
     "rdqn.replay.rank.blocks",
     "rdqn.replay.rank.writes",
     "rdqn.replay.storage",
+    "rdqn.replay.sequence_replay",
     "rdqn.replay.windows",
     "rdqn.replay.checks",
     "rdqn.learn.fused_mlp",

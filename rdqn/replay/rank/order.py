@@ -25,7 +25,7 @@ from rdqn.replay.rank.layout import (
     unsigned,
 )
 from rdqn.replay.rank.shape import block_capacity, max_blocks, positions, rank_order_nbytes
-from rdqn.replay.rank.writes import build_kernel, write_kernel
+from rdqn.replay.rank.writes import build_kernel, remove_kernel, write_kernel
 from rdqn.replay.sizes import check_nbytes
 from rdqn.validation import check_integer
 
@@ -136,6 +136,19 @@ class RankOrder:
         self._one_slot[0] = slot
         self._one_priority[0] = priority
         write_kernel(*self._one_write)
+
+    def remove(self, slots: NDArray[np.int64]) -> None:
+        """Take stored slots out of the order (`remove_kernel`); ``ValueError`` with nothing
+        changed unless they are distinct int64 slots that each hold an item."""
+        slots = np.ascontiguousarray(slots, dtype=np.int64)
+        if slots.size and not (slots.min() >= 0 and slots.max() < self.capacity):
+            bad = slots[(slots < 0) | (slots >= self.capacity)][0]
+            raise ValueError(f"slots must be in [0, {self.capacity}), got {bad}")
+        if slots.size and (self.home[slots] < 0).any():
+            raise ValueError(f"slot {slots[self.home[slots] < 0][0]} holds no item")
+        if np.unique(slots).size != slots.size:
+            raise ValueError("slots to remove must be distinct")
+        remove_kernel(*self._state, slots)
 
     def _grow_scratch(self, writes: int) -> None:
         """`write_kernel`'s scratch arrays, for up to ``writes`` writes."""

@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rdqn.replay.checks import check_draw, check_slot, check_update, well_typed
+from rdqn.replay.holes import Holes
 from rdqn.replay.kernels.compiled import kernel, mass, power, prefetch, rank_priority, refcounted
 from rdqn.replay.rank.layout import COUNT_SLOT_MASK, slot_of
 from rdqn.replay.rank.order import (
@@ -74,6 +75,7 @@ class RankBasedSampler:
     every addition and every priority update of a slot gives it the next value of a write stamp,
     and the order key is (priority descending, stamp descending). A new transition gets the
     largest priority seen so far (1.0 at the start) and the newest stamp, so it is rank 1 at once.
+    A removed slot (`on_remove`) leaves the order: n counts the items left.
 
     The order is exact at every `sample` and `probabilities`: it reflects every `on_add` and
     `update_priorities` before it (`RankOrder`: sorted blocks with counts of groups of them;
@@ -107,6 +109,7 @@ class RankBasedSampler:
         self.stored = 0
         """Slots that hold transitions: one past the highest slot added (`Sampler.on_add`)."""
         self._capacity: int | None = None
+        self._holes = Holes(0)
 
     def attach(self, capacity: int) -> None:
         capacity = check_integer("capacity", capacity, minimum=1, maximum=CAPACITY_MAX)
@@ -118,6 +121,7 @@ class RankBasedSampler:
         )
         self._capacity = capacity
         self.stored = 0
+        self._holes = Holes(capacity)
         self._ranks = RankOrder(capacity)
         self._rank_cdf = np.empty(capacity, np.float64)
         rank_cdf_kernel(self.alpha, self._rank_cdf)
@@ -128,6 +132,7 @@ class RankBasedSampler:
         self._sampling += (self._max_weight, order.entries, order.sizes, order.blocks)
         self._sampling += (order.group_count, order.counters)
         self._groups = order.group_count.shape[0]
+        self._one = np.zeros(1, np.int64)
 
     def _order(self) -> RankOrder:
         check_attached(self._capacity, "RankBasedSampler")
@@ -146,11 +151,19 @@ class RankBasedSampler:
         ranks.write_one(slot, self.max_priority)
         if slot >= self.stored:
             self.stored = slot + 1
+        self._holes.fill(slot)
+
+    def on_remove(self, slot: int) -> None:
+        ranks = self._order()
+        self._one[0] = self._holes.remove(slot, self.stored)
+        ranks.remove(self._one)
 
     def sample(self, size: int, batch_size: int, beta: float, rng: np.random.Generator) -> Draw:
         if self._capacity is None:
             self._order()  # raises: not attached
         check_draw(size, batch_size, self.stored)
+        if self._holes.count:
+            self._holes.whole(size, self.stored)
         indices = np.empty(batch_size, np.int64)
         probabilities = rng.random(out=np.empty(batch_size, np.float64))  # the u_k
         weights = np.empty(batch_size, np.float64)
@@ -183,6 +196,7 @@ class RankBasedSampler:
         largest = ranks.update(indices, magnitudes)
         if largest < 0.0:  # refused, nothing written: name the bad value
             check_update(indices, magnitudes, self.stored)
+            self._holes.check_update(indices)
             empty = indices[ranks.home[indices] < 0]
             raise ValueError(f"indices must be stored slots; slot {empty[0]} holds no transition")
         if largest > self.max_priority:
@@ -207,7 +221,7 @@ class RankBasedSampler:
     def nbytes(self) -> int:
         if self._capacity is None:
             return 0
-        return self._ranks.nbytes + self._rank_cdf.nbytes
+        return self._ranks.nbytes + self._rank_cdf.nbytes + self._holes.nbytes
 
     def state_dict(self) -> dict[str, Any]:
         """What continues the sampler identically: per-slot priorities and write stamps (-1: no
@@ -221,15 +235,17 @@ class RankBasedSampler:
             "priorities": ranks.priorities(),
             "stamps": ranks.stamp.copy(),
             "clock": ranks.clock,
+            **self._holes.state(),
         }
 
     def check_state(
         self, state: Mapping[str, Any]
-    ) -> tuple[NDArray[np.float64], NDArray[np.int64], int, int]:
-        """(priorities, stamps, clock, stored) of a `state_dict` this sampler can load;
+    ) -> tuple[NDArray[np.float64], NDArray[np.int64], int, int, NDArray[np.int64]]:
+        """(priorities, stamps, clock, stored, removed) of a `state_dict` this sampler can load;
         `ReplayStateError` otherwise, naming the field: the sampler and its alpha; a largest
         priority >= 1 (where it starts); priorities finite, >= 0, and 0 where no transition
-        is; stamps -1 (none) or unique in [1, clock], none past the stored slots.
+        is; stamps -1 (none) or unique in [1, clock], none past the stored slots and none
+        missing below them but at removed slots (`on_remove`).
 
         A state saved before the order was exact (keys "order", "stored", "changes", no
         "stamps") still loads: slots [0, stored) were the stored ones, and their stamps are set to
@@ -268,20 +284,35 @@ class RankBasedSampler:
             k = int(np.argmax(empty))
             refuse(f"priorities[{k}] is {priorities[k]}, but slot {k} holds no transition")
         extent = int(held[-1]) + 1 if held.size else 0
+        removed = self._holes.check_state(state, capacity if stored is None else stored)
+        if removed.size:
+            if stored is None:
+                refuse("a state with removed slots must say how many slots are stored")
+            empty = np.flatnonzero(stamps[:stored] < 0)
+            if extent > stored or not np.array_equal(empty, removed):
+                refuse(
+                    f"the stamps leave slots {empty[:8].tolist()} below stored={stored} "
+                    f"without a transition, but removed names {removed[:8].tolist()}"
+                )
+            return priorities, stamps, clock, stored, removed
         if stored is not None and stored != extent:
             refuse(
                 f"stored is {stored}, but the stamps give "
                 + (f"slot {extent - 1} a transition" if extent else "no slot a transition")
             )
-        return priorities, stamps, clock, extent
+        if held.size != extent:
+            k = int(np.argmax(stamps[:extent] < 0))
+            refuse(f"slot {k} below stored={extent} holds no transition (stamp -1)")
+        return priorities, stamps, clock, extent, removed
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Load a `state_dict` that `check_state` accepts (else nothing changes), rebuilding the
         rank order from the keys (O(N log N))."""
-        priorities, stamps, clock, stored = self.check_state(state)
+        priorities, stamps, clock, stored, removed = self.check_state(state)
         self._ranks.load(priorities, stamps, clock)
         self.max_priority = float(state["max_priority"])
         self.stored = stored
+        self._holes.load(removed)
 
 
 # ---------------------------------------------------------------- kernels

@@ -46,7 +46,7 @@ from rdqn.replay.rank.layout import (
 )
 from rdqn.replay.rank.search import find_position, find_positions
 
-__all__ = ["build_kernel", "write_kernel"]
+__all__ = ["build_kernel", "remove_kernel", "write_kernel"]
 
 
 @inlined
@@ -58,8 +58,8 @@ def _prefetch_block(entries: NDArray[np.uint64], base: int, c: int) -> None:
 
 @inlined
 def _remove(state: State, slot: int) -> None:
-    """Take a stored slot out of its block (the insert that always follows refills a block it
-    empties: the only one, at position 0)."""
+    """Take a stored slot out of its block (the insert that follows in `write_kernel` refills a
+    block it empties: the only one, at position 0; `remove_kernel` frees that block)."""
     home, entries = state[HOME], state[ENTRIES]
     sizes, position, group_count = state[SIZES], state[POSITION], state[GROUP_COUNT]
     counters = state[COUNTERS]
@@ -224,6 +224,43 @@ def write_kernel(
                 _prefetch_block(entries, ahead * c, c)
         _insert(state, todo[j], p[j], found[j])
     return largest
+
+
+@kernel
+def remove_kernel(
+    stamp: NDArray[np.int64],
+    home: NDArray[np.int32],
+    entries: NDArray[np.uint64],
+    priority: NDArray[np.float64],
+    sizes: NDArray[np.int32],
+    position: NDArray[np.int32],
+    free: NDArray[np.int32],
+    blocks: NDArray[np.int32],
+    last_key: NDArray[np.float64],
+    group_count: NDArray[np.int32],
+    counters: NDArray[np.int64],
+    segment_key: NDArray[np.float64],
+    slots: NDArray[np.int64],
+) -> None:
+    """Take each of `slots` (distinct stored slots, which the caller has checked) out of the
+    order: it holds nothing afterwards (stamp -1, priority 0), and the ranks after it move up by
+    one. The last slot to leave frees the one block left, so the order is empty as at the
+    start (no block in use, `last` -1)."""
+    state = (stamp, home, entries, priority, sizes, position, free, blocks, last_key, group_count,
+             counters, segment_key)  # fmt: skip
+    for k in range(slots.shape[0]):
+        slot = slots[k]
+        _remove(state, slot)
+        stamp[slot] = -1
+        priority[slot] = 0.0
+        if counters[COUNT_STORED] == 0:  # the only block, at position 0, is empty: free it
+            block = blocks[0]
+            blocks[0] = -1
+            position[block] = -1
+            free[counters[COUNT_FREE]] = block
+            counters[COUNT_FREE] += 1
+            counters[COUNT_BLOCKS] = 0
+            counters[COUNT_LAST] = -1
 
 
 @inlined

@@ -155,3 +155,80 @@ def test_memory_per_slot_stays_under_forty_eight_bytes() -> None:
     """Per slot: stamp 8 + home 4 + priority 8 + cdf 8, and at most 2N/C + 2 blocks of 8 C + 8
     bytes with 2 positions of about 16 bytes each (C = 64: about 45.3 bytes)."""
     assert rank_sampler_nbytes(1 << 20) / (1 << 20) < 48
+
+
+class RemovingMirror(Mirror):
+    """`Mirror` whose slots may also leave the order: stamps are the order's clock, which
+    goes on counting past the stamps of removed slots."""
+
+    def write(self, slots: np.ndarray, values: np.ndarray, stored_only: bool) -> None:
+        clock = self.order.clock
+        if stored_only and (self.stamp[slots] < 0).any():
+            assert self.order.update(slots, values) == -1.0 and self.order.clock == clock
+            return
+        (self.order.update if stored_only else self.order.write)(slots, values)
+        for k, (slot, value) in enumerate(zip(slots, values, strict=True)):
+            self.priority[slot] = value
+            self.stamp[slot] = clock + k + 1
+
+    def remove(self, slots: np.ndarray) -> None:
+        self.order.remove(slots)
+        self.stamp[slots] = -1
+        self.priority[slots] = 0.0
+
+
+@settings(deadline=None, max_examples=100, derandomize=True)
+@given(
+    st.integers(1, 60),
+    st.lists(
+        st.tuples(
+            st.lists(st.tuples(st.integers(0, 59), st.sampled_from(PRIORITIES))),
+            st.booleans(),
+            st.lists(st.integers(0, 59), max_size=40),
+        ),
+        max_size=25,
+    ),
+)
+def test_removals_between_writes_keep_the_lexsort_order(capacity: int, batches: list) -> None:
+    """Removals (of stored slots, down to none) between writes: the order is the lexsort of
+    the slots left, its invariants hold, and an emptied order takes writes again."""
+    mirror = RemovingMirror(capacity)
+    for pairs, stored_only, picks in batches:
+        slots = np.array([slot % capacity for slot, _ in pairs], np.int64)
+        values = np.array([value for _, value in pairs], np.float64)
+        mirror.write(slots, values, stored_only)
+        mirror.check()
+        stored = np.flatnonzero(mirror.stamp >= 0)
+        if stored.size:
+            leaving = np.unique(stored[np.array(picks, np.int64) % stored.size])
+            mirror.remove(leaving)
+            mirror.check()
+    assert mirror.order.size == int((mirror.stamp >= 0).sum())
+
+
+def test_removing_every_slot_empties_the_order_and_frees_its_block() -> None:
+    order = RankOrder(40)
+    order.write(np.arange(40), np.arange(40.0))
+    order.remove(np.arange(0, 40, 2))
+    order.check_invariants()
+    np.testing.assert_array_equal(order.slots_in_order(), np.arange(39, 0, -2))
+    order.remove(np.arange(1, 40, 2))
+    order.check_invariants()
+    assert order.size == 0 and order.counters[0] == 0  # no block in use
+    order.write(np.array([7]), np.array([1.0]))
+    order.check_invariants()
+    np.testing.assert_array_equal(order.slots_in_order(), [7])
+
+
+@pytest.mark.parametrize(
+    ("slots", "match"),
+    [([3, 3], "distinct"), ([40], r"in \[0, 40\)"), ([-1], r"in \[0, 40\)"), ([5], "no item")],
+)
+def test_a_bad_removal_is_refused_and_changes_nothing(slots: list[int], match: str) -> None:
+    order = RankOrder(40)
+    order.write(np.arange(5), np.ones(5))
+    before = order.slots_in_order()
+    with pytest.raises(ValueError, match=match):
+        order.remove(np.array(slots, np.int64))
+    np.testing.assert_array_equal(order.slots_in_order(), before)
+    order.check_invariants()
