@@ -101,10 +101,16 @@ def _listen(link: Link, controls: RunControls) -> None:
             return
 
 
-def _tiny_run(name: str, scheme: str | None = None, *, resume: bool = True) -> None:
-    """Train a tiny run of preset ``name`` to its end, and (``resume``) resume it: every kernel
-    its path calls is loaded (a resumed rank-based run rebuilds its order from the stored
-    keys)."""
+def _tiny_run(
+    name: str,
+    scheme: str | None = None,
+    *,
+    resume: bool = True,
+    extra: dict[str, Any] | None = None,
+) -> None:
+    """Train a tiny run of preset ``name`` (with ``extra`` overrides) to its end, and
+    (``resume``) resume it: every kernel its path calls is loaded (a resumed rank-based run
+    rebuilds its order from the stored keys)."""
     overrides: dict[str, Any] = {
         "agent.device": "cpu",  # workers are forked from here: CUDA must stay untouched
         "replay.capacity": 64,
@@ -116,7 +122,7 @@ def _tiny_run(name: str, scheme: str | None = None, *, resume: bool = True) -> N
     }
     if scheme is not None:
         overrides["replay.scheme"] = scheme
-    config = preset(name).with_overrides(overrides)
+    config = preset(name).with_overrides({**overrides, **(extra or {})})
     trainer = Trainer(config)
     trainer.run()
     trainer.snapshot()
@@ -134,6 +140,24 @@ def _sum_tree() -> None:
     tree = SumTree(8)
     tree.update(np.arange(4), np.ones(4))
     tree.find(np.array([0.5, 3.5]))
+
+
+SEQUENCES = {
+    "replay.mode": "sequences",
+    "replay.sequence_length": 8,
+    "replay.sequence_overlap": 4,
+    "replay.burn_in": 2,
+    "replay.capacity": 32,
+    "train.total_steps": 96,
+}
+"""A tiny run's R2D2 sequences (`rdqn.replay.sequence_replay`: its gather kernel), rank-based
+over a ring that wraps, so sequences leave the exact order (`RankOrder.remove`'s kernel)."""
+
+
+def _recurrent() -> None:
+    """The LSTM over windows (e14, e14-lesson, e15) and over stored sequences."""
+    _tiny_run("e14-lesson")
+    _tiny_run("e14-lesson", "rank", extra=SEQUENCES)
 
 
 def _checkpoints() -> None:
@@ -160,9 +184,10 @@ WARM_UP_PARTS: tuple[tuple[str, Callable[[], None]], ...] = tuple(
                 for scheme in WARM_UP_SCHEMES[1:]
             ),
             _checkpoints,
-            # Windows of observations and the LSTM (e14, e14-lesson, e15): no numba kernel of
-            # its own beyond the window gather, but its first call sets up torch's recurrent path.
-            partial(_tiny_run, "e14-lesson"),
+            # Windows of observations and the LSTM (e14, e14-lesson, e15), and sequences: no
+            # numba kernel of their own beyond the gathers, but the first call sets up torch's
+            # recurrent path.
+            _recurrent,
         ),
         strict=True,
     )
