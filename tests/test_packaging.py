@@ -162,6 +162,7 @@ def test_the_installed_command_trains_and_reports(installed: Installed) -> None:
         "paper",
         "chain-lesson",
         "demo",
+        "minatar",
     ]
     assert run(rdqn, "--help", cwd=work).stdout.startswith("usage: rdqn ")
     assert "--address" in run(rdqn, "dashboard", "--help", cwd=work).stdout

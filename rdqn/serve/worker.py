@@ -38,6 +38,7 @@ import torch
 
 from rdqn.learn import fused_mlp
 from rdqn.presets import preset
+from rdqn.replay import ProportionalSampler, ReplayBuffer, WindowBuilder
 from rdqn.replay.kernels import registry as kernel_registry
 from rdqn.replay.sumtree import SumTree
 from rdqn.runs.control import MEMORIES, PLAY, RunControls, drive
@@ -154,10 +155,24 @@ SEQUENCES = {
 over a ring that wraps, so sequences leave the exact order (`RankOrder.remove`'s kernel)."""
 
 
+def _frames() -> None:
+    """Observations stored as flags (MinAtar's frames, `rdqn.envs.minatar`) gathered as replay
+    and the acting window gather them, without the optional minatar package."""
+    frame = np.zeros((10, 10, 4), np.bool_)
+    buffer = ReplayBuffer(64, frame.shape, obs_dtype=np.bool_, sampler=ProportionalSampler())
+    for step in range(32):
+        buffer.add(frame, 0, 0.0, frame, step % 8 == 7, False)
+    buffer.sample(16, beta=0.5)
+    windows = WindowBuilder(1, frame.shape, np.bool_)
+    windows.reset(frame)
+    windows.window_and_mask()
+
+
 def _recurrent() -> None:
-    """The LSTM over windows (e14, e14-lesson, e15) and over stored sequences."""
+    """The LSTM over windows (e14, e14-lesson, e15) and over stored sequences; frames of flags."""
     _tiny_run("e14-lesson")
     _tiny_run("e14-lesson", "rank", extra=SEQUENCES)
+    _frames()
 
 
 def _checkpoints() -> None:
