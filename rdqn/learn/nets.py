@@ -224,6 +224,19 @@ class RecurrentQNet(nn.Module):
         return hidden[-1]
 
 
+def _last_step(net: nn.Module, inputs: torch.Tensor) -> torch.Tensor:
+    """``(B, d)`` inputs as they are, the last step of ``(B, T, d)`` windows; ``ValueError``
+    naming ``net``'s class for any other shape (the feed-forward nets read one observation)."""
+    if inputs.dim() == 3:
+        return inputs[:, -1, :]
+    if inputs.dim() != 2:
+        raise ValueError(
+            f"{type(net).__name__} expects inputs of shape (B, d) or (B, T, d), got "
+            f"{tuple(inputs.shape)}"
+        )
+    return inputs
+
+
 class MLPQNet(nn.Module):
     """The PER notebook's MLP: Linear d->64, ReLU, 64->64, ReLU, 64->A (widths from ``hidden``).
 
@@ -266,13 +279,7 @@ class MLPQNet(nn.Module):
 
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         """Q-values ``(B, A)`` for ``(B, d)`` observations or the last step of ``(B, T, d)``."""
-        if inputs.dim() == 3:
-            inputs = inputs[:, -1, :]
-        elif inputs.dim() != 2:
-            raise ValueError(
-                f"MLPQNet expects inputs of shape (B, d) or (B, T, d), got {tuple(inputs.shape)}"
-            )
-        return self.head(self.body(inputs))
+        return self.head(self.body(_last_step(self, inputs)))
 
 
 class ConvQNet(nn.Module):
@@ -314,13 +321,8 @@ class ConvQNet(nn.Module):
 
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         """Q-values ``(B, A)`` for ``(B, d)`` frames or the last step of ``(B, T, d)``."""
-        if inputs.dim() == 3:
-            inputs = inputs[:, -1, :]
-        elif inputs.dim() != 2:
-            raise ValueError(
-                f"ConvQNet expects inputs of shape (B, d) or (B, T, d), got {tuple(inputs.shape)}"
-            )
-        frames = inputs.reshape(-1, FRAME, FRAME, self.channels).permute(0, 3, 1, 2)
+        frames = _last_step(self, inputs).reshape(-1, FRAME, FRAME, self.channels)
+        frames = frames.permute(0, 3, 1, 2)
         return self.head(torch.relu(self.conv(frames)).flatten(1))
 
 
