@@ -25,11 +25,10 @@ import datetime
 import json
 import os
 import platform
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_whole_loop import SB3_PYTHON, SETUP_HINT
+from benchmarks.bench_whole_loop import SB3_PYTHON, SETUP_HINT, run_peer
 from benchmarks.provenance import git_commit
 from benchmarks.timed_runs import median_range, spread, train_timed, warm_up
 
@@ -51,17 +50,8 @@ def _rdqn(seed: int, steps: int, scheme: str) -> dict[str, Any]:
 
 
 def _sb3(seed: int, steps: int, python: Path) -> dict[str, Any]:
-    command = [str(python), "-m", "benchmarks.peers.sb3_minatar", "--seed", str(seed)]
-    done = subprocess.run(
-        [*command, "--steps", str(steps), "--explore", str(steps)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"SB3 run failed (status {done.returncode}):\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    arguments = ("--seed", str(seed), "--steps", str(steps), "--explore", str(steps))
+    return run_peer(python, "benchmarks.peers.sb3_minatar", *arguments)
 
 
 def _rates(run: dict[str, Any]) -> dict[str, float]:

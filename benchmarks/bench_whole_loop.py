@@ -69,9 +69,13 @@ def _rdqn(seed: int, steps: int, scheme: str) -> dict[str, Any]:
 
 
 def _sb3(seed: int, steps: int, python: Path) -> dict[str, Any]:
-    command = [str(python), "-m", "benchmarks.peers.sb3_dqn", "--seed", str(seed)]
+    return run_peer(python, "benchmarks.peers.sb3_dqn", "--seed", str(seed), "--steps", str(steps))
+
+
+def run_peer(python: Path, module: str, *args: str) -> dict[str, Any]:
+    """The JSON line a peer's script (``module``, run by ``python``) prints last."""
     done = subprocess.run(
-        [*command, "--steps", str(steps)], cwd=ROOT, capture_output=True, text=True, check=False
+        [str(python), "-m", module, *args], cwd=ROOT, capture_output=True, text=True, check=False
     )
     if done.returncode != 0:
         raise RuntimeError(f"SB3 run failed (status {done.returncode}):\n{done.stderr[-3000:]}")
