@@ -22,7 +22,7 @@ from tests.harness.live_page import run_on_screen as run_on_screen  # re-exporte
 from tests.harness.live_page import status_line as progress_text
 
 ROOT = Path(__file__).resolve().parents[2]
-ARTIFACTS = ROOT / "test-artifacts"
+ARTIFACTS = ROOT / "tests" / "artifacts"
 
 
 PAGE_ERRORS: list[str] = []
@@ -69,7 +69,7 @@ def another_browser(
 def streamlit_server(
     home: Path, log_name: str, **settings: str
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """The dashboard's server on a free local port, its output in test-artifacts/<log_name>.
+    """The dashboard's server on a free local port, its output in tests/artifacts/<log_name>.
 
     Once it has stopped, its log must hold no Python traceback: an error a page showed, or one
     only the server saw (a callback, a relay thread), fails the test that used the server."""

@@ -6,7 +6,7 @@ curve grow, move alpha and see the run restart, hide the stopped run in Saved ru
 on the sum-tree page; set up a run and open its URL in another session; open a new session
 while other sessions' runs train; close the server and find no worker process left. Fails
 (never skips) when Chromium is missing, so CI cannot pass without it. Screenshots and server
-logs go to test-artifacts/.
+logs go to tests/artifacts/.
 """
 
 from __future__ import annotations
