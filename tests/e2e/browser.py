@@ -250,18 +250,21 @@ def wait_until_shown(page: Page, locator: Locator) -> None:
         locator.wait_for()
 
 
-def act_until(page: Page, act: Callable[[], None], done: str, what: str) -> None:
-    """``act()``, then wait until the JavaScript predicate ``done`` holds; if it does not within
-    20 s, act once more, as a user whose click went unheard would, and say so in a warning.
+def act_until(
+    page: Page, act: Callable[[], None], done: str, what: str, *, arg: object = None
+) -> None:
+    """``act()``, then wait until the JavaScript predicate ``done`` holds (given ``arg``); if it
+    does not within 20 s, act once more, as a user whose click went unheard would, and say so in
+    a warning.
 
     On a loaded machine an input can be lost to the page's first-load rerun, which redraws the
     widget it went to; the second try must succeed (page's default timeout)."""
     act()
     try:
-        page.wait_for_function(done, timeout=20_000)
+        page.wait_for_function(done, arg=arg, timeout=20_000)
     except PlaywrightTimeout:
         shown = what_the_page_shows(page)
         warnings.warn(f"{what}: no effect after 20 s, done again\n{shown}", stacklevel=2)
         act()
         with saying_what_the_page_shows(page):
-            page.wait_for_function(done)
+            page.wait_for_function(done, arg=arg)

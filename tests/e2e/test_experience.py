@@ -20,6 +20,7 @@ from rdqn.training.trainer import Trainer
 from tests.e2e.browser import (
     ARTIFACTS,
     GREEDY_POINTS,
+    act_until,
     another_browser,
     assert_no_exception,
     read_player,
@@ -98,6 +99,27 @@ def _latex_number(page: Page, name: str) -> float:
     raise AssertionError(f"no {name} in {sources}")
 
 
+def click_first_memory(page: Page, listed: str = "") -> None:
+    """Click the first row's selection box in the table of memories (of list ``listed``, as its
+    key spells it: the table of another list goes away), until One update by hand opens: the
+    rows are drawn on a canvas, which has nothing to wait on."""
+    grid = page.locator(
+        f'[class*="st-key-internals-memories_"][class*="_{listed}"] [data-testid="stDataFrame"]'
+    )
+
+    def click() -> None:
+        grid.scroll_into_view_if_needed()
+        box = wait_for(grid.bounding_box, what=f"no table of memories {listed}")
+        page.mouse.click(box["x"] + 12, box["y"] + 35 + 26)
+
+    act_until(
+        page,
+        click,
+        "() => document.body.innerText.includes('A memory from run')",
+        "a click on the first memory",
+    )
+
+
 def test_a_memory_s_numbers_are_the_samplers_and_a_click_works_it_by_hand(
     server: str, page: Page, server_home: Path
 ) -> None:
@@ -116,13 +138,7 @@ def test_a_memory_s_numbers_are_the_samplers_and_a_click_works_it_by_hand(
     page.get_by_role("link", name="Replay internals").click()
     wait_until_shown(page, page.get_by_text("memories stored"))
     page.get_by_text("Top by priority", exact=True).click()
-    grid = page.locator('[data-testid="stDataFrame"]').first
-    grid.wait_for(state="visible")
-    page.wait_for_timeout(500)  # the table redrawn with the list (a canvas: nothing to wait on)
-    box = grid.bounding_box()
-    assert box is not None
-    page.mouse.click(box["x"] + 12, box["y"] + 35 + 26)  # the first row's selection box
-    wait_until_shown(page, page.get_by_text("A memory from run"))
+    click_first_memory(page, "top-priority")
     assert_no_exception(page)
     about = (
         page.locator('.st-key-hand_memory [data-testid="stMarkdownContainer"]')
@@ -224,12 +240,7 @@ def test_a_minatar_game_plays_as_frames_and_its_memories_are_frames(
     assert_no_exception(page)
     surprise.scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "minatar-memories.png"))
-    grid = page.locator('[data-testid="stDataFrame"]').first
-    grid.scroll_into_view_if_needed()
-    box = grid.bounding_box()
-    assert box is not None
-    page.mouse.click(box["x"] + 12, box["y"] + 35 + 26)  # the first row's selection box
-    wait_until_shown(page, page.get_by_text("A memory from run"))
+    click_first_memory(page)
     assert_no_exception(page)
     page.screenshot(path=str(ARTIFACTS / "minatar-by-hand.png"), full_page=True)
     page.context.close()

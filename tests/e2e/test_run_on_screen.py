@@ -175,8 +175,17 @@ def test_a_reload_after_a_slider_stopped_run_shows_it_resumable(
     tab.goto(f"{served}/live?steps=20000")
     tab.get_by_role("button", name="Start", exact=True).click()
     first = wait_for_run(tab, lambda _: True)
-    tab.locator('[data-testid="stSlider"]', has_text="prioritization").get_by_role("slider").press(
-        "ArrowRight"
+    alpha = tab.locator('[data-testid="stSlider"]', has_text="prioritization").get_by_role("slider")
+    act_until(
+        tab,
+        lambda: alpha.press("ArrowRight"),
+        """(first) => {
+            const status = document.querySelector('[data-testid="stProgress"]');
+            return status !== null && /run [0-9a-f]{12}/.test(status.innerText)
+                && !status.innerText.includes('run ' + first);
+        }""",
+        "α moved by a key",
+        arg=first,
     )
     second = wait_for_run(tab, lambda shown: shown != first)
     tab.locator('[data-testid="stProgress"]', has_text="finished").first.wait_for()
