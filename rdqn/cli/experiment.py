@@ -4,6 +4,7 @@
     python -m rdqn experiment cliffwalk --out benchmarks/results/cliffwalk.json --resume
     python -m rdqn experiment per-notebook --out benchmarks/results/per_notebook.json
     python -m rdqn experiment minatar --out benchmarks/results/minatar.json
+    python -m rdqn experiment recurrent --out benchmarks/results/recurrent.json
     python -m rdqn experiment cliffwalk --from benchmarks/results/cliffwalk.json --table
     python -m rdqn experiment tables --write docs/experiments.md
 
@@ -11,10 +12,11 @@ Trials go through `rdqn.sweeps.map_tasks` (``--workers``, ``--ray``), with a pro
 that fails is reported and recorded with its error, and the others go on. The results file
 (``--out``) is rewritten after every finished trial, so an interrupted experiment keeps what it
 finished, and ``--resume`` goes on with it: the trials the file holds as finished are kept and not
-run again, the others (failed ones included) are run. The file's settings (every option but
-``--sizes``, ``--games``, ``--schemes`` and ``--seeds``) and each kept trial's config must be the
-command's, and the command must plan every trial the file holds (the same grid or a larger one);
-otherwise ``--resume`` refuses in one line before anything runs. Without the file it starts afresh.
+run again, the others (failed ones included) are run. The file's settings (every option but the
+trial axes ``--sizes``, ``--games``, ``--schemes``, ``--arms`` and ``--seeds``) and each kept
+trial's config must be the command's, and the command must plan every trial the file holds (the
+same grid or a larger one); otherwise ``--resume`` refuses in one line before anything runs.
+Without the file it starts afresh.
 ``--from FILE`` reads a results file instead of running anything, to redraw its figure (``--plot``,
 ``--report``) or print its table (``--table``). ``tables`` prints every table of the docs from the
 results files, or rewrites the generated blocks of a Markdown file (``--write``).
@@ -43,7 +45,7 @@ RESULTS = Path("benchmarks/results")
 
 
 def add_experiment_parser(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
-    """The ``experiment`` command and its four subcommands."""
+    """The ``experiment`` command and its subcommands."""
     from rdqn.config import SCHEMES
     from rdqn.envs.minatar import MINATAR_ENVS
     from rdqn.experiments.cliffwalk import (
@@ -54,11 +56,12 @@ def add_experiment_parser(sub: Any, parser_class: type[argparse.ArgumentParser])
     from rdqn.experiments.minatar import MINATAR_DEFAULT_GAMES, MINATAR_DEFAULT_SCHEMES
     from rdqn.experiments.oracle import ORACLE_LOSSES
     from rdqn.experiments.per_notebook import DEFAULT_PROBES, PER_NOTEBOOK_SCHEMES
+    from rdqn.experiments.recurrent import RECURRENT_ARMS
 
     experiment = sub.add_parser(
         "experiment",
         help="the PER paper's Blind Cliffwalk figure, the PER notebook's CartPole study, DQN "
-        "on MinAtar, tables",
+        "on MinAtar, recurrent replay on masked CartPole, tables",
     )
     kinds = experiment.add_subparsers(dest="experiment", required=True, parser_class=parser_class)
 
@@ -138,6 +141,20 @@ def add_experiment_parser(sub: Any, parser_class: type[argparse.ArgumentParser])
     minatar.add_argument("--set", action="append", metavar="KEY=VALUE", help="config override")
     _common(minatar, "minatar.json", plot=True)
 
+    recurrent = kinds.add_parser(
+        "recurrent",
+        help="E14's windows against R2D2's sequences (stored state, burn-in) on masked CartPole",
+        description="The e14-lesson recurrent DQN on masked CartPole, replaying E14's windows "
+        "or R2D2's sequences read from the stored LSTM state or from zeros, with and without "
+        "burn-in; evaluated greedily on held-out env seeds.",
+    )
+    recurrent.add_argument(
+        "--arms", nargs="+", choices=list(RECURRENT_ARMS), default=list(RECURRENT_ARMS)
+    )
+    recurrent.add_argument("--steps", type=int, help="env steps per run (default: the preset's)")
+    recurrent.add_argument("--set", action="append", metavar="KEY=VALUE", help="config override")
+    _common(recurrent, "recurrent.json", plot=True)
+
     tables = kinds.add_parser(
         "tables",
         help="the docs' learning tables, generated from the results files",
@@ -205,10 +222,12 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         return _cmd_cliffwalk(args)
     if args.experiment == "minatar":
         return _cmd_minatar(args)
+    if args.experiment == "recurrent":
+        return _cmd_recurrent(args)
     return _cmd_per_notebook(args)
 
 
-# ---------------------------------------------------------------------- the two studies
+# ---------------------------------------------------------------------- the studies
 
 
 def _cmd_cliffwalk(args: argparse.Namespace) -> int:
@@ -312,6 +331,31 @@ def _cmd_minatar(args: argparse.Namespace) -> int:
 
     output = ("--plot", "figure", minatar_page)
     return _experiment(args, plan, run_minatar_trial, minatar_summary, minatar_table, output)
+
+
+def _cmd_recurrent(args: argparse.Namespace) -> int:
+    from rdqn.experiments.recurrent import (
+        recurrent_summary,
+        recurrent_trials,
+        run_recurrent_trial,
+    )
+    from rdqn.experiments.tables import recurrent_table
+    from rdqn.figures.experiments import recurrent_page
+
+    def plan(overrides: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+        trials = recurrent_trials(args.arms, args.seeds, steps=args.steps, overrides=overrides)
+        config = trials[0].config
+        return trials, {
+            "what": "recurrent DQN (the e14-lesson preset) on masked CartPole, E14's windows "
+            "against R2D2's sequences from the stored or a zero LSTM state, with greedy "
+            "evaluations on held-out env seeds",
+            "overrides": overrides,
+            "settings": {"steps": config["train"]["total_steps"], "overrides": overrides},
+            "config": config,
+        }
+
+    output = ("--plot", "figure", recurrent_page)
+    return _experiment(args, plan, run_recurrent_trial, recurrent_summary, recurrent_table, output)
 
 
 def _experiment(

@@ -1,10 +1,10 @@
 """``rdqn experiment ... --resume``: going on with the results file of an interrupted experiment.
 
 The trials the file holds as finished are kept and not run again; the others (failed ones
-included) run. The file's settings (every option but ``--sizes``, ``--schemes`` and ``--seeds``)
-and each kept trial's config (`config_digest`, kept with its result) must be the command's, and
-the command must plan every trial the file holds (the same grid or a larger one): otherwise one
-`UsageError` line, before anything runs.
+included) run. The file's settings (every option but the trial axes ``--sizes``, ``--games``,
+``--schemes``, ``--arms`` and ``--seeds``) and each kept trial's config (`config_digest`, kept with
+its result) must be the command's, and the command must plan every trial the file holds (the
+same grid or a larger one): otherwise one `UsageError` line, before anything runs.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def config_digest(trial: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-_AXES = ("n", "game", "scheme", "seed")
+_AXES = ("n", "game", "scheme", "arm", "seed")
 """The fields of a trial that tell it from the others of its experiment (the rest are settings)."""
 
 
@@ -87,7 +87,8 @@ def resumed_trials(
             "or another --out to start afresh"
         )
 
-    option = {"n": "--sizes", "game": "--games", "scheme": "--schemes", "seed": "--seeds"}
+    option = {"n": "--sizes", "game": "--games", "scheme": "--schemes", "arm": "--arms"}
+    option["seed"] = "--seeds"
     options = [option[n] for n in names]
     axes = f"{', '.join(options[:-1])} and {options[-1]}"
     planned = {

@@ -42,6 +42,7 @@ __all__ = [
     "iqm_cell",
     "memory_table",
     "minatar_table",
+    "recurrent_table",
     "per_notebook_table",
     "rewrite_blocks",
 ]
@@ -311,41 +312,43 @@ def _one_decimal(value: float | None) -> str:
     return "-" if value is None else f"{value:,.1f}"
 
 
-def minatar_table(report: Mapping[str, Any]) -> str:
-    """Per game and scheme: the final greedy return and the greedy curve's mean (median
-    (range), IQM [95% CI], per seed), P(this scheme's run beats a uniform one's) on each with
-    its interval, and env steps per second."""
+def greedy_table(
+    report: Mapping[str, Any],
+    *,
+    group: str,
+    arm: str,
+    baseline: str,
+    label: Callable[[Mapping[str, Any]], tuple[str, str]],
+) -> str:
+    """Per ``group`` and ``arm`` (`rdqn.experiments.greedy`): the final greedy return and the
+    greedy curve's mean (median (range), IQM [95% CI], per seed), P(this arm's run beats a run
+    of the ``baseline`` arm) on each with its interval, and env steps per second; ``label``
+    gives a summary row's first two cells."""
     from rdqn.stats import improvement_interval
 
     lines = [
-        "| game | scheme | final greedy return | IQM [95% CI] | per seed | greedy curve mean "
-        "| IQM [95% CI] | P(> uniform), final | P(> uniform), curve | env steps/s |",
+        f"| {group} | {arm} | final greedy return | IQM [95% CI] | per seed | greedy curve mean "
+        f"| IQM [95% CI] | P(> {baseline}), final | P(> {baseline}), curve | env steps/s |",
         "|---|---|---|---|---|---|---|---|---|---:|",
     ]
     rows = report["summary"]
     for row in rows:
-        scheme = row["scheme"]
-        if scheme != "uniform":
-            scheme += f", α {row['alpha']:g}, β {row['beta0']:g}"
-        uniform = next(
-            (r for r in rows if r["game"] == row["game"] and r["scheme"] == "uniform"), None
-        )
+        against_row = next((r for r in rows if r[group] == row[group] and r[arm] == baseline), None)
         against = []
         for key in ("final_eval", "eval_auc"):
-            if uniform is None or row["scheme"] == "uniform":
+            if against_row is None or row[arm] == baseline:
                 against.append("-")
                 continue
             ours = [v for v in row[key] if v is not None]
-            theirs = [v for v in uniform[key] if v is not None]
+            theirs = [v for v in against_row[key] if v is not None]
             against.append(improvement_interval(ours, theirs).text(lambda v: f"{v:.2f}"))
         cells = [
             f"{_row_span(row, key, _one_decimal)} | {iqm_cell(row[key], _one_decimal)} "
             f"| {_per_seed(row[key], _one_decimal)}"
             for key in ("final_eval", "eval_auc")
         ]
-        game = row["game"].removeprefix("rdqn/MinAtar-").removesuffix("-v0")
         lines.append(
-            f"| {game} | {scheme} | {' | '.join(cells)} | {' | '.join(against)} "
+            f"| {' | '.join(label(row))} | {' | '.join(cells)} | {' | '.join(against)} "
             f"| {row['steps_per_second_median']:,.0f} |"
         )
     seeds = _seeds(rows[0]["seeds"]) if rows else ""
@@ -353,9 +356,30 @@ def minatar_table(report: Mapping[str, Any]) -> str:
     return (
         "\n".join(lines)
         + f"\n\nSeeds {seeds}, {steps:,} env steps each; greedy returns are means over the "
-        "held-out env seeds' episodes; P(> uniform): the probability that a run of the row's "
-        f"scheme scores above a uniform one, with its 95 % interval; {IQM_NOTE}.\n"
+        f"held-out env seeds' episodes; P(> {baseline}): the probability that a run of the "
+        f"row's {arm} scores above a {baseline} one, with its 95 % interval; {IQM_NOTE}.\n"
     )
+
+
+def minatar_table(report: Mapping[str, Any]) -> str:
+    """`greedy_table` per game and scheme, against uniform replay."""
+
+    def label(row: Mapping[str, Any]) -> tuple[str, str]:
+        scheme = row["scheme"]
+        if scheme != "uniform":
+            scheme += f", α {row['alpha']:g}, β {row['beta0']:g}"
+        return row["game"].removeprefix("rdqn/MinAtar-").removesuffix("-v0"), scheme
+
+    return greedy_table(report, group="game", arm="scheme", baseline="uniform", label=label)
+
+
+def recurrent_table(report: Mapping[str, Any]) -> str:
+    """`greedy_table` per replay arm on masked CartPole, against E14's windows."""
+
+    def label(row: Mapping[str, Any]) -> tuple[str, str]:
+        return row["env"].removeprefix("rdqn/").removesuffix("-v0"), row["arm"]
+
+    return greedy_table(report, group="env", arm="arm", baseline="windows", label=label)
 
 
 RESULTS_FILES: dict[str, tuple[str, Callable[[Any], str]]] = {
@@ -368,6 +392,7 @@ RESULTS_FILES: dict[str, tuple[str, Callable[[Any], str]]] = {
     "e14-lesson": ("recurrent_lesson.json", e14_lesson_table),
     "chain-lesson": ("compare_default.json", chain_lesson_table),
     "minatar": ("minatar.json", minatar_table),
+    "recurrent": ("recurrent.json", recurrent_table),
 }
 """Table name -> (results file in the results folder, its table function)."""
 

@@ -34,11 +34,13 @@ def evaluation_figure(
     runs: Mapping[str, Sequence[Evaluations]],
     *,
     labels: Mapping[str, str] | None = None,
+    colors: Mapping[str, str] | None = None,
     threshold: float | None = None,
     title: str = "Greedy evaluation on held-out seeds",
 ) -> go.Figure:
     """Per scheme (the key, which picks the colour), the mean over its seeds of their greedy
-    evaluations (`seed_band`) with a min-max band; the legend names it by ``labels[scheme]``."""
+    evaluations (`seed_band`) with a min-max band; the legend names it by ``labels[scheme]``;
+    ``colors`` gives keys that are not schemes their colours."""
     if not any(len(run) for group in runs.values() for run in group):
         return empty_figure(title)
     traces: list[dict[str, Any]] = []
@@ -46,7 +48,7 @@ def evaluation_figure(
         steps, mean, low, high, seeds = seed_band([run for run in group if len(run)])
         if not steps.size:
             continue
-        color = _scheme_color(scheme)
+        color = (colors or {}).get(scheme) or _scheme_color(scheme)
         edge = {"width": 0, "color": _rgba(color, 0.0)}
         band = {"x": steps, "mode": "lines", "line": edge, "hoverinfo": "skip"}
         band |= {"showlegend": False, "legendgroup": scheme}

@@ -1,6 +1,7 @@
 """Figures of the experiments (`rdqn.experiments`): the PER paper's Blind Cliffwalk figure and the
 PER notebook study's curves (its histograms over seeds are `rdqn.figures.seed_histograms`), and the
-MinAtar study's greedy evaluations, one figure per game (`rdqn.figures.evaluations`). Pure
+greedy evaluations of the MinAtar study (one figure per game) and of the recurrent replay study
+(`rdqn.figures.evaluations`). Pure
 builders: a results file's parsed rows in, a `go.Figure` out (the notebook's figures are
 described where they are built, below).
 
@@ -14,13 +15,16 @@ there); a band whose slowest seed did not learn stops at its fastest.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 
+from rdqn.config import SCHEMES
+from rdqn.experiments.recurrent import RECURRENT_ARMS
 from rdqn.figures._base import (
+    NEUTRAL,
     SCHEME_COLORS,
     _log_axis,
     _rgba,
@@ -38,6 +42,8 @@ __all__ = [
     "cliffwalk_figure",
     "minatar_figures",
     "minatar_page",
+    "recurrent_figures",
+    "recurrent_page",
     "reward_bands_figure",
 ]
 
@@ -272,31 +278,80 @@ def buffer_td_figure(
     return go.Figure(data=traces, layout=layout)
 
 
-def minatar_figures(report: Mapping[str, Any]) -> dict[str, go.Figure]:
-    """``minatar_<game>`` -> that game's `evaluation_figure` over the results file's trials,
-    one curve per scheme (`rdqn.experiments.minatar`)."""
+def _greedy_figures(
+    report: Mapping[str, Any],
+    group: str,
+    arm: str,
+    arms: Sequence[str],
+    named: Callable[[str], tuple[str, str]],
+    colors: Mapping[str, str] | None = None,
+) -> dict[str, go.Figure]:
+    """Per ``group`` value of the results file's trials (`rdqn.experiments.greedy`): its
+    `evaluation_figure`, one curve per ``arm`` value in the order of ``arms``, under the key and
+    title ``named`` gives."""
     figures: dict[str, go.Figure] = {}
     trials = report["trials"]
-    for game in dict.fromkeys(t["game"] for t in trials):
-        runs: dict[str, list[Evaluations]] = {}
-        for trial in (t for t in trials if t["game"] == game):
+    for where in dict.fromkeys(t[group] for t in trials):
+        runs: dict[str, list[Evaluations]] = {a: [] for a in arms}
+        for trial in (t for t in trials if t[group] == where):
             done = trial["evaluations"]
             returns = np.asarray(done["returns"], np.float64).reshape(len(done["env_steps"]), -1)
             steps = np.asarray(done["env_steps"], np.int64)
             lengths = np.zeros_like(returns, np.int64)  # not drawn
-            runs.setdefault(trial["scheme"], []).append(Evaluations(steps, returns, lengths))
-        name = game.removeprefix("rdqn/MinAtar-").removesuffix("-v0")
-        figures[f"minatar_{name.lower()}"] = evaluation_figure(
-            runs, title=f"MinAtar {name}: greedy return on held-out seeds (mean, min-max)"
-        )
+            runs.setdefault(trial[arm], []).append(Evaluations(steps, returns, lengths))
+        key, title = named(where)
+        runs = {a: group_runs for a, group_runs in runs.items() if group_runs}
+        figures[key] = evaluation_figure(runs, colors=colors, title=title)
     return figures
+
+
+def _page(figures: Mapping[str, go.Figure]) -> str:
+    """An HTML page of ``figures``, one after the other."""
+    parts = [
+        figure.to_html(include_plotlyjs=i == 0, full_html=False)
+        for i, figure in enumerate(figures.values())
+    ]
+    head = "<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>"
+    return head + "".join(parts) + "</body></html>"
+
+
+def minatar_figures(report: Mapping[str, Any]) -> dict[str, go.Figure]:
+    """``minatar_<game>`` -> that game's greedy curves, one per scheme
+    (`rdqn.experiments.minatar`)."""
+
+    def named(game: str) -> tuple[str, str]:
+        name = game.removeprefix("rdqn/MinAtar-").removesuffix("-v0")
+        return f"minatar_{name.lower()}", (
+            f"MinAtar {name}: greedy return on held-out seeds (mean, min-max)"
+        )
+
+    return _greedy_figures(report, "game", "scheme", SCHEMES, named)
 
 
 def minatar_page(report: Mapping[str, Any]) -> str:
     """An HTML page of `minatar_figures`, one after the other."""
-    parts = [
-        figure.to_html(include_plotlyjs=i == 0, full_html=False)
-        for i, figure in enumerate(minatar_figures(report).values())
-    ]
-    head = "<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>"
-    return head + "".join(parts) + "</body></html>"
+    return _page(minatar_figures(report))
+
+
+RECURRENT_COLORS = {
+    "windows": SCHEME_COLORS["uniform"],
+    "stored-state": SCHEME_COLORS["proportional"],
+    "zero-state": SCHEME_COLORS["rank"],
+    "zero-state-no-burn-in": NEUTRAL,
+}
+"""One colour per arm of `rdqn.experiments.recurrent`."""
+
+
+def recurrent_figures(report: Mapping[str, Any]) -> dict[str, go.Figure]:
+    """``recurrent`` -> the greedy curves of masked CartPole, one per replay arm
+    (`rdqn.experiments.recurrent`)."""
+
+    def named(env: str) -> tuple[str, str]:
+        return "recurrent", "Masked CartPole: greedy return on held-out seeds (mean, min-max)"
+
+    return _greedy_figures(report, "env", "arm", RECURRENT_ARMS, named, RECURRENT_COLORS)
+
+
+def recurrent_page(report: Mapping[str, Any]) -> str:
+    """An HTML page of `recurrent_figures`."""
+    return _page(recurrent_figures(report))

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from rdqn.cli import main
-from rdqn.experiments.minatar import CURVE_BIN, minatar_summary, minatar_trials
+from rdqn.experiments.greedy import CURVE_BIN
+from rdqn.experiments.minatar import minatar_summary, minatar_trials
 from rdqn.experiments.tables import minatar_table
 
 BREAKOUT = "rdqn/MinAtar-Breakout-v0"
