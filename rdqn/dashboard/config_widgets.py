@@ -10,8 +10,8 @@ and bounded by the field's rule:
     other Real                  number box
     Flag                        checkbox
 
-`FORM_FIELDS` are the run settings the live page's sidebar form edits; number boxes stop at the
-server's `rdqn.dashboard.params.LIMITS`.
+`FORM_FIELDS` are the run settings the live page's sidebar form edits, with `SEQUENCE_FIELDS` for
+a recurrent network; number boxes stop at the server's `rdqn.dashboard.params.LIMITS`.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from rdqn.validation import Choice, Flag, Integer, Real
 
 __all__ = [
     "FORM_FIELDS",
+    "SEQUENCE_FIELDS",
     "config_widget",
     "field_help",
     "field_label",
@@ -47,6 +48,16 @@ FORM_FIELDS: tuple[str, ...] = (
     "train.eval_every",
     "seed",
 )
+SEQUENCE_FIELDS: tuple[str, ...] = (
+    "replay.mode",
+    "replay.sequence_length",
+    "replay.sequence_overlap",
+    "replay.burn_in",
+    "replay.priority_eta",
+    "replay.stored_state",
+)
+"""The form's fields of recurrent replay (E14's windows or R2D2's sequences): shown for a
+recurrent network only."""
 
 
 def _maximum(path: str, rule: Integer, value: Any) -> int | None:

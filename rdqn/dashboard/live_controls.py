@@ -8,7 +8,13 @@ from typing import Any
 
 import streamlit as st
 
-from rdqn.dashboard.config_widgets import FORM_FIELDS, config_widget, field_help, form_values
+from rdqn.dashboard.config_widgets import (
+    FORM_FIELDS,
+    SEQUENCE_FIELDS,
+    config_widget,
+    field_help,
+    form_values,
+)
 from rdqn.dashboard.control_sync import MAIN_CONTROLS, RESTARTS, on_main_control, on_speed
 from rdqn.dashboard.guided import GuidedLesson, LessonStep
 from rdqn.dashboard.lesson_navigation import go_to_step, leave_lesson
@@ -201,6 +207,10 @@ def settings_form() -> None:
     if (prices := prices_note(config)) is not None:
         form.caption(prices)
     values = {path: config_widget(form, path, config.get(path), key=None) for path in FORM_FIELDS}
+    if config.agent.network == "recurrent":
+        form.markdown("**Recurrent replay**")
+        for path in SEQUENCE_FIELDS:
+            values[path] = config_widget(form, path, config.get(path), key=None)
     preset_defaults = form.checkbox("Load the preset's own defaults", value=False)
     if form.form_submit_button("Apply and restart", type="primary"):
         apply_settings(

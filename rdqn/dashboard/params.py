@@ -40,6 +40,14 @@ URL_ALIASES: dict[str, str] = {
     "capacity": "replay.capacity",
     "batch": "replay.batch_size",
     "window": "replay.window",
+    # Sequence replay's fields before its mode: each is checked with those before it, and the
+    # mode, last, checks them together (with the preset's a lone one may conflict).
+    "burnin": "replay.burn_in",
+    "overlap": "replay.sequence_overlap",
+    "seq": "replay.sequence_length",
+    "eta": "replay.priority_eta",
+    "stored": "replay.stored_state",
+    "mode": "replay.mode",
     "lr": "agent.lr",
     "gamma": "agent.gamma",
     "target": "agent.target_update",
@@ -54,6 +62,7 @@ LIMITS: dict[str, int] = {
     "replay.capacity": 1_000_000,
     "replay.batch_size": 1024,
     "replay.window": 64,
+    "replay.sequence_length": 1_000,
     "train.learning_starts": 1_000_000,
     "train.total_steps": 5_000_000,
 }

@@ -272,6 +272,31 @@ def test_applying_the_settings_form_restarts_with_them_and_defaults_undo_it() ->
     assert "capacity" not in at.query_params and at.query_params["preset"] == "per-notebook"
 
 
+def test_a_recurrent_preset_s_form_sets_sequence_replay() -> None:
+    """The recurrent replay fields show for a recurrent network (not for per-notebook's MLP),
+    and R2D2's sequences set there are the run's and travel in the URL."""
+    at = open_app()
+    at.switch_page("pages/live.py").run()
+    assert "Replay mode" not in [w.label for w in sidebar_widgets(at)]
+    labelled(at.sidebar.selectbox, "Preset").set_value("e14-lesson")
+    at.sidebar.button[0].click()
+    at.run()
+    labelled(at.sidebar.selectbox, "Replay mode").set_value("sequences")
+    for label, value in (("Sequence length", 16), ("Sequence overlap", 8), ("Burn-in", 8)):
+        labelled(at.sidebar.number_input, label).set_value(value)
+    at.sidebar.button[0].click()
+    at.run()
+    assert not at.exception and not at.error
+    replay = registry().get(at.session_state["live.run_id"]).config.replay
+    assert (replay.mode, replay.sequence_length, replay.sequence_overlap, replay.burn_in) == (
+        "sequences",
+        16,
+        8,
+        8,
+    )
+    assert at.query_params["mode"] == "sequences" and at.query_params["seq"] == "16"
+
+
 def test_conflicting_settings_show_an_error_and_change_nothing() -> None:
     at = open_app()
     at.switch_page("pages/live.py").run()

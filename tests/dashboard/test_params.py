@@ -95,9 +95,9 @@ def test_to_params_round_trips_through_parse() -> None:
 
 
 def test_every_field_the_page_edits_has_a_url_name() -> None:
-    from rdqn.dashboard.config_widgets import FORM_FIELDS
+    from rdqn.dashboard.config_widgets import FORM_FIELDS, SEQUENCE_FIELDS
 
-    edited = {*FORM_FIELDS, "replay.scheme", "replay.alpha", "replay.beta0"}
+    edited = {*FORM_FIELDS, *SEQUENCE_FIELDS, "replay.scheme", "replay.alpha", "replay.beta0"}
     assert edited <= set(URL_ALIASES.values())
 
 
@@ -120,3 +120,24 @@ def test_floats_travel_exactly_and_warm_up_has_a_name() -> None:
     assert params["alpha"] == "0.123456789" and params["warmup"] == "64"
     parsed = parse_params(params, lesson_note=lesson_note)
     assert parsed.overrides == {"replay.alpha": 0.123456789, "train.learning_starts": 64}
+
+
+def test_sequence_replay_travels_in_the_url_whatever_order_its_fields_come_in() -> None:
+    """R2D2's sequences of 16 steps overlapping by 8 with 8 burnt in: with the preset's 40/20/20
+    each field alone conflicts with another (16 <= overlap 20); read together they are one run."""
+    overrides = {
+        "replay.mode": "sequences",
+        "replay.sequence_length": 16,
+        "replay.sequence_overlap": 8,
+        "replay.burn_in": 8,
+        "replay.stored_state": False,
+    }
+    params = to_params("e14-lesson", overrides)
+    assert params["mode"] == "sequences" and params["stored"] == "False"
+    reordered = dict(reversed(list(params.items())))
+    parsed = parse_params(reordered, lesson_note=lesson_note)
+    assert parsed.notes == [] and parsed.overrides == overrides
+    replay = configure("e14-lesson", parsed.overrides).replay
+    assert (replay.sequence_length, replay.burn_in, replay.stored_state) == (16, 8, False)
+    refused = parse_params({"preset": "per-notebook", "mode": "sequences"}, lesson_note=lesson_note)
+    assert refused.overrides == {} and "ignored mode='sequences'" in refused.notes[0]
