@@ -4,7 +4,8 @@ The panel asks the run for its memory view (`RunHandle.request_memories`: at mos
 or fresh, however many pages poll) and shows what the run sent last: a list of memories as small
 pictures with their numbers, where in the env the surprising ones are, and how often memories of
 each age were replayed against uniform replay. Clicking a row opens One update by hand with that
-memory (`BY_HAND_MEMORY`).
+memory (`BY_HAND_MEMORY`). A run that replays R2D2's sequences shows its sequences instead: their
+numbers, and their steps coloured by |δ_t| (`sequences_section`).
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from rdqn.dashboard.memories_view import (
     chosen_memory,
     memory_steps,
     memory_table,
+    sequence_table,
 )
 from rdqn.dashboard.state import registry
-from rdqn.figures.memories import replays_by_age_figure, surprise_figure
+from rdqn.figures.memories import replays_by_age_figure, sequence_steps_figure, surprise_figure
+from rdqn.training.memory_view import SequenceMemories
 
 __all__ = [
     "BY_HAND_MEMORY",
@@ -76,6 +79,9 @@ def memories_panel(run_id: str) -> None:
     if view is None:
         st.caption("Asking the run for its replay memory…")
         return
+    if isinstance(view, SequenceMemories):
+        sequences_section(view)
+        return
     st.caption(
         f"{view.size:,} memories stored (of {view.capacity:,}) at step {view.env_steps:,} · "
         f"{view.scheme} replay · β {view.beta:.2f}. The charts draw {len(view.drawn):,} of them; "
@@ -116,6 +122,78 @@ def memories_panel(run_id: str) -> None:
     right.caption(
         "**What to look for:** uniform replay replays each memory about as often as the dashed "
         "line; prioritized replay replays a few surprising memories far more."
+    )
+
+
+def _sequence_columns() -> dict[str, object]:
+    number, shared = st.column_config.NumberColumn, _columns()
+    return {
+        "slot": number("slot", help="Its place among the stored sequences", format="%d"),
+        "steps": number("steps", help="Its steps l (an episode's last may be short)", format="%d"),
+        "first": st.column_config.CheckboxColumn("first", help="It begins its episode"),
+        "burn_in": number(
+            "burn-in",
+            help="Steps that only bring the LSTM state up to date, without loss (none where "
+            "the sequence begins its episode)",
+            format="%d",
+        ),
+        "td_abs": number(
+            "|δ| now",
+            help="η max |δₜ| + (1 − η) mean |δₜ| over its learned steps, by the current networks",
+            format=_DECIMALS,
+        ),
+        "priority": number(
+            "p stored",
+            help="The priority it is drawn by: its mixed |δ| + ε from its last replay (the "
+            "largest so far if never replayed); none under uniform replay",
+            format=_DECIMALS,
+        ),
+        **{name: shared[name] for name in ("probability", "weight")},
+        "age": number("age", help="Steps stored since its last step (0: the newest)", format="%d"),
+    }
+
+
+def sequences_section(view: SequenceMemories) -> None:
+    """Sequence replay's memories: a list of stored sequences with their numbers, and their
+    steps' |δ_t| as a heatmap."""
+    start = "its stored LSTM state" if view.stored_state else "a zero state"
+    st.caption(
+        f"{view.size:,} sequences of up to {view.sequence_length} steps stored (overlapping by "
+        f"{view.overlap}; {view.steps:,} of {view.capacity:,} steps) at step "
+        f"{view.env_steps:,} · {view.scheme} replay · β {view.beta:.2f}. Each is replayed from "
+        f"{start}, its first {view.burn_in} steps a burn-in without loss; its priority mixes "
+        f"its steps' |δ| as η max + (1 − η) mean, η {view.eta:g}. Every number is the run's own."
+    )
+    names = [name for name in LIST_NAMES if name in view.lists]
+    chosen = st.segmented_control(
+        "Sequences",
+        names,
+        format_func=LIST_NAMES.get,
+        default=names[0],
+        required=True,
+        key="internals.sequence_list",
+        label_visibility="collapsed",
+    )
+    st.dataframe(
+        sequence_table(view, chosen),
+        column_config=_sequence_columns(),
+        hide_index=True,
+        width="stretch",
+        key=f"internals.sequences_{view.env_steps}_{chosen}",
+    )
+    show_chart(
+        st,
+        sequence_steps_figure(
+            view.lists[chosen], title="Each sequence's steps: |δₜ| by the current networks"
+        ),
+        height=CHART_HEIGHT,
+        width="stretch",
+    )
+    st.caption(
+        "**What to look for:** blank cells are the burn-in and the padding after a short "
+        "sequence, which have no loss. The largest errors often sit on the step where an "
+        "episode ended; with η near 1 that one step lifts its whole sequence to the top by "
+        "priority, however well the others are learned."
     )
 
 

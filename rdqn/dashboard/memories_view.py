@@ -20,7 +20,7 @@ from rdqn.classroom.worked_example import tex as tex_number
 from rdqn.dashboard.watch import ACTION_LABELS, FRAME_COLORS
 from rdqn.envs.poses import pose_kind
 from rdqn.replay.priorities import priority
-from rdqn.training.memory_view import Memories
+from rdqn.training.memory_view import Memories, SequenceMemories
 
 __all__ = [
     "LIST_NAMES",
@@ -29,6 +29,7 @@ __all__ = [
     "memory_steps",
     "memory_table",
     "pose_svg",
+    "sequence_table",
 ]
 
 LIST_NAMES: dict[str, str] = {
@@ -127,6 +128,24 @@ def memory_table(memories: Memories, list_name: str) -> pd.DataFrame:
             "weight": rows.weights,
             "age": rows.ages,
             "replayed": rows.replayed,
+        }
+    )
+
+
+def sequence_table(memories: SequenceMemories, list_name: str) -> pd.DataFrame:
+    """One row per stored sequence of the list: its slot, steps, burn-in and numbers."""
+    rows = memories.lists[list_name]
+    return pd.DataFrame(
+        {
+            "slot": rows.slots,
+            "steps": rows.lengths,
+            "first": rows.starts_episode,
+            "burn_in": rows.burn_ins,
+            "td_abs": rows.mixed,
+            "priority": rows.priorities,
+            "probability": rows.probabilities,
+            "weight": rows.weights,
+            "age": rows.ages,
         }
     )
 

@@ -1,5 +1,6 @@
 """The memory explorer's charts ("Memories replayed"): where in the env the surprising memories
-are, and how often memories of each age were replayed against uniform replay's expectation.
+are, and how often memories of each age were replayed against uniform replay's expectation; for
+sequence replay, each listed sequence's steps coloured by their |TD error|.
 
 Both draw `rdqn.training.memories.Memories.drawn`, a thinned set of the stored transitions whose
 numbers are exact. Points carry their slot in ``customdata`` (first column), so a click on one
@@ -20,9 +21,14 @@ from rdqn.figures._base import (
     _style,
     empty_figure,
 )
-from rdqn.training.memory_view import Memories
+from rdqn.training.memory_view import Memories, SequenceRows
 
-__all__ = ["replays_by_age_figure", "surprise_figure", "surprise_measure"]
+__all__ = [
+    "replays_by_age_figure",
+    "sequence_steps_figure",
+    "surprise_figure",
+    "surprise_measure",
+]
 
 _COLOR_SCALE = "Viridis"
 FRAME_CELLS = 100
@@ -137,3 +143,38 @@ def replays_by_age_figure(
         yaxis={"rangemode": "tozero"},
     )
     return go.Figure(data=[points, expected], layout=layout)
+
+
+def sequence_steps_figure(rows: SequenceRows, *, title: str, height: int = 380) -> go.Figure:
+    """Sequence replay's memories (`rdqn.training.memories`): one row per stored sequence of
+    ``rows`` (its slot on the y axis), one column per step t, coloured by |δ_t| by the current
+    networks; the burn-in and the padding after a short sequence, which have no loss, are
+    blank. The η-mixed |δ| and P(i) of each sequence are in its hover."""
+    if not len(rows):
+        return empty_figure(title)
+    steps = rows.td_abs.shape[1]
+    labels = [f"slot {slot:,}" for slot in rows.slots]
+    mixed = np.repeat(rows.mixed[:, None], steps, axis=1)
+    chance = np.repeat(rows.probabilities[:, None], steps, axis=1)
+    trace = {
+        "type": "heatmap",
+        "z": rows.td_abs,
+        "x": np.arange(steps),
+        "y": labels,
+        "customdata": np.stack([mixed, chance], axis=2),
+        "colorscale": _COLOR_SCALE,
+        "colorbar": {"title": {"text": "|δₜ| now"}},
+        "hoverongaps": False,
+        "xgap": 1,
+        "ygap": 2,
+        "hovertemplate": "%{y}, step %{x}<br>|δₜ| %{z:.4g}<br>sequence |δ| (η-mixed) "
+        "%{customdata[0]:.4g} · P(i) %{customdata[1]:.3g}<extra></extra>",
+    }
+    layout = _style(
+        title=title,
+        x_title="step t of the sequence",
+        y_title="",
+        height=height,
+        yaxis={"autorange": "reversed", "type": "category"},
+    )
+    return go.Figure(data=[trace], layout=layout)

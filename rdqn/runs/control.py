@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from rdqn.runs.lifecycle import RecordedRun, ending
 from rdqn.training.memories import memories
-from rdqn.training.memory_view import Memories
+from rdqn.training.memory_view import Memories, SequenceMemories
 from rdqn.training.telemetry import Telemetry
 from rdqn.training.watcher import EpisodeWatcher
 from rdqn.validation import Real
@@ -172,7 +172,7 @@ def drive(
     trainer: Trainer | None = None
     watcher: EpisodeWatcher | None = None
     status, error = "stopped", None
-    fresh_memories: list[Memories | None] = [None]
+    fresh_memories: list[Memories | SequenceMemories | None] = [None]
 
     def snapshot() -> Telemetry:
         """The trainer's snapshot, labelled with how the run stands (created, running, paused,

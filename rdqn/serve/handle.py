@@ -41,7 +41,7 @@ from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import RunStore
 from rdqn.serve.executors import Executor, ThreadExecutor, Worker
 from rdqn.serve.protocol import RunSpec, apply_record
-from rdqn.training.memory_view import Memories
+from rdqn.training.memory_view import Memories, SequenceMemories
 from rdqn.training.telemetry import Telemetry
 
 __all__ = ["RunHandle"]
@@ -116,7 +116,7 @@ class RunHandle:
         self._asked: str | None = None  # the status the last pause/resume/step request leads to
         self._error: str | None = None
         self._snapshot: Telemetry | None = None
-        self._memories: Memories | None = None
+        self._memories: Memories | SequenceMemories | None = None
         self._memories_asked = float("-inf")
         self._memories_arrived = threading.Event()
         self._first_report = threading.Event()  # set by the first snapshot, or by the run's end
@@ -243,12 +243,12 @@ class RunHandle:
             self._send("memories")
 
     @property
-    def memories(self) -> Memories | None:
+    def memories(self) -> Memories | SequenceMemories | None:
         """The latest memory explorer's view the run sent (None before the first)."""
         with self._lock:
             return self._memories
 
-    def first_memories(self, timeout: float) -> Memories | None:
+    def first_memories(self, timeout: float) -> Memories | SequenceMemories | None:
         """`memories`, asking for them and waiting up to ``timeout`` seconds for the first view
         if none has come yet (a page's first draw, rather than a notice that it is coming)."""
         if self.memories is None:

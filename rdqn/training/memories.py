@@ -12,6 +12,11 @@
 - three lists: the last batch, the top `LISTED` by priority, and a uniform sample for contrast,
   each row with the TD error's terms by the current networks (`DQNAgent.td_terms`);
 - uniform replay's expected times replayed by age (`rdqn.training.replay_expectation`).
+
+For sequence replay (R2D2's, `rdqn.replay.SequenceReplay`) `memories` gives the same three lists
+of stored sequences instead (`SequenceMemories`): each sequence's length, burn-in, priority p,
+P(i), IS weight and age, and the |δ_t| of its steps by the current networks
+(`rdqn.learn.sequence_update.sequence_td`) with the priority they would mix now.
 """
 
 from __future__ import annotations
@@ -23,8 +28,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rdqn.envs.poses import POSE_NAMES, pose_kind, poses
-from rdqn.replay.priorities import mass
-from rdqn.training.memory_view import Memories, MemoryRows
+from rdqn.replay.priorities import mass, sequence_priority
+from rdqn.training.memory_view import Memories, MemoryRows, SequenceMemories, SequenceRows
 from rdqn.training.replay_expectation import expected_uniform_replays
 
 if TYPE_CHECKING:
@@ -87,15 +92,90 @@ def _terms(trainer: Trainer, slots: NDArray[np.int64]) -> dict[str, NDArray[np.f
     return {name: getattr(found, name) for name in ("q_taken", "next_value", "target", "td_error")}
 
 
+def _sequence_rows(trainer: Trainer, slots: NDArray[np.int64]) -> SequenceRows:
+    """The sequences in ``slots`` with their numbers and their steps' |δ_t| now (no update)."""
+    import torch
+
+    from rdqn.learn.sequence_update import sequence_arrays, sequence_td
+
+    replay, agent, config = trainer.buffer, trainer.agent, trainer.config.replay
+    batch = replay.sequences(slots, trainer.beta)
+    arrays = sequence_arrays(
+        batch,
+        obs_dim=agent.obs_dim,
+        n_actions=agent.n_actions,
+        gamma=agent.config.gamma,
+        burn_in=config.burn_in,
+        stored_state=config.stored_state,
+        device=agent.device,
+    )
+    with torch.no_grad():
+        td = sequence_td(agent.online, agent.target, arrays, double_dqn=agent.config.double_dqn)
+    learned = td.mask.cpu().numpy()
+    td_abs = (td.target - td.q_taken).abs().double().cpu().numpy()
+    return SequenceRows(
+        slots=slots,
+        lengths=batch.lengths,
+        starts_episode=batch.starts_episode,
+        burn_ins=arrays.burn_in.cpu().numpy().astype(np.int64),
+        priorities=stored_priorities(trainer, replay.index.used)[slots],
+        probabilities=batch.probabilities,
+        weights=batch.weights,
+        ages=replay.ages(slots),
+        td_abs=np.where(learned, td_abs, np.nan),
+        mixed=sequence_priority(td_abs, learned, replay.priority_eta),
+    )
+
+
+def _sequence_memories(trainer: Trainer, listed: int) -> SequenceMemories:
+    replay, config = trainer.buffer, trainer.config
+    live = replay.index.live_slots()
+    rng = np.random.default_rng([trainer.env_steps, 0x3E3])  # its own: training's are untouched
+    by_priority = live[np.argsort(-replay.probabilities()[live], kind="stable")]
+    batch = trainer.recorder.last_batch
+    last = None
+    if batch is not None:  # the batch's sequences that are still stored
+        drawn = np.asarray(batch.indices, np.int64)
+        last = drawn[np.isin(drawn, live)][:listed]
+    chosen = {
+        "last batch": last if last is not None and last.size else None,
+        "top priority": None if replay.sampler.name == "uniform" else by_priority[:listed],
+        "uniform sample": np.sort(rng.choice(live, min(listed, live.size), replace=False)),
+    }
+    return SequenceMemories(
+        env_id=config.env.id,
+        scheme=replay.sampler.name,
+        env_steps=trainer.env_steps,
+        updates=trainer.updates,
+        size=len(replay),
+        steps=replay.steps,
+        capacity=replay.capacity,
+        sequence_length=replay.sequence_length,
+        overlap=replay.overlap,
+        burn_in=config.replay.burn_in,
+        stored_state=config.replay.stored_state,
+        eta=replay.priority_eta,
+        eps=config.replay.eps,
+        beta=float(trainer.beta),
+        lists={
+            name: _sequence_rows(trainer, slots)
+            for name, slots in chosen.items()
+            if slots is not None
+        },
+    )
+
+
 def memories(
     trainer: Trainer, *, points: int = MEMORY_POINTS, listed: int = LISTED
-) -> Memories | None:
-    """The explorer's view of ``trainer``'s replay memory now; None while it is empty, and for
-    sequence replay, whose memories (sequences, P over them) the explorer does not draw yet."""
+) -> Memories | SequenceMemories | None:
+    """The explorer's view of ``trainer``'s replay memory now (of its sequences, for sequence
+    replay); None while it holds nothing to draw."""
     buffer = trainer.buffer
     size = len(buffer)
-    if size == 0 or trainer.sequences:
+    if size == 0:
         return None
+    if trainer.sequences:
+        return _sequence_memories(trainer, listed)
     config = trainer.config
     rng = np.random.default_rng([trainer.env_steps, 0x3E3])  # its own: training's are untouched
     context = {

@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 from rdqn.training.episodes import GreedyReturns, PlayedEpisode
 from rdqn.training.evaluation import Evaluations
-from rdqn.training.memory_view import Memories
+from rdqn.training.memory_view import Memories, SequenceMemories
 from rdqn.training.sampler_check import GoodnessOfFit
 
 __all__ = [
@@ -140,7 +140,7 @@ class Telemetry:
     # greedy returns so far, the memory explorer's view in the snapshot after one was built.
     played: PlayedEpisode | None = None
     greedy: GreedyReturns | None = None
-    memories: Memories | None = None
+    memories: Memories | SequenceMemories | None = None
     evaluations: Evaluations | None = None
     """The run's greedy evaluations on held-out seeds (`rdqn.training.evaluation`)."""
 

@@ -61,3 +61,43 @@ def test_a_memory_is_worked_by_hand_with_its_own_numbers() -> None:
     at.button(key="hand.forget_memory").click().run()
     assert at.session_state[BY_HAND_MEMORY] is None
     assert not any("A memory from run" in m.value for m in at.markdown)
+
+
+def test_a_sequence_replays_explorer_lists_its_sequences_and_their_steps() -> None:
+    """A run replaying R2D2's sequences: the panel lists its sequences with the run's numbers
+    and draws each one's steps (was: "Asking the run for its replay memory…" for ever)."""
+    config = tiny(50_000).with_overrides(
+        {
+            "env.id": "rdqn/MaskedCartPole-v0",
+            "agent.network": "recurrent",
+            "replay.mode": "sequences",
+            "replay.sequence_length": 8,
+            "replay.sequence_overlap": 4,
+            "replay.burn_in": 2,
+            "replay.batch_size": 4,
+        }  # fmt: skip
+    )
+    handle = registry().start(config, owner="test-sequences")
+    try:
+        wait_for(lambda: (s := handle.snapshot()) is not None and s.updates > 20, 60, every=0.1)
+        handle.pause()
+        wait_for(lambda: handle.status == "paused", 30)
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.run()
+        at.session_state["live.run_id"] = handle.id
+        at.switch_page("pages/internals.py").run()
+        assert not at.exception
+        view = handle.memories
+        assert view is not None and view.env_steps == handle.snapshot().env_steps
+        assert any(f"{view.size:,} sequences of up to 8 steps" in c.value for c in at.caption)
+        (table, *_) = at.dataframe
+        rows = view.lists["last batch"]
+        assert table.value["slot"].tolist() == rows.slots.tolist()
+        np.testing.assert_array_equal(table.value["td_abs"], rows.mixed)
+        at.segmented_control(key="internals.sequence_list").set_value("top priority").run()
+        (table, *_) = at.dataframe
+        assert table.value["slot"].tolist() == view.lists["top priority"].slots.tolist()
+        charts = [str(chart.proto.spec) for chart in at.get("plotly_chart")]
+        assert any("|δₜ| by the current networks" in spec for spec in charts)
+    finally:
+        registry().stop(handle.id)

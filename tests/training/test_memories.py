@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from rdqn.presets import preset
 from rdqn.training.memories import LISTED, memories
 from rdqn.training.trainer import Trainer
 from tests.run_helpers import tiny
@@ -86,3 +87,63 @@ def test_other_schemes(scheme: str) -> None:
     else:
         assert (view.drawn.priorities >= 0).all()
     assert view.expected_replays.shape == view.expected_ages.shape
+
+
+@pytest.fixture(scope="module")
+def sequences() -> Trainer:
+    config = preset("e14-lesson").with_overrides(
+        {
+            "replay.mode": "sequences",
+            "replay.sequence_length": 8,
+            "replay.sequence_overlap": 4,
+            "replay.burn_in": 2,
+            "replay.batch_size": 4,
+            "replay.capacity": 200,
+            "train.total_steps": 400,
+            "train.learning_starts": 40,
+        }  # fmt: skip
+    )
+    trainer = Trainer(config)
+    while not trainer.done:
+        trainer.step()
+    return trainer
+
+
+def test_a_sequence_replays_rows_are_its_sequences_own(sequences: Trainer) -> None:
+    """P(i), w_i, ages and p are the replay's; the learned steps are those after the burn-in
+    (none for a sequence that begins its episode), up to its length; the mixed |δ| is η max +
+    (1 - η) mean of them; a replayed sequence's p is that mix + eps from its last update."""
+    replay = sequences.buffer
+    view = memories(sequences)
+    assert view is not None and view.size == len(replay) and view.steps == replay.steps
+    assert set(view.lists) == {"last batch", "top priority", "uniform sample"}
+    eta, eps = replay.priority_eta, sequences.config.replay.eps
+    for rows in view.lists.values():
+        slots = rows.slots
+        np.testing.assert_array_equal(rows.probabilities, replay.probabilities()[slots])
+        np.testing.assert_array_equal(rows.weights, replay.importance_weights(slots, view.beta))
+        np.testing.assert_array_equal(rows.ages, replay.ages(slots))
+        np.testing.assert_array_equal(rows.burn_ins, np.where(rows.starts_episode, 0, 2))
+        for k in range(len(rows)):
+            learned = ~np.isnan(rows.td_abs[k])
+            assert np.flatnonzero(learned).tolist() == list(
+                range(rows.burn_ins[k], rows.lengths[k])
+            )
+            values = rows.td_abs[k][learned]
+            assert rows.mixed[k] == pytest.approx(eta * values.max() + (1 - eta) * values.mean())
+    top = view.lists["top priority"].probabilities
+    assert top.min() >= np.sort(replay.probabilities()[replay.index.live_slots()])[-LISTED]
+    # The last batch was just given its priorities by these very networks' |δ| (the target
+    # net moved by one soft update since: close, not equal).
+    last = view.lists["last batch"]
+    np.testing.assert_allclose(last.priorities, last.mixed + eps, rtol=0.05)
+
+
+def test_reading_a_sequence_replay_changes_nothing(sequences: Trainer) -> None:
+    replay = sequences.buffer
+    counts, probabilities = replay.sample_counts, replay.probabilities()
+    state = replay.rng.bit_generator.state
+    memories(sequences)
+    np.testing.assert_array_equal(replay.sample_counts, counts)
+    np.testing.assert_array_equal(replay.probabilities(), probabilities)
+    assert replay.rng.bit_generator.state == state
