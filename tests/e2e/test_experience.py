@@ -244,3 +244,31 @@ def test_a_minatar_game_plays_as_frames_and_its_memories_are_frames(
     assert_no_exception(page)
     page.screenshot(path=str(ARTIFACTS / "minatar-by-hand.png"), full_page=True)
     page.context.close()
+
+
+def test_a_sequence_replay_s_memories_are_its_sequences(server: str, page: Page) -> None:
+    """R2D2's sequences set by address on the recurrent lesson preset: the run trains, and
+    Replay internals lists its sequences and draws their steps' |δ_t| (no endless "Asking the
+    run for its replay memory…")."""
+    page = another_browser(page, 1400, 1000)
+    page.goto(
+        f"{server}/live?preset=e14-lesson&mode=sequences&seq=16&overlap=8&burnin=8&batch=8"
+        "&steps=1000000"
+    )
+    page.get_by_role("button", name="Start", exact=True).click()
+    with saying_what_the_page_shows(page):
+        page.wait_for_function(
+            "() => /([\\d,]+) of/.exec(document.querySelector('[data-testid=\"stProgress\"]')"
+            "?.innerText || '')?.[1].replace(/,/g, '') > 1500"
+        )
+    page.get_by_role("button", name="Pause").click()
+    page.locator('[data-testid="stProgress"]', has_text="paused").first.wait_for()
+    page.get_by_role("link", name="Replay internals").click()
+    wait_until_shown(page, page.get_by_text(re.compile(r"sequences of up to 16 steps stored")))
+    page.get_by_text("Top by priority", exact=True).click()
+    steps = page.locator('[data-testid="stPlotlyChart"]').filter(has_text="Each sequence's steps")
+    wait_until_shown(page, steps.get_by_text("step t of the sequence").first)
+    assert_no_exception(page)
+    steps.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "sequence-memories.png"))
+    page.context.close()
