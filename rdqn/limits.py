@@ -49,7 +49,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from rdqn.envs.options import observation_size
+from rdqn.envs.options import observation_itemsize, observation_size
 from rdqn.envs.prices_csv import CsvLimits
 from rdqn.replay.sizes import replay_nbytes, sequence_replay_nbytes, sequence_slots
 from rdqn.validation import is_integer, parse_count
@@ -206,8 +206,9 @@ STATE_SIZE`; named here so that a server sizes a run without importing torch).""
 def memory_estimate(config: RunConfig) -> int:
     """Bytes a run of ``config`` allocates at least, estimated without allocating anything.
 
-    The replay memory, full (`rdqn.replay.sizes.replay_nbytes`, float32 observations; with
-    sequence replay `sequence_replay_nbytes`, its sequences' states included); a sampled batch
+    The replay memory, full (`rdqn.replay.sizes.replay_nbytes`, observations stored as the
+    trainer stores them, `observation_itemsize`; with sequence replay `sequence_replay_nbytes`,
+    its sequences' states included); a sampled batch
     (windows W_t and W_{t+1}, or sequences of m + 1 observations, as NumPy arrays and as
     tensors); the network's parameters with the target copy and Adam's two moments; and, for
     the recurrent net, its activations over the batch's steps. Torch and Python themselves (a
@@ -218,13 +219,14 @@ def memory_estimate(config: RunConfig) -> int:
     replay = config.replay
     rows = replay.batch_size * replay.window
     batch = 2 * 2 * rows * obs * 4
-    memory = replay_nbytes(replay.capacity, obs, replay.scheme)
+    itemsize = observation_itemsize(config.env.id)
+    memory = replay_nbytes(replay.capacity, obs, replay.scheme, itemsize)
     if replay.mode == "sequences":  # one array of m + 1 observations a row, its state too
         rows = replay.batch_size * (replay.sequence_length + 1)
         state = STATE_VALUES if replay.stored_state else 0
         batch = 2 * (rows * obs + replay.batch_size * state) * 4
         slots = sequence_slots(replay.capacity, replay.sequence_length, replay.sequence_overlap)
-        memory = sequence_replay_nbytes(replay.capacity, obs, replay.scheme, slots, state)
+        memory = sequence_replay_nbytes(replay.capacity, obs, replay.scheme, slots, state, itemsize)
     network = config.agent.network
     if network == "recurrent":
         parameters = 512 * (obs + 130) + 512 * 258 + 8256 + 65 * _ACTIONS

@@ -236,7 +236,13 @@ SAMPLERS = {
 @pytest.mark.parametrize("scheme", list(SAMPLERS))
 @pytest.mark.parametrize(
     ("preset_name", "env"),
-    [("per-notebook", None), ("paper", None), ("e15", None), ("e14-lesson", "rdqn/SparseChain-v0")],
+    [
+        ("per-notebook", None),
+        ("paper", None),
+        ("e15", None),
+        ("e14-lesson", "rdqn/SparseChain-v0"),
+        ("minatar", None),  # frames stored as flags: a byte a value, not float32's four
+    ],
 )
 def test_memory_estimate_covers_the_replay_memory_a_trainer_builds(
     scheme: str, preset_name: str, env: str | None
@@ -248,9 +254,9 @@ def test_memory_estimate_covers_the_replay_memory_a_trainer_builds(
     trainer = Trainer(config)
     try:
         buffer: ReplayBuffer = trainer.buffer
-        shape = trainer.obs_shape
+        obs = np.zeros(trainer.obs_shape, buffer.storage.obs_dtype)
         for _ in range(config.replay.capacity):
-            buffer.add(np.zeros(shape), 0, 0.0, np.zeros(shape), False, False)
+            buffer.add(obs, 0, 0.0, obs, False, False)
         estimate = memory_estimate(config)
         assert buffer.nbytes <= estimate
         assert estimate <= buffer.nbytes + (8 << 20)  # plus a batch and a small net
@@ -306,3 +312,11 @@ def test_wrong_types_are_left_to_the_config_and_the_env() -> None:
     check_limits(config, Limits())
     with pytest.raises(ValueError, match="max_steps must be an integer >= 1, got 'many'"):
         Trainer(config)
+
+
+def test_minatar_frames_are_estimated_at_a_byte_a_value() -> None:
+    """The minatar preset's memory of 100,000 Breakout frames (400 flags each, o_t and o_t+1)
+    holds 80 MB of observations, not float32's 320 MB."""
+    config = configure("minatar", {"env.id": "rdqn/MinAtar-Breakout-v0"})
+    assert config.replay.capacity == 100_000
+    assert 2 * 400 * 100_000 < memory_estimate(config) < 2 * 400 * 4 * 100_000

@@ -132,3 +132,10 @@ def observation_size(env_id: str, kwargs: Mapping[str, Any]) -> int:
     ``ValueError`` naming the option when a size in ``kwargs`` is not a positive integer."""
     env_options(env_id)
     return _OBSERVATION_SIZES[env_id](kwargs)
+
+
+def observation_itemsize(env_id: str) -> int:
+    """Bytes per stored observation value of ``env_id``: 1 for MinAtar's frames of flags (the
+    trainer stores a bool space as it comes), 4 (float32) for the others."""
+    env_options(env_id)
+    return 1 if env_id in MINATAR_ENVS else 4
