@@ -9,7 +9,7 @@ dashboard's Experiments page and the HTML report show (`rdqn.figures.experiments
 Usage:
     python -m benchmarks.experiment_figures --out docs/figures
     python -m benchmarks.experiment_figures --cliffwalk FILE --per-notebook FILE --minatar FILE \
-        --out DIR
+        --recurrent FILE --out DIR
 """
 
 from __future__ import annotations
@@ -27,11 +27,14 @@ WIDTH, HEIGHT = 1000, 480
 
 
 def figures(
-    cliffwalk: Path | None, per_notebook: Path | None, minatar: Path | None = None
+    cliffwalk: Path | None,
+    per_notebook: Path | None,
+    minatar: Path | None = None,
+    recurrent: Path | None = None,
 ) -> dict[str, go.Figure]:
     """Name -> figure for every results file given that exists."""
     from rdqn.figures.experiment_report import per_notebook_figures
-    from rdqn.figures.experiments import cliffwalk_figure, minatar_figures
+    from rdqn.figures.experiments import cliffwalk_figure, minatar_figures, recurrent_figures
 
     out: dict[str, go.Figure] = {}
     if cliffwalk is not None and cliffwalk.exists():
@@ -42,6 +45,8 @@ def figures(
         out.update(per_notebook_figures(report))
     if minatar is not None and minatar.exists():
         out.update(minatar_figures(json.loads(minatar.read_text(encoding="utf-8"))))
+    if recurrent is not None and recurrent.exists():
+        out.update(recurrent_figures(json.loads(recurrent.read_text(encoding="utf-8"))))
     return out
 
 
@@ -78,9 +83,11 @@ def main() -> None:
     parser.add_argument("--cliffwalk", type=Path, default=results / "cliffwalk.json")
     parser.add_argument("--per-notebook", type=Path, default=results / "per_notebook.json")
     parser.add_argument("--minatar", type=Path, default=results / "minatar.json")
+    parser.add_argument("--recurrent", type=Path, default=results / "recurrent.json")
     parser.add_argument("--out", type=Path, default=Path("docs/figures"))
     args = parser.parse_args()
-    for path in save_pngs(figures(args.cliffwalk, args.per_notebook, args.minatar), args.out):
+    named = figures(args.cliffwalk, args.per_notebook, args.minatar, args.recurrent)
+    for path in save_pngs(named, args.out):
         print(f"wrote {path}")
 
 
