@@ -298,8 +298,9 @@ PRESETS = ", ".join(f'"{name}"' for name in PRESET_NAMES)
             "seed = 1,",
             "sed = 1,",
             f'{STEP1}, field "settings.sed": no such setting (did you mean "seed"?); use a URL '
-            "name (env, scheme, alpha, beta, seed, steps, warmup, capacity, batch, window, lr, "
-            "gamma, target, eval) or a config field such as replay.alpha",
+            "name (env, scheme, alpha, beta, seed, steps, warmup, capacity, batch, window, burnin, "
+            "overlap, seq, eta, stored, mode, lr, gamma, target, eval) or a config field such as "
+            "replay.alpha",
             id="unknown-setting",
         ),
         pytest.param(

@@ -16,6 +16,7 @@ from rdqn.learn.agent import DivergenceError
 from rdqn.presets import PRESETS, preset
 from rdqn.runs.manifest import manifest_of
 from rdqn.training.memories import memories
+from rdqn.training.memory_view import SequenceMemories
 from rdqn.training.trainer import Trainer
 
 
@@ -686,4 +687,5 @@ def test_a_sequence_run_learns_from_batches_of_sequences() -> None:
     assert np.isfinite(trainer.sink.steps[-1]["td_abs_mean"])
     played = trainer.greedy_episode(seed=3)
     assert played.length >= 1
-    assert memories(trainer) is None  # the explorer draws transitions, not sequences (yet)
+    view = memories(trainer)  # the explorer's view is of sequences (tests/training/test_memories)
+    assert isinstance(view, SequenceMemories) and view.size == len(trainer.buffer)
