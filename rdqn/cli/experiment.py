@@ -25,16 +25,12 @@ results files, or rewrites the generated blocks of a Markdown file (``--write``)
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rdqn.cli.experiment_resume import config_digest, resumed_trials, trial_fields
+from rdqn.cli.experiment_run import command_line, read_results, read_text, run_trials
 from rdqn.cli.options import check_writable, parse_set, write_output
 from rdqn.cli.usage import UsageError
 from rdqn.validation import shown
@@ -377,13 +373,13 @@ def _experiment(
         raise UsageError(f"--out {out} is a directory; name a file to write")
     target = Path(given) if given else out.with_suffix(".html")
     if args.source:
-        report = _read(Path(args.source))
+        report = read_results(Path(args.source))
     else:
         trials, head = plan(parse_set(args.set or []))
         for path, name in ((out, "--out"), (target, option)):
             check_writable(path, name)
-        head = {"experiment": args.experiment, "command": _command(), **head}
-        report = _run(func, trials, head, summarize, out, args)
+        head = {"experiment": args.experiment, "command": command_line(), **head}
+        report = run_trials(func, trials, head, summarize, out, args)
     if not args.source or given:
         write_output(target, draw(report), option)
         if not args.quiet:
@@ -391,112 +387,6 @@ def _experiment(
     if args.table:
         print(table(report))
     return 0 if not report.get("failed") else 1
-
-
-# ------------------------------------------------------------------------------- running
-
-
-def _run(
-    func: Callable[[Any], dict[str, Any]],
-    trials: list[Any],
-    head: dict[str, Any],
-    summarize: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
-    out: Path,
-    args: argparse.Namespace,
-) -> dict[str, Any]:
-    """Every trial through `map_tasks` (with ``--resume``, every trial the results file does not
-    hold as finished); the results file rewritten after each one."""
-    from rdqn.sweeps import map_tasks
-
-    started = time.time()
-    head = {**head, "machine": _machine(), "workers": args.workers, "ray": args.ray}
-    results: list[dict[str, Any]] = []
-    earlier = 0.0
-    if args.resume:
-        results, earlier, trials = resumed_trials(out, head, trials, args.quiet)
-    failed: list[dict[str, Any]] = []
-    outcomes = (
-        map_tasks(
-            func,
-            trials,
-            workers=args.workers,
-            ray=args.ray,
-            progress=None if args.quiet else head["experiment"],
-        )
-        if trials
-        else iter(())
-    )
-    try:
-        for trial, outcome in outcomes:
-            if isinstance(outcome, BaseException):
-                fields = trial_fields(trial)
-                failed.append({**fields, "error": f"{type(outcome).__name__}: {outcome}"})
-                print(f"rdqn: trial {fields} failed: {outcome}", file=sys.stderr)
-            else:
-                results.append({**outcome, "config_digest": config_digest(trial)})
-            seconds = earlier + time.time() - started
-            report = _report(head, results, failed, summarize, seconds)
-            write_output(out, json.dumps(report, indent=1) + "\n", "--out")
-    except KeyboardInterrupt:
-        print(
-            f"rdqn: interrupted; {out} holds the {len(results)} finished trials "
-            "(--resume goes on with them)",
-            file=sys.stderr,
-        )
-        raise SystemExit(130) from None
-    report = _report(head, results, failed, summarize, earlier + time.time() - started)
-    if not trials:  # all finished before: the file rewritten once, with this run's head
-        write_output(out, json.dumps(report, indent=1) + "\n", "--out")
-    if not args.quiet:
-        print(f"results: {out} ({len(results)} trials, {len(failed)} failed)", file=sys.stderr)
-    return report
-
-
-def _report(
-    head: dict[str, Any],
-    results: list[dict[str, Any]],
-    failed: list[dict[str, Any]],
-    summarize: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
-    seconds: float,
-) -> dict[str, Any]:
-    ordered = sorted(
-        results,
-        key=lambda r: (str(r.get("game")), str(r.get("scheme")), r.get("n", 0), r["seed"]),
-    )
-    return {
-        **head,
-        "wall_seconds": seconds,
-        "summary": summarize(ordered) if ordered else [],
-        "failed": failed,
-        "trials": ordered,
-    }
-
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        report = json.loads(_text(path, "--from"))
-    except ValueError as err:  # not UTF-8 either
-        raise UsageError(f"--from {path} is not JSON: {err}") from None
-    if not isinstance(report, dict) or "summary" not in report:
-        raise UsageError(f"--from {path} is not a results file of `rdqn experiment`")
-    return report
-
-
-def _machine() -> dict[str, Any]:
-    import numpy
-    import torch
-
-    return {
-        "python": platform.python_version(),
-        "numpy": numpy.__version__,
-        "torch": torch.__version__,
-        "cpus": os.cpu_count(),
-        "load_average_at_start": list(os.getloadavg()),
-    }
-
-
-def _command() -> str:
-    return "python -m rdqn " + " ".join(sys.argv[1:]) if sys.argv[1:] else "python -m rdqn"
 
 
 # -------------------------------------------------------------------------------- tables
@@ -517,20 +407,13 @@ def _cmd_tables(args: argparse.Namespace) -> int:
         raise UsageError(f"--results {folder} holds none of the results files ({names})")
     if args.write:
         path = Path(args.write)
-        write_output(path, rewrite_blocks(_text(path, "--write"), tables), "--write")
+        write_output(path, rewrite_blocks(read_text(path, "--write"), tables), "--write")
         return 0
     if args.check:
-        stale = check_blocks(_text(Path(args.check), "--check"), tables)
+        stale = check_blocks(read_text(Path(args.check), "--check"), tables)
         for name in stale:
             print(f"stale table: {name}", file=sys.stderr)
         return 1 if stale else 0
     for name, table in tables.items():
         print(f"<!-- table: {name} -->\n{table}<!-- /table -->\n")
     return 0
-
-
-def _text(path: Path, option: str) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise UsageError(f"{option} {path} cannot be read: {err.strerror or err}") from None
