@@ -157,12 +157,17 @@ def sequences_section(view: SequenceMemories) -> None:
     """Sequence replay's memories: a list of stored sequences with their numbers, and their
     steps' |δ_t| as a heatmap."""
     start = "its stored LSTM state" if view.stored_state else "a zero state"
+    burn = (
+        f"its first {view.burn_in} steps a burn-in without loss"
+        if view.burn_in
+        else "every step learned from"
+    )
     st.caption(
         f"{view.size:,} sequences of up to {view.sequence_length} steps stored (overlapping by "
         f"{view.overlap}; {view.steps:,} of {view.capacity:,} steps) at step "
         f"{view.env_steps:,} · {view.scheme} replay · β {view.beta:.2f}. Each is replayed from "
-        f"{start}, its first {view.burn_in} steps a burn-in without loss; its priority mixes "
-        f"its steps' |δ| as η max + (1 − η) mean, η {view.eta:g}. Every number is the run's own."
+        f"{start}, {burn}; its priority mixes its steps' |δ| as η max + (1 − η) mean, "
+        f"η {view.eta:g}. Every number is the run's own."
     )
     names = [name for name in LIST_NAMES if name in view.lists]
     chosen = st.segmented_control(
