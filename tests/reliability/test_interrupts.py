@@ -130,7 +130,9 @@ def test_ctrl_c_twice_in_a_row_still_stops_resumably(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Ctrl-C pressed twice (a habit): the second, within seconds of the first, is the same
-    request; the run still stops between two steps with its checkpoint."""
+    request; the run still stops between two steps with its checkpoint; the handler found is
+    back (Python's, or SIG_IGN in a process started in the background)."""
+    found = signal.getsignal(signal.SIGINT)
     signal_inside_an_update(monkeypatch, signal.SIGINT, at=50, times=3)
     assert main(["--home", str(tmp_path), "train", "--steps", "5000", *TINY]) == 130
     _, err = capsys.readouterr()
@@ -138,14 +140,15 @@ def test_ctrl_c_twice_in_a_row_still_stops_resumably(
     assert (record.status, record.error, blocker) == ("stopped", "stopped by Ctrl-C", None)
     assert err.count("rdqn: stopping after this step") == 1, err
     assert err.endswith(f"run {record.id} stopped by Ctrl-C: `rdqn resume {record.id}` goes on\n")
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is found
 
 
 def test_a_ctrl_c_long_after_the_first_aborts_at_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """For a stop that takes too long: a later Ctrl-C interrupts where it lands, as Python
-    would, and the run is still filed 'stopped'."""
+    would, and the run is still filed 'stopped'; the handler found is back."""
+    found = signal.getsignal(signal.SIGINT)
     monkeypatch.setattr(interrupts, "ABORT_AFTER_S", 0.0)  # "later" at once
     signal_inside_an_update(monkeypatch, signal.SIGINT, at=50, times=2)
     assert main(["--home", str(tmp_path), "train", "--steps", "5000", *TINY]) == 130
@@ -153,7 +156,7 @@ def test_a_ctrl_c_long_after_the_first_aborts_at_once(
     assert err == "rdqn: interrupted (`rdqn runs list` shows any run it left)\n"
     record, _ = the_run(tmp_path)
     assert (record.status, record.error) == ("stopped", "interrupted by the user")
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is found
 
 
 # -- real signals to python -m rdqn ---------------------------------------------------------------
