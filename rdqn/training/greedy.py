@@ -23,7 +23,11 @@ from rdqn.envs.poses import pose_kind, poses
 from rdqn.replay.windows import WindowBuilder
 from rdqn.training.episodes import PlayedEpisode
 
-__all__ = ["carrying_q_values", "play_greedy"]
+__all__ = ["GREEDY_STEP_LIMIT", "carrying_q_values", "play_greedy"]
+
+GREEDY_STEP_LIMIT = 100_000
+"""The most steps a greedy episode plays: MinAtar's games have no time limit (nor has Revisiting
+Rainbow's runner, at 10^8 steps), and a greedy policy that never loses would play for ever."""
 
 
 def carrying_q_values(
@@ -56,7 +60,7 @@ def play_greedy(
 ) -> PlayedEpisode:
     """Play one episode with a = argmax_a q_values(W_t, its mask of real frames) (first maximum
     on ties) on a new env reset with ``seed``; the env's own time limit ends it (CartPole: 500
-    steps)."""
+    steps), or at the latest `GREEDY_STEP_LIMIT` steps."""
     env = make_env(env_id, **env_kwargs)
     try:
         obs, info = env.reset(seed=seed)
@@ -64,7 +68,7 @@ def play_greedy(
         builder.reset(obs)
         observations, actions, rewards, prices = [obs], [], [], [info.get("price")]
         terminated = truncated = False
-        while not (terminated or truncated):
+        while not (terminated or truncated) and len(actions) < GREEDY_STEP_LIMIT:
             action = int(np.argmax(q_values(*builder.window_and_mask())))
             obs, reward, terminated, truncated, info = env.step(action)
             builder.append(obs)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from rdqn.envs import make_env
+from rdqn.training import greedy
 from rdqn.training.episodes import PlayedEpisode
 from rdqn.training.greedy import play_greedy
 from rdqn.training.watcher import watch_seed
@@ -110,3 +111,13 @@ def test_bytes_that_are_no_episode_are_refused() -> None:
     np.savez(buffer, poses=episode.poses)  # an archive without the episode's fields
     with pytest.raises(ValueError, match="not a stored episode"):
         PlayedEpisode.from_bytes(buffer.getvalue())
+
+
+def test_an_episode_that_would_not_end_stops_at_the_step_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A greedy policy that never loses (MinAtar's games have no time limit) still returns: at
+    `GREEDY_STEP_LIMIT` steps, not ended by the game. CartPole lasts more than 5 steps."""
+    monkeypatch.setattr(greedy, "GREEDY_STEP_LIMIT", 5)
+    episode = play_greedy(always(1), "CartPole-v1", {}, 1, seed=5)
+    assert episode.length == 5 and not episode.terminated
