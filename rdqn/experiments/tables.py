@@ -328,8 +328,9 @@ def greedy_table(
 
     lines = [
         f"| {group} | {arm} | final greedy return | IQM [95% CI] | per seed | greedy curve mean "
-        f"| IQM [95% CI] | P(> {baseline}), final | P(> {baseline}), curve | env steps/s |",
-        "|---|---|---|---|---|---|---|---|---|---:|",
+        f"| IQM [95% CI] | per seed | P(> {baseline}), final | P(> {baseline}), curve "
+        "| env steps/s |",
+        "|---|---|---|---|---|---|---|---|---|---|---:|",
     ]
     rows = report["summary"]
     for row in rows:

@@ -77,7 +77,9 @@ def test_the_table_s_numbers_by_hand() -> None:
     assert rows[0]["final_eval"] == [1.0, 4.0] and rows[0]["final_eval_median"] == 2.5
     assert rows[1]["final_eval_median"] == 4.0 and rows[1]["steps_per_second_median"] == 1000.5
     table = minatar_table({"summary": rows})
-    uniform, proportional = table.splitlines()[2:4]
+    lines = table.splitlines()
+    assert len({line.count("|") for line in lines[:4]}) == 1  # every row has the header's cells
+    uniform, proportional = lines[2:4]
     assert uniform.startswith("| Breakout | uniform | 2.5 (1.0-4.0) | 2.5 [1.0–4.0] | 1.0, 4.0 |")
     assert "| proportional, α 0.5, β 0.5 | 4.0 (3.0-5.0) |" in proportional
     assert "| 0.75 [" in proportional  # final: 3 of 4 pairs

@@ -74,7 +74,9 @@ def test_the_table_s_numbers_by_hand() -> None:
     rows = recurrent_summary(results)
     assert [r["arm"] for r in rows] == ["windows", "stored-state"]
     table = recurrent_table({"summary": rows})
-    windows, stored = table.splitlines()[2:4]
+    lines = table.splitlines()
+    assert len({line.count("|") for line in lines[:4]}) == 1  # every row has the header's cells
+    windows, stored = lines[2:4]
     assert windows.startswith("| MaskedCartPole | windows | 25.0 (10.0-40.0) |")
     assert "| - | - | 150 |" in windows
     assert "| stored-state | 40.0 (30.0-50.0) |" in stored
