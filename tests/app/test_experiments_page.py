@@ -43,7 +43,7 @@ def test_figure_and_table_from_the_results_file(
     report = {"experiment": "cliffwalk", "threshold": 1e-3, "summary": SUMMARY, "command": "C"}
     at = page(monkeypatch, write(tmp_path / "cliffwalk.json", report))
     assert at.title[0].value == "Experiments"
-    assert not at.info
+    assert not [info for info in at.info if "cliffwalk" in info.value]
     (table,) = at.dataframe
     assert table.value.to_dict("records")[0] == {
         "n": 2, "memory N": 6, "uniform": "32 (29–34)", "oracle": "14"
@@ -63,8 +63,9 @@ def test_a_missing_or_foreign_file_is_one_notice(
     if content is not None:
         results.write_text(content, encoding="utf-8")
     at = page(monkeypatch, results)
-    (info,) = at.info
+    info, *studies = at.info  # the other tabs: no results files in this folder either
     assert notice in info.value and "python -m rdqn experiment cliffwalk" in info.value
+    assert [s.value.split("`")[1] for s in studies] == ["minatar.json", "recurrent.json"]
     assert not at.get("plotly_chart")
 
 
@@ -77,3 +78,15 @@ def test_summary_frame_marks_seeds_that_did_not_learn() -> None:
 def test_read_results_of_the_repository_file() -> None:
     report, problem = read_results(experiments_view.RESULTS)
     assert problem is None and report["summary"]
+
+
+def test_the_studies_tabs_draw_the_repository_s_results_files(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """MinAtar's two games and recurrent replay's one figure, each study's generated table."""
+    at = page(monkeypatch, experiments_view.RESULTS)
+    assert not at.info and len(at.get("plotly_chart")) == 1 + 2 + 1
+    tables = [m.value for m in at.markdown if m.value.startswith("| game | scheme |")]
+    tables += [m.value for m in at.markdown if m.value.startswith("| env | arm |")]
+    assert len(tables) == 2 and "| Breakout | uniform |" in tables[0]
+    assert "| MaskedCartPole | stored-state |" in tables[1]
