@@ -33,6 +33,7 @@ _ONE_WORKER = {
     "test_classroom.py": "browser-c",
     "test_reload.py": "browser-c",
     "test_lesson_layout.py": "browser-c",
+    "test_experiments.py": "browser-c",
     "test_executors.py": "executors",
     "test_tasks.py": "executors",  # rdqn.sweeps: zygotes and a local Ray, like the executors'
     "test_runner.py": "executors",
