@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page
 
 from rdqn.config import RunConfig
@@ -107,9 +108,15 @@ def click_first_memory(page: Page, listed: str = "") -> None:
         f'[class*="st-key-internals-memories_"][class*="_{listed}"] [data-testid="stDataFrame"]'
     )
 
+    def shown_box() -> dict | None:
+        try:
+            grid.scroll_into_view_if_needed()
+            return grid.bounding_box()
+        except PlaywrightError:  # redrawn by the panel's refresh under the scroll: look again
+            return None
+
     def click() -> None:
-        grid.scroll_into_view_if_needed()
-        box = wait_for(grid.bounding_box, what=f"no table of memories {listed}")
+        box = wait_for(shown_box, what=f"no table of memories {listed}")
         page.mouse.click(box["x"] + 12, box["y"] + 35 + 26)
 
     act_until(
@@ -269,6 +276,6 @@ def test_a_sequence_replay_s_memories_are_its_sequences(server: str, page: Page)
     steps = page.locator('[data-testid="stPlotlyChart"]').filter(has_text="Each sequence's steps")
     wait_until_shown(page, steps.get_by_text("step t of the sequence").first)
     assert_no_exception(page)
-    steps.scroll_into_view_if_needed()
+    page.mouse.wheel(0, 500)  # to the chart (redrawn every refresh: no element to scroll to)
     page.screenshot(path=str(ARTIFACTS / "sequence-memories.png"))
     page.context.close()
