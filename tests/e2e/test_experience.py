@@ -102,8 +102,8 @@ def _latex_number(page: Page, name: str) -> float:
 
 def click_first_memory(page: Page, listed: str = "") -> None:
     """Click the first row's selection box in the table of memories (of list ``listed``, as its
-    key spells it: the table of another list goes away), until One update by hand opens: the
-    rows are drawn on a canvas, which has nothing to wait on."""
+    key spells it: the table of another list goes away), until One update by hand opens (the
+    rows are drawn on a canvas, which has nothing to wait on), and wait for its memory."""
     grid = page.locator(
         f'[class*="st-key-internals-memories_"][class*="_{listed}"] [data-testid="stDataFrame"]'
     )
@@ -120,11 +120,9 @@ def click_first_memory(page: Page, listed: str = "") -> None:
         page.mouse.click(box["x"] + 12, box["y"] + 35 + 26)
 
     act_until(
-        page,
-        click,
-        "() => document.body.innerText.includes('A memory from run')",
-        "a click on the first memory",
+        page, click, "() => location.pathname.endsWith('/by_hand')", "a click on the first memory"
     )
+    wait_until_shown(page, page.get_by_text("A memory from run"))  # a loaded CI: 20 s and more
 
 
 def test_a_memory_s_numbers_are_the_samplers_and_a_click_works_it_by_hand(
