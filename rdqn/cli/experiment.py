@@ -308,7 +308,8 @@ def _cmd_per_notebook(args: argparse.Namespace) -> int:
 
 
 def _cmd_minatar(args: argparse.Namespace) -> int:
-    from rdqn.experiments.minatar import minatar_summary, minatar_trials, run_minatar_trial
+    from rdqn.experiments.greedy import train_greedy
+    from rdqn.experiments.minatar import minatar_summary, minatar_trials
     from rdqn.experiments.tables import minatar_table
     from rdqn.figures.experiments import minatar_page
 
@@ -326,15 +327,12 @@ def _cmd_minatar(args: argparse.Namespace) -> int:
         }
 
     output = ("--plot", "figure", minatar_page)
-    return _experiment(args, plan, run_minatar_trial, minatar_summary, minatar_table, output)
+    return _experiment(args, plan, train_greedy, minatar_summary, minatar_table, output)
 
 
 def _cmd_recurrent(args: argparse.Namespace) -> int:
-    from rdqn.experiments.recurrent import (
-        recurrent_summary,
-        recurrent_trials,
-        run_recurrent_trial,
-    )
+    from rdqn.experiments.greedy import train_greedy
+    from rdqn.experiments.recurrent import recurrent_summary, recurrent_trials
     from rdqn.experiments.tables import recurrent_table
     from rdqn.figures.experiments import recurrent_page
 
@@ -351,7 +349,7 @@ def _cmd_recurrent(args: argparse.Namespace) -> int:
         }
 
     output = ("--plot", "figure", recurrent_page)
-    return _experiment(args, plan, run_recurrent_trial, recurrent_summary, recurrent_table, output)
+    return _experiment(args, plan, train_greedy, recurrent_summary, recurrent_table, output)
 
 
 def _experiment(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -42,16 +43,16 @@ def _binned(end_steps: np.ndarray, returns: np.ndarray, total: int) -> list[floa
     return [float(s / c) if c else None for s, c in zip(sums, counts, strict=True)]
 
 
-def train_greedy(config_dict: Mapping[str, Any]) -> dict[str, Any]:
-    """Train ``config_dict`` (a `RunConfig` as a dict) to its budget on one torch thread; its
-    record (the module docstring's), with its α and β₀."""
+def train_greedy(trial: Any) -> dict[str, Any]:  # noqa: ANN401 (a study's trial dataclass)
+    """Train ``trial.config`` (a `RunConfig` as a dict) to its budget on one torch thread; its
+    record (the module docstring's): the trial's fields but its config, its α and β₀."""
     import torch
 
     from rdqn.training.trainer import Trainer
 
     torch.set_num_threads(1)
     started = time.perf_counter()
-    config = RunConfig.from_dict(dict(config_dict))
+    config = RunConfig.from_dict(dict(trial.config))
     trainer = Trainer(config)
     try:
         trainer.run()
@@ -63,6 +64,7 @@ def train_greedy(config_dict: Mapping[str, Any]) -> dict[str, Any]:
     end_steps = np.array(trainer.recorder.episode_end_steps, dtype=np.int64)
     means = evaluations.means
     return {
+        **{k: v for k, v in asdict(trial).items() if k != "config"},
         "alpha": config.replay.alpha,
         "beta0": config.replay.beta0,
         "env_steps": trainer.env_steps,

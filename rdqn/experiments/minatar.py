@@ -9,12 +9,12 @@ scheme, the table their IQMs and the probability that a prioritized run beats a 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from rdqn.config import SCHEMES
 from rdqn.envs.minatar import MINATAR_ENVS
-from rdqn.experiments.greedy import greedy_summary, train_greedy
+from rdqn.experiments.greedy import greedy_summary
 from rdqn.presets import configure
 from rdqn.validation import check_choice, check_integer
 
@@ -24,7 +24,6 @@ __all__ = [
     "MinAtarTrial",
     "minatar_summary",
     "minatar_trials",
-    "run_minatar_trial",
 ]
 
 PRESET = "minatar"
@@ -79,14 +78,6 @@ def minatar_trials(
                     MinAtarTrial(game=game, scheme=scheme, seed=seed, config=config.to_dict())
                 )
     return trials
-
-
-def run_minatar_trial(trial: MinAtarTrial) -> dict[str, Any]:
-    """Train the trial's config to its budget; its record (`train_greedy`) with its fields."""
-    return {
-        **{k: v for k, v in asdict(trial).items() if k != "config"},
-        **train_greedy(trial.config),
-    }
 
 
 def minatar_summary(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

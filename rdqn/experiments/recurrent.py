@@ -21,10 +21,10 @@ evaluations as `rdqn.experiments.greedy` records them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-from rdqn.experiments.greedy import greedy_summary, train_greedy
+from rdqn.experiments.greedy import greedy_summary
 from rdqn.presets import configure
 from rdqn.validation import check_choice, check_integer
 
@@ -33,7 +33,6 @@ __all__ = [
     "RecurrentTrial",
     "recurrent_summary",
     "recurrent_trials",
-    "run_recurrent_trial",
 ]
 
 PRESET = "e14-lesson"
@@ -97,14 +96,6 @@ def recurrent_trials(
             config = configure(PRESET, {**settings, **(overrides or {})})
             trials.append(RecurrentTrial(env=ENV, arm=arm, seed=seed, config=config.to_dict()))
     return trials
-
-
-def run_recurrent_trial(trial: RecurrentTrial) -> dict[str, Any]:
-    """Train the trial's config to its budget; its record (`train_greedy`) with its fields."""
-    return {
-        **{k: v for k, v in asdict(trial).items() if k != "config"},
-        **train_greedy(trial.config),
-    }
 
 
 def recurrent_summary(results: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
