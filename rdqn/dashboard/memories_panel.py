@@ -87,16 +87,7 @@ def memories_panel(run_id: str) -> None:
         f"{view.scheme} replay · β {view.beta:.2f}. The charts draw {len(view.drawn):,} of them; "
         "every number is the run's own. Click a row to work its update by hand."
     )
-    names = [name for name in LIST_NAMES if name in view.lists]
-    chosen = st.segmented_control(
-        "Memories",
-        names,
-        format_func=LIST_NAMES.get,
-        default=names[0],
-        required=True,
-        key="internals.memory_list",
-        label_visibility="collapsed",
-    )
+    chosen = _list_chooser("Memories", view.lists, "internals.memory_list")
     event = st.dataframe(
         memory_table(view, chosen),
         column_config=_columns(),
@@ -122,6 +113,20 @@ def memories_panel(run_id: str) -> None:
     right.caption(
         "**What to look for:** uniform replay replays each memory about as often as the dashed "
         "line; prioritized replay replays a few surprising memories far more."
+    )
+
+
+def _list_chooser(label: str, lists: dict[str, object], key: str) -> str:
+    """Which of the view's ``lists`` (in `LIST_NAMES` order) the table shows."""
+    names = [name for name in LIST_NAMES if name in lists]
+    return st.segmented_control(
+        label,
+        names,
+        format_func=LIST_NAMES.get,
+        default=names[0],
+        required=True,
+        key=key,
+        label_visibility="collapsed",
     )
 
 
@@ -169,16 +174,7 @@ def sequences_section(view: SequenceMemories) -> None:
         f"{start}, {burn}; its priority mixes its steps' |δ| as η max + (1 − η) mean, "
         f"η {view.eta:g}. Every number is the run's own."
     )
-    names = [name for name in LIST_NAMES if name in view.lists]
-    chosen = st.segmented_control(
-        "Sequences",
-        names,
-        format_func=LIST_NAMES.get,
-        default=names[0],
-        required=True,
-        key="internals.sequence_list",
-        label_visibility="collapsed",
-    )
+    chosen = _list_chooser("Sequences", view.lists, "internals.sequence_list")
     st.dataframe(
         sequence_table(view, chosen),
         column_config=_sequence_columns(),
