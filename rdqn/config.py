@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import collections.abc
 import dataclasses
-import difflib
-import types
-import typing
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
+from rdqn import config_paths
 from rdqn.envs import ENV_IDS
 from rdqn.envs.minatar import MINATAR_ENVS
 from rdqn.learn.agent_config import AgentConfig
@@ -406,7 +404,7 @@ class RunConfig:
     def from_dict(cls, data: dict[str, Any]) -> RunConfig:
         """Build from `to_dict()` output; unknown keys and bad values raise `ValueError`
         (`RETIRED_FIELDS`, which earlier versions wrote, are dropped)."""
-        return _from_dict(cls, data, "")
+        return config_paths.build(cls, data, retired=RETIRED_FIELDS)
 
     def with_overrides(self, overrides: collections.abc.Mapping[str, Any]) -> RunConfig:
         """A copy with dotted-path fields replaced, e.g. `{"replay.alpha": 0.7, "seed": 3}`."""
@@ -453,7 +451,7 @@ class RunConfig:
 
     def leaves(self) -> dict[str, Any]:
         """Every leaf field by dotted path: ``{"preset": ..., "replay.alpha": 0.6, ...}``."""
-        return _flatten(self.to_dict(), "")
+        return config_paths.flatten(self.to_dict())
 
     def overrides_from(self, base: RunConfig) -> dict[str, Any]:
         """The dotted overrides that turn ``base`` into this config (fields that differ)."""
@@ -469,89 +467,19 @@ class RunConfig:
         return value
 
 
-def _flatten(data: dict[str, Any], prefix: str) -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for name, value in data.items():
-        if isinstance(value, dict) and name != "kwargs":
-            flat.update(_flatten(value, f"{prefix}{name}."))
-        else:
-            flat[f"{prefix}{name}"] = value
-    return flat
-
-
 RETIRED_FIELDS: frozenset[str] = frozenset({"replay.rank_sort_every"})
 """Fields that configs stored by earlier versions may hold and that no longer exist; `from_dict`
 drops them. ``replay.rank_sort_every``: the rank order was re-sorted every K changes; it is now
 exact at every draw, so there is nothing to set."""
 
 
-def _from_dict(cls: type, data: Any, prefix: str) -> Any:
-    if not isinstance(data, dict):
-        raise ValueError(f"{prefix.rstrip('.') or 'config'} must be a mapping, got {data!r}")
-    hints = typing.get_type_hints(cls)
-    known = {f.name for f in fields(cls)}
-    data = {name: value for name, value in data.items() if prefix + name not in RETIRED_FIELDS}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        where = f" in {prefix.rstrip('.')}" if prefix else ""
-        raise ValueError(f"unknown config field(s){where}: {', '.join(unknown)}")
-    kwargs = {}
-    for name, value in data.items():
-        hint = hints[name]
-        if dataclasses.is_dataclass(hint):
-            kwargs[name] = _from_dict(hint, value, f"{prefix}{name}.")
-        else:
-            kwargs[name] = _coerce(hint, value)
-    try:
-        return cls(**kwargs)
-    except ValueError as err:
-        raise ValueError(f"{prefix}{err}") from err
-
-
-def _coerce(hint: Any, value: Any) -> Any:
-    """JSON gives ints where floats are declared (e.g. alpha: 1); accept those losslessly."""
-    args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
-    if float in args and is_integer(value):
-        try:
-            return float(value)
-        except OverflowError:  # too large for a float: the field's rule names it
-            return value
-    return value
-
-
-def config_field(path: str, cls: type = RunConfig) -> dataclasses.Field[Any]:
-    """The dataclass field behind a dotted path (``"replay.alpha"``), with its doc, rule and
+def config_field(path: str) -> dataclasses.Field[Any]:
+    """The `RunConfig` field behind a dotted path (``"replay.alpha"``), with its doc, rule and
     label in ``metadata``; ``ValueError`` for a path that names no leaf field (with the closest
     names, for a typo)."""
-    node: Any = cls
-    parts = path.split(".")
-    for k, part in enumerate(parts):
-        found = {f.name: f for f in fields(node)}.get(part)
-        if found is None:
-            break
-        hint = typing.get_type_hints(node)[part]
-        if k == len(parts) - 1:
-            if dataclasses.is_dataclass(hint):
-                names = ", ".join(f"{path}.{f.name}" for f in fields(hint))
-                raise ValueError(
-                    f"{path!r} is a group of fields, not one field; set one of {names}"
-                )
-            return found
-        if not dataclasses.is_dataclass(hint):
-            break
-        node = hint
-    close = difflib.get_close_matches(path, list(field_docs(cls)), n=3)
-    hint_text = f"; did you mean {' or '.join(repr(name) for name in close)}?" if close else ""
-    raise ValueError(f"unknown config field {path!r}{hint_text}")
+    return config_paths.field_at(RunConfig, path)
 
 
-def field_docs(cls: type = RunConfig, prefix: str = "") -> dict[str, str]:
-    """`{"replay.alpha": "Priority exponent: ...", ...}` for every leaf field."""
-    hints = typing.get_type_hints(cls)
-    docs: dict[str, str] = {}
-    for f in fields(cls):
-        if dataclasses.is_dataclass(hints[f.name]):
-            docs.update(field_docs(hints[f.name], f"{prefix}{f.name}."))
-        else:
-            docs[f"{prefix}{f.name}"] = f.metadata.get("doc", "")
-    return docs
+def field_docs() -> dict[str, str]:
+    """`{"replay.alpha": "Priority exponent: ...", ...}` for every leaf field of `RunConfig`."""
+    return config_paths.leaf_docs(RunConfig)

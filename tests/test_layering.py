@@ -3,7 +3,8 @@
 Lowest first; a module may import rdqn modules of its own package or of lower layers only:
 
     validation, schemes   checking values; the replay schemes' names
-    replay, envs, stats   the replay engine; the environments; spread over runs (IQM, CIs)
+    replay, envs, stats   the replay engine; the environments; spread over runs (IQM, CIs);
+    config_paths          dotted paths over a tree of dataclasses
     learn                 nets, agent, its config, the fused update
     config                RunConfig (composes the configs below it)
     presets, limits       the named RunConfigs; a server's limits on them
@@ -50,6 +51,7 @@ LAYERS = {
     "replay": 1,
     "envs": 1,
     "stats": 1,
+    "config_paths": 1,
     "learn": 2,
     "config": 3,
     "presets": 4,
