@@ -15,17 +15,12 @@ A sequence whose steps the ring overwrote is removed from the sampler at once
 (`Sampler.on_remove`), and a priority computed for a sequence that left since it was drawn is
 skipped and counted (`stale_updates`), never given to the slot's next sequence.
 
-A batch of B sequences (`SequenceBatch`) holds, for a sequence of length l <= m starting at step
-t0, the observations o_{t0} .. o_{t0 + l - 1} and then o_{t0 + l} (the last step's next
-observation, for its TD target) at positions 0 .. l, zeros after them (``obs_mask`` False); its
-actions, rewards and flags at positions 0 .. l - 1 (``step_mask``); and the state recorded at its
-first step.
+A draw hands the learner a `SequenceBatch` (`rdqn.replay.sequence_batch`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,11 +28,11 @@ from numpy.typing import ArrayLike, DTypeLike, NDArray
 
 from rdqn.replay.buffer import check_obs, check_obs_dtype, check_obs_shape, check_step
 from rdqn.replay.checks import check_slots
-from rdqn.replay.kernels.compiled import kernel
 from rdqn.replay.priorities import sequence_priority
 from rdqn.replay.samplers import Sampler, UniformSampler
 from rdqn.replay.sampling_kernels import check_normalization, importance_weights_kernel
 from rdqn.replay.scheme_registry import scheme_of
+from rdqn.replay.sequence_batch import SequenceBatch, gather_sequences
 from rdqn.replay.sequences import SequenceIndex
 from rdqn.replay.sizes import check_nbytes, format_bytes, sequence_slots, storage_nbytes
 from rdqn.replay.state_checks import ReplayStateError, entry, integer_field, mapping, refuse
@@ -55,109 +50,6 @@ __all__ = ["SequenceBatch", "SequenceReplay"]
 
 _HEADER = ("capacity", "sequence_length", "overlap", "sequence_capacity", "state_size")
 """The integers a state must share with the replay that loads it (and obs_shape)."""
-
-
-@dataclass(frozen=True)
-class SequenceBatch:
-    """B sequences of up to m steps (module docstring).
-
-    Attributes:
-        obs: (B, m + 1, *obs_shape) o_{t0 + p} at positions p < l, o_{t0 + l} at p = l, zeros
-            after.
-        obs_mask: (B, m + 1) bool, True at positions p <= l.
-        actions: (B, m) int64; rewards: (B, m) float32; terminated, truncated: (B, m) bool;
-            zero and False at positions p >= l.
-        step_mask: (B, m) bool, True at the steps p < l (a view of ``obs_mask[:, 1:]``).
-        lengths: (B,) int64 l, 1 <= l <= m.
-        starts_episode: (B,) bool, whether the sequence begins its episode (t0 = 0).
-        states: (B, state_size) float32, the state recorded at step t0.
-        indices: (B,) int64 sequence slots; generations: (B,) int64 their sequence numbers.
-        probabilities, weights: (B,) float64 P(i) and the IS weights.
-    """
-
-    obs: NDArray
-    obs_mask: NDArray[np.bool_]
-    actions: NDArray[np.int64]
-    rewards: NDArray[np.float32]
-    terminated: NDArray[np.bool_]
-    truncated: NDArray[np.bool_]
-    step_mask: NDArray[np.bool_]
-    lengths: NDArray[np.int64]
-    starts_episode: NDArray[np.bool_]
-    states: NDArray[np.float32]
-    indices: NDArray[np.int64]
-    generations: NDArray[np.int64]
-    probabilities: NDArray[np.float64]
-    weights: NDArray[np.float64]
-
-    def __len__(self) -> int:
-        return int(self.indices.shape[0])
-
-
-@kernel
-def gather_sequences_kernel(
-    frames: NDArray,
-    small: NDArray[np.int32],
-    stored_flags: NDArray[np.bool_],
-    rewards: NDArray[np.float32],
-    starts: NDArray[np.int64],
-    lengths: NDArray[np.int32],
-    states: NDArray[np.float32],
-    sequences: NDArray[np.int64],
-    count: bool,
-    out_obs: NDArray,
-    out_mask: NDArray[np.bool_],
-    out_actions: NDArray[np.int64],
-    out_rewards: NDArray[np.float32],
-    out_flags: NDArray[np.bool_],
-    out_lengths: NDArray[np.int64],
-    out_first: NDArray[np.bool_],
-    out_states: NDArray[np.float32],
-) -> None:
-    """Row b: sequence slot q = sequences[b] of l = lengths[q] steps from ring slot
-    starts[q] mod C; out_obs[b, p] = obs of its step p for p < l, next_obs of its last step at
-    p = l, zeros after (out_mask True at p <= l); actions, rewards and (terminated, truncated)
-    at p < l, zeros after; l, whether its first step has episode step 0, and its state. With
-    ``count``, each of its steps' sample count goes up by one. The storage comes stacked as
-    `RingStorage` keeps it (frames = (obs, next_obs), small = (actions, episode_step,
-    sample_counts), stored_flags = (terminated, truncated))."""
-    capacity = frames.shape[1]
-    width = frames.shape[2]
-    steps = out_actions.shape[1]
-    obs, next_obs = frames[0], frames[1]
-    actions, episode_step, sample_counts = small[0], small[1], small[2]
-    for b in range(sequences.shape[0]):
-        q = sequences[b]
-        length = lengths[q]
-        first = starts[q] % capacity
-        for p in range(steps + 1):
-            slot = (first + p) % capacity
-            if p < length:
-                for d in range(width):
-                    out_obs[b, p, d] = obs[slot, d]
-                out_actions[b, p] = actions[slot]
-                out_rewards[b, p] = rewards[slot]
-                out_flags[0, b, p] = stored_flags[0, slot]
-                out_flags[1, b, p] = stored_flags[1, slot]
-                if count:
-                    sample_counts[slot] += 1
-            elif p == length:
-                last = (first + length - 1) % capacity
-                for d in range(width):
-                    out_obs[b, p, d] = next_obs[last, d]
-            else:
-                for d in range(width):
-                    out_obs[b, p, d] = 0
-            out_mask[b, p] = p <= length
-            if length <= p < steps:
-                out_actions[b, p] = 0
-                out_rewards[b, p] = 0.0
-                out_flags[0, b, p] = False
-                out_flags[1, b, p] = False
-        out_lengths[b] = length
-        out_first[b] = episode_step[first] == 0
-        for d in range(states.shape[1]):
-            out_states[b, d] = states[q, d]
 
 
 class SequenceReplay:
@@ -363,7 +255,9 @@ class SequenceReplay:
         indices, probabilities, weights = self.sampler.sample(
             self.index.used, batch_size, beta, self.rng
         )
-        return self._gather(indices, probabilities, weights, count=True)
+        return gather_sequences(
+            self.storage, self.index, indices, probabilities, weights, count=True
+        )
 
     def sequences(self, indices: ArrayLike, beta: float = 1.0) -> SequenceBatch:
         """The live sequences in slots ``indices`` as a batch, with the P(i) and IS weights a
@@ -371,58 +265,8 @@ class SequenceReplay:
         slots = check_slots("indices", indices, self.index.used)
         weights = self.importance_weights(slots, beta)
         probabilities = self.probabilities()[slots]
-        return self._gather(slots, probabilities, weights, count=False)
-
-    def _gather(
-        self,
-        indices: NDArray[np.int64],
-        probabilities: NDArray[np.float64],
-        weights: NDArray[np.float64],
-        *,
-        count: bool,
-    ) -> SequenceBatch:
-        batch_size = indices.shape[0]
-        m, width = self.index.length, math.prod(self.obs_shape)
-        obs = np.empty((batch_size, m + 1, width), self.storage.obs_dtype)
-        obs_mask = np.empty((batch_size, m + 1), np.bool_)
-        actions = np.empty((batch_size, m), np.int64)
-        rewards = np.empty((batch_size, m), np.float32)
-        flags = np.empty((2, batch_size, m), np.bool_)
-        lengths = np.empty(batch_size, np.int64)
-        first = np.empty(batch_size, np.bool_)
-        states = np.empty((batch_size, self.index.state_size), np.float32)
-        storage, index = self.storage, self.index
-        gather_sequences_kernel(
-            *storage.stacks(),
-            index.start,
-            index.lengths,
-            index.states,
-            indices,
-            count,
-            obs,
-            obs_mask,
-            actions,
-            rewards,
-            flags,
-            lengths,
-            first,
-            states,
-        )
-        return SequenceBatch(
-            obs=obs.reshape((batch_size, m + 1, *self.obs_shape)),
-            obs_mask=obs_mask,
-            actions=actions,
-            rewards=rewards,
-            terminated=flags[0],
-            truncated=flags[1],
-            step_mask=obs_mask[:, 1:],
-            lengths=lengths,
-            starts_episode=first,
-            states=states,
-            indices=indices,
-            generations=index.number[indices],
-            probabilities=probabilities,
-            weights=weights,
+        return gather_sequences(
+            self.storage, self.index, slots, probabilities, weights, count=False
         )
 
     def update_priorities(self, batch: SequenceBatch, td_errors: ArrayLike, mask: ArrayLike) -> int:

@@ -29,7 +29,7 @@ KERNEL_MODULES: tuple[str, ...] = (
     "rdqn.replay.rank.blocks",
     "rdqn.replay.rank.writes",
     "rdqn.replay.storage",
-    "rdqn.replay.sequence_replay",
+    "rdqn.replay.sequence_batch",
     "rdqn.replay.windows",
     "rdqn.replay.checks",
     "rdqn.learn.fused_mlp",
