@@ -26,13 +26,10 @@ is left of the budget (beta, annealed over the budget's updates, then stops shor
 drive a trainer through `rdqn.runs.lifecycle.RecordedRun` (to the end with `run_to_end`, or step
 by step with `rdqn.runs.control.drive`); the trainer's own status only describes its loop.
 
-Resuming: `checkpoint_state(resumable=True)` holds everything the loop depends on (weights, target,
-optimizer, replay memory with its priorities, every generator, counters, telemetry, and inside an
-episode the env's own state, the observation, the acting window and the return so far), and
-`restore` makes a fresh trainer of the same config go on from it exactly as if it had never
-stopped, at any step. (A checkpoint of an older rdqn, saved inside an episode without its state,
-drops the rest of that episode: its steps stay counted and stored, and a new one begins.)
-The schedules (epsilon over env steps, beta over updates) are functions of the counters.
+Resuming: `checkpoint_state(resumable=True)` holds everything the loop depends on, and `restore`
+makes a fresh trainer of the same config go on from it exactly, at any step
+(`rdqn.training.checkpointing`). The schedules (epsilon over env steps, beta over updates) are
+functions of the counters.
 """
 
 from __future__ import annotations
@@ -46,22 +43,16 @@ import numpy as np
 
 from rdqn.config import RETURN_WINDOW, RunConfig
 from rdqn.envs import make_env
-from rdqn.envs.episode_state import episode_state, load_episode_state
 from rdqn.learn.agent import DivergenceError, DQNAgent
 from rdqn.learn.nets import STATE_SIZE
 from rdqn.replay import LinearSchedule, SequenceReplay, SumTree, WindowBuilder
-from rdqn.replay.state_checks import ReplayStateError
+from rdqn.training import checkpointing
 from rdqn.training.episodes import PlayedEpisode
 from rdqn.training.evaluation import Evaluations, evaluation_seeds
 from rdqn.training.greedy import carrying_q_values, play_greedy
 from rdqn.training.resume_checks import CheckedResume, check_resume
 from rdqn.training.sampler_check import GoodnessOfFit, check_sampler
-from rdqn.training.state import (
-    RESUME_KEY,
-    ResumeStateError,
-    env_rng,
-    to_checkpoint,
-)
+from rdqn.training.state import RESUME_KEY, ResumeStateError, env_rng
 from rdqn.training.telemetry import (
     Telemetry,
     TelemetryRecorder,
@@ -409,117 +400,17 @@ class Trainer:
 
     def checkpoint_state(self, *, resumable: bool = False) -> dict[str, Any]:
         """Agent weights, optimizer, counters and config, loadable with weights_only=True; with
-        ``resumable`` also, under `RESUME_KEY`, the rest of what `restore` needs: the replay
-        memory (observations, actions, rewards, flags, the sum/min trees or rank order, the
-        maximum priority, cursor and size), the replay, env, action-space and diagnostic
-        generators, telemetry, timings and wall time. The torch generator only initialises the
-        weights, so it is not needed. Refused (``RuntimeError``) unless `between_steps`.
-        """
-        state: dict[str, Any] = {
-            "agent": self.agent.state_dict(),
-            "config": self.config.to_dict(),
-            "counters": {
-                "env_steps": self.env_steps,
-                "updates": self.updates,
-                "episodes": self.episodes,
-            },
-        }
-        if resumable:
-            if not self.between_steps:
-                raise RuntimeError(
-                    f"the trainer was cut off inside step {self.env_steps + 1}; its state cannot "
-                    "be resumed"
-                )
-            state[RESUME_KEY] = {
-                "replay": to_checkpoint(self.buffer.state_dict()),
-                "env_rng": env_rng(self.env).bit_generator.state,
-                "episode_start_rng": self._episode_start_rng,
-                "action_space_rng": self.env.action_space.np_random.bit_generator.state,
-                "diagnostic_rng": self._diagnostic_rng.bit_generator.state,
-                "episode_steps": self._episode_length,
-                "episode": self._episode_under_way(),
-                "telemetry": to_checkpoint(self.recorder.state_dict()),
-                "timings": self.timings.state_dict(),
-                "wall_time": self._clock() - self._started,
-            }
-        return state
-
-    def _episode_under_way(self) -> dict[str, Any] | None:
-        """What the episode under way needs to go on exactly (None between two episodes): its
-        observation, return so far, the env's own state (`rdqn.envs.episode_state`) and the
-        acting window's frames."""
-        if self._episode_length == 0:
-            return None
-        episode = {
-            "obs": np.asarray(self._obs),
-            "return": self._episode_return,
-            "env": episode_state(self.env),
-            "window": self.windows.state_dict(),
-        }
-        if self.sequences:
-            episode["state"] = self._carried.copy()
-        return to_checkpoint(episode)
+        ``resumable`` also, under `RESUME_KEY`, the rest of what `restore` needs
+        (`rdqn.training.checkpointing.save`). Refused (``RuntimeError``) unless
+        `between_steps`."""
+        return checkpointing.save(self, resumable=resumable)
 
     def restore(self, state: Mapping[str, Any]) -> None:
         """Continue from ``state`` (`checkpoint_state(resumable=True)` of a trainer of this
-        config) where it stopped; see the module docstring.
-
-        Only a trainer that has not stepped yet restores (``RuntimeError``). The whole state is
-        checked before anything changes (`check_resume`): a state without resume data, of another
-        config, or that a trainer of this config could not have saved raises ``ValueError``
-        (`ResumeStateError`, or the replay memory's `ReplayStateError`) naming what is wrong.
-        """
-        if self.env_steps or self.status != "created":
-            raise RuntimeError("only a trainer that has not stepped yet can restore a run")
-        checked = self.check_resume(state)
-        try:
-            self.buffer.load_state_dict(checked.replay)  # checked whole before anything changes
-        except ReplayStateError as err:
-            said = str(err)
-            if not said.startswith("replay state"):
-                said = f"replay state: {said}"
-            raise ReplayStateError(said) from None
-        self.agent.load_state_dict(state["agent"])
-        self.env_steps, self.updates, self.episodes = checked.counters
-        resume = checked.resume
-        self._diagnostic_rng.bit_generator.state = resume["diagnostic_rng"]
-        self.recorder.load_state_dict(checked.telemetry)
-        self._goal_reached = self._reaches_goal()
-        self.timings.load_state_dict(resume["timings"])
-        self._started = self._clock() - float(resume["wall_time"])
-        rng = env_rng(self.env)
-        episode = checked.episode
-        if resume["episode_steps"] == 0:
-            # Stopped between two episodes: replay the reset that began the next one (the seeded
-            # first reset, done when this trainer was built, needs no replay).
-            self._episode_start_rng = resume["episode_start_rng"]
-            if self._episode_start_rng is not None:
-                rng.bit_generator.state = self._episode_start_rng
-                self._obs, _ = self.env.reset()
-                rng.bit_generator.state = resume["env_rng"]
-            self.windows.reset(self._obs)
-        elif episode is not None:
-            # Stopped inside an episode: the env, the acting window and the episode's return go
-            # on where they were (the env was reset when this trainer was built).
-            self._episode_start_rng = resume["episode_start_rng"]
-            load_episode_state(self.env, episode["env"], resume["episode_steps"])
-            rng.bit_generator.state = resume["env_rng"]
-            self._obs = episode["obs"]
-            self._episode_return = float(episode["return"])
-            self._episode_length = int(resume["episode_steps"])
-            self.windows.load_state_dict(episode["window"])
-            if self.sequences:
-                self._carried = np.array(episode["state"], np.float32)
-        else:
-            # Saved inside an episode by an rdqn that kept no episode state: its stored steps
-            # stay, its end is never seen; the next transition starts a new episode (no window
-            # reaches back into the cut one).
-            rng.bit_generator.state = resume["env_rng"]
-            self._episode_start_rng = resume["env_rng"]
-            self.buffer.new_episode()
-            self._obs, _ = self.env.reset()
-            self.windows.reset(self._obs)
-        self.env.action_space.np_random.bit_generator.state = resume["action_space_rng"]
+        config) where it stopped (`rdqn.training.checkpointing.restore`). Only a trainer that has
+        not stepped yet restores (``RuntimeError``); the whole state is checked before anything
+        changes (`check_resume`), and ``ValueError`` names what is wrong."""
+        checkpointing.restore(self, state)
 
     def check_resume(self, state: Mapping[str, Any]) -> CheckedResume:
         """Check a resume state before `restore` uses any of it, changing nothing
