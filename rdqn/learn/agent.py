@@ -25,7 +25,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import torch
@@ -39,7 +39,8 @@ from rdqn.learn.errors import DivergenceError
 from rdqn.learn.fused_mlp import FusedMLP, fused_update_supported
 from rdqn.learn.nets import STATE_SIZE, RecurrentQNet, build_q_network
 from rdqn.learn.sequence_update import SequenceLearnResult, sequence_arrays, sequence_update
-from rdqn.learn.targets import discounts, next_values, td_targets
+from rdqn.learn.targets import next_values, td_targets
+from rdqn.learn.transition_batch import BatchArrays, BatchLike, as_tensor, batch_arrays
 from rdqn.validation import check_integer
 
 __all__ = [
@@ -50,37 +51,6 @@ __all__ = [
     "SequenceLearnResult",
     "TDTerms",
 ]
-
-
-class BatchLike(Protocol):
-    """The replay batch fields :meth:`DQNAgent.learn` reads (duck-typed).
-
-    Shapes: ``obs``/``next_obs`` (B, T, *obs_shape); the rest (B,). ``weights`` are the IS weights
-    w_i (``None`` means all ones, as for uniform replay). ``truncated`` is carried but never removes
-    the bootstrap term.
-    """
-
-    obs: NDArray[np.floating]
-    actions: NDArray[np.integer]
-    rewards: NDArray[np.floating]
-    next_obs: NDArray[np.floating]
-    terminated: NDArray[np.bool_]
-    truncated: NDArray[np.bool_]
-    weights: NDArray[np.floating] | None
-
-
-@dataclass(frozen=True)
-class _BatchArrays:
-    """A validated batch as host arrays; ``discount`` is gamma * (1 - terminated)."""
-
-    obs: NDArray[np.float32]
-    next_obs: NDArray[np.float32]
-    actions: NDArray[np.int64]
-    rewards: NDArray[np.float32]
-    discount: NDArray[np.float32]
-    weights: NDArray[np.float32] | None
-    obs_mask: NDArray[np.bool_] | None = None
-    next_obs_mask: NDArray[np.bool_] | None = None
 
 
 @dataclass(frozen=True)
@@ -108,15 +78,6 @@ class TDTerms:
     next_value: NDArray[np.float64]
     target: NDArray[np.float64]
     td_error: NDArray[np.float64]
-
-
-def _as_tensor(array: Any, dtype: np.dtype[Any] | type, device: torch.device) -> torch.Tensor:
-    """Zero-copy ``torch.from_numpy`` where the array already has the dtype and layout."""
-    array = np.ascontiguousarray(array, dtype=dtype)
-    if not array.flags.writeable:
-        array = array.copy()
-    tensor = torch.from_numpy(array)
-    return tensor if device.type == "cpu" else tensor.to(device, non_blocking=True)
 
 
 class DQNAgent:
@@ -209,7 +170,7 @@ class DQNAgent:
             return self._fused.q_values(np.ascontiguousarray(window[-1:]))[0]
         masks = None if mask is None or not self._recurrent else np.asarray(mask, np.bool_)[None]
         with torch.no_grad():
-            q = self._q(self.online, _as_tensor(window[None], np.float32, self.device), masks)
+            q = self._q(self.online, as_tensor(window[None], np.float32, self.device), masks)
             return q[0].cpu().numpy()
 
     def _q(self, net: nn.Module, obs: torch.Tensor, mask: NDArray[np.bool_] | None) -> torch.Tensor:
@@ -261,8 +222,8 @@ class DQNAgent:
         before = np.asarray(state, dtype=np.float32).reshape(1, STATE_SIZE)
         with torch.no_grad():
             q, after = self.online.unroll(
-                _as_tensor(steps, np.float32, self.device),
-                _as_tensor(before, np.float32, self.device),
+                as_tensor(steps, np.float32, self.device),
+                as_tensor(before, np.float32, self.device),
             )
         return q[0, 0].cpu().numpy(), after[0].cpu().numpy()
 
@@ -270,12 +231,12 @@ class DQNAgent:
         """Q(W_i, a_i), Q_target(W'_i, a*_i), the target y_i and the TD error delta_i = y_i -
         Q(W_i, a_i) of each transition of ``batch`` by the current networks, with no update (the
         numbers "One update by hand" shows for a stored memory)."""
-        arrays = self._batch_arrays(batch)
+        arrays = self._arrays(batch)
         dev = self.device
         with torch.no_grad():
-            obs = _as_tensor(arrays.obs, np.float32, dev)
-            next_obs = _as_tensor(arrays.next_obs, np.float32, dev)
-            actions = _as_tensor(arrays.actions, np.int64, dev).unsqueeze(1)
+            obs = as_tensor(arrays.obs, np.float32, dev)
+            next_obs = as_tensor(arrays.next_obs, np.float32, dev)
+            actions = as_tensor(arrays.actions, np.int64, dev).unsqueeze(1)
             q_taken = self._q(self.online, obs, arrays.obs_mask).gather(1, actions)
             q_taken = q_taken.squeeze(1).double()
             next_q = self._q(self.target, next_obs, arrays.next_obs_mask).double()
@@ -284,8 +245,8 @@ class DQNAgent:
                 if self.config.double_dqn
                 else None
             )
-            rewards = _as_tensor(arrays.rewards, np.float32, dev).double()
-            discount = _as_tensor(arrays.discount, np.float32, dev).double()
+            rewards = as_tensor(arrays.rewards, np.float32, dev).double()
+            discount = as_tensor(arrays.discount, np.float32, dev).double()
             target = td_targets(rewards, discount, next_q, next_online)
         return TDTerms(
             q_taken=q_taken.cpu().numpy(),
@@ -301,7 +262,7 @@ class DQNAgent:
         Raises :class:`DivergenceError` (weights, optimizer state and ``updates`` untouched) when
         the loss, any TD error or the gradient norm is non-finite.
         """
-        arrays = self._batch_arrays(batch)
+        arrays = self._arrays(batch)
         if self._fused is not None:
             host = self._fused_update(self._fused, arrays)
         else:
@@ -355,52 +316,17 @@ class DQNAgent:
         self._update_target()
         return result
 
-    def _batch_arrays(self, batch: BatchLike) -> _BatchArrays:
-        """Validated float32/int64 host arrays; observations as (B, T, d)."""
-        obs = np.asarray(batch.obs, dtype=np.float32)
-        next_obs = np.asarray(batch.next_obs, dtype=np.float32)
-        if obs.ndim < 3 or math.prod(obs.shape[2:]) != self.obs_dim or obs.shape != next_obs.shape:
-            raise ValueError(
-                f"obs and next_obs must share a shape (B, T, *obs_shape) with prod(obs_shape) == "
-                f"{self.obs_dim}, got {obs.shape} and {next_obs.shape}"
-            )
-        batch_size, steps = obs.shape[:2]
-        actions = np.asarray(batch.actions)
-        if actions.shape != (batch_size,):
-            raise ValueError(f"actions must have shape ({batch_size},), got {actions.shape}")
-        if batch_size and (actions.min() < 0 or actions.max() >= self.n_actions):
-            raise ValueError(
-                f"actions must be in [0, {self.n_actions}), got range "
-                f"[{actions.min()}, {actions.max()}]"
-            )
-        terminated = np.asarray(batch.terminated, dtype=np.float32)
-        return _BatchArrays(
-            obs=obs.reshape(batch_size, steps, self.obs_dim),
-            next_obs=next_obs.reshape(batch_size, steps, self.obs_dim),
-            actions=actions.astype(np.int64, copy=False),
-            rewards=np.asarray(batch.rewards, dtype=np.float32),
-            # gamma * (1 - terminated_i), computed on the host: one array instead of three ops.
-            discount=discounts(self.config.gamma, terminated).astype(np.float32),
-            weights=None if batch.weights is None else np.asarray(batch.weights, np.float32),
-            obs_mask=self._mask_of(batch, "obs_mask", (batch_size, steps)),
-            next_obs_mask=self._mask_of(batch, "next_obs_mask", (batch_size, steps)),
+    def _arrays(self, batch: BatchLike) -> BatchArrays:
+        return batch_arrays(
+            batch,
+            obs_dim=self.obs_dim,
+            n_actions=self.n_actions,
+            gamma=self.config.gamma,
+            recurrent=self._recurrent,
         )
 
-    def _mask_of(
-        self, batch: BatchLike, name: str, shape: tuple[int, int]
-    ) -> NDArray[np.bool_] | None:
-        """The batch's padding mask ``name`` for a recurrent network (None for the others,
-        which read a window's last frame only, and for a batch without one)."""
-        mask = getattr(batch, name, None)
-        if mask is None or not self._recurrent:
-            return None
-        mask = np.asarray(mask, dtype=np.bool_)
-        if mask.shape != shape:
-            raise ValueError(f"{name} must have shape {shape}, got {mask.shape}")
-        return mask
-
     @staticmethod
-    def _fused_update(fused: FusedMLP, arrays: _BatchArrays) -> NDArray[np.float64]:
+    def _fused_update(fused: FusedMLP, arrays: BatchArrays) -> NDArray[np.float64]:
         """The update as one compiled call (:mod:`rdqn.learn.fused_mlp`; the MLP reads the last
         step).
 
@@ -417,19 +343,19 @@ class DQNAgent:
         )
         return np.concatenate([result.td_errors, result.stats])
 
-    def _autograd_update(self, arrays: _BatchArrays) -> NDArray[np.float64]:
+    def _autograd_update(self, arrays: BatchArrays) -> NDArray[np.float64]:
         """The update with autograd and ``torch.optim``; returns ``[td..., loss, q_mean, norm]``.
 
         The optimizer steps only when every returned number is finite.
         """
         cfg = self.config
         dev = self.device
-        obs = _as_tensor(arrays.obs, np.float32, dev)
-        next_obs = _as_tensor(arrays.next_obs, np.float32, dev)
-        actions = _as_tensor(arrays.actions, np.int64, dev).unsqueeze(1)
-        rewards = _as_tensor(arrays.rewards, np.float32, dev)
-        discount = _as_tensor(arrays.discount, np.float32, dev)
-        weights = None if arrays.weights is None else _as_tensor(arrays.weights, np.float32, dev)
+        obs = as_tensor(arrays.obs, np.float32, dev)
+        next_obs = as_tensor(arrays.next_obs, np.float32, dev)
+        actions = as_tensor(arrays.actions, np.int64, dev).unsqueeze(1)
+        rewards = as_tensor(arrays.rewards, np.float32, dev)
+        discount = as_tensor(arrays.discount, np.float32, dev)
+        weights = None if arrays.weights is None else as_tensor(arrays.weights, np.float32, dev)
 
         q_taken = self._q(self.online, obs, arrays.obs_mask).gather(1, actions).squeeze(1)
         with torch.no_grad():

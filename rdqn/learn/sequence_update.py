@@ -38,6 +38,7 @@ from rdqn.learn.agent_config import AgentConfig
 from rdqn.learn.errors import DivergenceError
 from rdqn.learn.nets import STATE_SIZE, RecurrentQNet
 from rdqn.learn.targets import discounts, td_targets
+from rdqn.learn.transition_batch import as_tensor
 
 __all__ = [
     "SequenceArrays",
@@ -172,11 +173,6 @@ def sequence_loss(td: SequenceTD, weights: torch.Tensor | None, loss: str) -> to
     return per_sequence.mean() if weights is None else (weights * per_sequence).mean()
 
 
-def _tensor(array: Any, dtype: Any, device: torch.device) -> torch.Tensor:  # noqa: ANN401
-    tensor = torch.from_numpy(np.array(array, dtype=dtype, copy=True))
-    return tensor if device.type == "cpu" else tensor.to(device, non_blocking=True)
-
-
 def sequence_arrays(
     batch: Any,  # noqa: ANN401 (a SequenceBatch: the replay layer, which learn does not import)
     *,
@@ -218,20 +214,20 @@ def sequence_arrays(
                 f"states must have shape ({size}, {STATE_SIZE}) (the recurrent net's), got "
                 f"{states.shape}"
             )
-    weights = None if batch.weights is None else _tensor(batch.weights, np.float32, device)
+    weights = None if batch.weights is None else as_tensor(batch.weights, np.float32, device)
     return SequenceArrays(
-        obs=_tensor(obs.reshape(size, positions, obs_dim), np.float32, device),
-        actions=_tensor(actions, np.int64, device),
-        rewards=_tensor(batch.rewards, np.float32, device),
-        discount=_tensor(
+        obs=as_tensor(obs.reshape(size, positions, obs_dim), np.float32, device),
+        actions=as_tensor(actions, np.int64, device),
+        rewards=as_tensor(batch.rewards, np.float32, device),
+        discount=as_tensor(
             discounts(gamma, np.asarray(batch.terminated, np.float32)), np.float32, device
         ),
-        states=None if states is None else _tensor(states, np.float32, device),
+        states=None if states is None else as_tensor(states, np.float32, device),
         weights=weights,
-        burn_in=_tensor(
+        burn_in=as_tensor(
             burn_ins(burn_in, np.asarray(batch.starts_episode), lengths), np.int64, device
         ),
-        lengths=_tensor(lengths, np.int64, device),
+        lengths=as_tensor(lengths, np.int64, device),
     )
 
 
