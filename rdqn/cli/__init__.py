@@ -48,7 +48,7 @@ from rdqn.cli.warm_up import cmd_warm_up
 from rdqn.limits import check_threads
 from rdqn.runs.store import RunStore, StoreError, StoreMissing, default_home
 from rdqn.serve.executors import ExecutorUnavailable
-from rdqn.serve.ray_executor import start_given_up
+from rdqn.serve.ray_start import start_given_up
 
 __all__ = ["NAME_MAX", "Comparison", "Progress", "UsageError", "build_parser", "main", "run"]
 

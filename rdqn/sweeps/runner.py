@@ -54,7 +54,8 @@ from rdqn.runs.schema import FINAL_STATUSES
 from rdqn.runs.store import RunStore
 from rdqn.serve.executors import Executor, ProcessExecutor, usable_cores
 from rdqn.serve.handle import RunHandle
-from rdqn.serve.ray_executor import RAY_LOST, LostRayExecutor, RayLost
+from rdqn.serve.ray_executor import RAY_LOST, LostRayExecutor
+from rdqn.serve.ray_start import RAY_LOGGER, RayLost
 from rdqn.serve.registry import RunRegistry
 from rdqn.sweeps.records import TrialRun, save_spec, spec_path, trial_runs
 from rdqn.sweeps.spec import SweepSpec, Trial
@@ -276,7 +277,7 @@ def _ray_log(store: RunStore, spec: SweepSpec, ray: str | None) -> Iterator[None
         return
     handler = logging.FileHandler(path, encoding="utf-8", delay=True)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logger = logging.getLogger("rdqn.serve.ray_executor")
+    logger = logging.getLogger(RAY_LOGGER)
     logger.addHandler(handler)
     try:
         yield

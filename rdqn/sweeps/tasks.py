@@ -243,7 +243,8 @@ def _ray_map(
     retries: int,
     ray: Any,
 ) -> Iterator[tuple[T, Any]]:
-    from rdqn.serve.ray_executor import RayExecutor, lost_line
+    from rdqn.serve.ray_executor import RayExecutor
+    from rdqn.serve.ray_start import lost_line
 
     # Joins (or starts) Ray as the run executor does: the options, rdqn on the workers' path.
     executor = RayExecutor(address, num_cpus=workers if address == "local" else None)

@@ -1,4 +1,4 @@
-"""rdqn.serve.ray_executor: joining a cluster that is not there fails in one line, in bounded
+"""rdqn.serve.ray_start: joining a cluster that is not there fails in one line, in bounded
 time (Ray itself retries for many minutes, a warning every few seconds), and a lost worker's
 error is one line (Ray's text, with addresses and pids, goes to the log); a local Ray's lost
 raylet or control store is named with how it ended, and one lost as Ray started gives workers
@@ -18,9 +18,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from rdqn.serve import ray_executor
+from rdqn.serve import ray_executor, ray_start
 from rdqn.serve.protocol import ExecutorUnavailable
-from rdqn.serve.ray_executor import check_reachable, ray_lost
+from rdqn.serve.ray_executor import ray_lost
+from rdqn.serve.ray_start import check_reachable
 
 
 def closed_port() -> int:
@@ -58,11 +59,11 @@ def test_a_head_that_never_answers_as_ray_is_given_up_in_bounded_time(
 ) -> None:
     """A port that accepts but is no Ray (a proxy, another service): `ray.init` would retry for
     many minutes; the join gives up after `JOIN_TIMEOUT_S` with one line."""
-    monkeypatch.setattr(ray_executor, "JOIN_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(ray_start, "JOIN_TIMEOUT_S", 0.2)
     release = threading.Event()
     hanging = SimpleNamespace(init=lambda **_: release.wait(30))
     with pytest.raises(ExecutorUnavailable, match=r"no Ray answered there within 0.2 s"):
-        ray_executor._join(hanging, "10.0.0.1:6379", {})
+        ray_start.join_cluster(hanging, "10.0.0.1:6379", {})
     release.set()
 
 
@@ -71,7 +72,7 @@ def test_a_join_that_fails_raises_its_own_error() -> None:
         raise ConnectionError("the head said no")
 
     with pytest.raises(ConnectionError, match="the head said no"):
-        ray_executor._join(SimpleNamespace(init=refuse), "10.0.0.1:6379", {})
+        ray_start.join_cluster(SimpleNamespace(init=refuse), "10.0.0.1:6379", {})
 
 
 def test_a_lost_worker_is_one_line_and_the_log_has_rays_text(
@@ -81,7 +82,7 @@ def test_a_lost_worker_is_one_line_and_the_log_has_rays_text(
         pass
 
     rays_text = "The actor died unexpectedly.\n\tpid: 4242\n\tip: 10.1.2.3\n\tnamespace: abc"
-    with caplog.at_level(logging.WARNING, logger="rdqn.serve.ray_executor"):
+    with caplog.at_level(logging.WARNING, logger=ray_start.RAY_LOGGER):
         line = ray_lost("the Ray worker", ActorDiedError(rays_text))
     assert line == "the Ray worker was lost (ActorDiedError; the server's log has Ray's details)"
     assert "10.1.2.3" in caplog.text and "4242" in caplog.text
@@ -90,7 +91,7 @@ def test_a_lost_worker_is_one_line_and_the_log_has_rays_text(
 def test_a_core_process_that_ended_is_named_with_how_it_ended() -> None:
     """How a local Ray's raylet or control store is seen lost: without reaping it (Ray's own
     objects do), and by its signal."""
-    core = ray_executor._CoreProcesses()
+    core = ray_start.CoreProcesses()
     child = subprocess.Popen(["sleep", "30"])
     try:
         core.pids = {child.pid: "raylet"}
@@ -110,7 +111,7 @@ def test_a_core_process_that_ended_is_named_with_how_it_ended() -> None:
 
 def test_a_ray_lost_as_it_started_gives_workers_lost_in_one_line() -> None:
     what = "its raylet (killed by SIGKILL) as it started here"
-    executor = ray_executor.LostRayExecutor(ray_executor.RayLost("-", what), capacity=3)
+    executor = ray_executor.LostRayExecutor(ray_start.RayLost("-", what), capacity=3)
     assert executor.capacity == 3 and executor.lost() == what
     worker = executor.launch(None)  # type: ignore[arg-type]  # nothing of it is used
     assert not worker.alive() and worker.events(0.0) == []
@@ -126,19 +127,19 @@ def test_a_ray_lost_as_it_started_gives_workers_lost_in_one_line() -> None:
 def test_a_start_given_up_is_known_while_its_thread_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """Its raylet lost, `RayLost` comes at once though ``ray.init`` goes on in its thread (it
     may be in Ray's C++, which the process's end must not run beside: SIGSEGV, 2 of 34)."""
-    monkeypatch.setattr(ray_executor, "_GIVEN_UP", [])
+    monkeypatch.setattr(ray_start, "_GIVEN_UP", [])
     connecting, release = threading.Event(), threading.Event()
     ray = SimpleNamespace(init=lambda **_: connecting.wait())
     core = SimpleNamespace(
         find=lambda: None, ended=lambda: "its raylet (killed by SIGKILL)", describe=lambda: "-"
     )
-    assert not ray_executor.start_given_up()
-    with pytest.raises(ray_executor.RayLost, match="its raylet .* as it started here"):
-        ray_executor._start_local(ray, None, {}, core, release)  # type: ignore[arg-type]
-    assert ray_executor.start_given_up()
+    assert not ray_start.start_given_up()
+    with pytest.raises(ray_start.RayLost, match="its raylet .* as it started here"):
+        ray_start.start_local(ray, None, {}, core, release)  # type: ignore[arg-type]
+    assert ray_start.start_given_up()
     connecting.set()  # ray.init returns: the thread waits for a close that never comes
     time.sleep(0.1)
-    assert ray_executor.start_given_up()
+    assert ray_start.start_given_up()
     release.set()
-    ray_executor._GIVEN_UP[0].join(5.0)
-    assert not ray_executor.start_given_up()
+    ray_start._GIVEN_UP[0].join(5.0)
+    assert not ray_start.start_given_up()
