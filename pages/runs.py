@@ -95,7 +95,7 @@ if not runs.empty:
         rows = runs.set_index("id").loc[chosen]
         curves: dict[str, tuple[NDArray[np.int64], NDArray[np.float64]]] = {}
         for run_id in chosen:
-            curve = Curve.from_episodes(store().episodes(run_id))
+            curve = Curve.from_episodes(store().metrics.episodes(run_id))
             curves[labels[run_id]] = (curve.end_steps, curve.returns)
         envs = set(rows["env_id"])
         threshold = stored_threshold(envs.pop()) if len(envs) == 1 else None

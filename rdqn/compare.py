@@ -118,7 +118,7 @@ class Curve:
 
     @classmethod
     def from_episodes(cls, episodes: pd.DataFrame) -> Curve:
-        """From a run's stored episode rows (`RunStore.episodes`), skipping incomplete rows."""
+        """From a run's stored episode rows (`MetricTables.episodes`), skipping incomplete rows."""
         rows = episodes.dropna(subset=["env_steps", "return"])
         return cls(
             rows["env_steps"].to_numpy(dtype=np.int64),

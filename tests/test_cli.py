@@ -116,7 +116,7 @@ def test_train_writes_a_finished_run_to_the_store(
         assert record.config == expected.to_dict()
 
         # episodes rows: one per finished episode, in order, lengths adding up to env steps
-        frame = store.episodes(run_id)
+        frame = store.metrics.episodes(run_id)
         assert len(frame) == episodes
         assert frame["episode"].tolist() == list(range(1, episodes + 1))
         assert (np.diff(frame["env_steps"]) > 0).all()
@@ -127,7 +127,7 @@ def test_train_writes_a_finished_run_to_the_store(
         assert float(match.group(6)) == pytest.approx(mean20, abs=0.051)
 
         # steps rows: every log_every (10) updates
-        steps = store.steps(run_id)
+        steps = store.metrics.steps(run_id)
         assert steps["updates"].tolist() == list(range(10, updates + 1, 10))
         assert np.isfinite(steps["loss"]).all()
 
@@ -197,7 +197,7 @@ def test_train_env_seed_scheme_and_name_options(
         assert record.config["seed"] == 3
         assert record.config["replay"]["scheme"] == "rank"
         assert record.manifest is not None and record.manifest["seed"] == 3
-        assert len(store.episodes(run_id)) == record.episodes > 0
+        assert len(store.metrics.episodes(run_id)) == record.episodes > 0
 
 
 def test_train_threads_option_sets_torch_threads(
@@ -228,7 +228,7 @@ def test_train_same_seed_is_reproducible(
     first = train(capsys, tmp_path, "--seed", "5", "--steps", "120")
     second = train(capsys, tmp_path, "--seed", "5", "--steps", "120")
     with open_store(tmp_path) as store:
-        a, b = store.episodes(first), store.episodes(second)
+        a, b = store.metrics.episodes(first), store.metrics.episodes(second)
     assert first != second
     pd.testing.assert_frame_equal(
         a.drop(columns="wall_time"), b.drop(columns="wall_time"), check_exact=True
@@ -286,7 +286,7 @@ def test_train_divergence_is_stored_as_failed_with_exit_1(
         assert record.status == "failed"
         assert record.error == "non-finite loss at update 36"
         assert record.env_steps == 100
-        assert len(store.episodes(run_id)) == record.episodes
+        assert len(store.metrics.episodes(run_id)) == record.episodes
         assert load_checkpoint(record.checkpoint_path)["counters"]["env_steps"] == 100
 
 
@@ -341,8 +341,10 @@ def test_resume_trains_an_interrupted_run_on_to_its_budget_under_its_id(
     with open_store(tmp_path) as store:
         record = store.get_run(run_id)
         assert (record.status, record.env_steps, record.updates) == ("finished", STEPS, STEPS - 64)
-        assert store.episodes(run_id)["episode"].tolist() == list(range(1, record.episodes + 1))
-        assert store.steps(run_id)["updates"].is_unique
+        assert store.metrics.episodes(run_id)["episode"].tolist() == list(
+            range(1, record.episodes + 1)
+        )
+        assert store.metrics.steps(run_id)["updates"].is_unique
     assert len(stored_runs(tmp_path)) == 1
 
     code, out, err = cli(capsys, tmp_path, "resume", run_id)
@@ -489,7 +491,7 @@ def test_compare_two_schemes_one_seed(tmp_path: Path, capsys: pytest.CaptureFixt
         assert runs.set_index("scheme")["preset"].eq("per-notebook").all()
         # The table agrees with the stored episodes (CartPole returns >= 8 > threshold 5).
         for _, run in runs.iterrows():
-            frame = store.episodes(run["id"])
+            frame = store.metrics.episodes(run["id"])
             episodes, steps = episodes_to_threshold(
                 Curve(frame["env_steps"].to_numpy(), frame["return"].to_numpy()), 5.0, window=3
             )
@@ -584,7 +586,7 @@ def test_runs_show_prints_json(tmp_path: Path, capsys: pytest.CaptureFixture[str
     shown = json.loads(out)
     with open_store(tmp_path) as store:
         record = store.get_run(run_id)
-        episodes = store.episodes(run_id)
+        episodes = store.metrics.episodes(run_id)
     assert shown["id"] == run_id
     assert shown["status"] == "finished"
     assert shown["error"] is None
@@ -610,7 +612,7 @@ def test_runs_export_episodes_to_a_file(tmp_path: Path, capsys: pytest.CaptureFi
     assert out.strip() == f"wrote {target}"
     exported = pd.read_csv(target)
     with open_store(tmp_path) as store:
-        expected = store.episodes(run_id)
+        expected = store.metrics.episodes(run_id)
     assert len(exported) == len(expected) > 0
     pd.testing.assert_frame_equal(exported, expected, check_exact=True)
 
@@ -621,8 +623,8 @@ def test_runs_export_to_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert code == 0 and err == ""
     exported = pd.read_csv(io.StringIO(out))
     with open_store(tmp_path) as store:
-        expected = store.steps(run_id)
-        episodes_csv = store.export_csv(run_id, "episodes")
+        expected = store.metrics.steps(run_id)
+        episodes_csv = store.metrics.export_csv(run_id, "episodes")
     assert len(exported) == len(expected) > 0
     pd.testing.assert_frame_equal(exported, expected, check_exact=True)
     # --kind defaults to episodes
@@ -644,7 +646,7 @@ def test_runs_delete(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
         with pytest.raises(KeyError):
             store.get_run(gone)
         with pytest.raises(KeyError):
-            store.episodes(gone)
+            store.metrics.episodes(gone)
         assert store.list_runs()["id"].tolist() == [keep]
         assert Path(store.get_run(keep).checkpoint_path).is_file()  # type: ignore[arg-type]
     code, out, err = cli(capsys, tmp_path, "runs", "show", gone)

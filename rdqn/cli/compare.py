@@ -111,7 +111,7 @@ def cmd_compare(args: argparse.Namespace, store: RunStore, plan: Comparison) -> 
     for handle, config in zip(handles, configs, strict=True):
         if handle.status != "finished":
             print(f"run {handle.id} {handle.status}: {handle.error}", file=sys.stderr)
-        runs[config.replay.scheme].append(Curve.from_episodes(store.episodes(handle.id)))
+        runs[config.replay.scheme].append(Curve.from_episodes(store.metrics.episodes(handle.id)))
         evaluations[config.replay.scheme].append(stored_evaluations(store, handle.id))
     table = summary_table(runs, threshold, args.window)
     print(shown_intervals(table).to_string(index=False, float_format=lambda v: f"{v:,.1f}"))

@@ -29,7 +29,7 @@ def cmd_runs(args: argparse.Namespace, store: RunStore) -> int:
     except KeyError as err:
         raise UsageError(str(err).strip("'\"")) from err
     if args.action == "show":
-        episodes = store.episodes(args.run_id)
+        episodes = store.metrics.episodes(args.run_id)
         blocker = resume_blocker(store, args.run_id)
         summary = {
             "id": record.id,
@@ -58,7 +58,7 @@ def cmd_runs(args: argparse.Namespace, store: RunStore) -> int:
     elif args.action == "export":
         if args.out:
             check_writable(Path(args.out), "--out")
-        text = store.export_csv(args.run_id, args.kind)
+        text = store.metrics.export_csv(args.run_id, args.kind)
         if args.out:
             write_output(Path(args.out), text, "--out")
             print(f"wrote {args.out}")

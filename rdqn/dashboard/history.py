@@ -171,7 +171,7 @@ def group_progress(
             rows.append(row)
             continue
         try:
-            rows.append(progress_from_record(store.get_run(run_id), store.episodes(run_id)))
+            rows.append(progress_from_record(store.get_run(run_id), store.metrics.episodes(run_id)))
         except KeyError:
             continue
     return rows

@@ -443,8 +443,8 @@ def stored_run_view(run_id: str) -> bool:
     greedy returns it played for its watchers; False when the store has no such run."""
     try:
         record = store().get_run(run_id)
-        episodes = store().episodes(run_id)
-        greedy = store().greedy_returns(run_id)
+        episodes = store().metrics.episodes(run_id)
+        greedy = store().metrics.greedy_returns(run_id)
         evaluations = stored_evaluations(store(), run_id)
     except KeyError:
         st.warning(f"No run with id {run_id!r} on this server.")

@@ -86,7 +86,7 @@ def run_card(record: RunRecord) -> None:
     else:
         counters(record)
     manifest = record.manifest or {}
-    episodes = store().episodes(record.id)
+    episodes = store().metrics.episodes(record.id)
     final, peak, params = st.columns(3)
     last = final_return(episodes["return"])
     label = "Recent return" if record.status in ACTIVE_STATUSES else "Final return"
@@ -111,7 +111,7 @@ def run_card(record: RunRecord) -> None:
     for column, (kind, label) in zip(st.columns(len(CSV_LABELS)), CSV_LABELS.items(), strict=True):
         column.download_button(
             label,
-            data=partial(store().export_csv, record.id, kind),
+            data=partial(store().metrics.export_csv, record.id, kind),
             file_name=f"{record.id}-{kind}.csv",
             mime="text/csv",
             on_click="ignore",

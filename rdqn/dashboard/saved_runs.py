@@ -88,7 +88,7 @@ def run_counters(record: RunRecord) -> tuple[dict[str, int], Telemetry | None]:
     handle = registry().get(record.id)
     snapshot = handle.snapshot() if handle is not None else None
     if snapshot is None:
-        return stored_counters(record, store().episodes(record.id)), None
+        return stored_counters(record, store().metrics.episodes(record.id)), None
     counters = {
         "env_steps": snapshot.env_steps,
         "updates": snapshot.updates,

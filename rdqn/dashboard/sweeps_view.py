@@ -252,7 +252,7 @@ def cell_seeds(store: RunStore, spec: SweepSpec, trials: pd.DataFrame, key: str)
         record = runs.loc[trial.key]
         if record["run_id"] is None:
             continue
-        curve = Curve.from_episodes(store.episodes(record["run_id"]))
+        curve = Curve.from_episodes(store.metrics.episodes(record["run_id"]))
         status = record["status"]
         note = "" if status == "finished" else f" ({_SEED_STATES.get(status, status)})"
         out.append(SeedCurve(f"seed {trial.seed}{note}", curve, status == "finished"))

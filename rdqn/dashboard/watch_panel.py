@@ -74,7 +74,7 @@ def _stored_episode(run_id: str) -> PlayedEpisode | None:
     kept = st.session_state.get(_STORED)
     if kept is None or kept[0] != run_id:
         try:
-            episode = store().watched_episode(run_id)
+            episode = store().metrics.watched_episode(run_id)
         except KeyError:  # deleted meanwhile
             episode = None
         kept = (run_id, episode)

@@ -210,7 +210,7 @@ def stored_evaluations(store: RunStore, run_id: str, episodes: int | None = None
     have), as the store keeps them."""
     from rdqn.training.evaluation import Evaluations
 
-    frame = store.evaluations(run_id)
+    frame = store.metrics.evaluations(run_id)
     if episodes is None:
         episodes = int(frame["episode"].max()) + 1 if len(frame) else 1
     return Evaluations.from_rows(
@@ -259,7 +259,7 @@ def resume_point(store: RunStore | None, run_id: str) -> ResumePoint:
         config,
         path,
         Recorded.of(record),
-        greedy=store.greedy_returns(run_id),
+        greedy=store.metrics.greedy_returns(run_id),
         evaluations=stored_evaluations(store, run_id, config.train.eval_episodes),
     )
 

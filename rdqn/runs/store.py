@@ -51,7 +51,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from rdqn.runs.checkpoint_chunks import Chunks, remove_folder
 from rdqn.runs.checkpoint_paths import CheckpointPaths
@@ -82,7 +82,6 @@ from rdqn.runs.unwritten import UnwrittenStatuses
 if TYPE_CHECKING:  # pandas loads with the first table read: a worker that trains never does
     import pandas as pd
 
-    from rdqn.training.episodes import GreedyReturns, PlayedEpisode
 
 __all__ = [
     "RunRecord",
@@ -140,6 +139,10 @@ class RunStore:
     whenever runs are read (`get_run`, `list_runs`; at most every ``_SWEEP_EVERY_S`` seconds):
     see `mark_interrupted`.
 
+    Its metric rows are read through ``metrics`` (`rdqn.runs.metric_tables.MetricTables`:
+    ``store.metrics.episodes(run_id)``, steps, greedy returns, evaluations, the watched episode,
+    CSV export).
+
     Without ``create`` (for commands that only read), a store that does not exist is not
     created: `StoreMissing` (a `StoreError`) says so.
 
@@ -157,7 +160,7 @@ class RunStore:
         self._checkpoints = CheckpointPaths(db)
         self.checkpoint_dir: Path = self._checkpoints.folder
         self._db = Database(db, read_only=read_only, busy_timeout_ms=_BUSY_TIMEOUT_MS)
-        self._metrics = MetricTables(self._db, db)
+        self.metrics = MetricTables(self._db, db)
         self._next_sweep = 0.0
         self._unwritten = UnwrittenStatuses()
         try:
@@ -170,7 +173,7 @@ class RunStore:
                 # what is stored is read as a read-only store is, writes wait for space.
                 self._db.close()
                 self._db = Database(db, read_only=True, busy_timeout_ms=_BUSY_TIMEOUT_MS, full=True)
-                self._metrics = MetricTables(self._db, db)
+                self.metrics = MetricTables(self._db, db)
                 self._run_columns = migrate(self._db, db)
         except BaseException:
             self.close()
@@ -279,7 +282,7 @@ class RunStore:
                 if list(row[1:]) != [expected[name] for name in names]:
                     return False  # another process took or closed the run meanwhile
                 if rewind is not None:
-                    self._metrics.rewind(conn, run_id, rewind)
+                    self.metrics.rewind(conn, run_id, rewind)
                 self._update_run(conn, run_id, sets, params)
         except StoreFull:
             if status in FINAL_STATUSES and not expected:
@@ -476,30 +479,5 @@ class RunStore:
 
     def write_metrics(self, run_id: str, **rows: Any) -> None:
         """`MetricTables.write_metrics`: episode, step and greedy rows, the latest watched
-        episode, and progress, in one write."""
-        self._metrics.write_metrics(run_id, **rows)
-
-    def episodes(self, run_id: str, *, after: int | None = None) -> pd.DataFrame:
-        """`MetricTables.episodes`: the run's episode rows (only ``episode > after``)."""
-        return self._metrics.episodes(run_id, after=after)
-
-    def steps(self, run_id: str, *, after: int | None = None) -> pd.DataFrame:
-        """`MetricTables.steps`: the run's per-update rows (only ``updates > after``)."""
-        return self._metrics.steps(run_id, after=after)
-
-    def greedy_returns(self, run_id: str) -> GreedyReturns:
-        """`MetricTables.greedy_returns`: the greedy episodes the run played, in order."""
-        return self._metrics.greedy_returns(run_id)
-
-    def evaluations(self, run_id: str) -> pd.DataFrame:
-        """`MetricTables.evaluations`: the run's greedy evaluation episodes."""
-        return self._metrics.evaluations(run_id)
-
-    def watched_episode(self, run_id: str) -> PlayedEpisode | None:
-        """`MetricTables.watched_episode`: the latest greedy episode the run played."""
-        return self._metrics.watched_episode(run_id)
-
-    def export_csv(self, run_id: str, kind: Literal["episodes", "steps", "evaluations"]) -> str:
-        """`MetricTables.export_csv`: the run's ``episodes``, ``steps`` or ``evaluations`` as
-        CSV text."""
-        return self._metrics.export_csv(run_id, kind)
+        episode, and progress, in one write (the call a worker's relayed store answers too)."""
+        self.metrics.write_metrics(run_id, **rows)

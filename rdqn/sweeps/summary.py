@@ -128,7 +128,7 @@ def summary(
             failed += record["status"] == "failed"
             if record["status"] != "finished":
                 continue
-            episodes = store.episodes(record["run_id"])
+            episodes = store.metrics.episodes(record["run_id"])
             curve = Curve.from_episodes(episodes)
             run_ids.append(record["run_id"])
             aucs.append(reward_auc(curve, spec.config(trial).train.total_steps, window))

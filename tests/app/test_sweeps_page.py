@@ -111,7 +111,7 @@ def mean_auc_by_hand(store: RunStore, spec: SweepSpec, cell: dict[str, Any]) -> 
         if trial.overrides != cell:
             continue
         run_id = trials.set_index("key").loc[trial.key, "run_id"]
-        episodes = store.episodes(run_id)
+        episodes = store.metrics.episodes(run_id)
         values.append(auc_by_hand(episodes["env_steps"].tolist(), episodes["return"].tolist(), 300))
     return float(np.mean(values))
 

@@ -87,7 +87,7 @@ def test_progress_from_record_reads_counters_and_episodes(store: RunStore) -> No
         progress={"env_steps": 35, "updates": 3, "episodes": 2},
     )
     store.set_status(run_id, "failed", "DivergenceError: loss is nan")
-    progress = progress_from_record(store.get_run(run_id), store.episodes(run_id))
+    progress = progress_from_record(store.get_run(run_id), store.metrics.episodes(run_id))
     assert (progress.scheme, progress.seed, progress.status) == ("rank", 2, "failed")
     assert progress.label == f"rank · α 0.6 · β₀ 0.4 · seed 2 · {run_id[:6]}"
     assert progress.settings == "rank · α 0.6 · β₀ 0.4"
@@ -106,9 +106,9 @@ def test_stored_counters_catch_up_with_episode_rows(store: RunStore) -> None:
     )
     record = store.get_run(run_id)
     assert (record.env_steps, record.episodes) == (0, 0)
-    counters = stored_counters(record, store.episodes(run_id))
+    counters = stored_counters(record, store.metrics.episodes(run_id))
     assert counters == {"env_steps": 140, "updates": 90, "episodes": 7}
-    assert stored_counters(record, store.episodes(run_id).iloc[:0]) == {
+    assert stored_counters(record, store.metrics.episodes(run_id).iloc[:0]) == {
         "env_steps": 0,
         "updates": 0,
         "episodes": 0,

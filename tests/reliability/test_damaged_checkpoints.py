@@ -66,7 +66,12 @@ def stopped(tmp_path: Path) -> tuple[Path, str, Path]:
 def everything_stored(home: Path, run_id: str) -> tuple[Any, ...]:
     with RunStore(home / "rdqn.db") as store:
         record = store.get_run(run_id)
-        return record, store.episodes(run_id), store.steps(run_id), store.list_runs()
+        return (
+            record,
+            store.metrics.episodes(run_id),
+            store.metrics.steps(run_id),
+            store.list_runs(),
+        )
 
 
 def assert_same_store(before: tuple[Any, ...], after: tuple[Any, ...]) -> None:

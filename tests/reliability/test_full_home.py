@@ -167,7 +167,7 @@ def test_a_run_that_fills_the_disk_fails_saying_so_and_keeps_its_rows(tmp_path: 
         with RunStore(home / "rdqn.db") as store:
             (run_id,) = store.list_runs()["id"]
             record = store.get_run(run_id)
-            episodes = store.episodes(run_id)
+            episodes = store.metrics.episodes(run_id)
         assert done.returncode == 1 and "Traceback" not in done.stderr
         assert done.stderr.strip() == f"run {run_id} failed: {record.error}"
         assert record.status == "failed" and record.error.startswith("disk full while ")
@@ -334,7 +334,7 @@ def test_an_emulated_full_disk_reads_and_writes_once_space_is_freed(
     with RunStore(db) as store:
         assert store.read_only
         assert set(store.list_runs()["id"]) == {finished, stopped}
-        assert len(store.episodes(finished)) == store.get_run(finished).episodes > 0
+        assert len(store.metrics.episodes(finished)) == store.get_run(finished).episodes > 0
         with pytest.raises(StoreFull) as refused:
             new_run(store)
         assert str(refused.value) == (

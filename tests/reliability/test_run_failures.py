@@ -249,6 +249,6 @@ def test_a_killed_cli_run_resumes_from_its_last_periodic_checkpoint(
     assert main(["--home", str(tmp_path), "resume", run_id, "--quiet"]) == 0, capsys.readouterr()
     with RunStore(tmp_path / "rdqn.db") as store:
         record = store.get_run(run_id)
-        episodes = store.episodes(run_id)["episode"].tolist()
+        episodes = store.metrics.episodes(run_id)["episode"].tolist()
     assert (record.status, record.error, record.env_steps) == ("finished", None, 1500)
     assert episodes == list(range(1, record.episodes + 1))  # none lost, none repeated

@@ -249,7 +249,7 @@ def test_a_read_only_store_is_read_and_refuses_writes_in_one_line(
     with RunStore(home / "rdqn.db") as store:
         queued = RecordedRun(tiny(60), store).create()  # stopped before it started
         store.set_status(queued, "stopped", "never started: the process that queued it ended")
-        csv = store.export_csv(finished, "episodes")
+        csv = store.metrics.export_csv(finished, "episodes")
     files = [home / "rdqn.db", *(home / "checkpoints").iterdir(), home / "checkpoints", home]
     before = snapshot(home)
     with read_only(*files):
@@ -325,7 +325,7 @@ def test_a_full_disk_fails_the_run_and_keeps_its_last_checkpoint(
         monkeypatch.setattr(checkpoints.os, "fsync", fsync)
         run = run_to_end(RecordedRun(tiny(500), store, checkpoint_every=1e-6))
         record = store.get_run(run.id)
-        episodes = store.episodes(run.id)
+        episodes = store.metrics.episodes(run.id)
     path = store.checkpoint_path_for(run.id)
     assert record.status == "failed"
     assert record.error == (
@@ -363,7 +363,7 @@ def test_a_full_disk_under_sqlite_is_a_store_error_and_keeps_the_rows(tmp_path: 
         conn.execute(f"PRAGMA max_page_count = {pages}")
         with pytest.raises(StoreError, match=f"disk full while writing the run store {store_path}"):
             store.write_metrics(run_id, episodes=episode_rows(2000, start=5))
-        assert len(store.episodes(run_id)) == 5
+        assert len(store.metrics.episodes(run_id)) == 5
 
 
 # -- a save cut short ------------------------------------------------------------------------

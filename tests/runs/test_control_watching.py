@@ -59,10 +59,10 @@ def test_a_paused_run_plays_and_shows_its_memory_then_ends_watchable(tmp_path) -
         assert last.played.env_steps == 300 and last.memories.env_steps == 300
         assert all(s.memories is None for s in snapshots[later:-1])  # sent once, not each time
         # The store keeps what an ended run is watched by, for after a restart.
-        kept = store.greedy_returns(run.id)
+        kept = store.metrics.greedy_returns(run.id)
         assert kept.env_steps.tolist() == last.greedy.env_steps.tolist()
         assert kept.returns.tolist() == last.greedy.returns.tolist()
-        watched = store.watched_episode(run.id)
+        watched = store.metrics.watched_episode(run.id)
         assert watched.seed == last.played.seed and watched.env_steps == 300
         np.testing.assert_array_equal(watched.poses, last.played.poses)
 
@@ -84,22 +84,22 @@ def test_a_resumed_run_goes_on_from_the_greedy_episodes_kept_up_to_its_resume_po
         assert run.save_resume_point()
         trainer.run(steps=50)
         lost = watcher.play_now()
-        assert store.greedy_returns(run.id).env_steps.tolist() == [0, 100, 150]
-        assert store.watched_episode(run.id).seed == lost.seed  # written at once
+        assert store.metrics.greedy_returns(run.id).env_steps.tolist() == [0, 100, 150]
+        assert store.metrics.watched_episode(run.id).seed == lost.seed  # written at once
     with RunStore(tmp_path / "rdqn.db") as store:  # the process died; a new server starts
         assert store.mark_interrupted() == 1
         point = resume_point(store, run.id)
         resumed = RecordedRun(point.config, store, resume=point)
         resumed.open()
-        assert store.greedy_returns(run.id).env_steps.tolist() == [0, 100]
-        assert store.watched_episode(run.id) is None  # the one kept was played at step 150
+        assert store.metrics.greedy_returns(run.id).env_steps.tolist() == [0, 100]
+        assert store.metrics.watched_episode(run.id) is None  # the one kept was played at step 150
         again = EpisodeWatcher(
             resumed.trainer, earlier=resumed.greedy_so_far, on_played=resumed.record_played
         )
         assert again.played == 2 and again.curve.snapshot().env_steps.tolist() == [0, 100]
         episode = again.play_now()
         assert episode.seed == watch_seed(config.seed, 2) == lost.seed  # its number is free again
-        assert store.greedy_returns(run.id).env_steps.tolist() == [0, 100, 100]
-        assert store.watched_episode(run.id).seed == episode.seed
+        assert store.metrics.greedy_returns(run.id).env_steps.tolist() == [0, 100, 100]
+        assert store.metrics.watched_episode(run.id).seed == episode.seed
         resumed.close("stopped")
     trainer.close()

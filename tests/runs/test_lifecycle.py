@@ -59,11 +59,11 @@ def test_the_cli_and_a_background_run_record_the_same_run(
             assert getattr(cli, field) == getattr(bg, field), field
         assert (cli.updates, cli.episodes) == (bg.updates, bg.episodes)
         assert (cli.status, cli.env_steps, cli.updates) == ("finished", 300, 300 - 64)
-        for table in (store.episodes, store.steps):
+        for table in (store.metrics.episodes, store.metrics.steps):
             pd.testing.assert_frame_equal(
                 table(cli_id).drop(columns="wall_time"), table(handle.id).drop(columns="wall_time")
             )
-        assert len(store.episodes(cli_id)) == cli.episodes > 0
+        assert len(store.metrics.episodes(cli_id)) == cli.episodes > 0
         assert cli.manifest is not None and bg.manifest is not None
         assert set(cli.manifest) == set(bg.manifest)
         for key in ("config", "inputs", "counters", "learner", "parameter_bytes", "seed"):

@@ -65,12 +65,14 @@ def test_greedy_rows_are_rewound_past_a_resume_point_and_deleted_with_their_run(
         {"played": k, "env_steps": s, "return": 1.0, "length": 2} for k, s in enumerate((0, 30, 60))
     ]
     store.write_metrics(run_id, greedy=rows, watched=later)
-    assert store.greedy_returns(run_id).env_steps.tolist() == [0, 30, 60]
-    assert store.watched_episode(run_id).seed == 7
+    assert store.metrics.greedy_returns(run_id).env_steps.tolist() == [0, 30, 60]
+    assert store.metrics.watched_episode(run_id).seed == 7
     store.set_status(run_id, "stopped")
     assert record_status(store, run_id, "running", rewind=(30, 1, 1))
-    assert store.greedy_returns(run_id).env_steps.tolist() == [0, 30]
-    assert store.watched_episode(run_id) is None  # played by the policy of step 60, now gone
+    assert store.metrics.greedy_returns(run_id).env_steps.tolist() == [0, 30]
+    assert (
+        store.metrics.watched_episode(run_id) is None
+    )  # played by the policy of step 60, now gone
     store.delete_run(run_id)
     with closing(sqlite3.connect(store.path)) as raw:
         assert raw.execute("SELECT COUNT(*) FROM greedy").fetchone()[0] == 0

@@ -88,10 +88,10 @@ def test_a_version_4_store_gains_the_greedy_episodes(tmp_path: Path) -> None:
         "VALUES ('old', 0, 0, 'finished', 'CartPole-v1', 'uniform', 0, '{}')",
     )
     with RunStore(path) as s:
-        assert len(s.greedy_returns("old")) == 0
-        assert s.watched_episode("old") is None
+        assert len(s.metrics.greedy_returns("old")) == 0
+        assert s.metrics.watched_episode("old") is None
         s.write_metrics("old", greedy=[{"played": 0, "env_steps": 0, "return": 9.0, "length": 9}])
-        assert s.greedy_returns("old").returns.tolist() == [9.0]
+        assert s.metrics.greedy_returns("old").returns.tolist() == [9.0]
     raw = sqlite3.connect(path)
     assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     raw.close()
@@ -107,10 +107,10 @@ def test_a_version_5_store_gains_the_evaluations(tmp_path: Path) -> None:
         "VALUES ('old', 0, 0, 'finished', 'CartPole-v1', 'uniform', 0, '{}')",
     )
     with RunStore(path) as s:
-        assert s.evaluations("old").empty
+        assert s.metrics.evaluations("old").empty
         row = {"env_steps": 100, "episode": 0, "seed": 10_000, "return": 9.0, "length": 9}
         s.write_metrics("old", evaluations=[row])
-        assert s.export_csv("old", "evaluations") == (
+        assert s.metrics.export_csv("old", "evaluations") == (
             "env_steps,episode,seed,return,length\n100,0,10000,9.0,9\n"
         )
     raw = sqlite3.connect(path)

@@ -69,17 +69,17 @@ def resume_here(store: RunStore, run_id: str) -> RecordedRun:
 
 def metrics(store: RunStore, run_id: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     return (
-        store.episodes(run_id).drop(columns="wall_time"),
-        store.steps(run_id).drop(columns="wall_time"),
+        store.metrics.episodes(run_id).drop(columns="wall_time"),
+        store.metrics.steps(run_id).drop(columns="wall_time"),
     )
 
 
 def assert_contiguous_rows(store: RunStore, run_id: str, log_every: int) -> None:
     """One episode row per episode and one step row per logged update: none repeated or lost."""
     record = store.get_run(run_id)
-    assert store.episodes(run_id)["episode"].tolist() == list(range(1, record.episodes + 1))
+    assert store.metrics.episodes(run_id)["episode"].tolist() == list(range(1, record.episodes + 1))
     expected = list(range(log_every, record.updates + 1, log_every))
-    assert store.steps(run_id)["updates"].tolist() == expected
+    assert store.metrics.steps(run_id)["updates"].tolist() == expected
 
 
 @pytest.mark.parametrize("at_episode_end", [True, False], ids=["between", "inside"])
@@ -111,9 +111,9 @@ def test_a_stopped_run_resumed_after_a_restart_matches_the_run_never_stopped(
             assert getattr(resumed, field) == getattr(ran_through, field), field
         for expected, got in zip(metrics(store, whole), metrics(store, run_id), strict=True):
             pd.testing.assert_frame_equal(expected, got)
-        evaluations = store.evaluations(whole)
+        evaluations = store.metrics.evaluations(whole)
         assert evaluations["env_steps"].tolist() == [100, 100, 200, 200, 300, 300, 400, 400]
-        pd.testing.assert_frame_equal(evaluations, store.evaluations(run_id))
+        pd.testing.assert_frame_equal(evaluations, store.metrics.evaluations(run_id))
         curve = run.trainer.evaluations
         assert curve.env_steps.tolist() == [100, 200, 300, 400]  # those before the stop too
         assert curve.returns.ravel().tolist() == evaluations["return"].tolist()
@@ -155,7 +155,7 @@ def test_a_paused_run_can_be_resumed_from_its_pause_if_its_process_dies(tmp_path
         assert not run.save_resume_point()  # nothing new to save
         paused = store.get_run(run.id)
         assert paused.resume_env_steps == paused.env_steps == 150
-        assert len(store.episodes(run.id)) == trainer.episodes  # the rows are flushed
+        assert len(store.metrics.episodes(run.id)) == trainer.episodes  # the rows are flushed
         trainer.run(steps=100)
         run.record_progress()
         run._writer.flush()  # the rows of the lost stretch reach the store, then the crash
@@ -165,7 +165,7 @@ def test_a_paused_run_can_be_resumed_from_its_pause_if_its_process_dies(tmp_path
         assert resumable(store, run.id)
         resumed = resume_here(store, run.id)
         assert store.get_run(run.id).env_steps == resumed.trainer.env_steps == 150
-        assert store.steps(run.id)["updates"].max() == resumed.trainer.updates
+        assert store.metrics.steps(run.id)["updates"].max() == resumed.trainer.updates
         run_to_end(resumed)
         assert store.get_run(run.id).env_steps == 400
         assert_contiguous_rows(store, run.id, log_every=1)
@@ -423,7 +423,7 @@ def paused_run_that_ran_on_and_died(home: Path) -> tuple[str, int]:
     trainer.close()
     with RunStore(home / "rdqn.db") as store:
         assert store.mark_interrupted() == 1
-        return run_id, len(store.episodes(run_id))
+        return run_id, len(store.metrics.episodes(run_id))
 
 
 def edit_checkpoint(store: RunStore, run_id: str) -> Path:
@@ -445,7 +445,7 @@ def test_a_refused_checkpoint_drops_no_rows_and_changes_nothing(tmp_path: Path) 
     with RunStore(tmp_path / "rdqn.db") as store:
         path = edit_checkpoint(store, run_id)
         before = store.get_run(run_id)
-        steps = store.steps(run_id)
+        steps = store.metrics.steps(run_id)
         assert before.env_steps == 250 and before.resume_env_steps == 150
 
         with pytest.raises(ResumeError) as refused:
@@ -456,8 +456,8 @@ def test_a_refused_checkpoint_drops_no_rows_and_changes_nothing(tmp_path: Path) 
         assert "agent: online weight" in said and "must be finite" in said
         assert said.endswith("; the run stays listed with its rows") and "\n" not in said
         assert store.get_run(run_id) == before
-        assert len(store.episodes(run_id)) == rows
-        pd.testing.assert_frame_equal(store.steps(run_id), steps)
+        assert len(store.metrics.episodes(run_id)) == rows
+        pd.testing.assert_frame_equal(store.metrics.steps(run_id), steps)
 
 
 def test_the_registry_refuses_an_edited_checkpoint_and_changes_nothing(
@@ -481,7 +481,7 @@ def test_the_registry_refuses_an_edited_checkpoint_and_changes_nothing(
         )
         assert handle.error.endswith("; the run stays listed with its rows")
         assert store.get_run(run_id) == before
-        assert len(store.episodes(run_id)) == rows
+        assert len(store.metrics.episodes(run_id)) == rows
         assert resumable(store, run_id)
 
 
@@ -555,7 +555,7 @@ def test_counters_other_than_the_store_recorded_are_refused(
         state["counters"].update(counters)
         save_checkpoint(state, path)
         before = store.get_run(run_id)
-        rows = len(store.episodes(run_id))
+        rows = len(store.metrics.episodes(run_id))
 
         with pytest.raises(ResumeError) as refused:
             resume_here(store, run_id)
@@ -564,7 +564,7 @@ def test_counters_other_than_the_store_recorded_are_refused(
             f"cannot resume run {run_id}: checkpoint {path} is invalid: counters: {said}"
         )
         assert store.get_run(run_id) == before
-        assert len(store.episodes(run_id)) == rows
+        assert len(store.metrics.episodes(run_id)) == rows
 
 
 def test_a_checkpoint_newer_than_its_record_resumes_from_where_it_was_saved(

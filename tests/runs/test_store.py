@@ -166,7 +166,7 @@ def test_unknown_run_id_is_a_clear_key_error(store: RunStore) -> None:
     with pytest.raises(KeyError, match=message):
         store.write_metrics("feedfacecafe", steps=step_rows(2))
     with pytest.raises(KeyError, match=message):
-        store.episodes("feedfacecafe")
+        store.metrics.episodes("feedfacecafe")
     with pytest.raises(KeyError, match=message):
         store.delete_run("feedfacecafe")
     with pytest.raises(KeyError, match=message):
@@ -208,7 +208,7 @@ def test_two_store_objects_see_each_others_writes(tmp_path: Path) -> None:
         assert two.get_run(run_id).config == CONFIG
         two.write_metrics(run_id, steps=step_rows(3))
         two.set_status(run_id, "finished")
-        assert len(one.steps(run_id)) == 3
+        assert len(one.metrics.steps(run_id)) == 3
         assert one.get_run(run_id).status == "finished"
 
 
@@ -234,8 +234,8 @@ def test_episodes_and_steps_round_trip(store: RunStore) -> None:
     run_id = new_run(store)
     store.write_metrics(run_id, episodes=episode_rows(5))
     store.write_metrics(run_id, steps=step_rows(7))
-    episodes = store.episodes(run_id)
-    steps = store.steps(run_id)
+    episodes = store.metrics.episodes(run_id)
+    steps = store.metrics.steps(run_id)
     assert list(episodes.columns) == [
         "episode",
         "env_steps",
@@ -247,14 +247,14 @@ def test_episodes_and_steps_round_trip(store: RunStore) -> None:
     assert list(steps.columns)[:2] == ["updates", "env_steps"]
     pd.testing.assert_frame_equal(episodes, pd.DataFrame(episode_rows(5)), check_dtype=False)
     pd.testing.assert_frame_equal(steps, pd.DataFrame(step_rows(7)), check_dtype=False)
-    assert list(store.steps(run_id, after=4)["updates"]) == [5, 6]
-    assert list(store.episodes(run_id, after=2)["episode"]) == [3, 4]
+    assert list(store.metrics.steps(run_id, after=4)["updates"]) == [5, 6]
+    assert list(store.metrics.episodes(run_id, after=2)["episode"]) == [3, 4]
 
 
 def test_missing_columns_are_null_and_numpy_scalars_are_accepted(store: RunStore) -> None:
     run_id = new_run(store)
     store.write_metrics(run_id, steps=[{"updates": np.int64(3), "loss": np.float32(0.5)}])
-    steps = store.steps(run_id)
+    steps = store.metrics.steps(run_id)
     assert steps["updates"].tolist() == [3] and steps["loss"].tolist() == [0.5]
     assert steps["q_mean"].dtype == np.float64 and math.isnan(steps["q_mean"].iloc[0])
     assert steps["env_steps"].dtype == "Int64" and steps["env_steps"].isna().all()
@@ -266,7 +266,7 @@ def test_bad_metric_rows_are_value_errors(store: RunStore) -> None:
         store.write_metrics(run_id, steps=[{"updates": 1, "lr": 0.1}])
     with pytest.raises(ValueError, match="every episode row needs 'episode'"):
         store.write_metrics(run_id, episodes=[{"return": 1.0}])
-    assert store.steps(run_id).empty
+    assert store.metrics.steps(run_id).empty
 
 
 def test_repeated_keys_replace_rows(store: RunStore) -> None:
@@ -274,7 +274,7 @@ def test_repeated_keys_replace_rows(store: RunStore) -> None:
     run_id = new_run(store)
     store.write_metrics(run_id, steps=step_rows(5))
     store.write_metrics(run_id, steps=[{"updates": 3, "loss": 42.0}])
-    steps = store.steps(run_id)
+    steps = store.metrics.steps(run_id)
     assert len(steps) == 5
     assert steps.loc[steps["updates"] == 3, "loss"].item() == 42.0
 
@@ -284,9 +284,9 @@ def test_export_csv_parses_back_to_the_same_values(store: RunStore, kind: str) -
     run_id = new_run(store)
     store.write_metrics(run_id, episodes=episode_rows(6))
     store.write_metrics(run_id, steps=step_rows(6))
-    text = store.export_csv(run_id, kind)  # type: ignore[arg-type]
+    text = store.metrics.export_csv(run_id, kind)  # type: ignore[arg-type]
     parsed = pd.read_csv(io.StringIO(text))
-    expected = store.episodes(run_id) if kind == "episodes" else store.steps(run_id)
+    expected = store.metrics.episodes(run_id) if kind == "episodes" else store.metrics.steps(run_id)
     pd.testing.assert_frame_equal(parsed, expected, check_dtype=False, check_exact=True)
 
 
@@ -294,7 +294,7 @@ def test_export_csv_bad_kind(store: RunStore) -> None:
     with pytest.raises(
         ValueError, match="kind must be one of 'episodes', 'steps', 'evaluations', got 'losses'"
     ):
-        store.export_csv(new_run(store), "losses")  # type: ignore[arg-type]
+        store.metrics.export_csv(new_run(store), "losses")  # type: ignore[arg-type]
 
 
 def test_delete_run_cascades_and_removes_own_checkpoint(store: RunStore, tmp_path: Path) -> None:
@@ -367,8 +367,8 @@ def test_rewind_drops_the_rows_past_the_resume_point(store: RunStore) -> None:
     record = store.get_run(run_id)
     assert (record.status, record.error, record.owner_pid) == ("running", None, os.getpid())
     assert (record.env_steps, record.updates, record.episodes) == (40, 20, 4)
-    assert store.episodes(run_id)["episode"].tolist() == [1, 2, 3, 4]
-    assert store.steps(run_id)["updates"].tolist() == list(range(1, 21))
+    assert store.metrics.episodes(run_id)["episode"].tolist() == [1, 2, 3, 4]
+    assert store.metrics.steps(run_id)["updates"].tolist() == list(range(1, 21))
     with pytest.raises(KeyError, match="nope"):
         store.set_status("nope", "running", rewind=(0, 0, 0))
 
@@ -510,7 +510,7 @@ def test_writer_thread_and_reader_thread(store: RunStore) -> None:
         try:
             while not done.is_set():
                 updates = store.get_run(run_id).updates
-                n = len(store.steps(run_id))
+                n = len(store.metrics.steps(run_id))
                 assert n % per_batch == 0, n
                 assert n >= updates, (n, updates)
                 seen.append(n)
@@ -524,7 +524,7 @@ def test_writer_thread_and_reader_thread(store: RunStore) -> None:
         t.join(timeout=30)
     assert not errors, errors
     assert seen == sorted(seen)
-    assert len(store.steps(run_id)) == batches * per_batch
+    assert len(store.metrics.steps(run_id)) == batches * per_batch
     assert store.get_run(run_id).updates == batches * per_batch
 
 
@@ -565,7 +565,7 @@ def test_forked_child_opens_its_own_connection(store: RunStore) -> None:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert len(store.steps(run_id)) == 2
+    assert len(store.metrics.steps(run_id)) == 2
 
 
 def test_a_checkpoint_in_the_home_is_recorded_relative_to_it(

@@ -24,9 +24,9 @@ def test_writer_flushes_on_max_pending(store: RunStore) -> None:
     writer = RunWriter(store, run_id, flush_every=3600, max_pending=5, clock=FakeClock())
     for row in step_rows(4):
         writer.add_step(**row)
-    assert writer.pending == 4 and store.steps(run_id).empty
+    assert writer.pending == 4 and store.metrics.steps(run_id).empty
     writer.add_step(**step_rows(1, start=4)[0])
-    assert writer.pending == 0 and len(store.steps(run_id)) == 5
+    assert writer.pending == 0 and len(store.metrics.steps(run_id)) == 5
 
 
 def test_writer_flushes_on_time(store: RunStore) -> None:
@@ -36,10 +36,10 @@ def test_writer_flushes_on_time(store: RunStore) -> None:
     writer.add_episode({"episode": 0, "return": 1.0})
     clock.now = 0.5
     writer.add_episode(episode=1, return_=2.0, length=3)
-    assert store.episodes(run_id).empty
+    assert store.metrics.episodes(run_id).empty
     clock.now = 1.0
     writer.add_episode(episode=2)
-    episodes = store.episodes(run_id)
+    episodes = store.metrics.episodes(run_id)
     assert list(episodes["episode"]) == [0, 1, 2]
     assert list(episodes["return"].iloc[:2]) == [1.0, 2.0]
 
@@ -57,7 +57,9 @@ def test_the_counters_written_are_those_of_the_rows_written(store: RunStore) -> 
         counters.update(env_steps=10 * episode, episodes=episode)
         writer.add_episode(episode=episode, length=10)
     record = store.get_run(run_id)
-    assert (record.episodes, record.env_steps) == (3, 30) == (len(store.episodes(run_id)), 30)
+    assert (
+        (record.episodes, record.env_steps) == (3, 30) == (len(store.metrics.episodes(run_id)), 30)
+    )
     writer.flush()  # with no new row: the counters alone
     counters.update(env_steps=35, updates=2)
     writer.flush()
@@ -69,7 +71,7 @@ def test_writer_close_flushes_and_refuses_more(store: RunStore) -> None:
     with RunWriter(store, run_id, flush_every=3600) as writer:
         writer.add_step(updates=1, loss=0.5)
         writer.add_episode(episode=0, length=5)
-    assert len(store.steps(run_id)) == 1 and len(store.episodes(run_id)) == 1
+    assert len(store.metrics.steps(run_id)) == 1 and len(store.metrics.episodes(run_id)) == 1
     writer.close()
     with pytest.raises(RuntimeError, match="closed"):
         writer.add_step(updates=2)
@@ -137,4 +139,4 @@ def test_writer_costs_one_transaction_per_thousand_rows(store: RunStore) -> None
         writer.add_step(**row)
     writer.flush()
     assert counted.writes == [1_000] * 10
-    assert len(store.steps(run_id)) == 10_000
+    assert len(store.metrics.steps(run_id)) == 10_000

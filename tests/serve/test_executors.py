@@ -82,8 +82,8 @@ def test_a_run_finishes_and_the_store_holds_it(executor: Executor, store: RunSto
     assert snapshot is not None and snapshot.env_steps == 300
     record = store.get_run(handle.id)
     assert (record.status, record.env_steps, record.updates) == ("finished", 300, 300 - 32)
-    assert len(store.episodes(handle.id)) == record.episodes == snapshot.episodes > 0
-    assert len(store.steps(handle.id)) > 0
+    assert len(store.metrics.episodes(handle.id)) == record.episodes == snapshot.episodes > 0
+    assert len(store.metrics.steps(handle.id)) > 0
     assert record.manifest["counters"]["env_steps"] == 300
     assert load_checkpoint(record.checkpoint_path)["counters"]["env_steps"] == 300
 
@@ -168,7 +168,7 @@ def test_a_killed_worker_fails_its_run_and_keeps_its_metrics(
     executor = request.getfixturevalue(f"{kind}_executor")
     handle = RunHandle(tiny(1_000_000), store=store, executor=executor).start()
     running(handle, 3_000)
-    wait_for(lambda: len(store.episodes(handle.id)) > 0)
+    wait_for(lambda: len(store.metrics.episodes(handle.id)) > 0)
     handle._worker.kill()  # SIGKILL for a process, ray.kill for an actor
     assert handle.join(30)
     assert handle.status == "failed"
@@ -176,7 +176,7 @@ def test_a_killed_worker_fails_its_run_and_keeps_its_metrics(
     assert reason in handle.error
     record = store.get_run(handle.id)
     assert (record.status, record.error) == ("failed", handle.error)
-    assert len(store.episodes(handle.id)) > 0  # what it wrote before it died is kept
+    assert len(store.metrics.episodes(handle.id)) > 0  # what it wrote before it died is kept
 
 
 def test_the_cap_and_the_queue(executor: Executor, store: RunStore) -> None:

@@ -116,7 +116,7 @@ def test_store_records_progress_manifest_and_checkpoint(tmp_path) -> None:  # no
     record = store.get_run(handle.id)
     assert record.status == "finished" and record.env_steps == 400
     assert record.manifest is not None and record.checkpoint_path
-    assert len(store.episodes(handle.id)) == handle.snapshot().episodes
+    assert len(store.metrics.episodes(handle.id)) == handle.snapshot().episodes
     store.close()
 
 

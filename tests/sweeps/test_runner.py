@@ -74,7 +74,7 @@ def test_every_trial_is_a_recorded_run_and_a_rerun_skips_the_finished(store: Run
         record = store.get_run(outcome.run_id)
         assert (record.env_steps, record.group_id, record.seed) == (300, spec.id, trial.seed)
         assert record.config["replay"]["alpha"] == trial.overrides["replay.alpha"]
-        assert record.manifest is not None and not store.episodes(outcome.run_id).empty
+        assert record.manifest is not None and not store.metrics.episodes(outcome.run_id).empty
     assert heard[-1].finished == 4 and heard[-1].running == heard[-1].queued == 0
     assert max(p.running for p in heard) <= 2  # two workers
 
@@ -189,7 +189,7 @@ def test_on_a_local_ray_the_driver_records_every_trial(store: RunStore) -> None:
             300,
             os.getpid(),
         )
-        assert record.manifest is not None and not store.episodes(outcome.run_id).empty
+        assert record.manifest is not None and not store.metrics.episodes(outcome.run_id).empty
 
 
 def _ray_actor_pids() -> dict[str, int]:
