@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import io
+import json
 import re
 from collections.abc import Callable
 
@@ -508,13 +509,19 @@ def test_a_restored_run_that_had_reached_its_goal_is_done() -> None:
 
 
 # -------------------------------------------------- resume states that restore must refuse
+_STOPPED: dict[str, dict] = {}
+"""`_stopped_state`'s states by the config's JSON: the refusal cases edit copies of one."""
+
+
 def _stopped_state(config: RunConfig, steps: int) -> dict:
     """A resumable state of ``config`` stopped after ``steps`` env steps, read back as a
-    checkpoint is (tensors, weights only)."""
-    trainer = Trainer(config).run(steps=steps)
-    state = weights_only_round_trip(trainer.checkpoint_state(resumable=True))
-    trainer.close()
-    return state
+    checkpoint is (tensors, weights only); a copy of the one trained once per config."""
+    key = json.dumps([config.to_dict(), steps], sort_keys=True)
+    if key not in _STOPPED:
+        trainer = Trainer(config).run(steps=steps)
+        _STOPPED[key] = weights_only_round_trip(trainer.checkpoint_state(resumable=True))
+        trainer.close()
+    return copy.deepcopy(_STOPPED[key])
 
 
 def _first_of(*path: object, value: object) -> object:
