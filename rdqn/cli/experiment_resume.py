@@ -4,7 +4,9 @@ The trials the file holds as finished are kept and not run again; the others (fa
 included) run. The file's settings (every option but the trial axes ``--sizes``, ``--games``,
 ``--schemes``, ``--arms`` and ``--seeds``) and each kept trial's config (`config_digest`, kept with
 its result) must be the command's, and the command must plan every trial the file holds (the
-same grid or a larger one): otherwise one `UsageError` line, before anything runs.
+same grid or a larger one): otherwise one `UsageError` line, before anything runs. A config field
+added to rdqn since the file was written (its head's ``config`` lacks it) changes no trial that
+holds the value such a config gets for it (its default: the older rdqn ran as that does).
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rdqn import config_paths
 from rdqn.cli.usage import UsageError
+from rdqn.config import RunConfig
 from rdqn.validation import shown
 
 __all__ = ["config_digest", "resumed_trials", "trial_fields"]
@@ -26,10 +30,33 @@ def trial_fields(trial: Any) -> dict[str, Any]:
     return {k: v for k, v in vars(trial).items() if k != "config"}
 
 
-def config_digest(trial: Any) -> str:
-    """A short hash of a trial's config, kept with its result so --resume can check it."""
-    text = json.dumps(trial.config, sort_keys=True, separators=(",", ":"))
+def config_digest(trial: Any, added: dict[str, Any] | None = None) -> str:  # noqa: ANN401
+    """A short hash of a trial's config, kept with its result so --resume can check it; without
+    the ``added`` fields (`_added_fields`) where the trial holds their values."""
+    config = trial.config
+    if added and all(config_paths.flatten(config).get(p) == v for p, v in added.items()):
+        config = json.loads(json.dumps(config))
+        for path in added:
+            *parents, name = path.split(".")
+            node = config
+            for part in parents:
+                node = node[part]
+            del node[name]
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _added_fields(written: Any) -> dict[str, Any]:  # noqa: ANN401
+    """The fields a results file's config (``written``, its head's) lacks, with the values
+    `RunConfig.from_dict` gives them: those the config gained since."""
+    if not isinstance(written, dict):
+        return {}
+    try:
+        filled = RunConfig.from_dict(written).leaves()
+    except ValueError:  # not a RunConfig (another experiment's trials), or not this rdqn's
+        return {}
+    old = config_paths.flatten(written)
+    return {path: value for path, value in filled.items() if path not in old}
 
 
 _AXES = ("n", "game", "scheme", "arm", "seed")
@@ -95,6 +122,7 @@ def resumed_trials(
         json.dumps({k: trial_fields(t)[k] for k in names}, sort_keys=True): t for t in trials
     }
     kept: dict[str, dict[str, Any]] = {}
+    added = _added_fields(report.get("config"))
     for result in finished:
         key = json.dumps({k: result[k] for k in names}, sort_keys=True)
         trial = planned.get(key)
@@ -104,7 +132,7 @@ def resumed_trials(
                 f"({_shown_trial(result)}): give the {axes} it was run with (or more)"
             )
         digest = result.get("config_digest")
-        if digest is not None and digest != config_digest(trial):
+        if digest is not None and digest not in (config_digest(trial), config_digest(trial, added)):
             raise UsageError(
                 f"{where}: its trial {_shown_trial(result)} was run with another config than "
                 "this command's (the presets changed since?): use another --out to start afresh"

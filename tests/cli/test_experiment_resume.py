@@ -4,14 +4,20 @@ one, or was run with other settings, is refused in one line before anything runs
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 import rdqn.sweeps
 from rdqn.cli import main
+from rdqn.cli.experiment_resume import config_digest, resumed_trials
+from rdqn.cli.usage import UsageError
+from rdqn.experiments.minatar import minatar_trials
 
 pytestmark = pytest.mark.slow  # forks worker processes
 
@@ -181,3 +187,29 @@ def test_the_per_notebook_study_resumes_with_more_seeds(
     assert main(["experiment", *again, "--seeds", "0", "1", *common, "--resume"]) == 2
     err = capsys.readouterr().err
     assert "other settings (probes 2 there, 3 here)" in err and ran == [(None, 1)]
+
+
+def test_a_file_written_before_a_config_field_existed_resumes_where_the_field_is_its_default(
+    tmp_path: Path,
+) -> None:
+    """A results file of an older rdqn, whose configs lack a field added since (here
+    ``replay.mode``): its trials are kept while the command's trials hold the value such a
+    config gets (the default: the older rdqn ran as that does), and refused where they differ."""
+    trials = minatar_trials(["rdqn/MinAtar-Breakout-v0"], ["uniform", "rank"], [0], steps=1000)
+    older = copy.deepcopy(trials[0].config)
+    del older["replay"]["mode"]
+    settings = {"steps": 1000, "overrides": {}}
+    head = {"experiment": "minatar", "settings": settings}
+    result = {"game": trials[0].game, "scheme": "uniform", "seed": 0}
+    result["config_digest"] = config_digest(SimpleNamespace(config=older))
+    out = tmp_path / "minatar.json"
+    report = {**head, "config": older, "trials": [result]}
+    out.write_text(json.dumps(report), encoding="utf-8")
+    kept, _, rest = resumed_trials(out, head, trials, quiet=True)
+    assert kept == [result] and [t.scheme for t in rest] == ["rank"]
+
+    sequences = copy.deepcopy(trials[0].config)
+    sequences["replay"]["mode"] = "sequences"
+    changed = [dataclasses.replace(trials[0], config=sequences), trials[1]]
+    with pytest.raises(UsageError, match="was run with another config than this command's"):
+        resumed_trials(out, head, changed, quiet=True)
