@@ -127,18 +127,30 @@ def _sequence_rows(trainer: Trainer, slots: NDArray[np.int64]) -> SequenceRows:
     )
 
 
+def _still_stored(
+    trainer: Trainer, stamps: NDArray[np.int64], live: NDArray[np.int64] | None = None
+) -> NDArray[np.int64]:
+    """The slots of the last batch that still hold what it drew (the memory may have reused a
+    slot since: its stamp in ``stamps`` then differs), and are ``live`` where given (a
+    sequence's slot can also have been emptied), in the batch's order."""
+    batch = trainer.recorder.last_batch
+    if batch is None:
+        return np.zeros(0, np.int64)
+    drawn = np.asarray(batch.indices, np.int64)
+    kept = stamps[drawn] == batch.generations
+    if live is not None:
+        kept &= np.isin(drawn, live)
+    return drawn[kept]
+
+
 def _sequence_memories(trainer: Trainer, listed: int) -> SequenceMemories:
     replay, config = trainer.buffer, trainer.config
     live = replay.index.live_slots()
     rng = np.random.default_rng([trainer.env_steps, 0x3E3])  # its own: training's are untouched
     by_priority = live[np.argsort(-replay.probabilities()[live], kind="stable")]
-    batch = trainer.recorder.last_batch
-    last = None
-    if batch is not None:  # the batch's sequences that are still stored
-        drawn = np.asarray(batch.indices, np.int64)
-        last = drawn[np.isin(drawn, live)][:listed]
+    last = _still_stored(trainer, replay.index.number, live)[:listed]
     chosen = {
-        "last batch": last if last is not None and last.size else None,
+        "last batch": last if last.size else None,
         "top priority": None if replay.sampler.name == "uniform" else by_priority[:listed],
         "uniform sample": np.sort(rng.choice(live, min(listed, live.size), replace=False)),
     }
@@ -185,9 +197,9 @@ def memories(
         "beta": trainer.beta,
     }
     by_priority = np.argsort(-context["probabilities"], kind="stable")
-    batch = trainer.recorder.last_batch
+    last = _still_stored(trainer, buffer.storage.generation)[:listed]
     chosen = {
-        "last batch": None if batch is None else np.asarray(batch.indices[:listed], np.int64),
+        "last batch": last if last.size else None,
         "top priority": None if buffer.sampler.name == "uniform" else by_priority[:listed],
         "uniform sample": np.sort(rng.choice(size, min(listed, size), replace=False)),
     }

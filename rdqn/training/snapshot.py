@@ -95,6 +95,9 @@ class BatchView:
     """The last sampled batch, small enough to show row by row."""
 
     indices: NDArray[np.int64]
+    generations: NDArray[np.int64]
+    """The stamp of each slot's occupant when drawn: a slot the memory has reused since holds
+    another (a transition's `RingStorage.generation`, a sequence's `SequenceIndex.number`)."""
     probabilities: NDArray[np.float64]
     weights: NDArray[np.float64]
     td_abs: NDArray[np.float64]

@@ -313,6 +313,7 @@ class TelemetryRecorder:
         *,
         update: int,
         indices: NDArray[np.int64],
+        generations: NDArray[np.int64],
         probabilities: NDArray[np.float64],
         weights: NDArray[np.float64],
         td_abs: NDArray[np.float64],
@@ -325,6 +326,7 @@ class TelemetryRecorder:
         """Record one update; returns the batch view (the trainer reuses its ESS)."""
         view = BatchView(
             indices=indices,
+            generations=generations,
             probabilities=probabilities,
             weights=weights,
             td_abs=td_abs,

@@ -272,6 +272,7 @@ class Trainer:
         view = self.recorder.on_update(
             update=self.updates,
             indices=batch.indices,
+            generations=batch.generations,
             probabilities=batch.probabilities,
             weights=batch.weights,
             td_abs=td_abs,

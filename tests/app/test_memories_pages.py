@@ -23,6 +23,8 @@ def test_the_explorer_lists_the_runs_own_memories() -> None:
         wait_for(lambda: (s := handle.snapshot()) is not None and s.updates > 40, 60, every=0.1)
         handle.pause()
         wait_for(lambda: handle.status == "paused", 30)
+        # The page waits a moment for the run's first view; a loaded machine can take longer.
+        wait_for(lambda: handle.first_memories(1.0) is not None, 60, what="no memory view")
         at = AppTest.from_file(APP, default_timeout=60)
         at.run()
         at.session_state["live.run_id"] = handle.id
@@ -82,6 +84,8 @@ def test_a_sequence_replays_explorer_lists_its_sequences_and_their_steps() -> No
         wait_for(lambda: (s := handle.snapshot()) is not None and s.updates > 20, 60, every=0.1)
         handle.pause()
         wait_for(lambda: handle.status == "paused", 30)
+        # The page waits a moment for the run's first view; a loaded machine can take longer.
+        wait_for(lambda: handle.first_memories(1.0) is not None, 60, what="no memory view")
         at = AppTest.from_file(APP, default_timeout=60)
         at.run()
         at.session_state["live.run_id"] = handle.id

@@ -69,6 +69,7 @@ def small_hist(counts: list[float], low: float = 0.0, high: float = 1.0) -> Hist
 def small_batch() -> BatchView:
     return BatchView(
         indices=np.array([4, 9, 1], dtype=np.int64),
+        generations=np.array([4, 9, 1], dtype=np.int64),
         probabilities=np.array([0.01, 0.2, 0.05]),
         weights=np.array([1.0, 0.3, 0.6]),
         td_abs=np.array([0.1, 2.0, 0.5]),

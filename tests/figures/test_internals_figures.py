@@ -97,6 +97,7 @@ def test_log_ticks_label_decades() -> None:
 def test_weights_scatter_can_leave_the_ess_out_of_a_short_title() -> None:
     batch = BatchView(
         indices=np.array([1, 2]),
+        generations=np.array([1, 2]),
         probabilities=np.array([0.1, 0.4]),
         weights=np.array([1.0, 0.5]),
         td_abs=np.array([0.2, 1.0]),

@@ -132,15 +132,15 @@ def test_a_stopped_run_resumes_in_a_new_worker_after_a_restart(
         assert (resumed.status, resumed.error) == ("finished", None)
         record = restarted.get_run(handle.id)
         assert (record.status, record.env_steps, record.updates) == ("finished", 600, 600 - 32)
-        episodes = restarted.episodes(handle.id)["episode"].tolist()
+        episodes = restarted.metrics.episodes(handle.id)["episode"].tolist()
         assert episodes == list(range(1, record.episodes + 1))
-        updates = restarted.steps(handle.id)["updates"].tolist()
+        updates = restarted.metrics.steps(handle.id)["updates"].tolist()
         assert updates == list(range(10, record.updates + 1, 10))  # log_every 10
         assert len(resumed.snapshot().episode_returns) == record.episodes
         # Stopped wherever it was (inside an episode, mostly), it went on exactly: its rows are
         # those of the same run never stopped, every episode whole.
         whole = run_to_end(RecordedRun(tiny(600), restarted)).id
-        for rows in (restarted.episodes, restarted.steps):
+        for rows in (restarted.metrics.episodes, restarted.metrics.steps):
             expected, got = (rows(run).drop(columns="wall_time") for run in (whole, handle.id))
             pd.testing.assert_frame_equal(expected, got)
 

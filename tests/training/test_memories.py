@@ -147,3 +147,24 @@ def test_reading_a_sequence_replay_changes_nothing(sequences: Trainer) -> None:
     np.testing.assert_array_equal(replay.sample_counts, counts)
     np.testing.assert_array_equal(replay.probabilities(), probabilities)
     assert replay.rng.bit_generator.state == state
+
+
+def test_the_last_batch_lists_only_the_memories_it_drew_not_those_written_over_them() -> None:
+    """Between two updates the ring goes on writing: a slot of the last batch that a new
+    transition took holds a memory the batch never drew, and is left out of its list."""
+    trainer = Trainer(tiny(2_000, **{"replay.capacity": 64, "train.train_every": 4}))
+    while not trainer.done:
+        trainer.step()
+        last, storage = trainer.recorder.last_batch, trainer.buffer.storage
+        next_slot = storage.writes % storage.capacity
+        if last is None or trainer.updates == 0 or next_slot not in last.indices:
+            continue
+        if trainer.env_steps % 4 == 3:
+            continue  # the next step updates again: nothing is left to see
+        trainer.step()  # writes over a slot the last batch drew, with no update
+        assert trainer.recorder.last_batch is last
+        listed = memories(trainer).lists["last batch"].slots.tolist()
+        assert next_slot not in listed
+        assert listed == [int(s) for s in last.indices if s != next_slot][:LISTED]
+        return
+    pytest.fail("no update drew the slot the ring wrote next")

@@ -19,6 +19,7 @@ def record(recorder: TelemetryRecorder, weights: np.ndarray, update: int) -> Non
     recorder.on_update(
         update=update,
         indices=np.arange(n),
+        generations=np.arange(n),
         probabilities=np.full(n, 1.0 / n),
         weights=weights,
         td_abs=np.ones(n),
