@@ -76,7 +76,7 @@ def internals() -> None:
 
     sampled = weights = None
     if batch is not None:
-        sampled = relative_probability_histogram(batch.probabilities, snap.buffer_size)
+        sampled = relative_probability_histogram(batch.probabilities, snap.items)
         weights = weight_histogram(batch.weights)
     nxp = {"x_title": "N·P(i)", "log_x_labels": True, "color": color, "reference": 0.0}
 
@@ -85,12 +85,12 @@ def internals() -> None:
     chart(
         row[0],
         figures.histogram_figure(snap.priorities, title="Buffer: N·P(i)", **nxp),
-        notice("buffer", snap.scheme),
+        notice("buffer", snap.scheme, snap.item),
     )
     chart(
         row[1],
         figures.histogram_figure(sampled, title="Last batch: N·P(i)", **nxp),
-        notice("batch", snap.scheme),
+        notice("batch", snap.scheme, snap.item),
     )
     row = st.columns(2)
     chart(
@@ -102,12 +102,12 @@ def internals() -> None:
             log_x_labels=True,
             color=color,
         ),
-        notice("weights", snap.scheme),
+        notice("weights", snap.scheme, snap.item),
     )
     chart(
         row[1],
         figures.weights_scatter(batch, title="Last batch: weight vs P(i)", with_ess=False),
-        notice("scatter", snap.scheme),
+        notice("scatter", snap.scheme, snap.item),
     )
 
     st.subheader("Over training")
@@ -117,7 +117,7 @@ def internals() -> None:
         figures.heatmap_over_time(
             snap.priority_history, title="N·P(i) over training", y_title="N·P(i)", log_y_labels=True
         ),
-        notice("priority_history", snap.scheme),
+        notice("priority_history", snap.scheme, snap.item),
     )
     chart(
         row[1],
@@ -127,11 +127,19 @@ def internals() -> None:
             y_title="weight w_i",
             log_y_labels=True,
         ),
-        notice("weight_history", snap.scheme),
+        notice("weight_history", snap.scheme, snap.item),
     )
     row = st.columns(2)
-    chart(row[0], figures.td_stages_figure(snap.td_stages), notice("td_stages", snap.scheme))
-    chart(row[1], figures.age_figure(snap.age_counts, color=color), notice("ages", snap.scheme))
+    chart(
+        row[0],
+        figures.td_stages_figure(snap.td_stages),
+        notice("td_stages", snap.scheme, snap.item),
+    )
+    chart(
+        row[1],
+        figures.age_figure(snap.age_counts, color=color),
+        notice("ages", snap.scheme, snap.item),
+    )
 
     st.subheader("Is the sampler right?")
     row = st.columns(2)

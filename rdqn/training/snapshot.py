@@ -120,7 +120,13 @@ class Telemetry:
     steps_per_second: float
     scheme: str
     buffer_size: int
+    """Steps stored (of `capacity`)."""
     capacity: int
+    items: int
+    """What the sampler draws from, N in N·P(i): the stored transitions, or for sequence replay
+    the live sequences."""
+    item: str
+    """``"transition"`` or ``"sequence"``: what one item is."""
     stale_updates: int
     episode_returns: NDArray[np.float64]
     episode_end_steps: NDArray[np.int64]

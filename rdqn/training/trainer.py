@@ -350,6 +350,8 @@ class Trainer:
             scheme=self.buffer.sampler.name,
             buffer_size=self.buffer.storage.size,
             capacity=self.buffer.capacity,
+            items=size,
+            item="sequence" if self.sequences else "transition",
             stale_updates=self.buffer.stale_updates,
             priorities=priorities,
             fit=fit,

@@ -103,5 +103,11 @@ def test_a_sequence_replays_explorer_lists_its_sequences_and_their_steps() -> No
         assert table.value["slot"].tolist() == view.lists["top priority"].slots.tolist()
         charts = [str(chart.proto.spec) for chart in at.get("plotly_chart")]
         assert any("|δₜ| by the current networks" in spec for spec in charts)
+        # The page's other charts replay sequences too, and say so.
+        notes = [c.value for c in at.caption if c.value.startswith("**What to look for:**")]
+        assert any("One dot per replayed sequence" in note for note in notes), notes
+        assert not any("transition" in note for note in notes), notes
+        snapshot = handle.snapshot()  # N in the batch's N·P(i): live sequences, not steps
+        assert (snapshot.items, snapshot.item) == (view.size, "sequence") and view.size < view.steps
     finally:
         registry().stop(handle.id)

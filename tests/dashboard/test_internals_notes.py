@@ -36,3 +36,12 @@ def test_rank_and_uniform_get_their_own_line_where_the_chart_differs() -> None:
 def test_an_unknown_chart_is_a_key_error() -> None:
     with pytest.raises(KeyError):
         notice("no such chart", "proportional")
+
+
+def test_under_sequence_replay_the_notes_speak_of_sequences() -> None:
+    for scheme in ("uniform", "proportional", "rank"):
+        for chart in CHARTS:
+            said = notice(chart, scheme, "sequence")
+            assert "transition" not in said and "{" not in said, (scheme, chart)
+    assert "One dot per replayed sequence" in notice("scatter", "proportional", "sequence")
+    assert "One dot per replayed transition" in notice("scatter", "proportional")
