@@ -24,14 +24,14 @@ def no_tree_note(snapshot: Telemetry | None) -> str:
 def tree_note(snapshot: Telemetry) -> str:
     """How the live tree is laid out: its leaves, and the padding leaves past the capacity and
     the empty slots, where there are any."""
-    leaves = tree_leaf_count(snapshot.capacity)
+    leaves = tree_leaf_count(snapshot.slots)
     numbers = {
         "leaves": leaves,
-        "capacity": snapshot.capacity,
-        "padding": leaves - snapshot.capacity,
-        "size": snapshot.buffer_size,
+        "capacity": snapshot.slots,
+        "padding": leaves - snapshot.slots,
+        "size": snapshot.slots_used,
     }
     parts = ["sum_tree_live"]
-    parts += ["sum_tree_live_padding"] if leaves > snapshot.capacity else []
-    parts += ["sum_tree_live_empty"] if snapshot.buffer_size < snapshot.capacity else []
+    parts += ["sum_tree_live_padding"] if leaves > snapshot.slots else []
+    parts += ["sum_tree_live_empty"] if snapshot.slots_used < snapshot.slots else []
     return " ".join(explanation(name).format(**numbers).strip() for name in parts)

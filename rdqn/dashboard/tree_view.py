@@ -110,9 +110,9 @@ def live_tree() -> None:
         st,
         tree_levels_figure(
             snap.tree_levels,
-            capacity=snap.capacity,
-            size=snap.buffer_size,
-            title=f"Top of the live sum tree: {snap.buffer_size:,} of {snap.capacity:,} slots",
+            capacity=snap.slots,
+            size=snap.slots_used,
+            title=f"Top of the live sum tree: {snap.slots_used:,} of {snap.slots:,} slots",
         ),
         width="stretch",
     )

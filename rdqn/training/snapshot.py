@@ -127,6 +127,11 @@ class Telemetry:
     the live sequences."""
     item: str
     """``"transition"`` or ``"sequence"``: what one item is."""
+    slots: int
+    """The sampler's slots (its tree's leaves that can hold an item): `capacity`, or for
+    sequence replay the sequence slots."""
+    slots_used: int
+    """The slots filled so far (`buffer_size`, or the sequence slots given out)."""
     stale_updates: int
     episode_returns: NDArray[np.float64]
     episode_end_steps: NDArray[np.int64]

@@ -332,6 +332,7 @@ class Trainer:
         """An immutable `Telemetry` of the run so far (cheap enough to call about once a second)."""
         self._steps_per_second = self.recorder.mark_rate(self.env_steps)
         size = len(self.buffer)
+        index = self.buffer.index if isinstance(self.buffer, SequenceReplay) else None
         priorities = fit = None
         if with_internals and size:
             priorities = relative_probability_histogram(self._probabilities(), size)
@@ -352,6 +353,8 @@ class Trainer:
             capacity=self.buffer.capacity,
             items=size,
             item="sequence" if self.sequences else "transition",
+            slots=index.capacity if index is not None else self.buffer.capacity,
+            slots_used=index.used if index is not None else self.buffer.storage.size,
             stale_updates=self.buffer.stale_updates,
             priorities=priorities,
             fit=fit,

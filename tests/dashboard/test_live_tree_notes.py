@@ -24,13 +24,13 @@ def test_no_run_yet() -> None:
 
 
 def test_a_full_tree_of_a_power_of_two_has_neither_padding_nor_empty_slots() -> None:
-    note = tree_note(SimpleNamespace(capacity=1024, buffer_size=1024))
+    note = tree_note(SimpleNamespace(slots=1024, slots_used=1024))
     assert note.startswith("The tree has 1,024 leaves")
     assert "pad" not in note and "empty" not in note
 
 
 def test_padding_and_empty_slots_are_counted() -> None:
-    note = " ".join(tree_note(SimpleNamespace(capacity=10_000, buffer_size=2_500)).split())
+    note = " ".join(tree_note(SimpleNamespace(slots=10_000, slots_used=2_500)).split())
     assert "16,384 leaves" in note
     assert "the 6,384 padding leaves" in note
     assert "(2,500 of 10,000 so far)" in note

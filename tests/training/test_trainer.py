@@ -223,6 +223,20 @@ def test_snapshot_replay_internals() -> None:
         assert snap.timings[name] > 0
 
 
+def test_a_sequence_runs_snapshot_counts_sequences_and_its_trees_slots() -> None:
+    """N in N·P(i) is the live sequences the sampler draws from, and the tree's slots are the
+    sequence slots, not the steps stored (the Replay internals and Sum tree pages read them)."""
+    trainer = Trainer(tiny("e14", **{**SEQUENCES, "replay.scheme": "proportional"})).run()
+    snap, index = trainer.snapshot(), trainer.buffer.index
+    assert (snap.item, snap.items) == ("sequence", len(trainer.buffer))
+    assert (snap.slots, snap.slots_used) == (index.capacity, index.used)
+    assert snap.items <= snap.slots_used < snap.buffer_size
+    assert snap.tree_levels[0][0] == pytest.approx(trainer.buffer.sampler.tree.total)
+    plain = Trainer(tiny()).run(steps=100).snapshot()
+    assert (plain.item, plain.items, plain.slots_used) == ("transition", 100, 100)
+    assert plain.slots == plain.capacity
+
+
 def test_goodness_of_fit_accepts_the_sampler_it_checks() -> None:
     trainer = Trainer(tiny(**{"replay.alpha": 1.0}))
     trainer.run()
