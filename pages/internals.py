@@ -27,7 +27,7 @@ if not run_id:
     st.page_link("pages/live.py", label="Live training", icon=":material/monitoring:")
     st.stop()
 st.caption(
-    "N·P(i) compares each transition's sampling probability with uniform replay: 1 means "
+    "N·P(i) compares each memory's sampling probability with uniform replay: 1 means "
     "uniform, 10 means drawn ten times as often."
 )
 

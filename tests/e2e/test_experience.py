@@ -253,8 +253,8 @@ def test_a_minatar_game_plays_as_frames_and_its_memories_are_frames(
 
 def test_a_sequence_replay_s_memories_are_its_sequences(server: str, page: Page) -> None:
     """R2D2's sequences set by address on the recurrent lesson preset: the run trains, and
-    Replay internals lists its sequences and draws their steps' |δ_t| (no endless "Asking the
-    run for its replay memory…")."""
+    Replay internals lists its sequences, draws their steps' |δ_t| and speaks of sequences in its
+    charts' notes (no endless "Asking the run for its replay memory…")."""
     page = another_browser(page, 1400, 1000)
     page.goto(
         f"{server}/live?preset=e14-lesson&mode=sequences&seq=16&overlap=8&burnin=8&batch=8"
@@ -273,6 +273,7 @@ def test_a_sequence_replay_s_memories_are_its_sequences(server: str, page: Page)
     page.get_by_text("Top by priority", exact=True).click()
     steps = page.locator('[data-testid="stPlotlyChart"]').filter(has_text="Each sequence's steps")
     wait_until_shown(page, steps.get_by_text("step t of the sequence").first)
+    wait_until_shown(page, page.get_by_text("One dot per replayed sequence").first)
     assert_no_exception(page)
     page.mouse.wheel(0, 500)  # to the chart (redrawn every refresh: no element to scroll to)
     page.screenshot(path=str(ARTIFACTS / "sequence-memories.png"))
