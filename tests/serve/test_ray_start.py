@@ -13,7 +13,6 @@ import signal
 import socket
 import subprocess
 import threading
-import time
 from types import SimpleNamespace
 
 import pytest
@@ -22,6 +21,7 @@ from rdqn.serve import ray_executor, ray_start
 from rdqn.serve.protocol import ExecutorUnavailable
 from rdqn.serve.ray_executor import ray_lost
 from rdqn.serve.ray_start import check_reachable
+from tests.run_helpers import wait_for
 
 
 def closed_port() -> int:
@@ -97,10 +97,7 @@ def test_a_core_process_that_ended_is_named_with_how_it_ended() -> None:
         core.pids = {child.pid: "raylet"}
         assert core.ended() is None
         os.kill(child.pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while core.ended() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert core.ended() == "its raylet (killed by SIGKILL)"
+        assert wait_for(core.ended, 10) == "its raylet (killed by SIGKILL)"
         assert child.poll() == -signal.SIGKILL  # still there to be reaped by its owner
         assert core.ended() == "its raylet (ended)"
     finally:
@@ -128,8 +125,13 @@ def test_a_start_given_up_is_known_while_its_thread_runs(monkeypatch: pytest.Mon
     """Its raylet lost, `RayLost` comes at once though ``ray.init`` goes on in its thread (it
     may be in Ray's C++, which the process's end must not run beside: SIGSEGV, 2 of 34)."""
     monkeypatch.setattr(ray_start, "_GIVEN_UP", [])
-    connecting, release = threading.Event(), threading.Event()
-    ray = SimpleNamespace(init=lambda **_: connecting.wait())
+    connecting, returned, release = threading.Event(), threading.Event(), threading.Event()
+
+    def init(**_: object) -> None:
+        connecting.wait()
+        returned.set()
+
+    ray = SimpleNamespace(init=init)
     core = SimpleNamespace(
         find=lambda: None, ended=lambda: "its raylet (killed by SIGKILL)", describe=lambda: "-"
     )
@@ -138,7 +140,7 @@ def test_a_start_given_up_is_known_while_its_thread_runs(monkeypatch: pytest.Mon
         ray_start.start_local(ray, None, {}, core, release)  # type: ignore[arg-type]
     assert ray_start.start_given_up()
     connecting.set()  # ray.init returns: the thread waits for a close that never comes
-    time.sleep(0.1)
+    wait_for(returned.is_set, 5)
     assert ray_start.start_given_up()
     release.set()
     ray_start._GIVEN_UP[0].join(5.0)
