@@ -20,6 +20,7 @@ from rdqn.runs.store import RunStore
 from tests.harness.dashboard_server import start_dashboard
 from tests.harness.live_page import run_on_screen as run_on_screen  # re-exported for the tests
 from tests.harness.live_page import status_line as progress_text
+from tests.run_helpers import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -157,6 +158,20 @@ def read_player(page: Page, script: str) -> Any:  # noqa: ANN401 - what ``script
         return None
 
 
+def shown_box(locator: Locator, what: str) -> dict:
+    """Scroll ``locator`` into view and return its box. An element a fragment's refresh
+    redraws can be replaced under the scroll ("not attached to the DOM"): look it up again."""
+
+    def box() -> dict | None:
+        try:
+            locator.scroll_into_view_if_needed(timeout=5_000)
+            return locator.bounding_box()
+        except PlaywrightError:
+            return None
+
+    return wait_for(box, 60, what=what)
+
+
 def wait_for_metric(page: Page, label: str, test: str) -> None:
     """Until the counter (``st.metric``) labelled ``label`` shows a number ``v`` for which the
     JavaScript expression ``test`` holds, e.g. ``"v > 1200"``."""
@@ -214,6 +229,7 @@ def what_the_page_shows(page: Page) -> str:
     parts = [f"url: {page.url}"]
     parts += [f"page error: {error}" for error in PAGE_ERRORS]
     for name, selector in (
+        ("title", "h1"),
         ("status", '[data-testid="stProgress"]'),
         ("notice", '[data-testid="stAlert"]'),
         ("caption", '[data-testid="stCaptionContainer"]'),

@@ -18,10 +18,24 @@ def server_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("rdqn-home")
 
 
+def _server_log(item: pytest.Item) -> Path:
+    return ARTIFACTS / f"server-{item.module.__name__.rsplit('.', 1)[-1]}.log"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> pytest.TestReport:
+    """A failed test that used this module's server reports the tail of its log too: what the
+    server saw while the page did not show what the test waited for."""
+    report = yield
+    log = _server_log(item)
+    if report.failed and call.when == "call" and "server" in item.fixturenames and log.exists():
+        report.sections.append(("server log", log.read_text(errors="replace")[-4000:]))
+    return report
+
+
 @pytest.fixture(scope="module")
 def server(request: pytest.FixtureRequest, server_home: Path) -> Iterator[str]:
-    log_name = f"server-{request.module.__name__.rsplit('.', 1)[-1]}.log"
-    with streamlit_server(server_home, log_name) as (url, _):
+    with streamlit_server(server_home, _server_log(request.node).name) as (url, _):
         yield url
 
 

@@ -11,7 +11,6 @@ import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page
 
 from rdqn.config import RunConfig
@@ -26,6 +25,7 @@ from tests.e2e.browser import (
     assert_no_exception,
     read_player,
     saying_what_the_page_shows,
+    shown_box,
     wait_for_greedy_points,
     wait_until_shown,
 )
@@ -108,15 +108,8 @@ def click_first_memory(page: Page, listed: str = "") -> None:
         f'[class*="st-key-internals-memories_"][class*="_{listed}"] [data-testid="stDataFrame"]'
     )
 
-    def shown_box() -> dict | None:
-        try:
-            grid.scroll_into_view_if_needed()
-            return grid.bounding_box()
-        except PlaywrightError:  # redrawn by the panel's refresh under the scroll: look again
-            return None
-
     def click() -> None:
-        box = wait_for(shown_box, what=f"no table of memories {listed}")
+        box = shown_box(grid, f"no table of memories {listed}")
         page.mouse.click(box["x"] + 12, box["y"] + 35 + 26)
 
     act_until(
@@ -230,7 +223,7 @@ def test_a_minatar_game_plays_as_frames_and_its_memories_are_frames(
     assert reading["legend"] == ["paddle", "ball", "trail", "brick"]
     assert reading["actions"] == ["no-op", "← left", "→ right"]
     watch = page.locator(".st-key-live_area_watch")
-    watch.scroll_into_view_if_needed()
+    shown_box(watch, "no Watch it play")
     wait_until_shown(page, page.get_by_text(re.compile(r"until the game ended|time limit")))
     page.screenshot(path=str(ARTIFACTS / "minatar-watch.png"))
     page.get_by_role("button", name="Pause").click()
@@ -243,7 +236,7 @@ def test_a_minatar_game_plays_as_frames_and_its_memories_are_frames(
     )
     wait_until_shown(page, surprise.get_by_text("cells showing an object").first)
     assert_no_exception(page)
-    surprise.scroll_into_view_if_needed()
+    shown_box(surprise, "no chart of where the surprise is")
     page.screenshot(path=str(ARTIFACTS / "minatar-memories.png"))
     click_first_memory(page)
     assert_no_exception(page)

@@ -18,6 +18,7 @@ from tests.e2e.browser import (
     another_browser,
     assert_no_exception,
     saying_what_the_page_shows,
+    shown_box,
     streamlit_server,
     wait_until_shown,
 )
@@ -50,9 +51,7 @@ def click_cell(tab: Page, column: float, row: float) -> None:
     """Click the heatmap's plot area at a fraction of its width (from the left) and height
     (from the bottom, where the first row is)."""
     area = tab.locator('[data-testid="stPlotlyChart"] .nsewdrag').first
-    area.scroll_into_view_if_needed()
-    box = area.bounding_box()
-    assert box is not None
+    box = shown_box(area, "no heatmap")
     tab.mouse.click(box["x"] + column * box["width"], box["y"] + (1 - row) * box["height"])
 
 
@@ -87,9 +86,8 @@ def test_the_page_fits_a_projector(page: Page, server: str) -> None:
     tab = another_browser(page, 1280, 720)
     open_heatmap(tab, server)
     heat = tab.locator('[data-testid="stPlotlyChart"]').first
-    heat.scroll_into_view_if_needed()
-    box = heat.bounding_box()
-    assert box is not None and box["x"] + box["width"] <= 1280
+    box = shown_box(heat, "no heatmap")
+    assert box["x"] + box["width"] <= 1280
     assert tab.evaluate("() => document.documentElement.scrollWidth") <= 1280
     tab.get_by_text("0.860 ± 0.156").first.wait_for()
     tab.screenshot(path=str(ARTIFACTS / "sweeps-1280x720.png"))

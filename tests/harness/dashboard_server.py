@@ -6,11 +6,12 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Mapping
 from contextlib import nullcontext
 from pathlib import Path
+
+from tests.run_helpers import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,22 +50,20 @@ def wait_until_healthy(
 ) -> None:
     """Return once the server at ``url`` answers its health check. A server that exits or does
     not answer within ``wait_s`` is killed and raises `RuntimeError` with the tail of its log."""
-    deadline = time.monotonic() + wait_s
-    while True:
+
+    def answers() -> bool:
+        if process.poll() is not None:
+            raise RuntimeError(f"exited with code {process.returncode}")
         try:
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
+                return response.status == 200
         except OSError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            why = (
-                f"exited with code {process.returncode}"
-                if process.poll() is not None
-                else f"did not answer {url}/_stcore/health within {wait_s:.0f} s"
-            )
-            process.kill()
-            process.wait(10)
-            tail = log_path.read_text(errors="replace")[-4000:] if log_path else "(not kept)"
-            raise RuntimeError(f"the dashboard server {why}; its log ({log_path}):\n{tail}")
-        time.sleep(0.3)
+            return False
+
+    try:
+        wait_for(answers, wait_s, what=f"did not answer {url}/_stcore/health", every=0.3)
+    except (RuntimeError, AssertionError) as why:
+        process.kill()
+        process.wait(10)
+        tail = log_path.read_text(errors="replace")[-4000:] if log_path else "(not kept)"
+        raise RuntimeError(f"the dashboard server {why}; its log ({log_path}):\n{tail}") from None

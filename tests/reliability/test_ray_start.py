@@ -27,13 +27,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 import rdqn
 from rdqn.runs.store import RunStore
+from tests.run_helpers import wait_for
 
 pytest.importorskip("ray")
 pytestmark = pytest.mark.slow
@@ -111,28 +112,39 @@ class Sweep:
     def kill_when(self, appears: str, victim: str) -> float:
         """SIGKILL the child named ``victim`` once a process whose command line holds
         ``appears`` runs under the sweep; returns when (seconds after the sweep began)."""
-        while time.monotonic() - self.started < BOUND_S and self.process.poll() is None:
-            found = descendants(self.process.pid)
-            self.seen.update(found)
-            if any(appears in words for words in found.values()):
-                for (pid, _), words in found.items():
-                    if words.split(" ", 1)[0].endswith(f"/{victim}") or words == victim:
-                        os.kill(pid, signal.SIGKILL)
-                        return time.monotonic() - self.started
-            time.sleep(0.05)
-        pytest.fail(f"no {appears!r} under the sweep: {self.process.poll()=}")
+        pid = self._wait_under_sweep(
+            appears, lambda words: words.split(" ", 1)[0].endswith(f"/{victim}") or words == victim
+        )
+        os.kill(pid, signal.SIGKILL)
+        return time.monotonic() - self.started
 
     def abort_when(self, appears: str) -> None:
         """SIGABRT the sweep itself, as gRPC's assertion in Ray does, once a process whose
         command line holds ``appears`` runs under it."""
-        while time.monotonic() - self.started < BOUND_S and self.process.poll() is None:
-            found = descendants(self.process.pid)
-            self.seen.update(found)
-            if any(appears in words for words in found.values()):
-                os.kill(self.process.pid, signal.SIGABRT)
-                return
-            time.sleep(0.05)
-        pytest.fail(f"no {appears!r} under the sweep: {self.process.poll()=}")
+        self._wait_under_sweep(appears)
+        os.kill(self.process.pid, signal.SIGABRT)
+
+    def _wait_under_sweep(
+        self, appears: str, is_victim: Callable[[str], bool] | None = None
+    ) -> int:
+        """Until a process whose command line holds ``appears`` runs under the sweep (and, given
+        ``is_victim``, one it picks by command line does too): that one's pid, else the sweep's.
+        Fails the test if the sweep ends first or `BOUND_S` passes."""
+
+        def found() -> int | None:
+            if self.process.poll() is not None:
+                pytest.fail(f"the sweep ended ({self.process.returncode}) before {appears!r} ran")
+            under = descendants(self.process.pid)
+            self.seen.update(under)
+            if not any(appears in words for words in under.values()):
+                return None
+            if is_victim is None:
+                return self.process.pid
+            victims = [pid for (pid, _), words in under.items() if is_victim(words)]
+            return victims[0] if victims else None
+
+        left = BOUND_S - (time.monotonic() - self.started)
+        return wait_for(found, left, what=f"no {appears!r} under the sweep", every=0.05)
 
     def end(self) -> tuple[int, str, str, float]:
         """Exit status, stdout, stderr and seconds since the sweep began; fails the test for a
