@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import types
 import typing
 from collections.abc import Set
@@ -19,6 +20,13 @@ from typing import Any
 from rdqn.validation import is_integer
 
 __all__ = ["build", "field_at", "flatten", "leaf_docs"]
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """``typing.get_type_hints(cls)``, worked out once per class: it evaluates every annotation
+    anew on each call, and a page run asks for each of its widgets' fields (read only)."""
+    return typing.get_type_hints(cls)
 
 
 def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -38,7 +46,7 @@ def build(cls: type, data: Any, *, retired: Set[str] = frozenset(), prefix: str 
     path; paths in ``retired`` (fields earlier versions wrote) are dropped."""
     if not isinstance(data, dict):
         raise ValueError(f"{prefix.rstrip('.') or 'config'} must be a mapping, got {data!r}")
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     known = {f.name for f in fields(cls)}
     data = {name: value for name, value in data.items() if prefix + name not in retired}
     unknown = sorted(set(data) - known)
@@ -78,7 +86,7 @@ def field_at(cls: type, path: str) -> dataclasses.Field[Any]:
         found = {f.name: f for f in fields(node)}.get(part)
         if found is None:
             break
-        hint = typing.get_type_hints(node)[part]
+        hint = _hints(node)[part]
         if k == len(parts) - 1:
             if dataclasses.is_dataclass(hint):
                 names = ", ".join(f"{path}.{f.name}" for f in fields(hint))
@@ -96,7 +104,7 @@ def field_at(cls: type, path: str) -> dataclasses.Field[Any]:
 
 def leaf_docs(cls: type, prefix: str = "") -> dict[str, str]:
     """``{"replay.alpha": "Priority exponent: ...", ...}`` for every leaf field of ``cls``."""
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     docs: dict[str, str] = {}
     for f in fields(cls):
         if dataclasses.is_dataclass(hints[f.name]):

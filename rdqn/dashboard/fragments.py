@@ -68,6 +68,12 @@ def page_run_mark() -> str | None:
     return _PAGE_RUN.get() if _IN_FRAGMENT.get() else None
 
 
+def has_a_browser() -> bool:
+    """Whether a browser receives what this session draws; an AppTest's session has none (no
+    address), and nothing to wait for after drawing."""
+    return st.context.url is not None
+
+
 def fragment(run_every: float | None = None) -> Callable[[Draw], Draw]:
     """``st.fragment(run_every=run_every)`` of a drawing function that knows whether it draws
     in a page run (`page_run_mark`) and returns once what it drew has had `SEND_PAUSE_S` to
@@ -81,7 +87,8 @@ def fragment(run_every: float | None = None) -> Callable[[Draw], Draw]:
                 draw(*args, **kwargs)
             finally:
                 _IN_FRAGMENT.reset(token)
-                time.sleep(SEND_PAUSE_S)
+                if has_a_browser():
+                    time.sleep(SEND_PAUSE_S)
 
         return st.fragment(run_every=run_every)(drawn_and_sent)  # type: ignore[return-value]
 

@@ -7,6 +7,7 @@ read-only. A class code is four characters that are hard to misread on a project
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 from urllib.parse import urlencode, urlsplit
@@ -48,8 +49,10 @@ def run_link(address: str, run_id: str) -> str:
     return f"{address}/live?{urlencode({'run': run_id})}"
 
 
+@functools.lru_cache(maxsize=256)
 def qr_png(text: str, scale: int = 8) -> bytes:
-    """A QR code of ``text`` as PNG bytes (medium error correction: survives a dim projector)."""
+    """A QR code of ``text`` as PNG bytes (medium error correction: survives a dim projector).
+    Kept for the class's few addresses: encoding one costs a page run about 5 ms."""
     buffer = io.BytesIO()
     segno.make(text, error="m").save(buffer, kind="png", scale=scale, border=2)
     return buffer.getvalue()

@@ -24,6 +24,7 @@ def pauses(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, float]]:
     events: list[tuple[str, float]] = []
     monkeypatch.setattr(fragments.time, "sleep", lambda s: events.append(("pause", s)))
     monkeypatch.setattr(fragments.st, "fragment", lambda run_every=None: lambda func: func)
+    monkeypatch.setattr(fragments, "has_a_browser", lambda: True)
     return events
 
 
@@ -105,3 +106,24 @@ def test_streamlit_still_takes_back_a_fragments_unsent_elements_but_not_its_cach
     left = queue.flush()
     assert [list(msg.metadata.delta_path) for msg in left] == [[0, 5, 2, 1, 0, 0, 1]]
     assert left[0].WhichOneof("type") == "ref_hash"  # a chart at index 1 of an empty box
+
+
+def _a_fragment_in_an_app_test() -> None:
+    from rdqn.dashboard.fragments import fragment
+
+    fragment(run_every=1.0)(lambda: None)()
+
+
+def test_an_app_test_has_no_browser_and_no_pause(monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    slept: list[float] = []
+    sleep = fragments.time.sleep  # the one time module: AppTest sleeps while it waits too
+
+    def noted(seconds: float) -> None:
+        slept.append(seconds)
+        sleep(seconds)
+
+    monkeypatch.setattr(fragments.time, "sleep", noted)
+    at = AppTest.from_function(_a_fragment_in_an_app_test).run()
+    assert not at.exception and fragments.SEND_PAUSE_S not in slept
