@@ -22,14 +22,16 @@ def no_tree_note(snapshot: Telemetry | None) -> str:
 
 
 def tree_note(snapshot: Telemetry) -> str:
-    """How the live tree is laid out: its leaves, and the padding leaves past the capacity and
-    the empty slots, where there are any."""
+    """How the live tree is laid out: its leaves over the memory's slots (a transition or a
+    sequence each), and the padding leaves past the last slot and the empty slots, where there
+    are any."""
     leaves = tree_leaf_count(snapshot.slots)
     numbers = {
         "leaves": leaves,
         "capacity": snapshot.slots,
         "padding": leaves - snapshot.slots,
         "size": snapshot.slots_used,
+        "item": snapshot.item,
     }
     parts = ["sum_tree_live"]
     parts += ["sum_tree_live_padding"] if leaves > snapshot.slots else []

@@ -24,13 +24,16 @@ def test_no_run_yet() -> None:
 
 
 def test_a_full_tree_of_a_power_of_two_has_neither_padding_nor_empty_slots() -> None:
-    note = tree_note(SimpleNamespace(slots=1024, slots_used=1024))
+    note = tree_note(SimpleNamespace(slots=1024, slots_used=1024, item="transition"))
     assert note.startswith("The tree has 1,024 leaves")
+    assert "1,024 slots (one transition each)" in " ".join(note.split())
     assert "pad" not in note and "empty" not in note
 
 
 def test_padding_and_empty_slots_are_counted() -> None:
-    note = " ".join(tree_note(SimpleNamespace(slots=10_000, slots_used=2_500)).split())
-    assert "16,384 leaves" in note
+    note = " ".join(
+        tree_note(SimpleNamespace(slots=10_000, slots_used=2_500, item="sequence")).split()
+    )
+    assert "16,384 leaves" in note and "10,000 slots (one sequence each)" in note
     assert "the 6,384 padding leaves" in note
-    assert "(2,500 of 10,000 so far)" in note
+    assert "(2,500 of 10,000 so far): 0 until their sequences arrive" in note
