@@ -224,8 +224,8 @@ def steps_done(tab: Page) -> int:
 
 
 def what_the_page_shows(page: Page) -> str:
-    """The URL, status line, notices, captions and exceptions of a Streamlit page, and the
-    pages' uncaught errors: for a failure message."""
+    """The URL, title, status line, notices, captions, exceptions and sliders of a Streamlit
+    page, and the pages' uncaught errors: for a failure message."""
     parts = [f"url: {page.url}"]
     parts += [f"page error: {error}" for error in PAGE_ERRORS]
     for name, selector in (
@@ -234,6 +234,7 @@ def what_the_page_shows(page: Page) -> str:
         ("notice", '[data-testid="stAlert"]'),
         ("caption", '[data-testid="stCaptionContainer"]'),
         ("exception", '[data-testid="stException"]'),
+        ("slider", '[data-testid="stSlider"]'),
     ):
         with contextlib.suppress(Exception):
             parts += [f"{name}: {text}" for text in page.locator(selector).all_inner_texts()]

@@ -26,6 +26,7 @@ from tests.e2e.browser import (
     never_within,
     progress_text,
     run_on_screen,
+    saying_what_the_page_shows,
     start_a_run,
     steps_done,
     streamlit_server,
@@ -333,10 +334,11 @@ def test_a_class_follows_the_teacher_and_a_student_forks_the_setup(page: Page, s
                     'input[aria-label="α (prioritization)"]')?.value) - 0.65) < 1e-9""",
         what="moving α one step",
     )
-    teacher.wait_for_function(
-        f"""() => [...document.querySelectorAll('[data-testid="stProgress"]')]
-                 .some(el => el.innerText.includes('run ') && !el.innerText.includes('{first}'))"""
-    )
+    with saying_what_the_page_shows(teacher):  # and its slider: did α go back?
+        teacher.wait_for_function(
+            f"""() => [...document.querySelectorAll('[data-testid="stProgress"]')].some(
+                        el => el.innerText.includes('run ') && !el.innerText.includes('{first}'))"""
+        )
     second = run_on_screen(teacher)
     student.wait_for_function(f"() => document.body.innerText.includes('run {second}')")
     assert_no_exception(student)
