@@ -28,7 +28,7 @@ def tree_note(snapshot: Telemetry) -> str:
     leaves = tree_leaf_count(snapshot.slots)
     numbers = {
         "leaves": leaves,
-        "capacity": snapshot.slots,
+        "slots": snapshot.slots,
         "padding": leaves - snapshot.slots,
         "size": snapshot.slots_used,
         "item": snapshot.item,
